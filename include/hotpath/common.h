@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Definitions shared by every public hotpath header: export macro and wire types. */
+#ifndef HOTPATH_COMMON_H
+#define HOTPATH_COMMON_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Every public function carries HP_API; everything else is hidden by the
+ * build (-fvisibility=hidden), so the shared library exports only the API. */
+#if defined(__GNUC__) || defined(__clang__)
+#define HP_API __attribute__((visibility("default")))
+#else
+#define HP_API
+#endif
+
+/* Wire fields in network byte order. Distinct names make intent visible in
+ * prototypes; they are plain integers, so convert with hp_ntoh16() etc. */
+typedef uint16_t hp_be16;
+typedef uint32_t hp_be32;
+
+static inline uint16_t hp_bswap16(uint16_t v)
+{
+    return (uint16_t)((v >> 8) | (v << 8));
+}
+
+static inline uint32_t hp_bswap32(uint32_t v)
+{
+    return __builtin_bswap32(v);
+}
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define HP_BIG_ENDIAN 1
+static inline hp_be16 hp_hton16(uint16_t v) { return v; }
+static inline hp_be32 hp_hton32(uint32_t v) { return v; }
+#else
+#define HP_BIG_ENDIAN 0
+static inline hp_be16 hp_hton16(uint16_t v) { return hp_bswap16(v); }
+static inline hp_be32 hp_hton32(uint32_t v) { return hp_bswap32(v); }
+#endif
+static inline uint16_t hp_ntoh16(hp_be16 v) { return hp_hton16(v); }
+static inline uint32_t hp_ntoh32(hp_be32 v) { return hp_hton32(v); }
+
+/** Library version, "MAJOR.MINOR.PATCH". */
+HP_API const char *hp_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

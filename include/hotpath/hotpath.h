@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Umbrella header: includes every public hotpath header. */
+#ifndef HOTPATH_HOTPATH_H
+#define HOTPATH_HOTPATH_H
+
+#include <hotpath/common.h>
+#include <hotpath/cksum.h>
+#include <hotpath/cpu.h>
+#include <hotpath/err.h>
+
+#endif

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The checksum benchmark's results, shared by `hotpath bench cksum` and `hotpath demo`. */
+#ifndef HOTPATH_BENCH_CKSUM_H
+#define HOTPATH_BENCH_CKSUM_H
+
+#include <stdarg.h>
+
+#include "base/internal.h"
+#include "tool.h"
+
+#define CKSUM_MAX_IMPLS 12
+#define CKSUM_MAX_REPS 64
+#define CKSUM_MAX_GOALS 12
+
+struct cksum_impl {
+    const char *name, *symbol, *note;
+    hp__cksum_fn fn;
+    long code_bytes; /* -1: unknown */
+    bool wrong;      /* disagreed with the reference */
+};
+
+struct cksum_cell {
+    size_t size;
+    int offset;
+    double cpb[CKSUM_MAX_IMPLS]; /* ticks per byte, per impl */
+};
+
+struct cksum_report {
+    const char *dispatched;
+    struct cksum_impl impls[CKSUM_MAX_IMPLS];
+    int nimpls;
+    const char *skipped[CKSUM_MAX_IMPLS]; /* variants this CPU cannot run */
+    int nskipped;
+    bool no_dpdk;
+    long entry_bytes; /* size of hp_cksum_partial */
+    int reps, cpu_pinned;
+    struct cksum_cell cells[8][2]; /* [size][offset] */
+    struct {
+        char text[200];
+        bool met;
+    } goals[CKSUM_MAX_GOALS];
+    int ngoals;
+    uint32_t sink;
+};
+
+int cksum_report_run(struct cksum_report *r, const struct bench_opts *o);
+void cksum_report_goals(struct cksum_report *r);
+int cksum_report_find(const struct cksum_report *r, const char *name);
+void cksum_report_print_header(const struct cksum_report *r, FILE *f);
+void cksum_report_print_table(const struct cksum_report *r, FILE *f);
+void cksum_report_print_json(const struct cksum_report *r, FILE *f);
+
+#endif

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The hotpath command: dispatches to one subcommand per file. */
+#include <string.h>
+
+#include <hotpath/common.h>
+#include <hotpath/cpu.h>
+
+#include "tool.h"
+
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *help;
+} commands[] = {
+    {"demo", cmd_demo, "run the experiments with progress, print tables, write report/"},
+    {"bench", cmd_bench, "run one benchmark against its peers (hotpath bench --help)"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: hotpath COMMAND [OPTIONS]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
+    fprintf(f, "  %-8s %s\n", "version", "print the version and the CPU features in use");
+    fprintf(f, "\n'hotpath COMMAND --help' describes a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        char cpu[256];
+        hp_cpu_describe(cpu, sizeof cpu);
+        printf("hotpath %s\ncpu: %s\ncompiler: %s\n", hp_version(), cpu, tool_compiler());
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(cmd, commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "hotpath: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return 2;
+}
