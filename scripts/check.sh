@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# `make check`: build every configuration and run every test suite, ending with one pass/fail summary line.
+#
+# usage: scripts/check.sh [all|fuzz]
+# env:   FUZZ_SECONDS (default 10; CI uses 30), JOBS (ninja -j)
+#
+# Suites: gcc Release build + unit tests; Debug ASan+UBSan build + unit tests;
+# clang -Werror build + unit tests; command-line tests; libFuzzer smoke runs;
+# aarch64 cross-build with its unit tests under qemu; root-only suites when
+# root. A suite whose tools are missing is reported as skipped, with why.
+set -u
+cd "$(dirname "$0")/.."
+what=${1:-all}
+FUZZ_SECONDS=${FUZZ_SECONDS:-10}
+NINJA="ninja ${JOBS:+-j $JOBS}"
+LOGS=build-logs
+mkdir -p "$LOGS"
+
+pass=0 fail=0 skip=0
+lines=()
+
+note() { lines+=("$1"); echo "$1"; }
+
+# Run a command as one step; its output goes to the terminal and a log.
+step() { # name cmd...
+  local name=$1; shift
+  echo "=== $name"
+  "$@" 2>&1 | tee "$LOGS/$name.log"
+  return "${PIPESTATUS[0]}"
+}
+
+# Run a test binary (or script) that ends with "N passed, N failed, N skipped"
+# and add its counts.
+tests() { # name cmd...
+  local name=$1; shift
+  step "$name" "$@"
+  local rc=$? summary
+  summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$LOGS/$name.log" | tail -1)
+  if [ -z "$summary" ]; then
+    fail=$((fail + 1)); note "FAIL  $name: no summary line (exit $rc)"; return
+  fi
+  local p f s
+  p=$(echo "$summary" | sed -E 's/^([0-9]+) passed.*/\1/')
+  f=$(echo "$summary" | sed -E 's/.* ([0-9]+) failed.*/\1/')
+  s=$(echo "$summary" | sed -nE 's/.* ([0-9]+) skipped.*/\1/p'); s=${s:-0}
+  pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then fail=$((fail + 1)); f=1; fi
+  note "$([ "$f" -eq 0 ] && echo PASS || echo FAIL)  $name: $summary"
+}
+
+build() { # name builddir cmake-args...
+  local name=$1 dir=$2; shift 2
+  if step "$name" bash -c "cmake -S . -B $dir -G Ninja $* >/dev/null && $NINJA -C $dir"; then
+    pass=$((pass + 1)); note "PASS  $name"; return 0
+  fi
+  fail=$((fail + 1)); note "FAIL  $name (log: $LOGS/$name.log)"; return 1
+}
+
+skipped() { skip=$((skip + 1)); note "SKIP  $1"; }
+
+unit_all() { # prefix builddir [runner...]
+  local prefix=$1 dir=$2; shift 2
+  local found=0
+  for t in "$dir"/tests/unit_*; do
+    [ -x "$t" ] || continue
+    found=1
+    tests "$prefix-$(basename "$t")" "$@" "$t"
+  done
+  [ $found = 1 ] || { fail=$((fail + 1)); note "FAIL  $prefix: no unit test binaries in $dir/tests"; }
+}
+
+have_clang=0; command -v clang >/dev/null 2>&1 && have_clang=1
+have_fuzzer=0
+ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 && have_fuzzer=1
+
+fuzz_suite() {
+  if [ $have_clang = 0 ] || [ $have_fuzzer = 0 ]; then
+    skipped "fuzz: clang or its libFuzzer runtime is not installed (run as root to install)"; return
+  fi
+  build fuzz-build build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Release \
+    -DHP_BUILD_FUZZ=ON -DHP_BUILD_TESTS=OFF -DHP_SANITIZE=address,undefined || return
+  for f in build-fuzz/fuzz/*_fuzz; do
+    [ -x "$f" ] || continue
+    local name corpus work
+    name=$(basename "$f"); corpus=fuzz/corpus/${name%_fuzz}
+    work=$(mktemp -d)
+    # New inputs go to a scratch directory; the committed corpus is read only.
+    if step "fuzz-$name" "$f" -max_total_time="$FUZZ_SECONDS" -print_final_stats=1 \
+         -artifact_prefix="$LOGS/$name-" "$work" "$corpus"; then
+      pass=$((pass + 1)); note "PASS  fuzz $name (${FUZZ_SECONDS}s, $(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$LOGS/fuzz-$name.log" | grep -Eo '[0-9]+$') runs)"
+    else
+      fail=$((fail + 1)); note "FAIL  fuzz $name: crash input saved under $LOGS/$name-*"
+    fi
+    rm -rf "$work"
+  done
+}
+
+if [ "$what" = fuzz ]; then
+  fuzz_suite
+else
+  # 1. gcc, Release, -Werror: the binaries users get.
+  build build-gcc build -DCMAKE_BUILD_TYPE=Release && unit_all unit-release build
+  # 2. AddressSanitizer + UndefinedBehaviorSanitizer, debug checks on.
+  build build-asan build-asan -DCMAKE_BUILD_TYPE=Debug -DHP_SANITIZE=address,undefined \
+    && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+       unit_all unit-asan build-asan
+  # 3. clang, -Werror.
+  if [ $have_clang = 1 ]; then
+    build build-clang build-clang -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Release \
+      && unit_all unit-clang build-clang
+  else
+    skipped "clang build: clang is not installed (run as root to install)"
+  fi
+  # 4. The command line.
+  tests cli tests/cli/test_cli.sh build/hotpath
+  # 5. Fuzz smoke runs.
+  fuzz_suite
+  # 6. aarch64: portable and NEON code paths, run under qemu.
+  if command -v aarch64-linux-gnu-gcc >/dev/null 2>&1; then
+    if build build-aarch64 build-aarch64 -DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR=aarch64 \
+         -DCMAKE_C_COMPILER=aarch64-linux-gnu-gcc -DCMAKE_BUILD_TYPE=Release \
+         -DPKG_CONFIG_EXECUTABLE=/bin/false; then
+      if command -v qemu-aarch64 >/dev/null 2>&1; then
+        unit_all unit-aarch64 build-aarch64 qemu-aarch64 -L /usr/aarch64-linux-gnu
+      else
+        skipped "aarch64 unit tests: qemu-user is not installed"
+      fi
+    fi
+  else
+    skipped "aarch64 cross-build: gcc-aarch64-linux-gnu is not installed (run as root to install)"
+  fi
+  # 7. Root-only suites (network namespaces, real interfaces).
+  if [ "$(id -u)" != 0 ]; then
+    skipped "root-only suites: not root"
+  elif ls tests/interop/*.sh >/dev/null 2>&1; then
+    for t in tests/interop/*.sh; do tests "interop-$(basename "$t" .sh)" "$t"; done
+  else
+    note "(no root-only suites in this tree yet)"
+  fi
+fi
+
+echo
+echo "=== summary"
+printf '%s\n' "${lines[@]}"
+echo
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,235 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Plots the JSON results that `hotpath demo` writes: one PNG per known experiment, next to its JSON.
+"""Usage: python3 scripts/report.py REPORT_DIR
+
+Reads REPORT_DIR/*.json and writes REPORT_DIR/NAME.png for every NAME.json
+that has a plotter in PLOTTERS (keyed by file name without ".json"); other
+JSON files are skipped with a note. Prints one line per PNG written.
+
+Exit status: 0 on success, 1 if a plot failed, 2 on a usage error, and 3 when
+matplotlib is not installed (`hotpath demo` relies on that exact code).
+
+To plot a new experiment: write plot_NAME(data, png_path) and add it to
+PLOTTERS.
+"""
+import glob
+import json
+import os
+import sys
+import traceback
+
+PROG = "report.py"
+
+# Filled by load_matplotlib(): the pyplot and ticker modules.
+plt = None
+ticker = None
+
+
+def load_matplotlib():
+    global plt, ticker
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # no display needed
+        import matplotlib.pyplot as pyplot
+        import matplotlib.ticker as mticker
+    except ImportError:
+        print(f"{PROG}: matplotlib is not installed; plots skipped", file=sys.stderr)
+        sys.exit(3)
+    plt, ticker = pyplot, mticker
+
+
+# ---- helpers ---------------------------------------------------------------
+
+DPI = 150
+FIGSIZE = (1400 / DPI, 700 / DPI)  # about 1400 x 700 px
+
+
+def size_label(n):
+    """20 -> "20", 1500 -> "1500", 65536 -> "64K"."""
+    if n >= 1024 and n % 1024 == 0:
+        return f"{n // 1024}K"
+    return str(n)
+
+
+def size_ticks(sizes):
+    """Tick positions and labels for sizes on a log axis. Sizes within 10% of
+    each other (20 and 21, 1500 and 1501) share one tick, "20/21", since
+    their labels would overlap."""
+    groups = []
+    for s in sorted(sizes):
+        if groups and s <= groups[-1][0] * 1.1:
+            groups[-1].append(s)
+        else:
+            groups.append([s])
+    return [g[0] for g in groups], ["/".join(size_label(s) for s in g) for g in groups]
+
+
+def decimal_label(y, _pos=None):
+    """Plain decimals on a log axis: 0.02, 0.1, 1, 3."""
+    if y <= 0:
+        return ""
+    return f"{y:.4g}"
+
+
+# ---- cksum -----------------------------------------------------------------
+
+# Fixed colours so that an implementation looks the same in every report.
+CKSUM_STYLE = {
+    "hotpath": {"color": "#d62728", "lw": 3.2, "zorder": 10, "marker": "o", "ms": 5},
+    "scalar": {"color": "#ff7f0e"},
+    "avx2": {"color": "#9467bd"},
+    "avx512": {"color": "#8c564b"},
+    "neon": {"color": "#8c564b"},
+    "dpdk": {"color": "#1f77b4"},
+    "dpdk-native": {"color": "#17becf"},
+    "unroll64": {"color": "#2ca02c"},
+    "naive": {"color": "#7f7f7f"},
+}
+CKSUM_EXTRA_COLOURS = ["#e377c2", "#bcbd22", "#393b79", "#637939", "#843c39"]
+
+
+def offset_title(off):
+    if off == 0:
+        return "buffer at offset 0 (aligned)"
+    return f"buffer at offset +{off} (odd address)" if off % 2 else f"buffer at offset +{off}"
+
+
+def plot_cksum(data, png):
+    results = [
+        r
+        for r in data.get("results", [])
+        if isinstance(r.get("cycles_per_byte"), (int, float)) and r["cycles_per_byte"] > 0
+    ]
+    if not results:
+        raise ValueError("no results to plot")
+
+    # Implementations in the order the benchmark reported them; hotpath drawn last (on top).
+    impls = list(dict.fromkeys(r["impl"] for r in results))
+    offsets = sorted({int(r.get("offset", 0)) for r in results})
+    sizes = sorted({int(r["size"]) for r in results})
+    code = data.get("code_bytes", {}) or {}
+    unit = data.get("unit", "cycles")
+
+    # series[(impl, offset)] = ([sizes], [cycles/byte])
+    series = {}
+    for r in sorted(results, key=lambda r: int(r["size"])):
+        xs, ys = series.setdefault((r["impl"], int(r.get("offset", 0))), ([], []))
+        xs.append(int(r["size"]))
+        ys.append(float(r["cycles_per_byte"]))
+
+    styles = {}
+    extra = iter(CKSUM_EXTRA_COLOURS * 4)
+    for impl in impls:
+        st = {"lw": 1.6, "zorder": 3, "marker": "o", "ms": 3.5, "alpha": 0.95}
+        st.update(CKSUM_STYLE.get(impl, {"color": next(extra, "#000000")}))
+        styles[impl] = st
+
+    fig, axes = plt.subplots(1, len(offsets), figsize=FIGSIZE, dpi=DPI, sharey=True, squeeze=False)
+    axes = axes[0]
+    handles = {}
+    ymin = min(r["cycles_per_byte"] for r in results)
+    ymax = max(r["cycles_per_byte"] for r in results)
+    for ax, off in zip(axes, offsets):
+        for impl in sorted(impls, key=lambda i: i == "hotpath"):
+            if (impl, off) not in series:
+                continue
+            xs, ys = series[(impl, off)]
+            st = styles[impl]
+            label = f"{impl} ({code[impl]} B)" if impl in code else impl
+            (line,) = ax.plot(xs, ys, label=label, color=st["color"], lw=st["lw"],
+                              zorder=st["zorder"], marker=st["marker"], ms=st["ms"],
+                              alpha=st.get("alpha", 1.0))
+            handles.setdefault(impl, line)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ticks, labels = size_ticks(sizes)
+        ax.set_xticks(ticks)
+        ax.set_xticklabels(labels, fontsize=8)
+        ax.xaxis.set_minor_locator(ticker.NullLocator())
+        ax.set_xlim(sizes[0] / 1.25, sizes[-1] * 1.25)
+        ax.set_ylim(ymin / 1.3, ymax * 1.3)
+        ax.yaxis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(ticker.FuncFormatter(decimal_label))
+        ax.yaxis.set_minor_locator(ticker.LogLocator(base=10, subs=tuple(range(1, 10))))
+        ax.yaxis.set_minor_formatter(ticker.NullFormatter())
+        ax.tick_params(axis="y", labelsize=8)
+        ax.grid(True, which="major", color="#d0d0d0", lw=0.7)
+        ax.grid(True, which="minor", axis="y", color="#ececec", lw=0.5)
+        ax.set_title(offset_title(off), fontsize=10)
+        ax.set_xlabel("buffer size (bytes)", fontsize=9)
+    axes[0].set_ylabel(f"{unit} per byte (lower is better)", fontsize=9)
+
+    # One legend for both panels, hotpath first, with code sizes.
+    order = sorted(handles, key=lambda i: (i != "hotpath", impls.index(i)))
+    fig.legend([handles[i] for i in order], [handles[i].get_label() for i in order],
+               loc="center right", fontsize=8, title="implementation (code size)",
+               title_fontsize=8, frameon=True)
+
+    head = "Internet checksum (RFC 1071): cycles per byte vs buffer size"
+    if data.get("dispatched"):
+        head += f"; hotpath dispatched to {data['dispatched']}"
+    sub = "; ".join(str(x) for x in (data.get("cpu"), data.get("compiler")) if x)
+    fig.suptitle(head, fontsize=11, fontweight="bold", y=0.985)
+    fig.text(0.5, 0.915, sub, ha="center", fontsize=8.5, color="#333333")
+
+    notes = []
+    if data.get("flags"):
+        notes.append(f"flags: {data['flags']}")
+    if data.get("reps"):
+        notes.append(f"median of {data['reps']} reps")
+    if data.get("skipped"):
+        notes.append("not run on this CPU: " + ", ".join(data["skipped"]))
+    goals = data.get("goals") or []
+    if goals:
+        met = sum(1 for g in goals if g.get("met"))
+        notes.append(f"goals met: {met}/{len(goals)} (see report.md)")
+    if notes:
+        fig.text(0.01, 0.012, " | ".join(notes), fontsize=7, color="#555555", ha="left")
+
+    fig.subplots_adjust(left=0.065, right=0.80, top=0.84, bottom=0.14, wspace=0.06)
+    fig.savefig(png, dpi=DPI)
+    plt.close(fig)
+
+
+# ---- driver ----------------------------------------------------------------
+
+PLOTTERS = {
+    "cksum": plot_cksum,
+}
+
+
+def main(argv):
+    if len(argv) != 2 or argv[1] in ("-h", "--help"):
+        print("usage: python3 scripts/report.py REPORT_DIR", file=sys.stderr)
+        return 2
+    rdir = argv[1]
+    if not os.path.isdir(rdir):
+        print(f"{PROG}: {rdir}: not a directory", file=sys.stderr)
+        return 2
+    load_matplotlib()
+
+    failed = 0
+    for path in sorted(glob.glob(os.path.join(rdir, "*.json"))):
+        name = os.path.splitext(os.path.basename(path))[0]
+        plotter = PLOTTERS.get(name)
+        if plotter is None:
+            print(f"{PROG}: note: no plotter for {os.path.basename(path)}; ignored", file=sys.stderr)
+            continue
+        png = os.path.join(rdir, name + ".png")
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+            plotter(data, png)
+        except Exception as e:  # one bad experiment must not hide the others
+            failed += 1
+            print(f"{PROG}: {path}: {type(e).__name__}: {e}", file=sys.stderr)
+            if os.environ.get("HP_REPORT_DEBUG"):
+                traceback.print_exc()
+            continue
+        print(f"wrote {png}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Tests of the hotpath command line: exit codes, messages naming the problem, JSON output, the demo report.
+#
+# usage: tests/cli/test_cli.sh path/to/hotpath
+set -u
+HP=${1:?usage: $0 path/to/hotpath}
+pass=0 fail=0 skip=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+ok() { pass=$((pass + 1)); echo "PASS  $1"; }
+ko() { fail=$((fail + 1)); echo "FAIL  $1"; [ -n "${2:-}" ] && echo "      $2"; }
+
+# expect NAME EXIT-CODE STDERR-PATTERN -- command...
+expect() {
+  local name=$1 code=$2 pattern=$3; shift 4
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -ne "$code" ]; then ko "$name" "exit $rc, expected $code; stderr: $(head -3 "$tmp/err")"; return; fi
+  if [ -n "$pattern" ] && ! grep -qE -- "$pattern" "$tmp/err" "$tmp/out"; then
+    ko "$name" "output does not match /$pattern/: $(head -3 "$tmp/err")"; return
+  fi
+  ok "$name"
+}
+
+expect "no arguments: usage, exit 2"        2 "usage: hotpath"            -- "$HP"
+expect "--help: exit 0"                     0 "commands:"                 -- "$HP" --help
+expect "version names the CPU"              0 "cpu: "                     -- "$HP" version
+expect "unknown command is named"           2 "unknown command 'nosuch'"  -- "$HP" nosuch
+expect "bench without a name: usage"        2 "usage: hotpath bench"      -- "$HP" bench
+expect "unknown benchmark is named"         2 "no benchmark named 'nope'" -- "$HP" bench nope
+expect "bench --reps 0 is refused"          2 "--reps wants"              -- "$HP" bench cksum --reps 0
+expect "bench --reps abc is refused"        2 "--reps wants.*'abc'"       -- "$HP" bench cksum --reps abc
+expect "bench --cpu out of range"           2 "--cpu wants"               -- "$HP" bench cksum --cpu 4096
+expect "bench unknown option"               2 "unknown option|unrecognized" -- "$HP" bench cksum --frobnicate
+expect "bench extra argument"               2 "unexpected argument 'x'"   -- "$HP" bench cksum x
+expect "demo unknown experiment"            2 "no experiment named 'zz'"  -- "$HP" demo --only zz
+expect "demo extra argument"                2 "unexpected argument"       -- "$HP" demo extra
+
+# JSON of the checksum benchmark: well-formed, every row measured.
+if "$HP" bench cksum --json --reps 1 >"$tmp/c.json" 2>"$tmp/err"; then
+  if python3 - "$tmp/c.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["dispatched"] in ("scalar", "avx2", "avx512", "neon"), d["dispatched"]
+impls = {r["impl"] for r in d["results"]}
+for need in ("hotpath", "scalar", "unroll64", "naive"):
+    assert need in impls, need
+sizes = {r["size"] for r in d["results"]}
+assert sizes == {20, 21, 100, 101, 1500, 1501, 9000, 65536}, sizes
+assert {r["offset"] for r in d["results"]} == {0, 1}
+assert all(r["cycles_per_byte"] > 0 for r in d["results"])
+assert "hotpath" in d["code_bytes"]
+assert isinstance(d["goals"], list) and d["goals"]
+PY
+  then ok "bench cksum --json is complete"; else ko "bench cksum --json is complete"; fi
+else
+  ko "bench cksum --json runs" "$(head -3 "$tmp/err")"
+fi
+
+# HP_CKSUM_IMPL forces a variant; a bad value warns and falls back.
+HP_CKSUM_IMPL=scalar "$HP" bench cksum --json --reps 1 >"$tmp/s.json" 2>/dev/null
+if python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['dispatched']=='scalar'" "$tmp/s.json" 2>/dev/null; then
+  ok "HP_CKSUM_IMPL=scalar is obeyed"; else ko "HP_CKSUM_IMPL=scalar is obeyed"; fi
+expect "HP_CKSUM_IMPL=bogus warns and runs" 0 "HP_CKSUM_IMPL=bogus: no such variant" -- env HP_CKSUM_IMPL=bogus "$HP" version
+
+# The demo writes its report (plots only when matplotlib is there).
+if "$HP" demo --quick --report "$tmp/report" >"$tmp/demo.out" 2>&1; then
+  if grep -q "speed-up" "$tmp/demo.out" && grep -q "^## 1. The Internet checksum" "$tmp/report/report.md" \
+     && python3 -m json.tool "$tmp/report/cksum.json" >/dev/null; then
+    ok "demo writes report.md, cksum.json and prints the table"
+  else
+    ko "demo writes report.md, cksum.json and prints the table" "$(tail -5 "$tmp/demo.out")"
+  fi
+  if python3 -c "import matplotlib" 2>/dev/null; then
+    if [ -s "$tmp/report/cksum.png" ]; then ok "demo plots cksum.png"; else ko "demo plots cksum.png"; fi
+  else
+    skip=$((skip + 1)); echo "SKIP  demo plot: matplotlib is not installed"
+  fi
+else
+  ko "demo --quick runs" "$(tail -5 "$tmp/demo.out")"
+fi
+
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]
