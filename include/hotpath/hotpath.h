@@ -3,9 +3,12 @@
 #ifndef HOTPATH_HOTPATH_H
 #define HOTPATH_HOTPATH_H
 
+#include <hotpath/buf.h>
+#include <hotpath/cacheline.h>
 #include <hotpath/common.h>
 #include <hotpath/cksum.h>
 #include <hotpath/cpu.h>
 #include <hotpath/err.h>
+#include <hotpath/pool.h>
 
 #endif

@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Packet buffer operations: free with checks, sharing, clone, and edits that fail without changing anything. */
+#include <errno.h>
+#include <string.h>
+
+#include <hotpath/buf.h>
+#include <hotpath/pool.h>
+
+#include "internal.h"
+
+HP_CACHELINE_ASSERT_GROUP_SIZE(struct hp_buf, hot, HP_CACHELINE_SIZE);
+HP_CACHELINE_ASSERT_GROUP_LINES(struct hp_buf, hot, 1);
+HP_CACHELINE_ASSERT_GROUP_MEMBER(struct hp_buf, hot, base);
+HP_CACHELINE_ASSERT_GROUP_MEMBER(struct hp_buf, hot, next);
+HP_CACHELINE_ASSERT_GROUP_MEMBER(struct hp_buf, hot, pool);
+HP_CACHELINE_ASSERT_GROUP_MEMBER(struct hp_buf, hot, ol_flags);
+HP_CACHELINE_ASSERT_GROUP_MEMBER(struct hp_buf, hot, data_off);
+HP_CACHELINE_ASSERT_GROUP_MEMBER(struct hp_buf, hot, data_len);
+HP_CACHELINE_ASSERT_GROUP_MEMBER(struct hp_buf, hot, pkt_len);
+HP_CACHELINE_ASSERT_GROUP_MEMBER(struct hp_buf, hot, refcnt);
+HP_CACHELINE_ASSERT_GROUP_MEMBER(struct hp_buf, hot, owner);
+HP_CACHELINE_ASSERT_GROUP_MEMBER(struct hp_buf, hot, flags);
+HP_CACHELINE_ASSERT_GROUP_MEMBER(struct hp_buf, cold, direct);
+HP_CACHELINE_ASSERT_GROUP_MEMBER(struct hp_buf, cold, user);
+_Static_assert(sizeof(struct hp_buf) == HP_BUF_META_SIZE, "hp_buf metadata must be 128 bytes");
+
+static inline bool shared(const struct hp_buf *b)
+{
+    return (b->flags & HP_BUF_F_INDIRECT) || hp_buf_refcnt(b) > 1;
+}
+
+/* Check that b is a live buffer of a pool before touching it further.
+ * Returns its pool, or NULL after reporting what is wrong. */
+__attribute__((always_inline)) static inline struct hp_pool *check(const struct hp_buf *b)
+{
+    struct hp_pool *p = hp__pool_of(b);
+    if (__builtin_expect(!p, 0)) {
+        hp__pool_report(NULL, b, "free of a pointer that is not a pool buffer");
+        return NULL;
+    }
+    /* A pointer into the middle of a buffer is not at a chunk boundary. The
+     * check is exact and costs two multiplications: with r = ceil(2^32 / e),
+     * (k e r) >> 32 == k for any k e < 2^32, so q e == off exactly when off
+     * is a multiple of e (regions past 4 GiB divide). */
+    uint64_t off = (uint64_t)((const unsigned char *)b - p->region);
+    bool at_chunk = off < (1ull << 32) ? ((off * p->elt_recip) >> 32) * p->elt_size == off
+                                       : off % p->elt_size == 0;
+    if (__builtin_expect(!at_chunk, 0)) {
+        hp__pool_report(p, b, "free of a pointer that is not the start of a buffer");
+        return NULL;
+    }
+    if (__builtin_expect(b->flags & HP_BUF_F_FREE, 0)) {
+        hp__pool_report(p, b, "double free (the buffer is already in the pool)");
+        return NULL;
+    }
+    return p;
+}
+
+/* Drop one reference to segment b; true when it was the last. */
+static bool unref(struct hp_buf *b)
+{
+    uint16_t r = hp_buf_refcnt(b);
+    if (__builtin_expect(r == 1, 1)) {
+        /* Sole holder: nobody else may touch the count. */
+        atomic_store_explicit(&b->refcnt, 0, memory_order_relaxed);
+        return true;
+    }
+    if (r == 0) {
+        hp__pool_report(b->pool, b, "reference count underflow");
+        return false;
+    }
+    return atomic_fetch_sub_explicit(&b->refcnt, 1, memory_order_acq_rel) == 1;
+}
+
+static void free_chain(struct hp_buf *b);
+
+/* Give back segment b, whose last reference was just dropped (the pool
+ * clears its next). */
+static void release(struct hp_buf *b)
+{
+    if (b->flags & HP_BUF_F_INDIRECT) {
+        /* A clone: point its metadata home again (allocation does not touch
+         * these), give it back, then drop its reference to the data. */
+        struct hp_buf *d = b->direct;
+        b->direct = NULL;
+        b->base = (unsigned char *)b + HP_BUF_META_SIZE;
+        b->room = hp_pool_data_room(b->pool);
+        hp__pool_put(b);
+        if (check(d) && unref(d))
+            hp__pool_put(d);
+        return;
+    }
+    hp__pool_put(b);
+}
+
+HP_API void hp_buf_free(struct hp_buf *b)
+{
+    if (!b)
+        return;
+    /* The common case: one segment, sole holder, not a clone. */
+    struct hp_pool *p = check(b);
+    if (!p)
+        return;
+    if (__builtin_expect(!b->next && !(b->flags & HP_BUF_F_INDIRECT) && hp_buf_refcnt(b) == 1, 1)) {
+        atomic_store_explicit(&b->refcnt, 0, memory_order_relaxed);
+        hp__pool_put_one(p, b);
+        return;
+    }
+    free_chain(b);
+}
+
+/* The general case: every segment, shared ones only dropping a reference. */
+static void free_chain(struct hp_buf *b)
+{
+    while (b) {
+        if (!check(b))
+            return; /* reported; a broken chain is not walked further */
+        /* Read next first: once our reference is gone, another holder may
+         * free the segment. */
+        struct hp_buf *next = b->next;
+        if (unref(b))
+            release(b);
+        b = next;
+    }
+}
+
+HP_API void hp_buf_free_bulk(struct hp_buf **bufs, unsigned n)
+{
+    if (!bufs)
+        return;
+    /* The common case (one segment, sole holder, not a clone) is collected
+     * and given back per pool in one call; anything else takes the full
+     * path of hp_buf_free. */
+    struct hp_buf *simple[64];
+    struct hp_pool *pool = NULL;
+    unsigned k = 0;
+    for (unsigned i = 0; i < n; i++) {
+        struct hp_buf *b = bufs[i];
+        if (!b)
+            continue;
+        struct hp_pool *p = check(b);
+        if (!p)
+            continue;
+        if (b->next || (b->flags & HP_BUF_F_INDIRECT) || hp_buf_refcnt(b) != 1) {
+            free_chain(b);
+            continue;
+        }
+        if (p != pool || k == 64) {
+            if (k)
+                hp__pool_put_bulk(pool, simple, k);
+            pool = p;
+            k = 0;
+        }
+        atomic_store_explicit(&b->refcnt, 0, memory_order_relaxed);
+        simple[k++] = b;
+    }
+    if (k)
+        hp__pool_put_bulk(pool, simple, k);
+}
+
+HP_API int hp_buf_ref(struct hp_buf *b)
+{
+    if (!b)
+        return -EINVAL;
+    for (struct hp_buf *s = b; s; s = s->next)
+        if (hp_buf_refcnt(s) == UINT16_MAX)
+            return -EOVERFLOW;
+    for (struct hp_buf *s = b; s; s = s->next)
+        atomic_fetch_add_explicit(&s->refcnt, 1, memory_order_relaxed);
+    return hp_buf_refcnt(b);
+}
+
+HP_API void *hp_buf_prepend(struct hp_buf *b, uint32_t len)
+{
+    if (!b || len > b->data_off || shared(b) || b->pkt_len > UINT32_MAX - len)
+        return NULL;
+    b->data_off -= len;
+    b->data_len += len;
+    b->pkt_len += len;
+    return hp_buf_data(b);
+}
+
+HP_API void *hp_buf_append(struct hp_buf *b, uint32_t len)
+{
+    if (!b)
+        return NULL;
+    struct hp_buf *last = hp_buf_last(b);
+    if (len > hp_buf_tailroom(last) || shared(last) || b->pkt_len > UINT32_MAX - len)
+        return NULL;
+    unsigned char *p = last->base + last->data_off + last->data_len;
+    last->data_len += len;
+    b->pkt_len += len;
+    return p;
+}
+
+HP_API void *hp_buf_adj(struct hp_buf *b, uint32_t len)
+{
+    if (!b || len > b->data_len)
+        return NULL;
+    b->data_off += len;
+    b->data_len -= len;
+    b->pkt_len -= len;
+    return hp_buf_data(b);
+}
+
+HP_API int hp_buf_trim(struct hp_buf *b, uint32_t len)
+{
+    if (!b)
+        return -EINVAL;
+    struct hp_buf *last = hp_buf_last(b);
+    if (len > last->data_len)
+        return -EINVAL;
+    last->data_len -= len;
+    b->pkt_len -= len;
+    return 0;
+}
+
+HP_API int hp_buf_chain(struct hp_buf *head, struct hp_buf *tail)
+{
+    if (!head || !tail)
+        return -EINVAL;
+    struct hp_buf *last = head;
+    for (struct hp_buf *s = head; s; s = s->next) {
+        if (s == tail)
+            return -EINVAL; /* already part of head: would make a cycle */
+        last = s;
+    }
+    if ((uint32_t)head->nb_segs + tail->nb_segs > UINT16_MAX ||
+        (uint64_t)head->pkt_len + tail->pkt_len > UINT32_MAX)
+        return -EOVERFLOW;
+    last->next = tail;
+    head->nb_segs = (uint16_t)(head->nb_segs + tail->nb_segs);
+    head->pkt_len += tail->pkt_len;
+    return 0;
+}
+
+HP_API int hp_buf_linearize(struct hp_buf *b)
+{
+    if (!b)
+        return -EINVAL;
+    if (!b->next)
+        return 0;
+    if (shared(b))
+        return -EPERM;
+    if ((uint64_t)b->room - b->data_off < b->pkt_len)
+        return -ENOSPC;
+    unsigned char *dst = (unsigned char *)hp_buf_data(b) + b->data_len;
+    for (struct hp_buf *s = b->next; s; s = s->next) {
+        memcpy(dst, hp_buf_data(s), s->data_len);
+        dst += s->data_len;
+    }
+    struct hp_buf *rest = b->next;
+    b->next = NULL;
+    b->data_len = b->pkt_len;
+    b->nb_segs = 1;
+    hp_buf_free(rest);
+    return 0;
+}
+
+HP_API int hp_buf_copy_out(const struct hp_buf *b, uint32_t off, uint32_t len, void *dst)
+{
+    if (!b || (len && !dst) || (uint64_t)off + len > b->pkt_len)
+        return -EINVAL;
+    unsigned char *d = dst;
+    for (const struct hp_buf *s = b; s && len; s = s->next) {
+        if (off >= s->data_len) {
+            off -= s->data_len;
+            continue;
+        }
+        uint32_t n = s->data_len - off < len ? s->data_len - off : len;
+        memcpy(d, (const unsigned char *)hp_buf_data(s) + off, n);
+        d += n;
+        len -= n;
+        off = 0;
+    }
+    return len ? -EINVAL : 0;
+}
+
+HP_API struct hp_buf *hp_buf_clone(struct hp_buf *b, struct hp_pool *pool)
+{
+    if (!b || !pool) {
+        errno = EINVAL;
+        return NULL;
+    }
+    for (struct hp_buf *s = b; s; s = s->next) {
+        struct hp_buf *d = (s->flags & HP_BUF_F_INDIRECT) ? s->direct : s;
+        if (hp_buf_refcnt(d) == UINT16_MAX) {
+            errno = EOVERFLOW;
+            return NULL;
+        }
+    }
+    struct hp_buf *head = NULL, *prev = NULL;
+    for (struct hp_buf *s = b; s; s = s->next) {
+        struct hp_buf *c = hp_buf_alloc(pool);
+        if (!c) {
+            hp_buf_free(head); /* drops the references taken so far */
+            errno = ENOMEM;
+            return NULL;
+        }
+        struct hp_buf *d = (s->flags & HP_BUF_F_INDIRECT) ? s->direct : s;
+        atomic_fetch_add_explicit(&d->refcnt, 1, memory_order_relaxed);
+        c->base = s->base;
+        c->data_off = s->data_off;
+        c->data_len = s->data_len;
+        c->room = s->room;
+        c->flags |= HP_BUF_F_INDIRECT;
+        c->direct = d;
+        if (prev)
+            prev->next = c;
+        else
+            head = c;
+        prev = c;
+    }
+    head->pkt_len = b->pkt_len;
+    head->nb_segs = b->nb_segs;
+    head->ol_flags = b->ol_flags;
+    head->hash = b->hash;
+    head->port = b->port;
+    head->l2_len = b->l2_len;
+    head->l3_len = b->l3_len;
+    return head;
+}
