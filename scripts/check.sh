@@ -62,7 +62,7 @@ skipped() { skip=$((skip + 1)); note "SKIP  $1"; }
 unit_all() { # prefix builddir [runner...]
   local prefix=$1 dir=$2; shift 2
   local found=0
-  for t in "$dir"/tests/unit_*; do
+  for t in "$dir"/tests/unit_* "$dir"/tests/thread_tests; do
     [ -x "$t" ] || continue
     found=1
     tests "$prefix-$(basename "$t")" "$@" "$t"
@@ -105,6 +105,13 @@ else
   build build-asan build-asan -DCMAKE_BUILD_TYPE=Debug -DHP_SANITIZE=address,undefined \
     && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
        unit_all unit-asan build-asan
+  # 2b. ThreadSanitizer: the multi-threaded tests (pool stress).
+  if ls tests/thread/*.c >/dev/null 2>&1; then
+    build build-tsan build-tsan -DCMAKE_C_COMPILER=${TSAN_CC:-gcc} -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DHP_SANITIZE=thread \
+      && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+         tests tsan-thread_tests build-tsan/tests/thread_tests
+  fi
   # 3. clang, -Werror.
   if [ $have_clang = 1 ]; then
     build build-clang build-clang -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Release \
@@ -122,7 +129,8 @@ else
          -DCMAKE_C_COMPILER=aarch64-linux-gnu-gcc -DCMAKE_BUILD_TYPE=Release \
          -DPKG_CONFIG_EXECUTABLE=/bin/false; then
       if command -v qemu-aarch64 >/dev/null 2>&1; then
-        unit_all unit-aarch64 build-aarch64 qemu-aarch64 -L /usr/aarch64-linux-gnu
+        # Emulation is ~10x slower: a tenth of the stress operations.
+        HP_STRESS_OPS=1e7 unit_all unit-aarch64 build-aarch64 qemu-aarch64 -L /usr/aarch64-linux-gnu
       else
         skipped "aarch64 unit tests: qemu-user is not installed"
       fi
