@@ -192,10 +192,70 @@ def plot_cksum(data, png):
     plt.close(fig)
 
 
+# ---- pool ------------------------------------------------------------------
+
+POOL_COLOURS = {
+    "hotpath-local": "#fdae6b",
+    "hotpath-defer": "#e6550d",
+    "hotpath-adaptive": "#a50f15",
+    "dpdk": "#1f77b4",
+    "dpdk-mbuf": "#6baed6",
+    "malloc": "#7f7f7f",
+}
+
+
+def plot_pool(data, png):
+    """Grouped bars: for each scenario, one bar per implementation; rate on
+    the left (log axis: malloc and raw DPDK differ by 100x), CPU ns per buffer
+    on the right."""
+    results = [r for r in data.get("results", []) if r.get("mops", 0) > 0]
+    if not results:
+        raise ValueError("no results to plot")
+    scenarios = list(dict.fromkeys(r["scenario"] for r in results))
+    impls = list(dict.fromkeys(r["impl"] for r in results))
+    val = {(r["scenario"], r["impl"]): r for r in results}
+
+    fig, axes = plt.subplots(1, 2, figsize=(14, 6.2))
+    width = 0.8 / max(1, len(impls))
+    for ax, key, label, log in ((axes[0], "mops", "million buffers per second (log)", True),
+                                (axes[1], "ns_per_obj", "CPU ns per buffer (log)", True)):
+        for k, impl in enumerate(impls):
+            xs, ys = [], []
+            for i, sc in enumerate(scenarios):
+                r = val.get((sc, impl))
+                if r and r.get(key, 0) > 0:
+                    xs.append(i - 0.4 + width * (k + 0.5))
+                    ys.append(float(r[key]))
+            ax.bar(xs, ys, width * 0.92, label=impl,
+                   color=POOL_COLOURS.get(impl, "#000000"), zorder=3)
+        ax.set_xticks(range(len(scenarios)))
+        ax.set_xticklabels(scenarios)
+        ax.set_ylabel(label)
+        if log:
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(ticker.FuncFormatter(decimal_label))
+        ax.grid(axis="y", which="both", alpha=0.3, zorder=0)
+    axes[0].set_title("rate (higher is better)")
+    axes[1].set_title("CPU per buffer (lower is better)")
+    axes[1].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
+    fig.suptitle("hotpath pool: where alien frees go (LOCAL, DEFER, ADAPTIVE) vs DPDK and malloc\n"
+                 f"{data.get('cpu', '')} | {data.get('compiler', '')}", fontsize=11)
+    goals = data.get("goals") or []
+    if goals:
+        met = sum(1 for g in goals if g.get("met"))
+        fig.text(0.01, 0.012, f"goals met: {met}/{len(goals)} (see report.md); "
+                 f"cache {data.get('cache_size')} per thread, {data.get('n_bufs')} buffers",
+                 fontsize=8, color="#555555")
+    fig.subplots_adjust(left=0.06, right=0.86, top=0.84, bottom=0.1, wspace=0.22)
+    fig.savefig(png, dpi=DPI)
+    plt.close(fig)
+
+
 # ---- driver ----------------------------------------------------------------
 
 PLOTTERS = {
     "cksum": plot_cksum,
+    "pool": plot_pool,
 }
 
 

@@ -37,6 +37,9 @@ expect "bench unknown option"               2 "unknown option|unrecognized" -- "
 expect "bench extra argument"               2 "unexpected argument 'x'"   -- "$HP" bench cksum x
 expect "demo unknown experiment"            2 "no experiment named 'zz'"  -- "$HP" demo --only zz
 expect "demo extra argument"                2 "unexpected argument"       -- "$HP" demo extra
+expect "--alien-policy without a value"     2 "needs a value"             -- "$HP" version --alien-policy
+expect "--alien-policy bad value is named"  2 "'sideways': not local"     -- "$HP" --alien-policy sideways version
+expect "--alien-policy=defer is accepted"   0 "cpu: "                     -- "$HP" version --alien-policy=defer
 
 # JSON of the checksum benchmark: well-formed, every row measured.
 if "$HP" bench cksum --json --reps 1 >"$tmp/c.json" 2>"$tmp/err"; then
@@ -59,6 +62,25 @@ else
   ko "bench cksum --json runs" "$(head -3 "$tmp/err")"
 fi
 
+# JSON of the pool benchmark: every scenario, the named rows, sane numbers.
+if "$HP" bench pool --json --quick --reps 1 >"$tmp/p.json" 2>"$tmp/err"; then
+  if python3 - "$tmp/p.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+res = d["results"]
+scen = {r["scenario"] for r in res}
+assert scen == {"local-bulk1", "local-bulk32", "pipeline", "crossed"}, scen
+impls = {r["impl"] for r in res}
+for need in ("hotpath-local", "hotpath-defer", "hotpath-adaptive", "malloc"):
+    assert need in impls, need
+assert all(r["mops"] > 0 and r["ns_per_obj"] > 0 for r in res)
+assert d["goals"]
+PY
+  then ok "bench pool --json is complete"; else ko "bench pool --json is complete"; fi
+else
+  ko "bench pool --json runs" "$(head -3 "$tmp/err")"
+fi
+
 # HP_CKSUM_IMPL forces a variant; a bad value warns and falls back.
 HP_CKSUM_IMPL=scalar "$HP" bench cksum --json --reps 1 >"$tmp/s.json" 2>/dev/null
 if python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['dispatched']=='scalar'" "$tmp/s.json" 2>/dev/null; then
@@ -73,8 +95,15 @@ if "$HP" demo --quick --report "$tmp/report" >"$tmp/demo.out" 2>&1; then
   else
     ko "demo writes report.md, cksum.json and prints the table" "$(tail -5 "$tmp/demo.out")"
   fi
+  if grep -q "Alien frees" "$tmp/demo.out" && grep -q "^## 2. Where a buffer goes" "$tmp/report/report.md" \
+     && python3 -m json.tool "$tmp/report/pool.json" >/dev/null; then
+    ok "demo runs the pool experiment into the report"
+  else
+    ko "demo runs the pool experiment into the report" "$(tail -5 "$tmp/demo.out")"
+  fi
   if python3 -c "import matplotlib" 2>/dev/null; then
-    if [ -s "$tmp/report/cksum.png" ]; then ok "demo plots cksum.png"; else ko "demo plots cksum.png"; fi
+    if [ -s "$tmp/report/cksum.png" ] && [ -s "$tmp/report/pool.png" ]; then
+      ok "demo plots cksum.png and pool.png"; else ko "demo plots cksum.png and pool.png"; fi
   else
     skip=$((skip + 1)); echo "SKIP  demo plot: matplotlib is not installed"
   fi

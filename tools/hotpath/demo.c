@@ -13,6 +13,7 @@
 #include <hotpath/cpu.h>
 
 #include "bench_cksum.h"
+#include "bench_pool.h"
 #include "tool.h"
 
 struct demo_ctx {
@@ -107,6 +108,82 @@ static int exp_cksum(struct demo_ctx *d)
     return 0;
 }
 
+/* ---- experiment 2: where alien frees go (SEEDS.md part 2) --------------- */
+
+static int exp_pool(struct demo_ctx *d)
+{
+    struct pool_report *r = malloc(sizeof *r);
+    if (!r)
+        return -ENOMEM;
+    struct progress pr;
+    progress_init(&pr, "pool");
+    /* The benchmark pins its threads to d->cpu and the next CPU. */
+    struct bench_opts o = {.quick = d->quick, .cpu = d->cpu, .progress = progress_update,
+                           .progress_ctx = &pr};
+    int rc = pool_report_run(r, &o);
+    progress_done(&pr);
+    if (rc) {
+        free(r);
+        return rc;
+    }
+    pool_report_goals(r);
+
+    /* The seed's form: a row per policy (and peer), the rate per scenario. */
+    FILE *outs[2] = {stdout, d->md};
+    for (int w = 0; w < 2; w++) {
+        FILE *f = outs[w];
+        bool md = w == 1;
+        if (md) {
+            fprintf(f, "## 2. Where a buffer goes when another thread frees it\n\n"
+                       "Millions of buffers per second (and CPU ns per buffer), per scenario; "
+                       "median of %d repetitions, each thread pinned to its own core.\n\n```\n",
+                    r->reps);
+            pool_report_print_header(r, f);
+            fprintf(f, "```\n\n| impl |");
+            for (int s = 0; s < POOL_NSCEN; s++)
+                fprintf(f, " %s |", pool_scenario_name(s));
+            fprintf(f, "\n|---|");
+            for (int s = 0; s < POOL_NSCEN; s++)
+                fprintf(f, "---:|");
+            fputc('\n', f);
+        } else {
+            printf("\n== 2. Alien frees: Mbuf/s (CPU ns per buffer), the seed's table ==\n%-17s", "impl");
+            for (int s = 0; s < POOL_NSCEN; s++)
+                printf(" %19s", pool_scenario_name(s));
+            putchar('\n');
+        }
+        for (int i = 0; i < POOL_NIMPLS; i++) {
+            if (!r->have[i])
+                continue;
+            fprintf(f, md ? "| %s |" : "%-17s", pool_impl_name(i));
+            for (int s = 0; s < POOL_NSCEN; s++) {
+                const struct pool_cell *c = &r->cells[s][i];
+                if (!c->ran)
+                    fprintf(f, md ? " - |" : " %19s", "-");
+                else if (md)
+                    fprintf(f, " %.1f (%.1f ns) |", c->mops, c->ns_per_obj);
+                else
+                    fprintf(f, " %8.1f (%5.1f ns)", c->mops, c->ns_per_obj);
+            }
+            fputc('\n', f);
+        }
+        fprintf(f, md ? "\n![pool: rate per scenario and policy](pool.png)\n\nGoals:\n\n" : "goals:\n");
+        for (int i = 0; i < r->ngoals; i++)
+            fprintf(f, md ? "- %s: %s\n" : "  [%s] %s\n", r->goals[i].met ? "met" : "MISSED",
+                    r->goals[i].text);
+        fputc('\n', f);
+    }
+    for (int i = 0; i < r->ngoals; i++)
+        d->missed += !r->goals[i].met;
+    FILE *j = report_file(d, "pool.json");
+    if (j) {
+        pool_report_print_json(r, j);
+        fclose(j);
+    }
+    free(r);
+    return 0;
+}
+
 /* ---- the experiments, in the order they run ------------------------------
  * To add one: write a function that runs it with a progress display, prints
  * its table to stdout, appends a section to d->md and writes DIR/NAME.json;
@@ -117,6 +194,7 @@ static const struct {
     int (*run)(struct demo_ctx *d);
 } experiments[] = {
     {"cksum", "Internet checksum vs DPDK (SEEDS.md part 1)", exp_cksum},
+    {"pool", "Buffer pools: where alien frees go, vs DPDK and malloc (SEEDS.md part 2)", exp_pool},
 };
 #define NEXP (sizeof experiments / sizeof experiments[0])
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The hotpath command: dispatches to one subcommand per file. */
+#include <stdlib.h>
 #include <string.h>
 
 #include <hotpath/common.h>
 #include <hotpath/cpu.h>
+#include <hotpath/pool.h>
 
 #include "tool.h"
 
@@ -22,11 +24,46 @@ static void usage(FILE *f)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
     fprintf(f, "  %-8s %s\n", "version", "print the version and the CPU features in use");
-    fprintf(f, "\n'hotpath COMMAND --help' describes a command's options.\n");
+    fprintf(f, "\nEvery command also takes --alien-policy local|defer|adaptive: where buffers\n"
+               "go when a thread other than their owner frees them (docs/knobs.md; the same\n"
+               "as HP_ALIEN_POLICY in the environment).\n"
+               "'hotpath COMMAND --help' describes a command's options.\n");
+}
+
+/* --alien-policy applies to every command: take it out of argv and export
+ * it as HP_ALIEN_POLICY, which every pool created afterwards defaults to. */
+static int take_alien_policy(int *argc, char **argv)
+{
+    int out = 1;
+    for (int i = 1; i < *argc; i++) {
+        const char *v = NULL;
+        if (strcmp(argv[i], "--alien-policy") == 0) {
+            if (i + 1 >= *argc) {
+                fprintf(stderr, "hotpath: --alien-policy needs a value: local, defer or adaptive\n");
+                return 2;
+            }
+            v = argv[++i];
+        } else if (strncmp(argv[i], "--alien-policy=", 15) == 0) {
+            v = argv[i] + 15;
+        } else {
+            argv[out++] = argv[i];
+            continue;
+        }
+        if (hp_alien_policy_parse(v) < 0) {
+            fprintf(stderr, "hotpath: --alien-policy '%s': not local, defer or adaptive\n", v);
+            return 2;
+        }
+        setenv("HP_ALIEN_POLICY", v, 1);
+    }
+    *argc = out;
+    argv[out] = NULL;
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
+    if (take_alien_policy(&argc, argv))
+        return 2;
     if (argc < 2) {
         usage(stderr);
         return 2;
