@@ -286,32 +286,20 @@ void cksum_report_print_table(const struct cksum_report *r, FILE *f)
         fprintf(f, "  [%s] %s\n", r->goals[i].met ? " met " : "MISSED", r->goals[i].text);
 }
 
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fputc('\\', f);
-        if ((unsigned char)*s >= 0x20)
-            fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 void cksum_report_print_json(const struct cksum_report *r, FILE *f)
 {
     char cpu[256];
     hp_cpu_describe(cpu, sizeof cpu);
     fprintf(f, "{\"bench\": \"cksum\", \"dispatched\": ");
-    json_str(f, r->dispatched);
+    tool_json_str(f, r->dispatched);
     fprintf(f, ", \"cpu\": ");
-    json_str(f, cpu);
+    tool_json_str(f, cpu);
     fprintf(f, ", \"compiler\": ");
-    json_str(f, tool_compiler());
+    tool_json_str(f, tool_compiler());
     fprintf(f, ", \"flags\": ");
-    json_str(f, tool_build_flags());
+    tool_json_str(f, tool_build_flags());
     fprintf(f, ", \"unit\": ");
-    json_str(f, tool_ticks_unit());
+    tool_json_str(f, tool_ticks_unit());
     fprintf(f, ", \"reps\": %d,\n \"results\": [", r->reps);
     bool first = true;
     for (int k = 0; k < r->nimpls; k++)
@@ -332,7 +320,7 @@ void cksum_report_print_json(const struct cksum_report *r, FILE *f)
     fprintf(f, "],\n \"goals\": [");
     for (int i = 0; i < r->ngoals; i++) {
         fprintf(f, "%s\n  {\"goal\": ", i ? "," : "");
-        json_str(f, r->goals[i].text);
+        tool_json_str(f, r->goals[i].text);
         fprintf(f, ", \"met\": %s}", r->goals[i].met ? "true" : "false");
     }
     fprintf(f, "]}\n");

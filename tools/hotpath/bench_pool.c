@@ -1159,28 +1159,16 @@ void pool_report_print_table(const struct pool_report *r, FILE *f)
         fprintf(f, "  [%s] %s\n", r->goals[i].met ? " met " : "MISSED", r->goals[i].text);
 }
 
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fputc('\\', f);
-        if ((unsigned char)*s >= 0x20)
-            fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 void pool_report_print_json(const struct pool_report *r, FILE *f)
 {
     char cpu[256];
     hp_cpu_describe(cpu, sizeof cpu);
     fprintf(f, "{\"bench\": \"pool\", \"cpu\": ");
-    json_str(f, cpu);
+    tool_json_str(f, cpu);
     fprintf(f, ", \"compiler\": ");
-    json_str(f, tool_compiler());
+    tool_json_str(f, tool_compiler());
     fprintf(f, ", \"flags\": ");
-    json_str(f, tool_build_flags());
+    tool_json_str(f, tool_build_flags());
     fprintf(f, ",\n \"reps\": %d, \"warmup_s\": %g, \"measure_s\": %g, \"n_bufs\": %u, \"data_room\": %u, "
                "\"cache_size\": %u, \"bulk\": %u, \"fill_bytes\": %u, \"ring\": %u, \"cpus\": [%d, %d],\n"
                " \"dpdk\": ",
@@ -1188,9 +1176,9 @@ void pool_report_print_json(const struct pool_report *r, FILE *f)
             r->cpu_a, r->cpu_b);
     if (r->have[POOL_DPDK]) {
         fprintf(f, "{\"version\": ");
-        json_str(f, r->dpdk_version);
+        tool_json_str(f, r->dpdk_version);
         fprintf(f, ", \"ops\": ");
-        json_str(f, r->dpdk_ops);
+        tool_json_str(f, r->dpdk_ops);
         fprintf(f, ", \"cache_in_use\": %s}", r->dpdk_cache >= 0 ? "true" : "false");
     } else {
         fprintf(f, "null");
@@ -1198,9 +1186,9 @@ void pool_report_print_json(const struct pool_report *r, FILE *f)
     fprintf(f, ",\n \"dpdk_mbuf\": ");
     if (r->have[POOL_DPDK_MBUF]) {
         fprintf(f, "{\"version\": ");
-        json_str(f, r->dpdk_version);
+        tool_json_str(f, r->dpdk_version);
         fprintf(f, ", \"ops\": ");
-        json_str(f, r->mbuf_ops);
+        tool_json_str(f, r->mbuf_ops);
         fprintf(f, ", \"cache_in_use\": %s, \"data_room\": %u, \"headroom\": %u, \"elt_size\": %u}",
                 r->mbuf_cache >= 0 ? "true" : "false", r->mbuf_data_room, r->mbuf_headroom, r->mbuf_elt_size);
     } else {
@@ -1209,18 +1197,18 @@ void pool_report_print_json(const struct pool_report *r, FILE *f)
     fprintf(f, ", \"notes\": [");
     bool first = true;
     if (r->dpdk_note[0]) {
-        json_str(f, r->dpdk_note);
+        tool_json_str(f, r->dpdk_note);
         first = false;
     }
     if (r->mbuf_note[0]) {
         fprintf(f, "%s", first ? "" : ", ");
-        json_str(f, r->mbuf_note);
+        tool_json_str(f, r->mbuf_note);
         first = false;
     }
     for (int k = 0; k < POOL_NIMPLS; k++)
         if (r->failed[k][0]) {
             fprintf(f, "%s", first ? "" : ", ");
-            json_str(f, r->failed[k]);
+            tool_json_str(f, r->failed[k]);
             first = false;
         }
     fprintf(f, "],\n \"retried\": %d, \"max_cpu_wait\": %.4f,\n \"results\": [", r->retried,
@@ -1238,7 +1226,7 @@ void pool_report_print_json(const struct pool_report *r, FILE *f)
     fprintf(f, "],\n \"goals\": [");
     for (int i = 0; i < r->ngoals; i++) {
         fprintf(f, "%s\n  {\"goal\": ", i ? "," : "");
-        json_str(f, r->goals[i].text);
+        tool_json_str(f, r->goals[i].text);
         fprintf(f, ", \"met\": %s}", r->goals[i].met ? "true" : "false");
     }
     fprintf(f, "]}\n");

@@ -83,6 +83,9 @@ const char *tool_fmt(const char *fmt, double v);
 /* An error message naming the command, to stderr. Returns 2 (usage). */
 int tool_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Write s as a JSON string (quotes and backslashes escaped). */
+void tool_json_str(FILE *f, const char *s);
+
 /* Parse a --cpu argument (-1 or an online CPU); on error prints it and
  * returns 2 (usage). */
 int tool_parse_cpu(const char *cmd, const char *arg, int *cpu);

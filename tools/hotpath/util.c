@@ -215,3 +215,15 @@ int tool_parse_cpu(const char *cmd, const char *arg, int *cpu)
     *cpu = (int)v;
     return 0;
 }
+
+void tool_json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fputc('\\', f);
+        if ((unsigned char)*s >= 0x20) /* control characters are dropped */
+            fputc(*s, f);
+    }
+    fputc('"', f);
+}
