@@ -11,6 +11,7 @@
 #include <hotpath/pool.h>
 
 #include "hp_test.h"
+#include "track.h"
 
 /* ---- layout: checked by the compiler ---------------------------------------- */
 
@@ -40,36 +41,7 @@ _Static_assert(offsetof(struct hp_buf, hp__group_begin_hot) == 0,
 
 /* ---- pools made by these tests, and the teardown check ------------------------ */
 
-#define MAX_POOLS 16
-
-static struct hp_pool *pools[MAX_POOLS];
-static int npools;
-static bool made_pool; /* this file created a pool in this process */
-
-/* Every test ends with no buffer out and every pool it made destroyed. */
-static int buf_teardown(void)
-{
-    int problems = 0;
-    if (made_pool) {
-        long out = hp_pools_in_use();
-        if (out) {
-            fprintf(stderr, "    %ld buffer(s) still in use\n", out);
-            problems += (int)out;
-        }
-    }
-    for (int i = 0; i < npools; i++) {
-        fprintf(stderr, "    pool \"%s\" not destroyed\n", hp_pool_name(pools[i]));
-        problems++;
-    }
-    npools = 0;
-    made_pool = false;
-    return problems;
-}
-
-__attribute__((constructor)) static void buf_register_teardown(void)
-{
-    hp_test_add_teardown("buffers still in use", buf_teardown);
-}
+/* (track.c keeps them and checks them after every test) */
 
 /* A pool of n buffers of room bytes with the given headroom (0: default),
  * on normal pages, local alien frees. */
@@ -84,7 +56,7 @@ static struct hp_pool *pool_new_at(int line, const char *name, uint32_t n, uint3
         .alien_policy = HP_ALIEN_LOCAL,
         .flags = HP_POOL_F_NO_HUGEPAGES,
     };
-    if (npools == MAX_POOLS) {
+    if (track_full()) {
         hp_test_fail(__FILE__, line, "too many pools in one test");
         return NULL;
     }
@@ -94,8 +66,7 @@ static struct hp_pool *pool_new_at(int line, const char *name, uint32_t n, uint3
                      room, strerror(errno));
         return NULL;
     }
-    made_pool = true;
-    pools[npools++] = p;
+    track_pool(p);
     return p;
 }
 #define POOL_NEW(name, n, room, headroom) pool_new_at(__LINE__, name, n, room, headroom)
@@ -114,11 +85,7 @@ static void pool_done_at(int line, struct hp_pool *p)
         hp_test_fail(__FILE__, line, "hp_pool_destroy(\"%s\") = %d", hp_pool_name(p), rc);
         return;
     }
-    for (int i = 0; i < npools; i++)
-        if (pools[i] == p) {
-            pools[i] = pools[--npools];
-            break;
-        }
+    untrack_pool(p);
 }
 #define POOL_DONE(p) pool_done_at(__LINE__, p)
 
@@ -495,8 +462,7 @@ HP_TEST(buf_alloc_bulk_beyond_cache)
     };
     struct hp_pool *p = hp_pool_create(&c);
     HP_REQUIRE(p);
-    made_pool = true;
-    pools[npools++] = p;
+    track_pool(p);
     struct hp_buf **a = calloc(N + 1, sizeof *a);
     HP_REQUIRE(a);
     /* Round 0 takes from the shared ring; later rounds find part of the
@@ -545,8 +511,7 @@ HP_TEST(buf_alloc_bulk_cache_and_ring)
         };
         struct hp_pool *p = hp_pool_create(&c);
         HP_REQUIRE(p);
-        made_pool = true;
-        pools[npools++] = p;
+        track_pool(p);
         for (int i = 0; i < N; i++)
             HP_REQUIRE((a[i] = hp_buf_alloc(p)) != NULL);
         for (int i = 0; i < N; i++)
@@ -1018,8 +983,7 @@ HP_TEST(buf_chain_segment_overflow)
     if (!p && errno == ENOMEM)
         HP_SKIP("no memory for a pool of %d buffers", N);
     HP_REQUIRE(p);
-    made_pool = true;
-    pools[npools++] = p;
+    track_pool(p);
     struct hp_buf **a = malloc(N * sizeof *a);
     HP_REQUIRE(a);
     HP_REQUIRE_EQ(hp_buf_alloc_bulk(p, a, N), N);

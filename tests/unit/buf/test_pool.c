@@ -16,51 +16,13 @@
 #include <hotpath/pool.h>
 
 #include "hp_test.h"
+#include "track.h"
 
 extern char **environ;
 
 /* ---- pools made by these tests, and the teardown check ------------------------ */
 
-#define MAX_POOLS 16
-
-static struct hp_pool *pools[MAX_POOLS];
-static int npools;
-static bool made_pool; /* this file created a pool in this process */
-
-/* Every test ends with no buffer out and every pool it made destroyed. */
-static int pool_teardown(void)
-{
-    int problems = 0;
-    if (made_pool) {
-        long out = hp_pools_in_use();
-        if (out) {
-            fprintf(stderr, "    %ld buffer(s) still in use\n", out);
-            problems += (int)out;
-        }
-    }
-    for (int i = 0; i < npools; i++) {
-        fprintf(stderr, "    pool \"%s\" not destroyed\n", hp_pool_name(pools[i]));
-        problems++;
-    }
-    npools = 0;
-    made_pool = false;
-    return problems;
-}
-
-__attribute__((constructor)) static void pool_register_teardown(void)
-{
-    hp_test_add_teardown("buffers still in use", pool_teardown);
-}
-
-static struct hp_pool *track(struct hp_pool *p)
-{
-    if (p) {
-        made_pool = true;
-        if (npools < MAX_POOLS)
-            pools[npools++] = p;
-    }
-    return p;
-}
+/* (track.c keeps them and checks them after every test) */
 
 static struct hp_pool *make_at(int line, const struct hp_pool_config *c)
 {
@@ -68,7 +30,7 @@ static struct hp_pool *make_at(int line, const struct hp_pool_config *c)
     if (!p)
         hp_test_fail(__FILE__, line, "hp_pool_create(\"%s\"): %s", c->name ? c->name : "(null)",
                      strerror(errno));
-    return track(p);
+    return track_pool(p);
 }
 #define MAKE(cfg) make_at(__LINE__, cfg)
 
@@ -84,15 +46,6 @@ static struct hp_pool_config cfg_of(const char *name, uint32_t n, int policy)
     };
 }
 
-static void untrack(struct hp_pool *p)
-{
-    for (int i = 0; i < npools; i++)
-        if (pools[i] == p) {
-            pools[i] = pools[--npools];
-            return;
-        }
-}
-
 /* Destroy a pool, which must have every buffer back. */
 static void done_at(int line, struct hp_pool *p)
 {
@@ -106,7 +59,7 @@ static void done_at(int line, struct hp_pool *p)
     if (rc != 0)
         hp_test_fail(__FILE__, line, "hp_pool_destroy(\"%s\") = %d", hp_pool_name(p), rc);
     else
-        untrack(p);
+        untrack_pool(p);
 }
 #define DONE(p) done_at(__LINE__, p)
 
@@ -1318,7 +1271,7 @@ HP_TEST(pool_destroy_busy)
     hp_buf_free_bulk(a, 3);
     CHECK_WHOLE(p, 8);
     HP_CHECK_EQ(hp_pool_destroy(p), 0);
-    untrack(p);
+    untrack_pool(p);
 }
 
 /* Pools are counted: creating past the limit is refused with ENOSPC, and
@@ -1340,7 +1293,7 @@ HP_TEST(pool_too_many)
         }
         ps[n++] = p;
     }
-    made_pool = true;
+    track_mark();
     if (n < CAP) {
         HP_CHECK_EQ(err, ENOSPC);
         HP_CHECK_GT(n, 1);
