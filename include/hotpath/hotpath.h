@@ -9,6 +9,7 @@
 #include <hotpath/cksum.h>
 #include <hotpath/cpu.h>
 #include <hotpath/err.h>
+#include <hotpath/link.h>
 #include <hotpath/pool.h>
 
 #endif

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Links: how hp_bufs leave and enter a stack (memory pairs, TAP, AF_PACKET, AF_XDP, and decorators). */
+#ifndef HOTPATH_LINK_H
+#define HOTPATH_LINK_H
+
+#include <stdint.h>
+
+#include <hotpath/buf.h>
+#include <hotpath/common.h>
+#include <hotpath/pool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * A link moves whole Ethernet frames (no FCS) between hp_bufs and something
+ * else: another link in the same process (`mem`), a TAP device (`tap`), any
+ * Linux interface through AF_PACKET (`afpacket`) or AF_XDP (`afxdp`).
+ * Decorators wrap any link (`pcap`, `fault`) and are links themselves.
+ *
+ * Threading: one thread calls hp_link_rx_burst(), hp_link_tx_burst() and
+ * everything else on a link (the thread of the stack that owns it). The only
+ * exception is hp_link_completions(), which one other thread may call at the
+ * same time (a completion thread), when the link was opened with
+ * HP_LINK_F_TX_COMPLETIONS.
+ *
+ * Every link has a pool (hp_link_pool()): received frames arrive in its
+ * buffers, and transmitting buffers from it is zero-copy where the backend
+ * can (afxdp: the pool *is* the UMEM). Buffers from any other pool are
+ * accepted too and copied where the backend needs it.
+ */
+struct hp_link;
+
+/** Opening flags (hp_link_config.flags). */
+enum {
+    /** Transmitted buffers are not freed by the link but handed back through
+     * hp_link_completions(), possibly to another thread. */
+    HP_LINK_F_TX_COMPLETIONS = 0x1,
+    /** afxdp: require zero-copy mode (fail with -EOPNOTSUPP when the driver
+     * cannot); without this or HP_LINK_F_COPY the kernel chooses. */
+    HP_LINK_F_ZEROCOPY = 0x2,
+    /** afxdp: force copy mode. */
+    HP_LINK_F_COPY = 0x4,
+    /** afxdp: attach the XDP program in generic (SKB) mode, which every
+     * driver supports; without it, native mode is tried first. */
+    HP_LINK_F_XDP_SKB = 0x8,
+    /** afxdp: do not use the need-wakeup flag (kick the kernel on every
+     * transmit burst, and let it poll the fill ring itself). */
+    HP_LINK_F_NO_NEED_WAKEUP = 0x10,
+    /** tap: attach to an existing persistent device only, never create one. */
+    HP_LINK_F_TAP_ATTACH = 0x20,
+};
+
+/** Capabilities (hp_link_caps()). */
+enum {
+    HP_LINK_CAP_ZEROCOPY_TX = 0x1,     /**< pool buffers go out without a copy */
+    HP_LINK_CAP_ZEROCOPY_RX = 0x2,     /**< frames arrive without a copy */
+    HP_LINK_CAP_TX_COMPLETIONS = 0x4,  /**< hp_link_completions() returns sent buffers */
+    HP_LINK_CAP_NEED_WAKEUP = 0x8,     /**< afxdp need-wakeup is in use */
+    HP_LINK_CAP_FD = 0x10,             /**< hp_link_fd() is pollable for receive */
+    HP_LINK_CAP_KERNEL = 0x20,         /**< frames go to and come from the Linux kernel */
+};
+
+/** Opening parameters. A zeroed structure asks for every default. */
+struct hp_link_config {
+    /** Interface: tap: the device to create or attach to (NULL: the kernel
+     * names it, tapN); afpacket, afxdp: an existing interface (required);
+     * mem: the name of the first end (NULL: "mem0"; the second is "mem1"). */
+    const char *iface;
+    /** Receive buffers come from this pool. NULL: the link creates its own
+     * (4096 buffers of 2048 bytes; afxdp: its UMEM pool, see n_frames) and
+     * destroys it on close. afxdp ignores this field: its pool must be its
+     * UMEM. Owned by the caller when given: it must outlive the link. */
+    struct hp_pool *pool;
+    uint32_t queue;      /**< afxdp: the interface queue to bind to (default 0) */
+    uint32_t ring_size;  /**< ring entries, a power of two; 0: 1024 (afxdp,
+                          * afpacket: 2048). The mem pair: each direction. */
+    uint32_t n_frames;   /**< afxdp: UMEM frames; 0: 4 x ring_size */
+    uint32_t frame_size; /**< afxdp: UMEM frame size, 2048 or 4096; 0: 4096 */
+    uint32_t mtu;        /**< 0: the interface's MTU (mem: 1500; tap: 1500) */
+    unsigned flags;      /**< HP_LINK_F_* */
+};
+
+/** Counters, like the kernel's per-interface statistics. */
+struct hp_link_stats {
+    uint64_t rx_packets, rx_bytes;
+    uint64_t tx_packets, tx_bytes;
+    uint64_t rx_dropped;   /**< frames lost on receive: no buffer, or the kernel's count
+                            * of frames it could not queue to us (afxdp, afpacket) */
+    uint64_t rx_errors;    /**< frames we refused: larger than the MTU or the buffer */
+    uint64_t tx_dropped;   /**< frames accepted by tx_burst but not sent (too large, refused) */
+    uint64_t tx_errors;    /**< transmit system calls that failed (other than "try again") */
+    uint64_t tx_full;      /**< tx_burst calls that could not take every buffer */
+    uint64_t wakeups;      /**< system calls made to kick the kernel */
+};
+
+/** Where a frame went through a decorator; for hp_link_fault_stats(). */
+struct hp_fault_stats {
+    uint64_t seen;         /**< frames that passed through (both directions) */
+    uint64_t dropped, duplicated, reordered, corrupted, delayed;
+};
+
+/**
+ * Fault injection rates: each is a probability in [0, 1], applied on
+ * transmit and receive independently, from a generator seeded with `seed`
+ * (the same seed gives the same faults for the same traffic).
+ */
+struct hp_fault_config {
+    uint64_t seed;
+    double drop;           /**< the frame is freed and counted */
+    double duplicate;      /**< a copy follows the frame */
+    double reorder;        /**< the frame is held back and sent after the next one */
+    double corrupt;        /**< one random byte of the frame is flipped */
+    double delay;          /**< the frame is held for delay_us microseconds */
+    uint32_t delay_us;     /**< 0: 1000 */
+    unsigned directions;   /**< HP_FAULT_TX | HP_FAULT_RX; 0: both */
+};
+#define HP_FAULT_TX 0x1
+#define HP_FAULT_RX 0x2
+
+/**
+ * Open a link of the given kind: "tap", "afpacket" or "afxdp" (for "mem",
+ * see hp_link_mem_pair()).
+ * @return the link, or NULL with errno set: EINVAL (bad configuration),
+ *         ENODEV (no such interface), EPERM (missing privilege: the message
+ *         names the capability), EOPNOTSUPP (backend not built in, or a mode
+ *         the interface lacks), EMSGSIZE (MTU too large), ENOMEM.
+ *         hp_link_error() gives the reason as a sentence.
+ */
+HP_API struct hp_link *hp_link_open(const char *kind, const struct hp_link_config *cfg);
+
+/**
+ * Open two connected in-memory links: what one transmits, the other
+ * receives, zero-copy (the hp_buf pointers cross over lock-free
+ * single-producer, single-consumer rings). Each end may run on its own
+ * thread. The ends share one pool (cfg->pool, or one they create and destroy
+ * with the last end closed).
+ * @return 0, or -EINVAL / -ENOMEM (hp_link_error() says why).
+ */
+HP_API int hp_link_mem_pair(const struct hp_link_config *cfg, struct hp_link *ends[2]);
+
+/**
+ * Wrap `inner` so that every frame received and transmitted is written to a
+ * pcap file at `path` (microsecond timestamps, Ethernet link type), which
+ * tshark and Wireshark read. The new link owns `inner` (closing it closes
+ * inner) unless the call fails, in which case the caller still owns it.
+ * @return the link, or NULL with errno (the file cannot be created).
+ */
+HP_API struct hp_link *hp_link_pcap(struct hp_link *inner, const char *path);
+
+/**
+ * Wrap `inner` with seeded fault injection (see hp_fault_config). Owns
+ * `inner` on success, like hp_link_pcap(). Buffers it holds back (reorder,
+ * delay) are released on the next burst call, or freed on close.
+ * @return the link, or NULL with errno EINVAL (a rate outside [0, 1]) or ENOMEM.
+ */
+HP_API struct hp_link *hp_link_fault(struct hp_link *inner, const struct hp_fault_config *cfg);
+
+/** The fault decorator's counters; -EINVAL when l is not a fault decorator. */
+HP_API int hp_link_fault_stats(const struct hp_link *l, struct hp_fault_stats *out);
+
+/**
+ * Close a link: buffers it still holds (receive rings, fill rings, pending
+ * transmissions, completions nobody collected) go back to their pools; the
+ * pool is destroyed if the link created it.
+ * @return 0, or -EBUSY when the link's own pool still has buffers out (it is
+ *         then leaked rather than freed under their holders). NULL is a no-op.
+ */
+HP_API int hp_link_close(struct hp_link *l);
+
+/**
+ * Receive up to n frames. The caller owns the buffers returned.
+ * @return the number received (0 when none is waiting), or -errno on a
+ *         failure of the link itself (-ENETDOWN, -ENXIO for a device gone).
+ */
+HP_API int hp_link_rx_burst(struct hp_link *l, struct hp_buf **bufs, unsigned n);
+
+/**
+ * Transmit up to n frames, in order. The link takes bufs[0 .. r-1] where r is
+ * the return value; the caller still owns bufs[r .. n-1] (ring full: try
+ * again later). A frame taken but unsendable (larger than the MTU plus the
+ * Ethernet header, or refused by the kernel) is freed and counted in
+ * tx_dropped. Chained buffers are sent as one frame.
+ * @return r >= 0, or -errno on a failure of the link itself.
+ */
+HP_API int hp_link_tx_burst(struct hp_link *l, struct hp_buf **bufs, unsigned n);
+
+/**
+ * With HP_LINK_F_TX_COMPLETIONS: hand back up to n buffers whose
+ * transmission is complete; the caller owns them (free or reuse them). May
+ * run on one thread other than the link's. Without the flag, or on links
+ * without HP_LINK_CAP_TX_COMPLETIONS (mem: the peer owns what it receives),
+ * returns 0.
+ */
+HP_API int hp_link_completions(struct hp_link *l, struct hp_buf **bufs, unsigned n);
+
+/** A file descriptor to poll(2) for receive readiness, or -1 (no HP_LINK_CAP_FD). */
+HP_API int hp_link_fd(const struct hp_link *l);
+
+/** The link's kind: "mem", "tap", "afpacket", "afxdp", "pcap" or "fault". */
+HP_API const char *hp_link_kind(const struct hp_link *l);
+/** The interface name (for decorators, the inner link's). */
+HP_API const char *hp_link_name(const struct hp_link *l);
+/** The link's pool (see above). Never NULL. */
+HP_API struct hp_pool *hp_link_pool(const struct hp_link *l);
+/** HP_LINK_CAP_* of the link. */
+HP_API unsigned hp_link_caps(const struct hp_link *l);
+/** The MTU: the largest frame is the MTU plus 14 bytes of Ethernet header (18 with 802.1Q). */
+HP_API uint32_t hp_link_mtu(const struct hp_link *l);
+/**
+ * Change the MTU. @return 0, -EMSGSIZE when larger than the pool's buffers or
+ * the backend allows, -EPERM when the interface's MTU cannot be changed by us.
+ */
+HP_API int hp_link_set_mtu(struct hp_link *l, uint32_t mtu);
+/** The link's MAC address (the interface's; mem: a locally administered one). */
+HP_API void hp_link_mac(const struct hp_link *l, uint8_t mac[6]);
+/** Copy the link's counters (decorators: the inner link's). */
+HP_API void hp_link_stats(const struct hp_link *l, struct hp_link_stats *out);
+
+/**
+ * The reason for the last failure of hp_link_open(), hp_link_mem_pair() or a
+ * decorator on this thread, as a sentence naming the interface and what to
+ * do ("afxdp: needs CAP_NET_ADMIN and CAP_NET_RAW: run as root"). Never NULL.
+ */
+HP_API const char *hp_link_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The mem link: two connected ends in one process, handing hp_buf pointers over SPSC rings. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* What both ends share: the two wires and, maybe, the pool. The last end
+ * closed frees it. */
+struct mem_shared {
+    _Atomic int refs;
+    struct hp_pool *pool;
+    bool own_pool;
+    struct hp__spsc *wire[2]; /* wire[s]: written by end s, read by end 1 - s */
+};
+
+struct mem_link {
+    struct hp_link l;
+    struct mem_shared *sh;
+    struct hp__spsc *out, *in;
+};
+
+static int mem_rx(struct hp_link *l, struct hp_buf **bufs, unsigned n)
+{
+    struct mem_link *m = (struct mem_link *)l;
+    unsigned k = hp__spsc_pop(m->in, bufs, n);
+    uint64_t bytes = 0;
+    for (unsigned i = 0; i < k; i++)
+        bytes += bufs[i]->pkt_len;
+    l->st.rx_packets += k;
+    l->st.rx_bytes += bytes;
+    return (int)k;
+}
+
+static int mem_tx(struct hp_link *l, struct hp_buf **bufs, unsigned n)
+{
+    struct mem_link *m = (struct mem_link *)l;
+    uint32_t max = l->mtu + HP__ETH_HDR + HP__VLAN_HDR;
+    uint64_t bytes = 0;
+    unsigned i;
+    for (i = 0; i < n; i++) {
+        if (bufs[i]->pkt_len > max || bufs[i]->pkt_len < HP__ETH_HDR)
+            break;
+        bytes += bufs[i]->pkt_len;
+    }
+    if (i == n) {
+        /* The common case: every frame is sendable, hand over in one go. */
+        unsigned k = hp__spsc_push(m->out, bufs, n);
+        if (k < n) {
+            l->st.tx_full++;
+            bytes = 0;
+            for (unsigned j = 0; j < k; j++)
+                bytes += bufs[j]->pkt_len;
+        }
+        l->st.tx_packets += k;
+        l->st.tx_bytes += bytes;
+        return (int)k;
+    }
+    /* Some frame is too large or too short: send one at a time, in order. */
+    unsigned taken = 0;
+    for (i = 0; i < n; i++) {
+        struct hp_buf *b = bufs[i];
+        if (b->pkt_len > max || b->pkt_len < HP__ETH_HDR) {
+            l->st.tx_dropped++;
+            hp_buf_free(b);
+        } else if (hp__spsc_push(m->out, &b, 1) == 1) {
+            l->st.tx_packets++;
+            l->st.tx_bytes += b->pkt_len;
+        } else {
+            l->st.tx_full++;
+            break;
+        }
+        taken++;
+    }
+    return (int)taken;
+}
+
+static int mem_close(struct hp_link *l)
+{
+    struct mem_link *m = (struct mem_link *)l;
+    struct mem_shared *sh = m->sh;
+    if (atomic_fetch_sub(&sh->refs, 1) != 1)
+        return 0;
+    /* The last end: the wires' buffers go back, then the pool. */
+    hp__spsc_destroy(sh->wire[0]);
+    hp__spsc_destroy(sh->wire[1]);
+    int rc = 0;
+    if (sh->own_pool)
+        rc = hp_pool_destroy(sh->pool);
+    free(sh);
+    return rc;
+}
+
+static const struct hp__link_ops mem_ops = {
+    .kind = "mem",
+    .rx = mem_rx,
+    .tx = mem_tx,
+    .close = mem_close,
+};
+
+HP_API int hp_link_mem_pair(const struct hp_link_config *cfg, struct hp_link *ends[2])
+{
+    static const struct hp_link_config zero;
+    static _Atomic unsigned pairs;
+    if (!cfg)
+        cfg = &zero;
+    if (!ends)
+        return hp__link_fail(EINVAL, "mem: no place for the two ends");
+    ends[0] = ends[1] = NULL;
+    uint32_t size = cfg->ring_size ? cfg->ring_size : 1024;
+    if (size < 2 || (size & (size - 1)))
+        return hp__link_fail(EINVAL, "mem: ring_size %u is not a power of two >= 2", size);
+    if (cfg->flags & ~(unsigned)HP_LINK_F_TX_COMPLETIONS)
+        return hp__link_fail(EINVAL, "mem: flags 0x%x are for other backends", cfg->flags);
+    struct mem_shared *sh = calloc(1, sizeof *sh);
+    struct mem_link *m[2] = {calloc(1, sizeof(struct mem_link)), calloc(1, sizeof(struct mem_link))};
+    if (!sh || !m[0] || !m[1])
+        goto nomem;
+    sh->wire[0] = hp__spsc_create(size);
+    sh->wire[1] = hp__spsc_create(size);
+    if (!sh->wire[0] || !sh->wire[1])
+        goto nomem;
+
+    const char *base = cfg->iface ? cfg->iface : "mem";
+    unsigned id = atomic_fetch_add(&pairs, 1);
+    for (int s = 0; s < 2; s++) {
+        char name[32];
+        if (cfg->iface)
+            snprintf(name, sizeof name, "%.28s%s", base, s ? "-b" : "");
+        else
+            snprintf(name, sizeof name, "mem%u", 2 * id + (unsigned)s);
+        /* Only the first end may create the pool; the second shares it. */
+        struct hp_link_config c = *cfg;
+        c.flags = 0;
+        if (s == 1)
+            c.pool = m[0]->l.pool;
+        int rc = hp__link_init(&m[s]->l, &mem_ops, &c, name);
+        if (rc < 0) {
+            if (s == 1)
+                hp__link_fini(&m[0]->l);
+            free(m[0]);
+            free(m[1]);
+            hp__spsc_destroy(sh->wire[0]);
+            hp__spsc_destroy(sh->wire[1]);
+            free(sh);
+            return rc;
+        }
+        m[s]->sh = sh;
+        m[s]->out = sh->wire[s];
+        m[s]->in = sh->wire[1 - s];
+        /* Locally administered, unicast: 02:68:70 ("hp"), the pair, the end. */
+        uint8_t mac[6] = {0x02, 0x68, 0x70, (uint8_t)(id >> 8), (uint8_t)id, (uint8_t)(s + 1)};
+        memcpy(m[s]->l.mac, mac, 6);
+        m[s]->l.caps = HP_LINK_CAP_ZEROCOPY_TX | HP_LINK_CAP_ZEROCOPY_RX;
+    }
+    sh->pool = m[0]->l.pool;
+    sh->own_pool = m[0]->l.own_pool;
+    m[0]->l.own_pool = false; /* the shared part destroys it */
+    atomic_init(&sh->refs, 2);
+    ends[0] = &m[0]->l;
+    ends[1] = &m[1]->l;
+    return 0;
+nomem:
+    if (sh) {
+        hp__spsc_destroy(sh->wire[0]);
+        hp__spsc_destroy(sh->wire[1]);
+    }
+    free(sh);
+    free(m[0]);
+    free(m[1]);
+    return hp__link_fail(ENOMEM, "mem: out of memory");
+}
