@@ -14,9 +14,11 @@ mode=${1:-check}
 # Debian package -> a file or command that shows it is installed.
 required=(cmake:/usr/bin/cmake ninja-build:/usr/bin/ninja gcc:/usr/bin/gcc
           pkg-config:/usr/bin/pkg-config libelf-dev:/usr/include/libelf.h)
-optional_demo=(libdpdk-dev:/usr/include/dpdk/rte_ip.h)
+optional_demo=(libdpdk-dev:/usr/include/dpdk/rte_ip.h libxdp-dev:/usr/include/xdp/xsk.h
+               libbpf-dev:/usr/include/bpf/libbpf.h iproute2:/usr/sbin/ip)
 optional_check=(clang:/usr/bin/clang libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
-                libdpdk-dev:/usr/include/dpdk/rte_ip.h
+                libdpdk-dev:/usr/include/dpdk/rte_ip.h libxdp-dev:/usr/include/xdp/xsk.h
+                libbpf-dev:/usr/include/bpf/libbpf.h iproute2:/usr/sbin/ip tshark:/usr/bin/tshark
                 gcc-aarch64-linux-gnu:/usr/bin/aarch64-linux-gnu-gcc qemu-user:/usr/bin/qemu-aarch64)
 declare -A why=(
   [libdpdk-dev]="the dpdk and dpdk-native rows of 'hotpath bench cksum'"
@@ -25,6 +27,10 @@ declare -A why=(
   [libclang-rt-14-dev]="the libFuzzer smoke runs"
   [gcc-aarch64-linux-gnu]="the aarch64 (NEON) cross-build"
   [qemu-user]="running the aarch64 unit tests under emulation"
+  [libxdp-dev]="the afxdp link (AF_XDP), its tests and benchmarks"
+  [libbpf-dev]="the afxdp link (AF_XDP), its tests and benchmarks"
+  [iproute2]="the network-namespace tests and the afxdp rows of the demo"
+  [tshark]="reading our pcap files back with Wireshark's dissectors"
 )
 
 pkgs=("${required[@]}")

@@ -251,11 +251,51 @@ def plot_pool(data, png):
     plt.close(fig)
 
 
+TXCOMP_POLICIES = ("local", "defer", "adaptive")
+
+
+def plot_txcomp(data, png):
+    """Grouped bars: for each link (afxdp, mem), one bar per alien policy:
+    Mpps on the left, CPU ns per packet on the right. Skipped links are
+    named under the plot."""
+    rows = [r for r in data.get("rows", []) if "skipped" not in r]
+    skipped = [r for r in data.get("rows", []) if "skipped" in r]
+    if not rows:
+        raise ValueError("no measured link to plot")
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5.6))
+    width = 0.8 / len(TXCOMP_POLICIES)
+    for ax, suffix, label in ((axes[0], "_mpps", "million packets per second"),
+                              (axes[1], "_cpu_ns", "CPU ns per packet (both threads)")):
+        for k, pol in enumerate(TXCOMP_POLICIES):
+            xs = [i - 0.4 + width * (k + 0.5) for i in range(len(rows))]
+            ys = [float(r.get(pol + suffix, 0)) for r in rows]
+            ax.bar(xs, ys, width * 0.92, label=pol, color=POOL_COLOURS.get("hotpath-" + pol, "#000"),
+                   zorder=3)
+            for x, y in zip(xs, ys):
+                ax.text(x, y, f"{y:.1f}", ha="center", va="bottom", fontsize=8)
+        ax.set_xticks(range(len(rows)))
+        ax.set_xticklabels([r["link"] for r in rows])
+        ax.set_ylabel(label)
+        ax.grid(axis="y", alpha=0.3, zorder=0)
+    axes[0].set_title("rate (higher is better)")
+    axes[1].set_title("CPU per packet (lower is better)")
+    axes[1].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
+    fig.suptitle("txonly 64 B with transmit completions freed on a second thread, per alien policy\n"
+                 f"{data.get('cpu', '')} | {data.get('compiler', '')}", fontsize=11)
+    if skipped:
+        fig.text(0.01, 0.012, "; ".join(f"{r['link']} skipped: {r['skipped']}" for r in skipped)[:160],
+                 fontsize=8, color="#555555")
+    fig.subplots_adjust(left=0.07, right=0.87, top=0.84, bottom=0.12, wspace=0.25)
+    fig.savefig(png, dpi=DPI)
+    plt.close(fig)
+
+
 # ---- driver ----------------------------------------------------------------
 
 PLOTTERS = {
     "cksum": plot_cksum,
     "pool": plot_pool,
+    "txcomp": plot_txcomp,
 }
 
 

@@ -15,12 +15,14 @@ static const struct {
      "Internet checksum, cycles/byte: hotpath and each variant vs DPDK, unroll64, RFC 1071"},
     {"pool", bench_pool,
      "buffer pool, Mbuf/s and CPU ns/buf: each alien policy vs DPDK rte_mempool, malloc"},
+    {"txcomp", bench_txcomp,
+     "txonly with a completion thread (the seed's AF_XDP experiment): each alien policy"},
 };
 #define NBENCH (sizeof benches / sizeof benches[0])
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: hotpath bench NAME [--json] [--quick] [--reps N] [--cpu N]\n\n");
+    fprintf(f, "usage: hotpath bench NAME [--json] [--quick] [--reps N] [--cpu N] [--iface IF]\n\n");
     for (size_t i = 0; i < NBENCH; i++)
         fprintf(f, "  %-10s %s\n", benches[i].name, benches[i].help);
     fprintf(f, "  %-10s %s\n", "all", "every benchmark in turn");
@@ -28,7 +30,9 @@ static void usage(FILE *f)
                "  --quick    fewer repetitions\n"
                "  --reps N   repetitions per measurement (median reported)\n"
                "  --cpu N    pin the measuring thread to CPU N (default: the last CPU;\n"
-               "             -1 leaves it unpinned)\n");
+               "             -1 leaves it unpinned)\n"
+               "  --iface IF benchmarks on a real interface use IF (default: a veth pair\n"
+               "             in namespaces of their own, made and removed by the run)\n");
 }
 
 int cmd_bench(int argc, char **argv)
@@ -37,11 +41,12 @@ int cmd_bench(int argc, char **argv)
     static const struct option longopts[] = {
         {"json", no_argument, NULL, 'j'}, {"quick", no_argument, NULL, 'q'},
         {"reps", required_argument, NULL, 'r'}, {"cpu", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+        {"iface", required_argument, NULL, 'i'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "jqr:c:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "jqr:c:i:h", longopts, NULL)) != -1) {
         char *end;
         switch (c) {
         case 'j':
@@ -58,6 +63,9 @@ int cmd_bench(int argc, char **argv)
         case 'c':
             if (tool_parse_cpu("bench", optarg, &o.cpu))
                 return 2;
+            break;
+        case 'i':
+            o.iface = optarg;
             break;
         case 'h':
             usage(stdout);

@@ -14,6 +14,7 @@
 
 #include "bench_cksum.h"
 #include "bench_pool.h"
+#include "bench_txcomp.h"
 #include "tool.h"
 
 struct demo_ctx {
@@ -184,6 +185,45 @@ static int exp_pool(struct demo_ctx *d)
     return 0;
 }
 
+/* ---- experiment 3: the seed's AF_XDP transmit experiment (SEEDS.md part 2) -- */
+
+static int exp_txcomp(struct demo_ctx *d)
+{
+    struct txcomp_report *r = malloc(sizeof *r);
+    if (!r)
+        return -ENOMEM;
+    struct progress pr;
+    progress_init(&pr, "txcomp");
+    struct bench_opts o = {.quick = d->quick, .cpu = d->cpu, .progress = progress_update,
+                           .progress_ctx = &pr};
+    txcomp_run(&o, r);
+    progress_done(&pr);
+    printf("\n== 3. txonly with a completion thread: Mpps per alien policy (the seed's experiment) ==\n");
+    txcomp_print_header(r, stdout);
+    txcomp_print_table(r, stdout);
+    printf("goals:\n");
+    txcomp_goals(r, stdout, false);
+    fprintf(d->md, "## 3. The seed's AF_XDP experiment: transmit completions freed on another thread\n\n"
+                   "`hotpath gen txonly --completion-thread`: one thread allocates and transmits "
+                   "64-byte frames, a second takes the completions and frees them, so every free "
+                   "is an alien free. Rows: the links; columns: the pool's alien policy, in the "
+                   "same run with rounds interleaved.\n\n```\n");
+    txcomp_print_header(r, d->md);
+    fputc('\n', d->md);
+    txcomp_print_table(r, d->md);
+    fprintf(d->md, "```\n\n![txcomp: Mpps per policy and link](txcomp.png)\n\nGoals:\n\n");
+    d->missed += txcomp_goals(r, d->md, true);
+    fputc('\n', d->md);
+    FILE *j = report_file(d, "txcomp.json");
+    if (j) {
+        txcomp_print_json(r, j);
+        fclose(j);
+    }
+    int rc = r->rows[r->nrows - 1].ok ? 0 : -EIO;
+    free(r);
+    return rc;
+}
+
 /* ---- the experiments, in the order they run ------------------------------
  * To add one: write a function that runs it with a progress display, prints
  * its table to stdout, appends a section to d->md and writes DIR/NAME.json;
@@ -195,6 +235,8 @@ static const struct {
 } experiments[] = {
     {"cksum", "Internet checksum vs DPDK (SEEDS.md part 1)", exp_cksum},
     {"pool", "Buffer pools: where alien frees go, vs DPDK and malloc (SEEDS.md part 2)", exp_pool},
+    {"txcomp", "AF_XDP txonly with a completion thread, per alien policy (SEEDS.md part 2)",
+     exp_txcomp},
 };
 #define NEXP (sizeof experiments / sizeof experiments[0])
 

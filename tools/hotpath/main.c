@@ -15,6 +15,7 @@ static const struct {
     const char *help;
 } commands[] = {
     {"demo", cmd_demo, "run the experiments with progress, print tables, write report/"},
+    {"gen", cmd_gen, "generate, receive or forward traffic on a link, like xdpsock"},
     {"bench", cmd_bench, "run one benchmark against its peers (hotpath bench --help)"},
 };
 

@@ -11,6 +11,7 @@
 /* ---- subcommands (one file each) ---- */
 int cmd_bench(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_gen(int argc, char **argv);
 
 /* ---- benchmarks: each is a table entry of bench.c ---- */
 struct bench_opts {
@@ -21,9 +22,11 @@ struct bench_opts {
     FILE *json_out; /* also write JSON here when set (demo report) */
     void (*progress)(void *ctx, int done, int total, const char *what);
     void *progress_ctx;
+    const char *iface; /* benchmarks on a real interface; NULL: make a veth pair */
 };
 int bench_cksum(const struct bench_opts *o, FILE *table);
 int bench_pool(const struct bench_opts *o, FILE *table);
+int bench_txcomp(const struct bench_opts *o, FILE *table);
 
 /* Peers of the checksum benchmark. */
 uint32_t hp_peer_naive(const void *buf, size_t len, uint32_t sum);
@@ -62,6 +65,23 @@ void hp_peer_dpdk_mbuf_free(void *m);
 void hp_peer_dpdk_mbuf_free_bulk(void **mbufs, unsigned n);
 void *hp_peer_dpdk_mbuf_append(void *m, unsigned len);
 #endif
+
+/* ---- temporary network namespaces (netns.c), root only ---- */
+/* Two namespaces "hp-TAG-PID-a" / "-b" joined by a veth pair hpaN / hpbN, up,
+ * IPv6 off, 198.18.0.1/24 and 198.18.0.2/24; removed by tool_netns_down, at
+ * exit, and on SIGINT / SIGTERM. */
+struct tool_netns {
+    char ns[2][40];
+    char ifname[2][16];
+    bool up;
+};
+/* 0, -EPERM (not root), -ENOENT (no iproute2), -EIO (ip failed). */
+int tool_netns_up(struct tool_netns *n, const char *tag);
+void tool_netns_down(struct tool_netns *n);
+/* Move the calling thread into side 0 or 1; 0 or -errno. */
+int tool_netns_enter(const struct tool_netns *n, int side);
+/* Back to the initial namespace (that of PID 1); 0 or -errno. */
+int tool_netns_leave(void);
 
 /* ---- utilities (util.c) ---- */
 /* Cycle counter: the TSC on x86 (what DPDK's perf tests report), the
