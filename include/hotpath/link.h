@@ -151,8 +151,12 @@ HP_API struct hp_link *hp_link_pcap(struct hp_link *inner, const char *path);
 
 /**
  * Wrap `inner` with seeded fault injection (see hp_fault_config). Owns
- * `inner` on success, like hp_link_pcap(). Buffers it holds back (reorder,
- * delay) are released on the next burst call, or freed on close.
+ * `inner` on success, like hp_link_pcap(). Frames held for reordering go out
+ * behind the next frame of their direction (or in place on the next burst
+ * call); delayed frames go out on the first burst call after they are due;
+ * both are freed on close. Delayed received frames do not make hp_link_fd()
+ * readable: a caller sleeping in poll() should wake at least every delay_us.
+ * Duplicates come back through hp_link_completions() like any sent frame.
  * @return the link, or NULL with errno EINVAL (a rate outside [0, 1]) or ENOMEM.
  */
 HP_API struct hp_link *hp_link_fault(struct hp_link *inner, const struct hp_fault_config *cfg);

@@ -10,6 +10,19 @@
 
 #include "hp_test.h"
 
+/* Under AddressSanitizer, a forked test ends with _exit, which skips the
+ * leak checker: run it explicitly, as part of the test's result. */
+#if defined(__SANITIZE_ADDRESS__)
+#define HP_TEST_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HP_TEST_LSAN 1
+#endif
+#endif
+#ifdef HP_TEST_LSAN
+int __lsan_do_recoverable_leak_check(void);
+#endif
+
 #define MAX_TESTS 1024
 #define MAX_HOOKS 16
 #define EXIT_SKIP 77
@@ -137,6 +150,12 @@ static int run_forked(const struct test *t, unsigned timeout_s)
     if (pid == 0) {
         alarm(timeout_s);
         int rc = run_here(t);
+#ifdef HP_TEST_LSAN
+        if (__lsan_do_recoverable_leak_check() != 0) {
+            fprintf(stderr, "    teardown: LeakSanitizer found leaks (above)\n");
+            rc = 1;
+        }
+#endif
         fflush(stdout);
         fflush(stderr);
         _exit(rc);
