@@ -12,7 +12,9 @@
 #include "hp_test.h"
 #include "netns.h"
 
-static struct hp_netns *current;
+/* The teardown's own copy of the names: the test's struct may be a local
+ * that is gone by the time the teardown runs. */
+static struct hp_netns current;
 
 static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int sh(const char *fmt, ...)
@@ -37,8 +39,7 @@ void hp_netns_down(struct hp_netns *n)
 
 static int teardown(void)
 {
-    hp_netns_down(current);
-    current = NULL;
+    hp_netns_down(&current);
     return 0;
 }
 
@@ -59,12 +60,12 @@ int hp_netns_up(struct hp_netns *n, bool quiet)
         snprintf(n->ns[s], sizeof n->ns[s], "hpt-%d-%c", pid, 'a' + s);
         snprintf(n->ifname[s], sizeof n->ifname[s], "hp%c%d", 'a' + s, pid % 100000);
     }
-    current = n;
     if (!registered) {
         hp_test_add_teardown("network namespaces", teardown);
         registered = true;
     }
     n->up = true;
+    current = *n;
     int rc = sh("set -e; ip netns add %s; ip netns add %s;"
                 " ip link add %s netns %s type veth peer name %s netns %s",
                 n->ns[0], n->ns[1], n->ifname[0], n->ns[0], n->ifname[1], n->ns[1]);
