@@ -11,5 +11,6 @@
 #include <hotpath/err.h>
 #include <hotpath/link.h>
 #include <hotpath/pool.h>
+#include <hotpath/wire.h>
 
 #endif

@@ -37,6 +37,13 @@ enum hp_wire_reason {
     HP_WIRE_NREASONS
 };
 
+/**
+ * Parse flag: verify the checksum (IPv4 header, UDP, TCP, ICMP, ICMPv6) and
+ * fail with -HP_WIRE_BAD_CHECKSUM when it is wrong. Without it the checksum
+ * field is not looked at (the NIC verified it, say).
+ */
+#define HP_WIRE_VERIFY_CKSUM 0x1u
+
 /** A short name for a reason ("truncated", "bad-checksum"...); never NULL. */
 HP_API const char *hp_wire_reason(int reason);
 
