@@ -15,6 +15,8 @@ static const struct {
      "Internet checksum, cycles/byte: hotpath and each variant vs DPDK, unroll64, RFC 1071"},
     {"pool", bench_pool,
      "buffer pool, Mbuf/s and CPU ns/buf: each alien policy vs DPDK rte_mempool, malloc"},
+    {"afxdp-raw", bench_afxdp,
+     "AF_XDP txonly, Mpps: the afxdp link vs a bare libxdp loop (root; a veth pair of its own)"},
     {"txcomp", bench_txcomp,
      "txonly with a completion thread (the seed's AF_XDP experiment): each alien policy"},
 };

@@ -27,6 +27,7 @@ struct bench_opts {
 int bench_cksum(const struct bench_opts *o, FILE *table);
 int bench_pool(const struct bench_opts *o, FILE *table);
 int bench_txcomp(const struct bench_opts *o, FILE *table);
+int bench_afxdp(const struct bench_opts *o, FILE *table);
 
 /* Peers of the checksum benchmark. */
 uint32_t hp_peer_naive(const void *buf, size_t len, uint32_t sum);
