@@ -52,15 +52,20 @@ struct hp__cache {
     uint32_t size;      /* the pool's cache_size: flush above it */
     uint16_t tid;
     uint8_t net_freer;  /* ADAPTIVE: this thread frees more than it allocates (1 until seen) */
-    uint8_t pad0;
+    uint8_t contended;  /* ADAPTIVE: this thread's shared-ring operations had to retry */
     uint64_t win_allocs, win_frees; /* ADAPTIVE: the counters at the last look */
     uint64_t stage_mask;            /* owners with staged alien frees */
     uint8_t route[HP_MAX_THREADS];  /* ADAPTIVE: 1 = defer to that owner */
     HP_CACHELINE_GROUP_END(cache_hot)
     struct hp__counters c;
+    uint64_t win_ring_ops, win_retries; /* ADAPTIVE: shared-ring use at the last look */
     struct hp__stage stage[HP_MAX_THREADS];
     struct hp_buf *objs[]; /* 2 * size slots */
 };
+
+/* For tests: count n more contended shared-ring operations on this thread
+ * (ADAPTIVE's signal; see adapt() in pool.c). */
+void hp__ring_retries_add(uint64_t n);
 
 /* Bounded multi-producer multi-consumer ring of buffer pointers, after the
  * classic head/tail scheme: reserve with a CAS on head, copy, then publish

@@ -136,8 +136,20 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/* Times this thread's shared-ring operations found another thread in the
+ * way (a failed reservation, or waiting for an earlier one to publish):
+ * ADAPTIVE's contention signal. Per thread, over all pools. */
+static _Thread_local uint64_t ring_retries;
+
+void hp__ring_retries_add(uint64_t n)
+{
+    ring_retries += n;
+}
+
 static void ring_wait_tail(_Atomic uint32_t *tail, uint32_t head)
 {
+    if (atomic_load_explicit(tail, memory_order_relaxed) != head)
+        ring_retries++;
     /* Earlier reservations publish first, in order. A thread preempted
      * between its reservation and its publication holds the others up; yield
      * so it can run when cores are oversubscribed. */
@@ -163,7 +175,8 @@ static bool ring_put(struct hp__ring *r, struct hp_buf *const *objs, uint32_t n)
             return false;
         next = head + n;
     } while (!atomic_compare_exchange_weak_explicit(&r->prod_head, &head, next,
-                                                    memory_order_relaxed, memory_order_relaxed));
+                                                    memory_order_relaxed, memory_order_relaxed) &&
+             ++ring_retries);
     for (uint32_t i = 0; i < n; i++)
         r->slots[(head + i) & r->mask] = objs[i];
     ring_wait_tail(&r->prod_tail, head);
@@ -183,7 +196,8 @@ static uint32_t ring_get(struct hp__ring *r, struct hp_buf **objs, uint32_t n)
             return 0;
         next = head + n;
     } while (!atomic_compare_exchange_weak_explicit(&r->cons_head, &head, next,
-                                                    memory_order_relaxed, memory_order_relaxed));
+                                                    memory_order_relaxed, memory_order_relaxed) &&
+             ++ring_retries);
     for (uint32_t i = 0; i < n; i++)
         objs[i] = r->slots[(head + i) & r->mask];
     ring_wait_tail(&r->cons_tail, head);
@@ -410,8 +424,7 @@ static struct hp__cache *cache_create(struct hp_pool *p, int t)
     memset(c, 0, sz);
     c->size = p->cache_size;
     c->tid = (uint16_t)t;
-    c->net_freer = 1; /* ADAPTIVE starts deferring: see adapt() */
-    memset(c->route, 1, sizeof c->route);
+    c->net_freer = 1; /* ADAPTIVE: until seen; local until contention, see adapt() */
     atomic_store_explicit(&p->owners[t].alive, 1, memory_order_relaxed);
     atomic_store_explicit(&p->caches[t], c, memory_order_release);
     return c;
@@ -456,15 +469,23 @@ static uint32_t drain_to_ring(struct hp_pool *p, struct hp__cache *c, int owner)
 
 /* ADAPTIVE: look at what this thread did since the last look (called on
  * every refill, flush and deferred batch, so the fast path pays nothing).
- * A thread that frees clearly more than it allocates (a "net freer": a
- * transmit-completion thread) has a surplus its own allocations will never
- * use; its alien frees go back to their owners, in batches, unless the owner
- * is itself a net freer (it would have no use for them either). A thread
- * that reuses what it frees keeps its alien frees local: that costs no
- * cross-thread traffic at all. A new thread starts as a net freer: measured
- * here, deferring from the first free costs a thread that turns out
- * balanced only its first window, while starting local left a completion
- * pipeline with a larger circulating set of buffers, and half the rate. */
+ *
+ * Deferring an alien free to its owner exists to keep many freers off one
+ * shared structure (the kernel's case: many CPUs completing transmissions
+ * into one slab node). It has a price even uncontended: the freer writes a
+ * batch into a buffer the owner then reads, one more cross-core transfer
+ * than handing the buffers to the shared ring. Measured on 2 cores: a
+ * transmit-completion pipeline ran 81 Mpps with LOCAL and 63 with DEFER
+ * (bench txcomp, mem), and the pool benchmark's pipeline 84 against 80.5;
+ * the seed saw the same on AF_XDP (the single-flow xdpsock regression).
+ *
+ * So a thread defers only when all of these hold: it frees clearly more
+ * than it allocates (a "net freer": its surplus would only travel through
+ * the shared ring), the owner is not itself a net freer (it would have no
+ * use for them), and its own shared-ring operations are contended (more
+ * than one in 16 had to retry or wait for another thread). A thread that
+ * reuses what it frees, or meets nobody on the ring, keeps alien frees
+ * local. */
 static void adapt(struct hp_pool *p, struct hp__cache *c)
 {
     uint64_t na = atomic_load_explicit(&c->c.allocs, memory_order_relaxed);
@@ -473,11 +494,20 @@ static void adapt(struct hp_pool *p, struct hp__cache *c)
     if (a + f < c->size)
         return; /* not enough seen yet */
     c->net_freer = f > 2 * a;
+    uint64_t ops = atomic_load_explicit(&c->c.ring_ops, memory_order_relaxed);
+    uint64_t dops = ops - c->win_ring_ops, dret = ring_retries - c->win_retries;
+    /* Judge contention only over enough ring operations. */
+    if (dops >= 16) {
+        c->contended = dret * 16 > dops;
+        c->win_ring_ops = ops;
+        c->win_retries = ring_retries;
+    }
     struct hp__owner *me = &p->owners[c->tid];
     if (atomic_load_explicit(&me->freer, memory_order_relaxed) != c->net_freer)
         atomic_store_explicit(&me->freer, c->net_freer, memory_order_relaxed);
+    bool defer = c->net_freer && c->contended;
     for (int o = 0; o < HP_MAX_THREADS; o++)
-        c->route[o] = c->net_freer && !atomic_load_explicit(&p->owners[o].freer, memory_order_relaxed);
+        c->route[o] = defer && !atomic_load_explicit(&p->owners[o].freer, memory_order_relaxed);
     c->win_allocs = na;
     c->win_frees = nf;
 }
@@ -781,7 +811,8 @@ HP_API void hp_thread_exit(void)
             thread_flush(p, c);
             /* The next thread with this number starts afresh. */
             c->net_freer = 1;
-            memset(c->route, 1, sizeof c->route);
+            c->contended = 0;
+            memset(c->route, 0, sizeof c->route);
             c->win_allocs = atomic_load(&c->c.allocs);
             c->win_frees = atomic_load(&c->c.frees);
         } else {

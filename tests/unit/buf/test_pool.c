@@ -15,6 +15,7 @@
 #include <hotpath/buf.h>
 #include <hotpath/pool.h>
 
+#include "buf/internal.h"
 #include "hp_test.h"
 #include "track.h"
 
@@ -861,6 +862,87 @@ HP_TEST(pool_alien_adaptive)
     HP_CHECK_EQ(s.defer_taken, s.deferred);
     HP_CHECK_EQ(s.errors, 0);
     DONE(p);
+}
+
+/* ADAPTIVE in a pipeline (main allocates, one long-lived thread frees):
+ * the freer is a net freer, so it defers to main exactly when its own
+ * shared-ring operations are contended, and otherwise keeps frees local. */
+struct pipe_freer {
+    struct hp_pool *p;
+    struct hp_buf **bufs;
+    unsigned n, rounds;
+    bool contended;
+    pthread_barrier_t *bar;
+    struct hp_pool_stats st;
+};
+
+static void *pipe_freer_main(void *arg)
+{
+    struct pipe_freer *f = arg;
+    for (unsigned r = 0; r < f->rounds; r++) {
+        pthread_barrier_wait(f->bar); /* main has allocated */
+        if (f->contended)
+            hp__ring_retries_add(1000);
+        for (unsigned i = 0; i < f->n; i++)
+            hp_buf_free(f->bufs[i]);
+        pthread_barrier_wait(f->bar); /* main may allocate again */
+    }
+    hp_pool_thread_flush(f->p);
+    hp_pool_thread_stats(f->p, hp_thread_id(), &f->st);
+    hp_thread_exit();
+    return NULL;
+}
+
+static void adaptive_pipeline(bool contended, struct hp_pool_stats *out)
+{
+    enum { N = 1024, BATCH = 256, ROUNDS = 24 };
+    struct hp_pool_config c = cfg_of(contended ? "adaptive-contended" : "adaptive-quiet", N,
+                                     HP_ALIEN_ADAPTIVE);
+    c.cache_size = 32;
+    struct hp_pool *p = MAKE(&c);
+    HP_REQUIRE(p);
+    struct hp_buf *a[BATCH];
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, 2);
+    struct pipe_freer f = {.p = p, .bufs = a, .n = BATCH, .rounds = ROUNDS,
+                           .contended = contended, .bar = &bar};
+    pthread_t th;
+    HP_REQUIRE_EQ(pthread_create(&th, NULL, pipe_freer_main, &f), 0);
+    for (unsigned r = 0; r < ROUNDS; r++) {
+        for (unsigned i = 0; i < BATCH; i++)
+            if ((a[i] = hp_buf_alloc(p)) == NULL) {
+                hp_test_fail(__FILE__, __LINE__, "allocation %u failed in round %u", i, r);
+                a[i] = hp_buf_alloc(p); /* keep the freer's count right; NULL is ignored */
+            }
+        pthread_barrier_wait(&bar);
+        pthread_barrier_wait(&bar);
+    }
+    pthread_join(th, NULL);
+    pthread_barrier_destroy(&bar);
+    hp_pool_thread_flush(p);
+    *out = f.st;
+    HP_CHECK_EQ(hp_pool_in_use(p), 0);
+    DONE(p);
+}
+
+HP_TEST(pool_alien_adaptive_local_when_uncontended)
+{
+    struct hp_pool_stats st;
+    adaptive_pipeline(false, &st);
+    HP_CHECK_EQ(st.alien_frees, 24 * 256);
+    HP_CHECK_EQ(st.deferred, 0);
+}
+
+HP_TEST(pool_alien_adaptive_defers_when_contended)
+{
+    struct hp_pool_stats st;
+    adaptive_pipeline(true, &st);
+    HP_CHECK_EQ(st.alien_frees, 24 * 256);
+    /* The first window decides; from then on the frees go back to main (up to
+     * the owner's bound, defer_max 128 per round here: the rest overflow
+     * locally, as they should). */
+    HP_CHECK_GT(st.deferred, 8 * 256);
+    HP_CHECK_GT(st.deferred + st.defer_overflows, 20 * 256);
 }
 
 /* A buffer whose owner has exited is freed by another thread under "defer":
