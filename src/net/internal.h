@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Private declarations of the net layer: the stack's structures and the calls between its modules. */
+#ifndef HOTPATH_NET_INTERNAL_H
+#define HOTPATH_NET_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <hotpath/buf.h>
+#include <hotpath/err.h>
+#include <hotpath/link.h>
+#include <hotpath/pool.h>
+#include <hotpath/stack.h>
+#include <hotpath/wire.h>
+
+/*
+ * Modules and who writes which file:
+ *   stack.c   create/destroy, interfaces, addresses, routes, poll, counters
+ *   timer.c   the timer heap
+ *   eth.c     Ethernet input demultiplexing, transmit bursts
+ *   neigh.c   the neighbour tables (ARP and NDP share them), resolution queues
+ *   arp.c     ARP input/output (RFC 826, RFC 5227 announcements)
+ *   ndp.c     NDP input/output, DAD (RFC 4861, RFC 4862)
+ *   ipv4.c ipv6.c   IP input/output, routing lookup, fragmentation
+ *   reasm.c   reassembly of both families (bounded memory, timeouts)
+ *   icmp.c icmp6.c  echo, errors (rate limited)
+ * and the sock layer (src/sock/): udp.c, events.c.
+ *
+ * Buffer conventions. Every function that takes an hp_buf consumes it
+ * (frees it or passes it on) unless its comment says otherwise. Input
+ * functions get the buffer with its data offset at their own header;
+ * b->l2_len and b->l3_len say how long the headers before it were, and
+ * those headers are still in the buffer right before the data (for a
+ * reassembled datagram: the first fragment's headers, with the lengths
+ * fixed), so ICMP errors can quote the original packet by stepping back.
+ * Output functions get the buffer with its data offset at the header they
+ * are to put the next one in front of, with enough headroom (the pools'
+ * default 128 bytes is enough for Ethernet + IPv6 + a fragment header).
+ */
+
+#define HP__MAX_IFACES 8
+#define HP__MAX_ADDRS 8
+#define HP__TX_BURST 32
+#define HP__RX_BURST 32
+
+/* ---- time and timers (timer.c) ------------------------------------------ */
+
+struct hp_stack;
+typedef void (*hp__timer_fn)(struct hp_stack *s, void *arg);
+
+/* A timer lives inside the structure it serves (neighbour entry, fragment
+ * queue, DAD state...). */
+struct hp__timer {
+    uint64_t due;      /* ns, CLOCK_MONOTONIC */
+    hp__timer_fn fn;
+    void *arg;
+    int32_t slot;      /* position in the heap, -1 when not armed */
+};
+
+void hp__timer_init(struct hp__timer *t, hp__timer_fn fn, void *arg);
+/* Arm (or re-arm) t to fire at `due`; 0 or -ENOMEM. */
+int hp__timer_arm(struct hp_stack *s, struct hp__timer *t, uint64_t due);
+void hp__timer_cancel(struct hp_stack *s, struct hp__timer *t);
+static inline bool hp__timer_armed(const struct hp__timer *t)
+{
+    return t->slot >= 0;
+}
+/* Run every timer due at s->now; returns how many ran. */
+int hp__timers_run(struct hp_stack *s);
+/* Free the heap (timers themselves belong to their owners). */
+void hp__timers_fini(struct hp_stack *s);
+/* The current time: CLOCK_MONOTONIC in ns, read once per poll into s->now. */
+uint64_t hp__clock_ns(void);
+
+/* ---- interfaces and the stack (stack.c, eth.c) ----------------------------- */
+
+struct hp__addr4 {
+    uint8_t addr[4];
+    uint8_t plen;
+};
+
+struct hp__addr6 {
+    uint8_t addr[16];
+    uint8_t plen;
+    uint8_t state;           /* enum hp_addr_state */
+    uint8_t dad_left;        /* solicitations still to send */
+    struct hp__timer dad;    /* ndp.c */
+    struct hp__iface *ifc;
+};
+
+struct hp__iface {
+    struct hp_stack *s;
+    int index;
+    struct hp_link *link;
+    struct hp_pool *pool;    /* the link's: our packets come from it */
+    uint8_t mac[6];
+    uint32_t mtu;
+    struct hp__addr4 v4[HP__MAX_ADDRS];
+    int n4;
+    struct hp__addr6 v6[HP__MAX_ADDRS]; /* v6[0]: the link-local address */
+    int n6;
+    struct hp_buf *tx[HP__TX_BURST];
+    unsigned ntx;
+};
+
+/* Token bucket for ICMP errors (RFC 1812 4.3.2.8, RFC 4443 2.4(f)). */
+struct hp__bucket {
+    uint64_t tokens_milli;   /* thousandths of a token */
+    uint64_t last;           /* ns */
+};
+
+struct hp__neigh_table;      /* neigh.c */
+struct hp__reasm;            /* reasm.c */
+struct hp__sock_state;       /* src/sock */
+
+struct hp_stack {
+    struct hp_stack_config cfg; /* defaults filled in */
+    char name[32];
+    uint64_t now;            /* ns, read at the start of each poll (and at create) */
+    struct hp__iface *ifaces[HP__MAX_IFACES];
+    int nifaces;
+    uint8_t gw4[4], gw6[16];
+    bool has_gw4, has_gw6;
+    uint16_t ip_ident;       /* next IPv4 identification */
+    uint32_t frag_ident6;    /* next IPv6 fragment identification */
+    struct hp__timer **heap; /* timer.c */
+    uint32_t nheap, heap_cap;
+    struct hp__neigh_table *neigh4, *neigh6;
+    struct hp__reasm *reasm;
+    struct hp__bucket icmp4_bucket, icmp6_bucket;
+    struct hp__sock_state *sock;
+    uint64_t ctr[HP_STACK_NCOUNTERS];
+};
+
+static inline void hp__ctr(struct hp_stack *s, enum hp_stack_ctr c)
+{
+    s->ctr[c]++;
+}
+static inline void hp__ctr_add(struct hp_stack *s, enum hp_stack_ctr c, uint64_t n)
+{
+    s->ctr[c] += n;
+}
+
+/* A new buffer for a packet we build on ifc (the link's pool), or NULL
+ * (counted in NO_BUFFERS). */
+struct hp_buf *hp__alloc(struct hp__iface *ifc);
+
+/* Queue a complete Ethernet frame for transmission on ifc (flushed when
+ * the burst is full and at the end of each poll). */
+void hp__eth_xmit(struct hp__iface *ifc, struct hp_buf *frame);
+/* Put an Ethernet header (dst, ifc's MAC, ethertype) in front of b and
+ * queue it; b's data offset is at the L3 header. */
+void hp__eth_output(struct hp__iface *ifc, const uint8_t dst[6], uint16_t ethertype, struct hp_buf *b);
+/* Hand the queued frames to the link; what it does not take is freed and
+ * counted (ETH_OUT_DROPS). */
+void hp__eth_flush(struct hp__iface *ifc);
+/* One received frame, data offset at the Ethernet header. */
+void hp__eth_input(struct hp__iface *ifc, struct hp_buf *b);
+
+/* Our addresses. */
+bool hp__is_local4(const struct hp__iface *ifc, const uint8_t a[4]);
+/* a is one of ifc's IPv6 addresses in state `preferred` (tentative ones
+ * only receive NDP, RFC 4862 5.4). */
+bool hp__is_local6(const struct hp__iface *ifc, const uint8_t a[16]);
+/* a is one of ifc's IPv6 addresses in any state; returns it or NULL. */
+struct hp__addr6 *hp__find6(struct hp__iface *ifc, const uint8_t a[16]);
+/* ifc has joined the solicited-node group of one of its addresses, or all-nodes. */
+bool hp__is_mcast_member6(const struct hp__iface *ifc, const uint8_t a[16]);
+
+/* ---- neighbours (neigh.c, arp.c, ndp.c) ---------------------------------- */
+
+int hp__neigh_init(struct hp_stack *s);
+void hp__neigh_fini(struct hp_stack *s);  /* frees queued packets */
+/* Send b (data offset at the IPv4 / IPv6 header) to nexthop on ifc:
+ * resolve the MAC (ARP / NDP), queue b meanwhile (bounded: overflow and
+ * resolution failure drop and count), then hp__eth_output. Broadcast and
+ * multicast destinations map directly. Consumes b. */
+void hp__neigh_output4(struct hp__iface *ifc, const uint8_t nexthop[4], struct hp_buf *b);
+void hp__neigh_output6(struct hp__iface *ifc, const uint8_t nexthop[16], struct hp_buf *b);
+/* ARP input, data offset at the ARP header. */
+void hp__arp_input(struct hp__iface *ifc, struct hp_buf *b);
+/* Announce a new IPv4 address (gratuitous ARP, RFC 5227 3). */
+void hp__arp_announce(struct hp__iface *ifc, const uint8_t a[4]);
+/* NDP input (types 133-137), data offset at the ICMPv6 header; ip is the
+ * packet's IPv6 header. */
+void hp__ndp_input(struct hp__iface *ifc, struct hp_buf *b, const struct hp_ipv6_repr *ip);
+/* Start duplicate address detection of a (RFC 4862 5.4), or mark it
+ * preferred at once with HP_STACK_F_NO_DAD; then announce it (unsolicited NA). */
+void hp__ndp_start_dad(struct hp__iface *ifc, struct hp__addr6 *a);
+
+/* ---- IP (ipv4.c, ipv6.c, reasm.c) ----------------------------------------- */
+
+/* Where a packet to dst goes: the interface, our source address on it,
+ * and the next hop (dst itself on a connected prefix, else the gateway). */
+struct hp__route {
+    struct hp__iface *ifc;
+    uint8_t src[16];
+    uint8_t nexthop[16];
+};
+/* 0, or -ENETUNREACH / -EHOSTUNREACH (no route; counted by the caller's
+ * output call, not here). */
+int hp__route4(struct hp_stack *s, const uint8_t dst[4], struct hp__route *r);
+int hp__route6(struct hp_stack *s, const uint8_t dst[16], struct hp__route *r);
+
+void hp__ipv4_input(struct hp__iface *ifc, struct hp_buf *b);
+void hp__ipv6_input(struct hp__iface *ifc, struct hp_buf *b);
+/* Send an upper-layer packet (data offset at its header, checksum already
+ * computed with r->src) to dst through r: the IP header goes in front,
+ * fragments when larger than the MTU (IPv4: DF clear; IPv6: fragment
+ * header, RFC 8200 4.5), then hp__neigh_output. Consumes b.
+ * @return 0, or -ENOBUFS / -EMSGSIZE (counted). */
+int hp__ipv4_output(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[4], uint8_t proto,
+                    struct hp_buf *b);
+int hp__ipv6_output(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[16], uint8_t next,
+                    struct hp_buf *b);
+
+int hp__reasm_init(struct hp_stack *s);
+void hp__reasm_fini(struct hp_stack *s);
+/* A fragment, data offset at its IP header (IPv6: ip describes it).
+ * Returns the whole datagram as a chain, data offset at the upper-layer
+ * header, with l3_len set and the first fragment's IP header in front of it
+ * (length fields fixed, no fragment header); or NULL when more fragments
+ * are needed or the fragment was dropped (counted). Consumes b. */
+struct hp_buf *hp__reasm4(struct hp__iface *ifc, struct hp_buf *b, const struct hp_ipv4_repr *ip);
+struct hp_buf *hp__reasm6(struct hp__iface *ifc, struct hp_buf *b, const struct hp_ipv6_repr *ip);
+
+/* ---- ICMP (icmp.c, icmp6.c) ------------------------------------------------- */
+
+/* Data offset at the ICMP header; src/dst of the IP header. */
+void hp__icmp4_input(struct hp__iface *ifc, struct hp_buf *b, const struct hp_ipv4_repr *ip);
+void hp__icmp6_input(struct hp__iface *ifc, struct hp_buf *b, const struct hp_ipv6_repr *ip);
+/* Send an error about `orig` (data offset anywhere after its IP header,
+ * l3_len set so the IP header is found at data - l3_len), rate limited.
+ * Does NOT consume orig. Never about an ICMP error, a fragment other than
+ * the first, or a multicast/broadcast (RFC 1122 3.2.2, RFC 4443 2.4(e)). */
+void hp__icmp4_error(struct hp__iface *ifc, const struct hp_buf *orig, uint8_t type, uint8_t code,
+                     uint32_t info);
+void hp__icmp6_error(struct hp__iface *ifc, const struct hp_buf *orig, uint8_t type, uint8_t code,
+                     uint32_t info);
+
+/* ---- the sock layer (src/sock) -------------------------------------------- */
+
+int hp__sock_init(struct hp_stack *s);
+void hp__sock_fini(struct hp_stack *s); /* closes every socket */
+/* A UDP datagram, data offset at the UDP header, l3_len set; src and dst
+ * of the IP header (4 or 16 bytes by family). Closed port: ICMP port
+ * unreachable (unless multicast/broadcast). Consumes b. */
+void hp__udp_input(struct hp__iface *ifc, struct hp_buf *b, int family, const uint8_t *src,
+                   const uint8_t *dst);
+
+#endif
