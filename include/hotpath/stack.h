@@ -28,12 +28,12 @@ struct hp_stack;
 struct hp_stack_config {
     const char *name;           /**< for messages; NULL: "stack" */
     uint32_t neigh_max;         /**< neighbour entries per family; 0: 1024 */
-    uint32_t neigh_queue;       /**< packets held per unresolved neighbour; 0: 8 */
+    uint32_t neigh_queue;       /**< packets held per unresolved neighbour; 0: 64 */
     uint32_t neigh_retries;     /**< ARP requests / neighbour solicitations before giving up; 0: 3 */
     uint32_t neigh_retrans_ms;  /**< between them; 0: 1000 (RFC 4861 RETRANS_TIMER) */
     uint32_t neigh_reachable_ms;/**< an entry is trusted this long; 0: 30000 (REACHABLE_TIME) */
     uint32_t reasm_max_bytes;   /**< fragment bytes held for reassembly, both families; 0: 4 MiB */
-    uint32_t reasm_timeout_ms;  /**< 0: 30000 (IPv4, RFC 791's 15 s upper bound doubled like Linux; IPv6: 60000, RFC 8200 4.5) */
+    uint32_t reasm_timeout_ms;  /**< both families; 0: 30000 for IPv4 (like Linux) and 60000 for IPv6 (RFC 8200 4.5) */
     uint32_t icmp_rate;         /**< ICMP errors per second, per family (token bucket); 0: 1000 */
     uint32_t icmp_burst;        /**< bucket depth; 0: 50 */
     uint8_t default_ttl;        /**< IPv4 TTL and IPv6 hop limit of our packets; 0: 64 */

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Private declarations of the sock layer: the per-stack socket state and the readiness list. */
+#ifndef HOTPATH_SOCK_INTERNAL_H
+#define HOTPATH_SOCK_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <hotpath/sock.h>
+
+#include "../net/internal.h"
+
+/*
+ * Readiness (events.c). Every socket embeds one hp__sock_ev; a socket with
+ * events not yet reported sits on the stack's ready list, once, in the
+ * order it became ready. hp_stack_events() takes sockets off the list.
+ */
+struct hp__sock_ev {
+    struct hp__sock_ev *prev, *next; /* on the ready list when queued */
+    void *user;
+    uint32_t pending;                /* HP_EV_* not yet reported */
+    bool queued;
+};
+
+#define HP__UDP_HASH 1024u /* port table buckets (a power of two) */
+
+struct hp_udp_sock;
+
+struct hp__sock_state {
+    struct hp__sock_ev ready;        /* list head (circular) */
+    struct hp_udp_sock *udp_hash[HP__UDP_HASH]; /* bound sockets, by local port */
+    struct hp_udp_sock *all;         /* every open UDP socket (for fini) */
+    uint16_t ephemeral_next;         /* where the search for a free port starts */
+};
+
+/* Raise events on a socket: added to the ready list if not there. */
+void hp__sock_ev_raise(struct hp__sock_state *st, struct hp__sock_ev *e, uint32_t events);
+/* Take a socket off the ready list (on close). */
+void hp__sock_ev_remove(struct hp__sock_ev *e);
+/* An empty ready list. */
+void hp__sock_ev_init(struct hp__sock_state *st);
+
+/* Close every UDP socket of the stack (udp.c, from hp__sock_fini). */
+void hp__udp_fini(struct hp_stack *s);
+
+#endif

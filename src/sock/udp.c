@@ -1,0 +1,669 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* UDP sockets (RFC 768, RFC 8200 8.1): the port table, input demultiplexing, receive queues and output. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hotpath/cksum.h>
+#include <hotpath/udp.h>
+
+#include "internal.h"
+
+#define UDP_MAX4 65507u /* 65535 - 20 (IPv4 header) - 8 */
+#define UDP_MAX6 65527u /* 65535 - 8: IPv6's payload length field does not count its header */
+#define RCVQ_DEFAULT 256u
+#define RCVQ_MAX 65536u
+#define EPHEMERAL_LO 49152u /* RFC 6335 6: the dynamic ports, 49152-65535 */
+#define EPHEMERAL_N 16384u
+
+struct rq_entry {
+    struct hp_buf *b;        /* data offset at the payload */
+    struct hp_sockaddr from;
+};
+
+struct hp_udp_sock {
+    struct hp__sock_ev ev;   /* readiness; first so the list can hold it */
+    struct hp_stack *s;
+    struct hp_udp_sock *hnext;         /* port table chain (when bound) */
+    struct hp_udp_sock *anext, *aprev; /* every socket of the stack */
+    uint8_t family;
+    bool bound, wildcard, connected;
+    struct hp_sockaddr local, remote;
+    struct rq_entry *q;      /* ring of qcap entries */
+    uint32_t qcap, qhead, qlen, qmax;
+};
+
+static size_t alen(int family)
+{
+    return family == 4 ? 4 : 16;
+}
+
+static bool all_zero(const uint8_t *a, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (a[i])
+            return false;
+    return true;
+}
+
+/* ---- checksums over chains ----------------------------------------------- */
+
+/*
+ * The one's complement sum of the first len bytes of a chain, from the first
+ * segment's data offset. A segment that starts at an odd offset of the whole
+ * has its sum byte-swapped (RFC 1071 2(B): the sum is byte-order
+ * independent, so swapping realigns the pairs).
+ */
+static uint32_t chain_sum(const struct hp_buf *b, uint32_t len)
+{
+    uint32_t sum = 0, off = 0;
+    for (const struct hp_buf *seg = b; seg && len; seg = seg->next) {
+        uint32_t n = seg->data_len < len ? seg->data_len : len;
+        uint32_t p = hp_cksum_partial(hp_buf_data(seg), n, 0);
+        if (off & 1) {
+            p = (p & 0xFFFF) + (p >> 16);
+            p = (p & 0xFFFF) + (p >> 16);
+            p = ((p & 0xFF) << 8) | (p >> 8);
+        }
+        sum = hp_cksum_add(sum, p);
+        off += n;
+        len -= n;
+    }
+    return sum;
+}
+
+static uint32_t pseudo_sum(int family, const uint8_t *src, const uint8_t *dst, uint32_t ulen)
+{
+    return family == 4 ? hp_cksum_pseudo_ipv4(src, dst, 17, (uint16_t)ulen)
+                       : hp_cksum_pseudo_ipv6(src, dst, 17, ulen);
+}
+
+/* Cut a chain to its first len bytes (link padding, or bytes past the UDP
+ * length field, which RFC 768 says are not part of the datagram). */
+static void chain_trim(struct hp_buf *b, uint32_t len)
+{
+    if (b->pkt_len <= len)
+        return;
+    uint32_t cum = 0;
+    uint16_t segs = 0;
+    struct hp_buf *seg = b;
+    for (;;) {
+        segs++;
+        if (cum + seg->data_len >= len || !seg->next) {
+            seg->data_len = len - cum;
+            break;
+        }
+        cum += seg->data_len;
+        seg = seg->next;
+    }
+    struct hp_buf *rest = seg->next;
+    seg->next = NULL;
+    hp_buf_free(rest);
+    b->pkt_len = len;
+    b->nb_segs = segs;
+}
+
+/* Remove n bytes (at most pkt_len) from the front of a chain; a tiny first
+ * fragment may hold less than the UDP header, so this crosses segments
+ * (an emptied first segment stays, with no data, as the packet's head). */
+static void chain_strip(struct hp_buf *b, uint32_t n)
+{
+    b->pkt_len -= n;
+    for (struct hp_buf *seg = b; n && seg; seg = seg->next) {
+        uint32_t k = seg->data_len < n ? seg->data_len : n;
+        seg->data_off += k;
+        seg->data_len -= k;
+        n -= k;
+    }
+}
+
+/* ---- the port table ----------------------------------------------------------- */
+
+static struct hp_udp_sock **bucket(struct hp__sock_state *st, uint16_t port)
+{
+    return &st->udp_hash[port & (HP__UDP_HASH - 1)];
+}
+
+/* Would binding (family, addr or wildcard, port) clash with a bound socket?
+ * No address sharing (no SO_REUSEADDR): a wildcard clashes with every
+ * address of the family, and IPv4 and IPv6 have separate port spaces (as
+ * with IPV6_V6ONLY). */
+static bool port_in_use(struct hp__sock_state *st, int family, const uint8_t *addr, bool wildcard,
+                        uint16_t port)
+{
+    for (struct hp_udp_sock *u = *bucket(st, port); u; u = u->hnext) {
+        if (u->family != family || u->local.port != port)
+            continue;
+        if (u->wildcard || wildcard || memcmp(u->local.addr, addr, alen(family)) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* The socket for a datagram: an exact local address before the wildcard,
+ * a connected socket before an unconnected one; a connected socket only
+ * takes datagrams from its peer. */
+static struct hp_udp_sock *lookup(struct hp__sock_state *st, int family, const uint8_t *dst,
+                                  uint16_t dport, const uint8_t *src, uint16_t sport)
+{
+    struct hp_udp_sock *best = NULL;
+    int best_score = -1;
+    size_t n = alen(family);
+    for (struct hp_udp_sock *u = *bucket(st, dport); u; u = u->hnext) {
+        if (u->local.port != dport || u->family != family)
+            continue;
+        int score = 0;
+        if (!u->wildcard) {
+            if (memcmp(u->local.addr, dst, n) != 0)
+                continue;
+            score += 2;
+        }
+        if (u->connected) {
+            if (u->remote.port != sport || memcmp(u->remote.addr, src, n) != 0)
+                continue;
+            score += 1;
+        }
+        if (score > best_score) {
+            best = u;
+            best_score = score;
+            if (score == 3)
+                break;
+        }
+    }
+    return best;
+}
+
+static void table_insert(struct hp_udp_sock *u)
+{
+    struct hp_udp_sock **h = bucket(u->s->sock, u->local.port);
+    u->hnext = *h;
+    *h = u;
+    u->bound = true;
+}
+
+static void table_remove(struct hp_udp_sock *u)
+{
+    if (!u->bound)
+        return;
+    for (struct hp_udp_sock **p = bucket(u->s->sock, u->local.port); *p; p = &(*p)->hnext)
+        if (*p == u) {
+            *p = u->hnext;
+            break;
+        }
+    u->hnext = NULL;
+}
+
+/* ---- input ------------------------------------------------------------------------ */
+
+/* Broadcast or multicast: no ICMP error about those (RFC 1122 3.2.2,
+ * RFC 4443 2.4(e)). */
+static bool is_bcast_mcast(const struct hp__iface *ifc, int family, const uint8_t *dst)
+{
+    if (family == 6)
+        return dst[0] == 0xFF;
+    if ((dst[0] & 0xF0) == 0xE0 || (dst[0] & dst[1] & dst[2] & dst[3]) == 0xFF)
+        return true;
+    /* Directed broadcast of one of our prefixes: the host part all ones. */
+    uint32_t d = (uint32_t)dst[0] << 24 | (uint32_t)dst[1] << 16 | (uint32_t)dst[2] << 8 | dst[3];
+    for (int i = 0; i < ifc->n4; i++) {
+        uint8_t plen = ifc->v4[i].plen;
+        if (plen >= 31 || plen == 0)
+            continue;
+        const uint8_t *a = ifc->v4[i].addr;
+        uint32_t x = (uint32_t)a[0] << 24 | (uint32_t)a[1] << 16 | (uint32_t)a[2] << 8 | a[3];
+        uint32_t host = 0xFFFFFFFFu >> plen;
+        if ((d & ~host) == (x & ~host) && (d & host) == host)
+            return true;
+    }
+    return false;
+}
+
+static void drop(struct hp_stack *s, struct hp_buf *b, bool csum)
+{
+    if (csum)
+        hp__ctr(s, HP_CTR_UDP_IN_CSUM_ERRORS);
+    /* Like Linux, InErrors counts every datagram dropped for a reason of its
+     * own (checksum, length, full queue), not the closed ports. */
+    hp__ctr(s, HP_CTR_UDP_IN_ERRORS);
+    hp_buf_free(b);
+}
+
+/*
+ * Validate a datagram that spans a chain (reassembled): hp_udp_parse sees
+ * one contiguous block only, so the lengths and the checksum are checked
+ * here over every segment. 0, or -1 (bad length), -2 (bad checksum).
+ */
+static int check_chain(const struct hp_buf *b, int family, const uint8_t *src, const uint8_t *dst,
+                       const uint8_t *hdr)
+{
+    uint32_t ulen = hp_get_be16(hdr + 4);
+    if (ulen < HP_UDP_HDR_LEN || ulen > b->pkt_len)
+        return -1;
+    uint16_t ck = hp_get_be16(hdr + 6);
+    if (ck == 0)
+        return family == 6 ? -2 : 0; /* RFC 8200 8.1 / RFC 768: none sent */
+    if (b->ol_flags & HP_BUF_OL_L4_CKSUM_GOOD)
+        return 0;
+    uint32_t sum = hp_cksum_add(pseudo_sum(family, src, dst, ulen), chain_sum(b, ulen));
+    return hp_cksum_fold(sum) == 0 ? 0 : -2;
+}
+
+void hp__udp_input(struct hp__iface *ifc, struct hp_buf *b, int family, const uint8_t *src,
+                   const uint8_t *dst)
+{
+    struct hp_stack *s = ifc->s;
+    struct hp__sock_state *st = s->sock;
+    uint8_t hdr[HP_UDP_HDR_LEN];
+    uint16_t sport, dport, ulen;
+    if (!b->next) {
+        struct hp_l4_addrs a = {.family = (uint8_t)family, .src = src, .dst = dst};
+        struct hp_udp_repr r;
+        unsigned flags = (b->ol_flags & HP_BUF_OL_L4_CKSUM_GOOD) ? 0 : HP_WIRE_VERIFY_CKSUM;
+        int rc = hp_udp_parse(hp_buf_data(b), b->data_len, &a, &r, flags);
+        if (rc < 0) {
+            drop(s, b, rc == -HP_WIRE_BAD_CHECKSUM);
+            return;
+        }
+        sport = r.src_port;
+        dport = r.dst_port;
+        ulen = r.len;
+    } else {
+        if (b->pkt_len < HP_UDP_HDR_LEN || hp_buf_copy_out(b, 0, HP_UDP_HDR_LEN, hdr) < 0) {
+            drop(s, b, false);
+            return;
+        }
+        int rc = check_chain(b, family, src, dst, hdr);
+        if (rc < 0) {
+            drop(s, b, rc == -2);
+            return;
+        }
+        sport = hp_get_be16(hdr);
+        dport = hp_get_be16(hdr + 2);
+        ulen = hp_get_be16(hdr + 4);
+        if (dport == 0) { /* reserved: nobody can be bound to it */
+            drop(s, b, false);
+            return;
+        }
+    }
+    chain_trim(b, ulen);
+
+    struct hp_udp_sock *u = st ? lookup(st, family, dst, dport, src, sport) : NULL;
+    if (!u) {
+        hp__ctr(s, HP_CTR_UDP_NO_PORTS);
+        /* RFC 1122 4.1.3.1 / RFC 4443 3.1: port unreachable. */
+        if (!is_bcast_mcast(ifc, family, dst)) {
+            if (family == 4)
+                hp__icmp4_error(ifc, b, 3, 3, 0);
+            else
+                hp__icmp6_error(ifc, b, 1, 4, 0);
+        }
+        hp_buf_free(b);
+        return;
+    }
+    if (u->qlen >= u->qmax) {
+        hp__ctr(s, HP_CTR_UDP_RCVBUF_ERRORS);
+        drop(s, b, false);
+        return;
+    }
+    chain_strip(b, HP_UDP_HDR_LEN);
+    struct rq_entry *e = &u->q[(u->qhead + u->qlen) % u->qcap];
+    e->b = b;
+    e->from.family = (uint8_t)family;
+    e->from.port = sport;
+    memset(e->from.addr, 0, sizeof e->from.addr);
+    memcpy(e->from.addr, src, alen(family));
+    hp__ctr(s, HP_CTR_UDP_IN_DATAGRAMS);
+    if (u->qlen++ == 0)
+        hp__sock_ev_raise(st, &u->ev, HP_EV_IN);
+}
+
+/* ---- sockets --------------------------------------------------------------------- */
+
+HP_API struct hp_udp_sock *hp_udp_open(struct hp_stack *s, int family, void *user)
+{
+    if (!s || !s->sock || (family != 4 && family != 6)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    struct hp_udp_sock *u = calloc(1, sizeof *u);
+    if (!u)
+        return NULL;
+    u->q = malloc(RCVQ_DEFAULT * sizeof *u->q);
+    if (!u->q) {
+        free(u);
+        errno = ENOMEM;
+        return NULL;
+    }
+    u->qcap = u->qmax = RCVQ_DEFAULT;
+    u->s = s;
+    u->family = (uint8_t)family;
+    u->local.family = u->remote.family = (uint8_t)family;
+    u->ev.user = user;
+    struct hp__sock_state *st = s->sock;
+    u->anext = st->all;
+    if (st->all)
+        st->all->aprev = u;
+    st->all = u;
+    /* Room to send from the start. */
+    hp__sock_ev_raise(st, &u->ev, HP_EV_OUT);
+    return u;
+}
+
+static bool addr_is_ours(struct hp_stack *s, int family, const uint8_t *a)
+{
+    for (int i = 0; i < s->nifaces; i++) {
+        struct hp__iface *ifc = s->ifaces[i];
+        if (!ifc)
+            continue;
+        /* IPv6: a tentative address may be bound already (it becomes
+         * usable when DAD ends), as Linux allows with IP_FREEBIND. */
+        if (family == 4 ? hp__is_local4(ifc, a) : hp__find6(ifc, a) != NULL)
+            return true;
+    }
+    return false;
+}
+
+static int bind_port(struct hp_udp_sock *u, const uint8_t *addr, bool wildcard, uint16_t port)
+{
+    struct hp__sock_state *st = u->s->sock;
+    if (port == 0) {
+        uint32_t start = st->ephemeral_next >= EPHEMERAL_LO ? st->ephemeral_next - EPHEMERAL_LO : 0;
+        for (uint32_t i = 0; i < EPHEMERAL_N; i++) {
+            uint16_t p = (uint16_t)(EPHEMERAL_LO + (start + i) % EPHEMERAL_N);
+            if (!port_in_use(st, u->family, addr, wildcard, p)) {
+                port = p;
+                break;
+            }
+        }
+        if (port == 0)
+            return -EADDRINUSE;
+        st->ephemeral_next = (uint16_t)(EPHEMERAL_LO + (port - EPHEMERAL_LO + 1u) % EPHEMERAL_N);
+    } else if (port_in_use(st, u->family, addr, wildcard, port)) {
+        return -EADDRINUSE;
+    }
+    memset(u->local.addr, 0, sizeof u->local.addr);
+    if (!wildcard)
+        memcpy(u->local.addr, addr, alen(u->family));
+    u->local.port = port;
+    u->wildcard = wildcard;
+    table_insert(u);
+    return 0;
+}
+
+HP_API int hp_udp_bind(struct hp_udp_sock *u, const struct hp_sockaddr *local)
+{
+    if (!u || !local || u->bound || local->family != u->family)
+        return -EINVAL;
+    bool wildcard = all_zero(local->addr, alen(u->family));
+    if (!wildcard && !addr_is_ours(u->s, u->family, local->addr))
+        return -EADDRNOTAVAIL;
+    return bind_port(u, local->addr, wildcard, local->port);
+}
+
+static int autobind(struct hp_udp_sock *u)
+{
+    static const uint8_t zero[16];
+    return u->bound ? 0 : bind_port(u, zero, true, 0);
+}
+
+HP_API int hp_udp_connect(struct hp_udp_sock *u, const struct hp_sockaddr *remote)
+{
+    if (!u || !remote || remote->family != u->family || remote->port == 0 ||
+        all_zero(remote->addr, alen(u->family)))
+        return -EINVAL;
+    int rc = autobind(u);
+    if (rc < 0)
+        return rc;
+    u->remote = *remote;
+    u->connected = true;
+    return 0;
+}
+
+HP_API void hp_udp_local(const struct hp_udp_sock *u, struct hp_sockaddr *out)
+{
+    if (!u || !out)
+        return;
+    *out = u->local;
+}
+
+HP_API uint32_t hp_udp_poll(const struct hp_udp_sock *u)
+{
+    if (!u)
+        return 0;
+    return (u->qlen ? HP_EV_IN : 0) | HP_EV_OUT;
+}
+
+HP_API int hp_udp_set_rcvq(struct hp_udp_sock *u, unsigned max)
+{
+    if (!u || max == 0 || max > RCVQ_MAX)
+        return -EINVAL;
+    /* What is queued stays queued, even beyond a smaller bound. */
+    uint32_t cap = max > u->qlen ? max : u->qlen;
+    if (cap != u->qcap) {
+        struct rq_entry *q = malloc(cap * sizeof *q);
+        if (!q)
+            return -ENOMEM;
+        for (uint32_t i = 0; i < u->qlen; i++)
+            q[i] = u->q[(u->qhead + i) % u->qcap];
+        free(u->q);
+        u->q = q;
+        u->qcap = cap;
+        u->qhead = 0;
+    }
+    u->qmax = max;
+    return 0;
+}
+
+static void close_one(struct hp_udp_sock *u)
+{
+    struct hp__sock_state *st = u->s->sock;
+    table_remove(u);
+    hp__sock_ev_remove(&u->ev);
+    if (u->aprev)
+        u->aprev->anext = u->anext;
+    else
+        st->all = u->anext;
+    if (u->anext)
+        u->anext->aprev = u->aprev;
+    for (uint32_t i = 0; i < u->qlen; i++)
+        hp_buf_free(u->q[(u->qhead + i) % u->qcap].b);
+    free(u->q);
+    free(u);
+}
+
+HP_API int hp_udp_close(struct hp_udp_sock *u)
+{
+    if (u)
+        close_one(u);
+    return 0;
+}
+
+void hp__udp_fini(struct hp_stack *s)
+{
+    while (s->sock->all)
+        close_one(s->sock->all);
+}
+
+/* ---- receive --------------------------------------------------------------------- */
+
+static struct hp_buf *dequeue(struct hp_udp_sock *u, struct hp_sockaddr *from)
+{
+    struct rq_entry *e = &u->q[u->qhead];
+    struct hp_buf *b = e->b;
+    if (from)
+        *from = e->from;
+    u->qhead = u->qhead + 1 == u->qcap ? 0 : u->qhead + 1;
+    u->qlen--;
+    return b;
+}
+
+HP_API int hp_udp_recvfrom(struct hp_udp_sock *u, void *data, size_t cap, struct hp_sockaddr *from)
+{
+    if (!u || (!data && cap))
+        return -EINVAL;
+    if (!u->qlen)
+        return -EAGAIN;
+    struct hp_buf *b = dequeue(u, from);
+    uint32_t len = b->pkt_len;
+    uint32_t n = cap < len ? (uint32_t)cap : len;
+    if (n)
+        hp_buf_copy_out(b, 0, n, data);
+    hp_buf_free(b);
+    return (int)len;
+}
+
+HP_API int hp_udp_recv_buf(struct hp_udp_sock *u, struct hp_buf **b, struct hp_sockaddr *from)
+{
+    if (!u || !b)
+        return -EINVAL;
+    if (!u->qlen)
+        return -EAGAIN;
+    *b = dequeue(u, from);
+    return (int)(*b)->pkt_len;
+}
+
+/* ---- send ------------------------------------------------------------------------ */
+
+struct dest {
+    struct hp__route r;
+    uint8_t dst[16];
+    uint16_t dport;
+};
+
+/* Where a datagram goes: `to` or the peer, the route, and our source (the
+ * bound address if any, else the route's). */
+static int resolve(struct hp_udp_sock *u, const struct hp_sockaddr *to, struct dest *d)
+{
+    if (!to) {
+        if (!u->connected)
+            return -EDESTADDRREQ;
+        to = &u->remote;
+    }
+    size_t n = alen(u->family);
+    if (to->family != u->family || to->port == 0 || all_zero(to->addr, n))
+        return -EINVAL;
+    int rc = autobind(u);
+    if (rc < 0)
+        return rc;
+    memcpy(d->dst, to->addr, n);
+    d->dport = to->port;
+    rc = u->family == 4 ? hp__route4(u->s, d->dst, &d->r) : hp__route6(u->s, d->dst, &d->r);
+    if (rc < 0) {
+        hp__ctr(u->s, u->family == 4 ? HP_CTR_IP_OUT_NO_ROUTES : HP_CTR_IP6_OUT_NO_ROUTES);
+        return -EHOSTUNREACH;
+    }
+    if (!u->wildcard)
+        memcpy(d->r.src, u->local.addr, n);
+    return 0;
+}
+
+/* Put the header in front of the payload b (headroom checked by the
+ * caller) with the checksum over the whole chain. */
+static void put_header(struct hp_udp_sock *u, const struct dest *d, struct hp_buf *b)
+{
+    uint8_t *h = hp_buf_prepend(b, HP_UDP_HDR_LEN);
+    uint32_t ulen = b->pkt_len;
+    hp_put_be16(h, u->local.port);
+    hp_put_be16(h + 2, d->dport);
+    hp_put_be16(h + 4, (uint16_t)ulen);
+    h[6] = h[7] = 0;
+    uint32_t sum = hp_cksum_add(pseudo_sum(u->family, d->r.src, d->dst, ulen), chain_sum(b, ulen));
+    uint16_t c = hp_cksum_fold(sum);
+    if (c == 0)
+        c = 0xFFFF; /* RFC 768: 0 means "no checksum" */
+    memcpy(h + 6, &c, 2);
+}
+
+static int ip_out(struct hp_udp_sock *u, const struct dest *d, struct hp_buf *b)
+{
+    int rc = u->family == 4 ? hp__ipv4_output(u->s, &d->r, d->dst, 17, b)
+                            : hp__ipv6_output(u->s, &d->r, d->dst, 17, b);
+    hp__ctr(u->s, rc < 0 ? HP_CTR_UDP_OUT_ERRORS : HP_CTR_UDP_OUT_DATAGRAMS);
+    return rc;
+}
+
+/* Copy len bytes into a chain of buffers from ifc's pool; the first one
+ * keeps its headroom for the headers, the others use their whole room. */
+static struct hp_buf *copy_in(struct hp__iface *ifc, const uint8_t *data, size_t len)
+{
+    struct hp_buf *head = hp__alloc(ifc);
+    if (!head)
+        return NULL;
+    uint32_t n = hp_buf_tailroom(head);
+    if (n > len)
+        n = (uint32_t)len;
+    if (n)
+        memcpy(hp_buf_append(head, n), data, n);
+    size_t done = n;
+    while (done < len) {
+        struct hp_buf *b = hp__alloc(ifc);
+        if (!b) {
+            hp_buf_free(head);
+            return NULL;
+        }
+        /* Take the headroom too: only the first segment needs it. */
+        uint32_t front = hp_buf_headroom(b);
+        if (front > len - done)
+            front = (uint32_t)(len - done);
+        if (front)
+            memcpy(hp_buf_prepend(b, front), data + done, front);
+        done += front;
+        uint32_t back = hp_buf_tailroom(b);
+        if (back > len - done)
+            back = (uint32_t)(len - done);
+        if (back)
+            memcpy(hp_buf_append(b, back), data + done, back);
+        done += back;
+        if (hp_buf_chain(head, b) < 0) {
+            hp_buf_free(b);
+            hp_buf_free(head);
+            return NULL;
+        }
+    }
+    return head;
+}
+
+HP_API int hp_udp_sendto(struct hp_udp_sock *u, const void *data, size_t len, const struct hp_sockaddr *to)
+{
+    if (!u || (!data && len))
+        return -EINVAL;
+    if (len > (u->family == 4 ? UDP_MAX4 : UDP_MAX6))
+        return -EMSGSIZE;
+    struct dest d;
+    int rc = resolve(u, to, &d);
+    if (rc < 0)
+        return rc;
+    struct hp_buf *b = copy_in(d.r.ifc, data, len);
+    if (!b) {
+        hp__ctr(u->s, HP_CTR_UDP_OUT_ERRORS);
+        return -EAGAIN;
+    }
+    put_header(u, &d, b);
+    rc = ip_out(u, &d, b);
+    if (rc == -ENOBUFS)
+        return -EAGAIN; /* our copy is gone, the caller still has the data */
+    return rc < 0 ? rc : (int)len;
+}
+
+HP_API int hp_udp_send_buf(struct hp_udp_sock *u, struct hp_buf *b, const struct hp_sockaddr *to)
+{
+    if (!u || !b)
+        return -EINVAL;
+    uint32_t len = b->pkt_len;
+    if (len > (u->family == 4 ? UDP_MAX4 : UDP_MAX6))
+        return -EMSGSIZE;
+    /* UDP, IP and Ethernet headers go in front without a copy. */
+    uint32_t need = HP_UDP_HDR_LEN + (u->family == 4 ? 20u : 40u) + 14u;
+    if (hp_buf_headroom(b) < need || b->direct || hp_buf_refcnt(b) != 1)
+        return -EINVAL;
+    struct dest d;
+    int rc = resolve(u, to, &d);
+    if (rc < 0)
+        return rc;
+    put_header(u, &d, b);
+    /* From here the stack owns b: a failure below (no buffer for a fragment)
+     * loses the datagram as a full device queue would, counted by IP and
+     * UDP_OUT_ERRORS, and the call still succeeds. */
+    ip_out(u, &d, b);
+    return (int)len;
+}

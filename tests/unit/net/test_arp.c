@@ -1,0 +1,395 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* ARP (RFC 826, RFC 5227) and IPv4 neighbour resolution: replies, announcements, bad input, queueing, retries, overflow, table limits, ageing. */
+#include "core_test.h"
+
+/* A stack with CT_OUR4/24, nothing pending at the peer. */
+static int open4(struct ct_env *e, struct hp_stack_config *cfg)
+{
+    struct hp_stack_config def = {0};
+    if (!cfg)
+        cfg = &def;
+    cfg->flags |= HP_STACK_F_NO_DAD;
+    if (ct_open(e, cfg) != 0 || hp_stack_add_addr(e->s, 0, 4, CT_OUR4, 24) != 0)
+        return -1;
+    ct_step(e);
+    ct_drain(e);
+    return 0;
+}
+
+/* Receive exactly one frame at the peer and parse it as ARP. */
+static bool recv_arp(struct ct_env *e, struct hp_eth_repr *eth, struct hp_arp_repr *r)
+{
+    struct hp_buf *b;
+    if (ct_recv(e, &b, 1) != 1)
+        return false;
+    const uint8_t *p = ct_eth(b, eth);
+    bool ok = p && eth->ethertype == HP_ETHERTYPE_ARP &&
+              hp_arp_parse(p, b->data_len - HP_ETH_HDR_LEN, r) == 0;
+    hp_buf_free(b);
+    return ok;
+}
+
+static void peer_reply(struct ct_env *e, const uint8_t spa[4], const uint8_t sha[6])
+{
+    struct hp_arp_repr rep = {.op = HP_ARP_OP_REPLY};
+    memcpy(rep.sha, sha, 6);
+    memcpy(rep.spa, spa, 4);
+    memcpy(rep.tha, e->mac, 6);
+    memcpy(rep.tpa, CT_OUR4, 4);
+    ct_send_arp(e, e->mac, &rep);
+}
+
+HP_TEST(arp_request_for_us_gets_a_reply)
+{
+    struct ct_env e;
+    HP_REQUIRE_EQ(open4(&e, NULL), 0);
+    struct hp_arp_repr req = {.op = HP_ARP_OP_REQUEST};
+    memcpy(req.sha, CT_PEER_MAC, 6);
+    memcpy(req.spa, CT_PEER4, 4);
+    memcpy(req.tpa, CT_OUR4, 4);
+    HP_REQUIRE_EQ(ct_send_arp(&e, CT_BCAST, &req), 0);
+    ct_step(&e);
+    struct hp_eth_repr eth;
+    struct hp_arp_repr r;
+    HP_REQUIRE(recv_arp(&e, &eth, &r));
+    HP_CHECK_MEMEQ(eth.dst, CT_PEER_MAC, 6);
+    HP_CHECK_MEMEQ(eth.src, e.mac, 6);
+    HP_CHECK_EQ(r.op, HP_ARP_OP_REPLY);
+    HP_CHECK_MEMEQ(r.sha, e.mac, 6);
+    HP_CHECK_MEMEQ(r.spa, CT_OUR4, 4);
+    HP_CHECK_MEMEQ(r.tha, CT_PEER_MAC, 6);
+    HP_CHECK_MEMEQ(r.tpa, CT_PEER4, 4);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_ARP_IN), 1);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_ARP_IN_REQUESTS), 1);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_ARP_OUT_REPLIES), 1);
+    /* RFC 826: the asker was learned (STALE, RFC 4861 7.2.3 style);
+     * sending to it needs no broadcast: the packet goes at once to the
+     * learned MAC, with a unicast probe to confirm it. */
+    HP_CHECK(hp__neigh_exists(e.ifc, 4, CT_PEER4));
+    hp__neigh_output4(e.ifc, CT_PEER4, ct_ip4_packet(&e, CT_OUR4, CT_PEER4, 8, 0x11));
+    ct_step(&e);
+    struct hp_buf *b[2];
+    HP_REQUIRE_EQ(ct_recv(&e, b, 2), 2);
+    HP_CHECK(ct_eth(b[0], &eth) != NULL);
+    HP_CHECK_EQ(eth.ethertype, HP_ETHERTYPE_ARP);
+    HP_CHECK_MEMEQ(eth.dst, CT_PEER_MAC, 6);
+    const uint8_t *p = ct_eth(b[1], &eth);
+    HP_CHECK(p != NULL);
+    HP_CHECK_EQ(eth.ethertype, HP_ETHERTYPE_IPV4);
+    HP_CHECK_MEMEQ(eth.dst, CT_PEER_MAC, 6);
+    hp_buf_free_bulk(b, 2);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_ARP_OUT_REQUESTS), 1);
+    ct_close(&e);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+HP_TEST(arp_gratuitous_on_add_addr)
+{
+    struct ct_env e;
+    struct hp_stack_config cfg = {.flags = HP_STACK_F_NO_DAD};
+    HP_REQUIRE_EQ(ct_open(&e, &cfg), 0);
+    ct_step(&e);
+    ct_drain(&e);
+    HP_REQUIRE_EQ(hp_stack_add_addr(e.s, 0, 4, CT_OUR4, 24), 0);
+    ct_step(&e);
+    struct hp_eth_repr eth;
+    struct hp_arp_repr r;
+    HP_REQUIRE(recv_arp(&e, &eth, &r));
+    HP_CHECK_MEMEQ(eth.dst, CT_BCAST, 6);
+    HP_CHECK_EQ(r.op, HP_ARP_OP_REQUEST);
+    HP_CHECK_MEMEQ(r.sha, e.mac, 6);
+    HP_CHECK_MEMEQ(r.spa, CT_OUR4, 4);
+    HP_CHECK_MEMEQ(r.tpa, CT_OUR4, 4);
+    static const uint8_t zero6[6] = {0};
+    HP_CHECK_MEMEQ(r.tha, zero6, 6);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_ARP_OUT_GRATUITOUS), 1);
+    ct_close(&e);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+HP_TEST(arp_bad_input_is_counted_and_ignored)
+{
+    struct ct_env e;
+    HP_REQUIRE_EQ(open4(&e, NULL), 0);
+    /* A reply nobody asked for: no entry is created (cache poisoning). */
+    peer_reply(&e, CT_PEER4, CT_PEER_MAC);
+    /* A request for someone else: no reply, no entry. */
+    struct hp_arp_repr req = {.op = HP_ARP_OP_REQUEST};
+    memcpy(req.sha, CT_PEER_MAC, 6);
+    memcpy(req.spa, CT_PEER4, 4);
+    static const uint8_t third[4] = {198, 18, 0, 3};
+    memcpy(req.tpa, third, 4);
+    ct_send_arp(&e, CT_BCAST, &req);
+    /* Someone claiming our own address. */
+    struct hp_arp_repr claim = req;
+    memcpy(claim.spa, CT_OUR4, 4);
+    ct_send_arp(&e, CT_BCAST, &claim);
+    /* Malformed: truncated, a RARP opcode, a broadcast sender MAC. */
+    struct hp_buf *b;
+    uint8_t *p = ct_frame(&e, CT_BCAST, HP_ETHERTYPE_ARP, 12, &b);
+    HP_REQUIRE(p != NULL);
+    hp_arp_emit(&req, (uint8_t[28]){0}, 28);
+    hp_put_be16(p, 1), hp_put_be16(p + 2, 0x0800), p[4] = 6, p[5] = 4;
+    ct_send(&e, b);
+    struct hp_arp_repr rarp = req;
+    rarp.op = 3;
+    ct_send_arp(&e, CT_BCAST, &rarp);
+    struct hp_arp_repr grp = req;
+    memcpy(grp.sha, CT_BCAST, 6);
+    memcpy(grp.tpa, CT_OUR4, 4);
+    ct_send_arp(&e, CT_BCAST, &grp);
+    ct_step(&e);
+
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_ARP_IN), 6);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_ARP_IN_UNSOLICITED), 1);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_ARP_IN_NOT_FOR_US), 2);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_ARP_IN_MALFORMED), 3);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_ARP_IN_REPLIES), 0);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_ARP_OUT_REPLIES), 0);
+    HP_CHECK(!hp__neigh_exists(e.ifc, 4, CT_PEER4));
+    HP_CHECK(!hp__neigh_exists(e.ifc, 4, CT_OUR4));
+    HP_CHECK_EQ(ct_drain(&e), 0);
+    ct_close(&e);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+HP_TEST(arp_resolution_queues_then_sends)
+{
+    struct ct_env e;
+    HP_REQUIRE_EQ(open4(&e, NULL), 0);
+    for (int i = 0; i < 3; i++)
+        hp__neigh_output4(e.ifc, CT_PEER4, ct_ip4_packet(&e, CT_OUR4, CT_PEER4, 30, (uint8_t)(0x40 + i)));
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_QUEUED), 3);
+    ct_step(&e);
+    /* One broadcast request, not one per packet. */
+    struct hp_eth_repr eth;
+    struct hp_arp_repr r;
+    HP_REQUIRE(recv_arp(&e, &eth, &r));
+    HP_CHECK_MEMEQ(eth.dst, CT_BCAST, 6);
+    HP_CHECK_EQ(r.op, HP_ARP_OP_REQUEST);
+    HP_CHECK_MEMEQ(r.sha, e.mac, 6);
+    HP_CHECK_MEMEQ(r.spa, CT_OUR4, 4);
+    HP_CHECK_MEMEQ(r.tpa, CT_PEER4, 4);
+    HP_CHECK_EQ(ct_drain(&e), 0);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_ARP_OUT_REQUESTS), 1);
+
+    peer_reply(&e, CT_PEER4, CT_PEER_MAC);
+    ct_step(&e);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_ARP_IN_REPLIES), 1);
+    struct hp_buf *out[8];
+    int n = ct_recv(&e, out, 8);
+    HP_CHECK_EQ(n, 3);
+    for (int i = 0; i < n; i++) {
+        const uint8_t *p = ct_eth(out[i], &eth);
+        HP_REQUIRE(p != NULL);
+        HP_CHECK_MEMEQ(eth.dst, CT_PEER_MAC, 6);
+        HP_CHECK_MEMEQ(eth.src, e.mac, 6);
+        HP_CHECK_EQ(eth.ethertype, HP_ETHERTYPE_IPV4);
+        HP_CHECK_EQ(out[i]->data_len, HP_ETH_HDR_LEN + 50u);
+        HP_CHECK_MEMEQ(hp_ipv4_dst_ptr(p), CT_PEER4, 4);
+        HP_CHECK_EQ(p[20], 0x40 + i); /* in order */
+    }
+    hp_buf_free_bulk(out, n > 0 ? (unsigned)n : 0);
+    /* Now cached: straight out. */
+    hp__neigh_output4(e.ifc, CT_PEER4, ct_ip4_packet(&e, CT_OUR4, CT_PEER4, 30, 0x50));
+    ct_step(&e);
+    HP_CHECK_EQ(ct_drain(&e), 1);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_ARP_OUT_REQUESTS), 1);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_QUEUED), 3);
+    ct_close(&e);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+HP_TEST(arp_retries_then_failure_drops_the_queue)
+{
+    struct ct_env e;
+    HP_REQUIRE_EQ(open4(&e, NULL), 0);
+    for (int i = 0; i < 4; i++)
+        hp__neigh_output4(e.ifc, CT_PEER4, ct_ip4_packet(&e, CT_OUR4, CT_PEER4, 30, (uint8_t)i));
+    ct_step(&e);
+    HP_CHECK_EQ(ct_drain(&e), 1);
+    /* neigh_retries (3) requests in all, neigh_retrans_ms (1 s) apart. */
+    ct_advance_ms(&e, 999);
+    HP_CHECK_EQ(ct_drain(&e), 0);
+    ct_advance_ms(&e, 1);
+    HP_CHECK_EQ(ct_drain(&e), 1);
+    ct_advance_ms(&e, 1000);
+    HP_CHECK_EQ(ct_drain(&e), 1);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_ARP_OUT_REQUESTS), 3);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_UNRESOLVED_DROPS), 0);
+    HP_CHECK(hp__neigh_exists(e.ifc, 4, CT_PEER4));
+    ct_advance_ms(&e, 1000);
+    HP_CHECK_EQ(ct_drain(&e), 0);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_ARP_OUT_REQUESTS), 3);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_UNRESOLVED_DROPS), 4);
+    HP_CHECK(!hp__neigh_exists(e.ifc, 4, CT_PEER4));
+    HP_CHECK_EQ(hp_stack_next_timer_ns(e.s), -1);
+    /* A late reply is now unsolicited. */
+    peer_reply(&e, CT_PEER4, CT_PEER_MAC);
+    ct_step(&e);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_ARP_IN_UNSOLICITED), 1);
+    HP_CHECK_EQ(hp_pool_in_use(e.pool), 0);
+    ct_close(&e);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+HP_TEST(arp_queue_overflow_drops_the_oldest)
+{
+    struct ct_env e;
+    struct hp_stack_config cfg = {.neigh_queue = 2};
+    HP_REQUIRE_EQ(open4(&e, &cfg), 0);
+    for (int i = 0; i < 5; i++)
+        hp__neigh_output4(e.ifc, CT_PEER4, ct_ip4_packet(&e, CT_OUR4, CT_PEER4, 30, (uint8_t)i));
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_QUEUED), 5);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_QUEUE_DROPS), 3);
+    ct_step(&e);
+    ct_drain(&e);
+    peer_reply(&e, CT_PEER4, CT_PEER_MAC);
+    ct_step(&e);
+    struct hp_buf *out[8];
+    int n = ct_recv(&e, out, 8);
+    HP_CHECK_EQ(n, 2);
+    for (int i = 0; i < n; i++) {
+        struct hp_eth_repr eth;
+        const uint8_t *p = ct_eth(out[i], &eth);
+        HP_REQUIRE(p != NULL);
+        HP_CHECK_EQ(p[20], 3 + i); /* RFC 4861 7.2.2: the newest survive */
+    }
+    hp_buf_free_bulk(out, n > 0 ? (unsigned)n : 0);
+    ct_close(&e);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+HP_TEST(arp_table_full)
+{
+    struct ct_env e;
+    struct hp_stack_config cfg = {.neigh_max = 2};
+    HP_REQUIRE_EQ(open4(&e, &cfg), 0);
+    for (uint8_t h = 10; h < 13; h++) {
+        uint8_t dst[4] = {198, 18, 0, h};
+        hp__neigh_output4(e.ifc, dst, ct_ip4_packet(&e, CT_OUR4, dst, 30, h));
+    }
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_TABLE_FULL), 1);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_QUEUED), 2);
+    ct_step(&e);
+    HP_CHECK_EQ(ct_drain(&e), 2);
+    /* A request from a new host can not be learned either, but is answered. */
+    struct hp_arp_repr req = {.op = HP_ARP_OP_REQUEST};
+    memcpy(req.sha, CT_PEER_MAC, 6);
+    memcpy(req.spa, CT_PEER4, 4);
+    memcpy(req.tpa, CT_OUR4, 4);
+    ct_send_arp(&e, CT_BCAST, &req);
+    ct_step(&e);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_TABLE_FULL), 2);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_ARP_OUT_REPLIES), 1);
+    HP_CHECK_EQ(ct_drain(&e), 1);
+    /* After failure, the entries are free again. */
+    for (int i = 0; i < 3; i++)
+        ct_advance_ms(&e, 1000);
+    ct_drain(&e);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_UNRESOLVED_DROPS), 2);
+    hp__neigh_output4(e.ifc, CT_PEER4, ct_ip4_packet(&e, CT_OUR4, CT_PEER4, 30, 1));
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_TABLE_FULL), 2);
+    ct_close(&e);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+HP_TEST(arp_broadcast_and_multicast_map_directly)
+{
+    struct ct_env e;
+    HP_REQUIRE_EQ(open4(&e, NULL), 0);
+    static const uint8_t lbc[4] = {255, 255, 255, 255}, dbc[4] = {198, 18, 0, 255},
+                         mc[4] = {224, 0, 0, 251}, mc_hi[4] = {239, 200, 1, 2};
+    static const uint8_t mc_mac[6] = {0x01, 0x00, 0x5E, 0x00, 0x00, 0xFB};
+    static const uint8_t mc_hi_mac[6] = {0x01, 0x00, 0x5E, 0x48, 0x01, 0x02};
+    const uint8_t *dst[4] = {lbc, dbc, mc, mc_hi};
+    const uint8_t *mac[4] = {CT_BCAST, CT_BCAST, mc_mac, mc_hi_mac};
+    for (int i = 0; i < 4; i++) {
+        hp__neigh_output4(e.ifc, dst[i], ct_ip4_packet(&e, CT_OUR4, dst[i], 8, 0));
+        ct_step(&e);
+        struct hp_buf *b;
+        HP_REQUIRE_EQ(ct_recv(&e, &b, 1), 1);
+        struct hp_eth_repr eth;
+        HP_CHECK(ct_eth(b, &eth) != NULL);
+        HP_CHECK_MEMEQ(eth.dst, mac[i], 6);
+        HP_CHECK_EQ(eth.ethertype, HP_ETHERTYPE_IPV4);
+        hp_buf_free(b);
+    }
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_ARP_OUT_REQUESTS), 0);
+    static const uint8_t zero[4] = {0};
+    hp__neigh_output4(e.ifc, zero, ct_ip4_packet(&e, CT_OUR4, zero, 8, 0));
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_UNRESOLVED_DROPS), 1);
+    ct_close(&e);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+HP_TEST(arp_entry_goes_stale_is_probed_and_expires)
+{
+    struct ct_env e;
+    HP_REQUIRE_EQ(open4(&e, NULL), 0);
+    hp__neigh_output4(e.ifc, CT_PEER4, ct_ip4_packet(&e, CT_OUR4, CT_PEER4, 8, 0));
+    ct_step(&e);
+    ct_drain(&e);
+    peer_reply(&e, CT_PEER4, CT_PEER_MAC);
+    ct_step(&e);
+    HP_CHECK_EQ(ct_drain(&e), 1);
+    /* REACHABLE for 30 s, then STALE: still used, but probed by unicast. */
+    ct_advance_ms(&e, 30000);
+    HP_CHECK_EQ(ct_drain(&e), 0);
+    hp__neigh_output4(e.ifc, CT_PEER4, ct_ip4_packet(&e, CT_OUR4, CT_PEER4, 8, 0));
+    ct_step(&e);
+    struct hp_buf *out[4];
+    int n = ct_recv(&e, out, 4);
+    HP_REQUIRE_EQ(n, 2);
+    struct hp_eth_repr eth;
+    struct hp_arp_repr r;
+    const uint8_t *p = ct_eth(out[0], &eth);
+    HP_REQUIRE(p != NULL);
+    HP_CHECK_EQ(eth.ethertype, HP_ETHERTYPE_ARP);
+    HP_CHECK_MEMEQ(eth.dst, CT_PEER_MAC, 6); /* unicast probe */
+    HP_CHECK_EQ(hp_arp_parse(p, HP_ARP_LEN, &r), 0);
+    HP_CHECK_MEMEQ(r.tpa, CT_PEER4, 4);
+    HP_CHECK(ct_eth(out[1], &eth) != NULL);
+    HP_CHECK_EQ(eth.ethertype, HP_ETHERTYPE_IPV4);
+    HP_CHECK_MEMEQ(eth.dst, CT_PEER_MAC, 6);
+    hp_buf_free_bulk(out, 2);
+    /* The peer answers the probe: reachable again. */
+    peer_reply(&e, CT_PEER4, CT_PEER_MAC);
+    ct_step(&e);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_ARP_IN_REPLIES), 2);
+    /* Unused: stale after 30 s, forgotten 60 s after last use. */
+    ct_advance_ms(&e, 30000);
+    ct_advance_ms(&e, 29000);
+    HP_CHECK(hp__neigh_exists(e.ifc, 4, CT_PEER4));
+    ct_advance_ms(&e, 1000);
+    HP_CHECK(!hp__neigh_exists(e.ifc, 4, CT_PEER4));
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_EXPIRED), 1);
+    HP_CHECK_EQ(ct_drain(&e), 0);
+    ct_close(&e);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+HP_TEST(arp_probe_without_answer_forgets_the_neighbour)
+{
+    struct ct_env e;
+    HP_REQUIRE_EQ(open4(&e, NULL), 0);
+    struct hp_arp_repr req = {.op = HP_ARP_OP_REQUEST};
+    memcpy(req.sha, CT_PEER_MAC, 6);
+    memcpy(req.spa, CT_PEER4, 4);
+    memcpy(req.tpa, CT_OUR4, 4);
+    ct_send_arp(&e, CT_BCAST, &req); /* learned STALE */
+    ct_step(&e);
+    ct_drain(&e);
+    hp__neigh_output4(e.ifc, CT_PEER4, ct_ip4_packet(&e, CT_OUR4, CT_PEER4, 8, 0));
+    ct_step(&e);
+    HP_CHECK_EQ(ct_drain(&e), 2); /* probe + packet */
+    ct_advance_ms(&e, 1000);
+    ct_advance_ms(&e, 1000);
+    HP_CHECK_EQ(ct_drain(&e), 2);
+    HP_CHECK(hp__neigh_exists(e.ifc, 4, CT_PEER4));
+    ct_advance_ms(&e, 1000);
+    HP_CHECK(!hp__neigh_exists(e.ifc, 4, CT_PEER4));
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_EXPIRED), 1);
+    ct_close(&e);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}

@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The stack's timer heap: firing order, cancel, re-arm, growth to many timers, and callbacks that re-arm. */
+#include <stdlib.h>
+
+#include "core_test.h"
+
+struct rec {
+    struct hp__timer t;
+    int id;
+    int fired;
+};
+
+static int order[20000];
+static int norder;
+
+static void record(struct hp_stack *s, void *arg)
+{
+    (void)s;
+    struct rec *r = arg;
+    r->fired++;
+    if (norder < (int)(sizeof order / sizeof order[0]))
+        order[norder++] = r->id;
+}
+
+HP_TEST(timer_fires_in_due_order)
+{
+    struct hp_stack *s = hp_stack_create(NULL);
+    HP_REQUIRE(s != NULL);
+    uint64_t base = s->now;
+    struct rec r[100];
+    uint64_t seed = hp_test_seed();
+    for (int i = 0; i < 100; i++) {
+        r[i].id = i;
+        r[i].fired = 0;
+        hp__timer_init(&r[i].t, record, &r[i]);
+        HP_CHECK(!hp__timer_armed(&r[i].t));
+        HP_REQUIRE_EQ(hp__timer_arm(s, &r[i].t, base + 1 + hp_test_rand(&seed) % 1000000), 0);
+        HP_CHECK(hp__timer_armed(&r[i].t));
+    }
+    norder = 0;
+    HP_CHECK_EQ(hp__timers_run(s), 0); /* nothing due yet */
+    s->now = base + 500000;
+    int first = hp__timers_run(s);
+    for (int i = 0; i < 100; i++)
+        HP_CHECK_EQ(r[i].fired, r[i].t.due <= s->now ? 1 : 0);
+    s->now = base + 2000000;
+    HP_CHECK_EQ(first + hp__timers_run(s), 100);
+    HP_CHECK_EQ(norder, 100);
+    for (int i = 1; i < norder; i++)
+        HP_CHECK_LE(r[order[i - 1]].t.due, r[order[i]].t.due);
+    for (int i = 0; i < 100; i++) {
+        HP_CHECK_EQ(r[i].fired, 1);
+        HP_CHECK(!hp__timer_armed(&r[i].t));
+    }
+    HP_CHECK_EQ(hp_stack_next_timer_ns(s), -1);
+    hp_stack_destroy(s);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+HP_TEST(timer_cancel)
+{
+    struct hp_stack *s = hp_stack_create(NULL);
+    HP_REQUIRE(s != NULL);
+    struct rec r[5];
+    for (int i = 0; i < 5; i++) {
+        r[i].id = i;
+        r[i].fired = 0;
+        hp__timer_init(&r[i].t, record, &r[i]);
+        HP_REQUIRE_EQ(hp__timer_arm(s, &r[i].t, s->now + 10 + (uint64_t)i), 0);
+    }
+    hp__timer_cancel(s, &r[0].t); /* the root */
+    hp__timer_cancel(s, &r[2].t); /* the middle */
+    hp__timer_cancel(s, &r[4].t); /* the last */
+    hp__timer_cancel(s, &r[4].t); /* twice: no-op */
+    HP_CHECK(!hp__timer_armed(&r[2].t));
+    HP_CHECK_EQ(s->nheap, 2u);
+    HP_CHECK_GE(hp_stack_next_timer_ns(s), 0);
+    s->now += 100;
+    norder = 0;
+    HP_CHECK_EQ(hp__timers_run(s), 2);
+    HP_CHECK_EQ(norder, 2);
+    HP_CHECK_EQ(order[0], 1);
+    HP_CHECK_EQ(order[1], 3);
+    HP_CHECK_EQ(r[0].fired + r[2].fired + r[4].fired, 0);
+    hp_stack_destroy(s);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+HP_TEST(timer_rearm_moves_it)
+{
+    struct hp_stack *s = hp_stack_create(NULL);
+    HP_REQUIRE(s != NULL);
+    uint64_t t0 = s->now;
+    struct rec a = {.id = 1}, b = {.id = 2};
+    hp__timer_init(&a.t, record, &a);
+    hp__timer_init(&b.t, record, &b);
+    HP_REQUIRE_EQ(hp__timer_arm(s, &a.t, t0 + 100), 0);
+    HP_REQUIRE_EQ(hp__timer_arm(s, &b.t, t0 + 150), 0);
+    /* Earlier. */
+    HP_REQUIRE_EQ(hp__timer_arm(s, &a.t, t0 + 50), 0);
+    HP_CHECK_EQ(s->nheap, 2u); /* re-arming does not duplicate */
+    s->now = t0 + 60;
+    HP_CHECK_EQ(hp__timers_run(s), 1);
+    HP_CHECK_EQ(a.fired, 1);
+    /* Later: b moves past a's new due time. */
+    HP_REQUIRE_EQ(hp__timer_arm(s, &a.t, t0 + 200), 0);
+    HP_REQUIRE_EQ(hp__timer_arm(s, &b.t, t0 + 300), 0);
+    s->now = t0 + 250;
+    norder = 0;
+    HP_CHECK_EQ(hp__timers_run(s), 1);
+    HP_CHECK_EQ(order[0], 1);
+    HP_CHECK_EQ(b.fired, 0);
+    s->now = t0 + 300;
+    HP_CHECK_EQ(hp__timers_run(s), 1);
+    HP_CHECK_EQ(b.fired, 1);
+    HP_CHECK_EQ(a.fired, 2);
+    hp_stack_destroy(s);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+HP_TEST(timer_many_with_cancels)
+{
+    struct hp_stack *s = hp_stack_create(NULL);
+    HP_REQUIRE(s != NULL);
+    enum { N = 10000 };
+    struct rec *r = calloc(N, sizeof *r);
+    HP_REQUIRE(r != NULL);
+    uint64_t seed = hp_test_seed() ^ 0x5eed;
+    uint64_t t0 = s->now;
+    for (int i = 0; i < N; i++) {
+        r[i].id = i;
+        hp__timer_init(&r[i].t, record, &r[i]);
+        HP_REQUIRE_EQ(hp__timer_arm(s, &r[i].t, t0 + 1 + hp_test_rand(&seed) % 5000), 0);
+    }
+    /* Re-arm a quarter, cancel a third. */
+    for (int i = 0; i < N; i += 4)
+        HP_REQUIRE_EQ(hp__timer_arm(s, &r[i].t, t0 + 1 + hp_test_rand(&seed) % 5000), 0);
+    int cancelled = 0;
+    for (int i = 0; i < N; i += 3) {
+        hp__timer_cancel(s, &r[i].t);
+        cancelled++;
+    }
+    HP_CHECK_EQ(s->nheap, (uint32_t)(N - cancelled));
+    norder = 0;
+    int ran = 0;
+    for (uint64_t t = 0; t <= 5000; t += 250) {
+        s->now = t0 + t;
+        ran += hp__timers_run(s);
+    }
+    HP_CHECK_EQ(ran, N - cancelled);
+    HP_CHECK_EQ(norder, N - cancelled);
+    for (int i = 1; i < norder; i++)
+        HP_CHECK_LE(r[order[i - 1]].t.due, r[order[i]].t.due);
+    for (int i = 0; i < N; i++)
+        HP_CHECK_EQ(r[i].fired, i % 3 == 0 ? 0 : 1);
+    HP_STOP_IF_FAILED();
+    free(r);
+    hp_stack_destroy(s);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+static void rearm_now(struct hp_stack *s, void *arg)
+{
+    struct rec *r = arg;
+    r->fired++;
+    hp__timer_arm(s, &r->t, s->now); /* due at once, again */
+}
+
+HP_TEST(timer_callback_rearming_for_now_waits_a_round)
+{
+    struct hp_stack *s = hp_stack_create(NULL);
+    HP_REQUIRE(s != NULL);
+    struct rec r = {0};
+    hp__timer_init(&r.t, rearm_now, &r);
+    HP_REQUIRE_EQ(hp__timer_arm(s, &r.t, s->now), 0);
+    HP_CHECK_EQ(hp__timers_run(s), 1);
+    HP_CHECK_EQ(r.fired, 1);
+    HP_CHECK(hp__timer_armed(&r.t));
+    HP_CHECK_EQ(hp__timers_run(s), 1);
+    HP_CHECK_EQ(r.fired, 2);
+    HP_CHECK_EQ(hp_stack_next_timer_ns(s), 0); /* overdue */
+    hp__timer_cancel(s, &r.t);
+    hp_stack_destroy(s);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+HP_TEST(timer_clock_is_monotonic)
+{
+    uint64_t a = hp__clock_ns(), b = hp__clock_ns();
+    HP_CHECK_GT(a, 0);
+    HP_CHECK_LE(a, b);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* UDP between two stacks over a mem link pair: every size up to the largest datagram, both families, ICMP for closed ports, zero-copy echo. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hotpath/link.h>
+#include <hotpath/pool.h>
+#include <hotpath/stack.h>
+#include <hotpath/udp.h>
+
+#include "hp_test.h"
+
+struct pair {
+    struct hp_link *e[2];
+    struct hp_stack *s[2];
+};
+
+static const uint8_t IP4[2][4] = {{198, 18, 0, 1}, {198, 18, 0, 2}};
+static const uint8_t IP6[2][16] = {{0x20, 0x01, 0, 2, [15] = 1}, {0x20, 0x01, 0, 2, [15] = 2}};
+
+static int pair_up(struct pair *p)
+{
+    memset(p, 0, sizeof *p);
+    struct hp_link_config lc = {.ring_size = 1024};
+    if (hp_link_mem_pair(&lc, p->e) < 0)
+        return -1;
+    for (int i = 0; i < 2; i++) {
+        struct hp_stack_config c = {.name = i ? "server" : "client", .flags = HP_STACK_F_NO_DAD};
+        p->s[i] = hp_stack_create(&c);
+        if (!p->s[i])
+            return -1;
+        int ifx = hp_stack_add_iface(p->s[i], p->e[i]);
+        if (ifx < 0 || hp_stack_add_addr(p->s[i], ifx, 4, IP4[i], 24) < 0 ||
+            hp_stack_add_addr(p->s[i], ifx, 6, IP6[i], 64) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Poll both stacks until nothing moves for a few rounds. */
+static void pump(struct pair *p)
+{
+    int idle = 0;
+    for (int i = 0; i < 10000 && idle < 3; i++) {
+        int n = hp_stack_poll(p->s[0]) + hp_stack_poll(p->s[1]);
+        idle = n ? 0 : idle + 1;
+    }
+}
+
+static void pair_down(struct pair *p)
+{
+    for (int i = 0; i < 2; i++)
+        hp_stack_destroy(p->s[i]);
+    for (int i = 0; i < 2; i++)
+        hp_link_close(p->e[i]);
+}
+
+static struct hp_sockaddr sa(int family, int side, uint16_t port)
+{
+    struct hp_sockaddr a;
+    memset(&a, 0, sizeof a);
+    a.family = (uint8_t)family;
+    a.port = port;
+    if (side >= 0)
+        memcpy(a.addr, family == 4 ? IP4[side] : IP6[side], family == 4 ? 4 : 16);
+    return a;
+}
+
+HP_TEST(udp_e2e_sizes_both_families)
+{
+    struct pair p;
+    HP_REQUIRE_EQ(pair_up(&p), 0);
+    static uint8_t out[65536], in[65536];
+    for (size_t i = 0; i < sizeof out; i++)
+        out[i] = (uint8_t)(i * 131 + (i >> 8));
+    for (int family = 4; family <= 6; family += 2) {
+        struct hp_udp_sock *c = hp_udp_open(p.s[0], family, NULL), *srv = hp_udp_open(p.s[1], family, NULL);
+        HP_REQUIRE(c && srv);
+        struct hp_sockaddr any = sa(family, -1, 7);
+        HP_REQUIRE_EQ(hp_udp_bind(srv, &any), 0);
+        struct hp_sockaddr to = sa(family, 1, 7);
+        const size_t sizes[] = {0, 1, 1472, 1473, 8000, family == 4 ? 65507 : 65527};
+        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+            size_t n = sizes[k];
+            int rc = hp_udp_sendto(c, out + k, n, &to);
+            HP_CHECK_EQ(rc, (int)n);
+            pump(&p);
+            struct hp_sockaddr from;
+            memset(in, 0xEE, sizeof in);
+            rc = hp_udp_recvfrom(srv, in, sizeof in, &from);
+            if (rc != (int)n)
+                hp_test_fail(__FILE__, __LINE__, "IPv%d, %zu bytes: received %d", family, n, rc);
+            else
+                HP_CHECK_MEMEQ(in, out + k, n);
+            struct hp_sockaddr l;
+            hp_udp_local(c, &l);
+            HP_CHECK_EQ(from.port, l.port);
+            HP_CHECK_MEMEQ(from.addr, family == 4 ? IP4[0] : IP6[0], family == 4 ? 4 : 16);
+            HP_STOP_IF_FAILED();
+        }
+        char big[65528];
+        HP_CHECK_EQ(hp_udp_sendto(c, big, family == 4 ? 65508 : 65528, &to), -EMSGSIZE);
+        hp_udp_close(c);
+        hp_udp_close(srv);
+    }
+    HP_CHECK_EQ(hp_stack_counter(p.s[1], HP_CTR_UDP_IN_DATAGRAMS), 12);
+    HP_CHECK_EQ(hp_stack_counter(p.s[0], HP_CTR_UDP_OUT_DATAGRAMS), 12);
+    HP_CHECK_EQ(hp_stack_counter(p.s[1], HP_CTR_UDP_IN_ERRORS), 0);
+    pair_down(&p);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+HP_TEST(udp_e2e_closed_port_icmp)
+{
+    struct pair p;
+    HP_REQUIRE_EQ(pair_up(&p), 0);
+    for (int family = 4; family <= 6; family += 2) {
+        struct hp_udp_sock *c = hp_udp_open(p.s[0], family, NULL);
+        HP_REQUIRE(c != NULL);
+        struct hp_sockaddr to = sa(family, 1, 9);
+        HP_CHECK_EQ(hp_udp_sendto(c, "knock", 5, &to), 5);
+        pump(&p);
+        hp_udp_close(c);
+    }
+    HP_CHECK_EQ(hp_stack_counter(p.s[1], HP_CTR_UDP_NO_PORTS), 2);
+    HP_CHECK_EQ(hp_stack_counter(p.s[1], HP_CTR_ICMP_OUT_DEST_UNREACHS), 1);
+    HP_CHECK_EQ(hp_stack_counter(p.s[1], HP_CTR_ICMP6_OUT_DEST_UNREACHS), 1);
+    HP_CHECK_EQ(hp_stack_counter(p.s[0], HP_CTR_ICMP_IN_DEST_UNREACHS), 1);
+    HP_CHECK_EQ(hp_stack_counter(p.s[0], HP_CTR_ICMP6_IN_DEST_UNREACHS), 1);
+    pair_down(&p);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+/* The server echoes with recv_buf + send_buf: the same buffer goes back. */
+HP_TEST(udp_e2e_zero_copy_echo)
+{
+    struct pair p;
+    HP_REQUIRE_EQ(pair_up(&p), 0);
+    for (int family = 4; family <= 6; family += 2) {
+        int tag = family;
+        struct hp_udp_sock *c = hp_udp_open(p.s[0], family, NULL), *srv = hp_udp_open(p.s[1], family, &tag);
+        HP_REQUIRE(c && srv);
+        struct hp_sockaddr any = sa(family, -1, 7), to = sa(family, 1, 7);
+        HP_REQUIRE_EQ(hp_udp_bind(srv, &any), 0);
+        HP_REQUIRE_EQ(hp_udp_connect(c, &to), 0);
+        struct hp_event ev[4];
+        hp_stack_events(p.s[1], ev, 4); /* the initial HP_EV_OUT */
+        for (int round = 0; round < 20; round++) {
+            char msg[64];
+            int len = snprintf(msg, sizeof msg, "echo %d over IPv%d", round, family);
+            HP_REQUIRE_EQ(hp_udp_sendto(c, msg, (size_t)len, NULL), len);
+            pump(&p);
+            HP_REQUIRE_EQ(hp_stack_events(p.s[1], ev, 4), 1);
+            HP_CHECK(ev[0].user == &tag && (ev[0].events & HP_EV_IN));
+            struct hp_buf *b;
+            struct hp_sockaddr from;
+            HP_REQUIRE_EQ(hp_udp_recv_buf(srv, &b, &from), len);
+            HP_REQUIRE_EQ(hp_udp_send_buf(srv, b, &from), len);
+            pump(&p);
+            char got[64];
+            struct hp_sockaddr src;
+            HP_REQUIRE_EQ(hp_udp_recvfrom(c, got, sizeof got, &src), len);
+            HP_CHECK_MEMEQ(got, msg, (size_t)len);
+            HP_CHECK_EQ(src.port, 7);
+        }
+        /* A connected socket ignores other senders. */
+        struct hp_udp_sock *other = hp_udp_open(p.s[1], family, NULL);
+        struct hp_sockaddr l;
+        hp_udp_local(c, &l);
+        struct hp_sockaddr back = sa(family, 0, l.port);
+        HP_REQUIRE_EQ(hp_udp_sendto(other, "intruder", 8, &back), 8);
+        pump(&p);
+        char got[16];
+        HP_CHECK_EQ(hp_udp_recvfrom(c, got, sizeof got, NULL), -EAGAIN);
+        hp_udp_close(other);
+        hp_udp_close(c);
+        hp_udp_close(srv);
+    }
+    HP_CHECK_EQ(hp_stack_counter(p.s[0], HP_CTR_UDP_NO_PORTS), 2);
+    pair_down(&p);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+/* No route, and a bound source address that is used as the source. */
+HP_TEST(udp_e2e_routes_and_source)
+{
+    struct pair p;
+    HP_REQUIRE_EQ(pair_up(&p), 0);
+    struct hp_udp_sock *c = hp_udp_open(p.s[0], 4, NULL);
+    HP_REQUIRE(c != NULL);
+    struct hp_sockaddr mine = sa(4, 0, 4000);
+    HP_REQUIRE_EQ(hp_udp_bind(c, &mine), 0);
+    struct hp_sockaddr far = {.family = 4, .port = 7, .addr = {203, 0, 113, 1}};
+    HP_CHECK_EQ(hp_udp_sendto(c, "x", 1, &far), -EHOSTUNREACH);
+    HP_CHECK_EQ(hp_stack_counter(p.s[0], HP_CTR_IP_OUT_NO_ROUTES), 1);
+    struct hp_udp_sock *srv = hp_udp_open(p.s[1], 4, NULL);
+    struct hp_sockaddr at = sa(4, 1, 7);
+    HP_REQUIRE_EQ(hp_udp_bind(srv, &at), 0);
+    HP_CHECK_EQ(hp_udp_sendto(c, "hello", 5, &at), 5);
+    pump(&p);
+    struct hp_sockaddr from;
+    char got[8];
+    HP_CHECK_EQ(hp_udp_recvfrom(srv, got, sizeof got, &from), 5);
+    HP_CHECK_EQ(from.port, 4000);
+    hp_udp_close(c);
+    hp_udp_close(srv);
+    pair_down(&p);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
