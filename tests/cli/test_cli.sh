@@ -68,6 +68,15 @@ if "$HP" gen --duration 0.2 --size 200 --pcap "$tmp/gen.pcap" >/dev/null 2>"$tmp
 else
   ko "gen --pcap writes a file" "$(head -3 "$tmp/err")"
 fi
+expect "serve without --link: usage"        2 "--link is required"        -- "$HP" serve --ip 198.18.0.2/24
+expect "serve unknown link is named"        2 "--link 'eth'"              -- "$HP" serve --link eth --ip 198.18.0.2/24
+expect "serve real link needs --iface"      2 "needs --iface"             -- "$HP" serve --link afpacket --ip 198.18.0.2/24
+expect "serve bad prefix length"            2 "prefix length wants"       -- "$HP" serve --link mem --ip 198.18.0.2/33
+expect "serve bad address is named"         2 "not an IPv4 address"       -- "$HP" serve --link mem --ip 198.18.0.300/24
+expect "serve address without prefix"       2 "ADDRESS/PREFIX-LENGTH"     -- "$HP" serve --link mem --ip 198.18.0.2
+expect "serve missing interface is named"   1 "nosuchif0"                 -- "$HP" serve --link afpacket --iface nosuchif0 --ip 198.18.0.2/24 --duration 0.2
+expect "serve mem self-test passes"         0 "self-test: .* ok"          -- "$HP" serve --link mem --ip 198.18.0.2/24 --ip6 2001:2::2/64 --duration 0.6
+expect "bench udp-echo runs"                0 "echoes/s"                  -- "$HP" bench udp-echo --quick --reps 1
 expect "--alien-policy without a value"     2 "needs a value"             -- "$HP" version --alien-policy
 expect "--alien-policy bad value is named"  2 "'sideways': not local"     -- "$HP" --alien-policy sideways version
 expect "--alien-policy=defer is accepted"   0 "cpu: "                     -- "$HP" version --alien-policy=defer

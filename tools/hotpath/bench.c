@@ -19,6 +19,8 @@ static const struct {
      "AF_XDP txonly, Mpps: the afxdp link vs a bare libxdp loop (root; a veth pair of its own)"},
     {"txcomp", bench_txcomp,
      "txonly with a completion thread (the seed's AF_XDP experiment): each alien policy"},
+    {"udp-echo", bench_udp,
+     "UDP echo between two stacks over the mem link, echoes/s and CPU ns/echo (64 B, window 256)"},
 };
 #define NBENCH (sizeof benches / sizeof benches[0])
 

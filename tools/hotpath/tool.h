@@ -12,6 +12,7 @@
 int cmd_bench(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 /* ---- benchmarks: each is a table entry of bench.c ---- */
 struct bench_opts {
@@ -28,6 +29,7 @@ int bench_cksum(const struct bench_opts *o, FILE *table);
 int bench_pool(const struct bench_opts *o, FILE *table);
 int bench_txcomp(const struct bench_opts *o, FILE *table);
 int bench_afxdp(const struct bench_opts *o, FILE *table);
+int bench_udp(const struct bench_opts *o, FILE *table);
 
 /* Peers of the checksum benchmark. */
 uint32_t hp_peer_naive(const void *buf, size_t len, uint32_t sum);
