@@ -158,6 +158,12 @@ static int copy_frame(struct afp_link *a, const struct tpacket3_hdr *h, size_t e
     }
     b->data_len = len;
     b->pkt_len = len;
+    /* A frame the kernel itself sent (over veth, say) may carry a partial L4
+     * checksum, to be finished by a NIC that never comes (CSUMNOTREADY); or
+     * the kernel verified it already (CSUM_VALID). Either way the L4
+     * checksum is not to be verified again: it would fail on the first. */
+    if (status & (TP_STATUS_CSUMNOTREADY | TP_STATUS_CSUM_VALID))
+        b->ol_flags |= HP_BUF_OL_L4_CKSUM_GOOD;
     return FRAME_TAKEN;
 }
 
