@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The UDP echo benchmark's run function, for `hotpath bench udp-echo` and later peers (kernel sockets over veth). */
+/* The UDP echo benchmark over the mem link (udp_echo_run, reusable) and `hotpath bench udp-echo`, whose veth part is in bench_udp.c and udp_kernel.c. */
 #ifndef HOTPATH_TOOL_BENCH_UDP_H
 #define HOTPATH_TOOL_BENCH_UDP_H
 

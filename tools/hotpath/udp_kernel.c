@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The kernel's side of `hotpath bench udp-echo` over veth: a recvmmsg/sendmmsg echo server, a windowed client, CPU accounting. */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <hotpath/err.h>
+
+#include "udp_kernel.h"
+
+#define PF_KTHREAD_FLAG 0x00200000u /* PF_KTHREAD in /proc/PID/stat's flags */
+#define SOCK_BUF (4 << 20)
+#define STALL_S 0.02
+#define MAX_DGRAM 2048
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double clock_s(clockid_t c)
+{
+    struct timespec ts;
+    if (clock_gettime(c, &ts) < 0)
+        return 0;
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int udpk_sh(const char *fmt, ...)
+{
+    char cmd[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int rc = system(cmd);
+    return rc == -1 ? -1 : WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* ---- CPU accounting --------------------------------------------------- */
+
+double udpk_tick_s(void)
+{
+    long hz = sysconf(_SC_CLK_TCK);
+    return 1.0 / (double)(hz > 0 ? hz : 100);
+}
+
+int udpk_cpustat_read(int cpu, struct udpk_cpustat *out)
+{
+    FILE *f = fopen("/proc/stat", "re");
+    if (!f)
+        return -errno;
+    char want[16], line[512];
+    int wl = snprintf(want, sizeof want, "cpu%d ", cpu);
+    int rc = -ENOENT;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, want, (size_t)wl) != 0)
+            continue;
+        unsigned long long v[8] = {0};
+        /* user nice system idle iowait irq softirq steal (guest time is
+         * already inside user and nice) */
+        if (sscanf(line + wl, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
+                   &v[5], &v[6], &v[7]) >= 7) {
+            out->busy = v[0] + v[1] + v[2] + v[5] + v[6];
+            out->steal = v[7];
+            out->total = out->busy + v[3] + v[4] + v[7];
+            rc = 0;
+        }
+        break;
+    }
+    fclose(f);
+    return rc;
+}
+
+double udpk_foreign_cpu_s(void)
+{
+    DIR *d = opendir("/proc");
+    if (!d)
+        return 0;
+    pid_t self = getpid();
+    unsigned long long ticks = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!isdigit((unsigned char)e->d_name[0]))
+            continue;
+        long pid = strtol(e->d_name, NULL, 10);
+        if (pid == (long)self)
+            continue;
+        char path[64], buf[1024];
+        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+        FILE *f = fopen(path, "re");
+        if (!f)
+            continue;
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        /* The command name may hold spaces and parentheses: fields start
+         * after the last ')'. Then: state ppid pgrp session tty tpgid flags
+         * minflt cminflt majflt cmajflt utime stime. */
+        char *p = strrchr(buf, ')');
+        if (!p)
+            continue;
+        char state;
+        long ppid, pgrp, session, tty, tpgid;
+        unsigned long flags, minflt, cminflt, majflt, cmajflt, ut, st;
+        if (sscanf(p + 1, " %c %ld %ld %ld %ld %ld %lu %lu %lu %lu %lu %lu %lu", &state, &ppid, &pgrp, &session,
+                   &tty, &tpgid, &flags, &minflt, &cminflt, &majflt, &cmajflt, &ut, &st) != 13)
+            continue;
+        if (flags & PF_KTHREAD_FLAG)
+            continue;
+        ticks += ut + st;
+    }
+    closedir(d);
+    return (double)ticks * udpk_tick_s();
+}
+
+/* ---- sockets -------------------------------------------------------------- */
+
+static void big_buffers(int fd)
+{
+    int v = SOCK_BUF;
+    /* FORCE goes past net.core.rmem_max (root); plain SO_RCVBUF otherwise. */
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof v) < 0)
+        (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
+    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof v) < 0)
+        (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
+}
+
+static void set_rcvtimeo(int fd, long usec)
+{
+    struct timeval tv = {.tv_sec = usec / 1000000, .tv_usec = usec % 1000000};
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
+static struct sockaddr_in sin4(const uint8_t a[4], uint16_t port)
+{
+    struct sockaddr_in s = {.sin_family = AF_INET, .sin_port = htons(port)};
+    memcpy(&s.sin_addr, a, 4);
+    return s;
+}
+
+/* ---- the echo server ---------------------------------------------------- */
+
+struct srv_bufs {
+    struct mmsghdr m[UDPK_BATCH];
+    struct iovec iov[UDPK_BATCH];
+    struct sockaddr_in from[UDPK_BATCH];
+    unsigned char data[UDPK_BATCH][MAX_DGRAM];
+};
+
+static void *server_main(void *arg)
+{
+    struct udpk_server *s = arg;
+    struct srv_bufs *b = calloc(1, sizeof *b);
+    int fd = -1, rc;
+    if (!b) {
+        snprintf(s->why, sizeof s->why, "kernel server: out of memory");
+        goto fail;
+    }
+    if ((rc = tool_netns_enter(s->ns, s->side)) < 0) {
+        snprintf(s->why, sizeof s->why, "kernel server: cannot enter %s: %s", s->ns->ns[s->side], hp_strerror(rc));
+        goto fail;
+    }
+    if (s->cpu >= 0)
+        tool_pin(s->cpu);
+    fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in local = sin4(s->addr, s->port);
+    int one = 1;
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+        bind(fd, (struct sockaddr *)&local, sizeof local) < 0) {
+        snprintf(s->why, sizeof s->why, "kernel server: cannot bind %u.%u.%u.%u:%u: %s", s->addr[0], s->addr[1],
+                 s->addr[2], s->addr[3], s->port, strerror(errno));
+        goto fail;
+    }
+    big_buffers(fd);
+    set_rcvtimeo(fd, 50000); /* to look at the stop flag */
+    for (int i = 0; i < UDPK_BATCH; i++) {
+        b->iov[i].iov_base = b->data[i];
+        b->m[i].msg_hdr.msg_iov = &b->iov[i];
+        b->m[i].msg_hdr.msg_iovlen = 1;
+        b->m[i].msg_hdr.msg_name = &b->from[i];
+    }
+    atomic_store(&s->state, 1);
+    uint64_t echoed = 0;
+    while (!atomic_load_explicit(&s->stop, memory_order_relaxed)) {
+        for (int i = 0; i < UDPK_BATCH; i++) {
+            b->iov[i].iov_len = MAX_DGRAM;
+            b->m[i].msg_hdr.msg_namelen = sizeof b->from[i];
+        }
+        /* Block for the first datagram, then take what is queued. */
+        int n = recvmmsg(fd, b->m, UDPK_BATCH, MSG_WAITFORONE, NULL);
+        if (n <= 0)
+            continue; /* the timeout, a signal, or an error to look past */
+        for (int i = 0; i < n; i++)
+            b->iov[i].iov_len = b->m[i].msg_len;
+        int sent = 0;
+        while (sent < n) {
+            int k = sendmmsg(fd, b->m + sent, (unsigned)(n - sent), 0);
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k <= 0)
+                break; /* dropped, as a kernel that cannot queue drops */
+            sent += k;
+        }
+        echoed += (uint64_t)sent;
+    }
+    s->echoed = echoed;
+    close(fd);
+    free(b);
+    return NULL;
+fail:
+    if (fd >= 0)
+        close(fd);
+    free(b);
+    atomic_store(&s->state, -1);
+    return NULL;
+}
+
+int udpk_server_start(struct udpk_server *s)
+{
+    atomic_init(&s->state, 0);
+    atomic_init(&s->stop, 0);
+    s->echoed = 0;
+    s->why[0] = '\0';
+    s->started = false;
+    if (pthread_create(&s->th, NULL, server_main, s) != 0) {
+        snprintf(s->why, sizeof s->why, "kernel server: cannot start a thread");
+        return -1;
+    }
+    s->started = true;
+    double deadline = now_s() + 5;
+    while (atomic_load(&s->state) == 0 && now_s() < deadline)
+        usleep(1000);
+    if (atomic_load(&s->state) == 1)
+        return 0;
+    if (!s->why[0])
+        snprintf(s->why, sizeof s->why, "kernel server: not ready within 5 s");
+    udpk_server_stop(s);
+    return -1;
+}
+
+void udpk_server_stop(struct udpk_server *s)
+{
+    if (!s->started)
+        return;
+    atomic_store(&s->stop, 1);
+    pthread_join(s->th, NULL);
+    s->started = false;
+}
+
+/* ---- the client ------------------------------------------------------------ */
+
+struct cli_bufs {
+    struct mmsghdr tx[UDPK_BATCH], rx[UDPK_BATCH];
+    struct iovec txv[UDPK_BATCH], rxv[UDPK_BATCH];
+    unsigned char payload[MAX_DGRAM];
+    unsigned char data[UDPK_BATCH][MAX_DGRAM];
+};
+
+struct snap {
+    double t, foreign, srv_thread, cli_thread;
+    struct udpk_cpustat srv, cli;
+};
+
+static void take(const struct udpk_client_opts *o, struct snap *s, bool start)
+{
+    if (start)
+        s->foreign = udpk_foreign_cpu_s();
+    else
+        s->t = now_s();
+    udpk_cpustat_read(o->cpu_server, &s->srv);
+    udpk_cpustat_read(o->cpu, &s->cli);
+    s->srv_thread = o->has_server_clock ? clock_s(o->server_clock) : 0;
+    s->cli_thread = clock_s(CLOCK_THREAD_CPUTIME_ID);
+    if (start)
+        s->t = now_s();
+    else
+        s->foreign = udpk_foreign_cpu_s();
+}
+
+int udpk_client_run(const struct udpk_client_opts *o, struct udpk_client_result *r)
+{
+    memset(r, 0, sizeof *r);
+    if (o->window < 1 || o->window > 4096 || o->payload > 1472 || o->cpu < 0 || o->cpu_server < 0) {
+        snprintf(r->why, sizeof r->why, "client: window 1..4096, payload 0..1472, two CPUs");
+        return -1;
+    }
+    struct cli_bufs *b = calloc(1, sizeof *b);
+    if (!b) {
+        snprintf(r->why, sizeof r->why, "client: out of memory");
+        return -1;
+    }
+    int fd = -1, rc = tool_netns_enter(o->ns, o->side);
+    if (rc < 0) {
+        snprintf(r->why, sizeof r->why, "client: cannot enter %s: %s", o->ns->ns[o->side], hp_strerror(rc));
+        free(b);
+        return -1;
+    }
+    tool_pin(o->cpu);
+    struct sockaddr_in src = sin4(o->src, 0), dst = sin4(o->dst, o->port);
+    fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&src, sizeof src) < 0 ||
+        connect(fd, (struct sockaddr *)&dst, sizeof dst) < 0) {
+        snprintf(r->why, sizeof r->why, "client: socket: %s", strerror(errno));
+        rc = -1;
+        goto out;
+    }
+    big_buffers(fd);
+    set_rcvtimeo(fd, (long)(STALL_S * 1e6));
+    for (unsigned i = 0; i < sizeof b->payload; i++)
+        b->payload[i] = (unsigned char)i;
+    for (int i = 0; i < UDPK_BATCH; i++) {
+        b->txv[i] = (struct iovec){.iov_base = b->payload, .iov_len = o->payload};
+        b->tx[i].msg_hdr.msg_iov = &b->txv[i];
+        b->tx[i].msg_hdr.msg_iovlen = 1;
+        b->rxv[i] = (struct iovec){.iov_base = b->data[i], .iov_len = MAX_DGRAM};
+        b->rx[i].msg_hdr.msg_iov = &b->rxv[i];
+        b->rx[i].msg_hdr.msg_iovlen = 1;
+    }
+
+    /* Warm-up: one datagram at a time until one comes back (the server
+     * resolves our address first), within 5 s. */
+    double t = now_s(), deadline = t + 5;
+    bool echoed = false;
+    while (!echoed && t < deadline) {
+        (void)send(fd, b->payload, o->payload, 0);
+        char one[MAX_DGRAM];
+        ssize_t n = recv(fd, one, sizeof one, 0);
+        echoed = n == (ssize_t)o->payload;
+        t = now_s();
+    }
+    if (!echoed) {
+        snprintf(r->why, sizeof r->why, "no echo within 5 s");
+        rc = -1;
+        goto out;
+    }
+    /* Then the window, unmeasured for warm_s, measured for seconds. */
+    unsigned in_flight = 0;
+    uint64_t echoes = 0, lost = 0, refused = 0;
+    struct snap s0 = {0}, s1 = {0};
+    bool measuring = false;
+    double warm_end = t + o->warm_s, end = 0;
+    for (;;) {
+        t = now_s();
+        if (!measuring && t >= warm_end) {
+            take(o, &s0, true);
+            measuring = true;
+            echoes = lost = refused = 0;
+            end = s0.t + o->seconds;
+        } else if (measuring && t >= end) {
+            take(o, &s1, false);
+            break;
+        }
+        while (in_flight < o->window) {
+            unsigned want = o->window - in_flight;
+            int k = sendmmsg(fd, b->tx, want < UDPK_BATCH ? want : UDPK_BATCH, MSG_DONTWAIT);
+            if (k <= 0) {
+                if (k < 0 && errno == ECONNREFUSED)
+                    refused++;
+                break;
+            }
+            in_flight += (unsigned)k;
+        }
+        int n = recvmmsg(fd, b->rx, UDPK_BATCH, MSG_WAITFORONE, NULL);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                /* Stalled: whatever is in flight is not coming back. */
+                lost += in_flight;
+                in_flight = 0;
+            } else if (errno == ECONNREFUSED) {
+                refused++;
+            } else if (errno != EINTR) {
+                snprintf(r->why, sizeof r->why, "client: recvmmsg: %s", strerror(errno));
+                rc = -1;
+                goto out;
+            }
+            continue;
+        }
+        for (int i = 0; i < n; i++)
+            echoes += b->rx[i].msg_len == o->payload;
+        in_flight = (unsigned)n < in_flight ? in_flight - (unsigned)n : 0;
+    }
+    double tick = udpk_tick_s();
+    r->echoes = echoes;
+    r->lost = lost;
+    r->refused = refused;
+    r->seconds = s1.t - s0.t;
+    r->server_busy_s = (double)(s1.srv.busy - s0.srv.busy) * tick;
+    r->client_busy_s = (double)(s1.cli.busy - s0.cli.busy) * tick;
+    r->server_thread_s = s1.srv_thread - s0.srv_thread;
+    r->client_thread_s = s1.cli_thread - s0.cli_thread;
+    r->foreign_s = s1.foreign > s0.foreign ? s1.foreign - s0.foreign : 0;
+    r->steal_s = (double)(s1.srv.steal - s0.srv.steal + s1.cli.steal - s0.cli.steal) * tick;
+    rc = 0;
+out:
+    if (fd >= 0)
+        close(fd);
+    free(b);
+    return rc;
+}
