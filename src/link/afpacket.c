@@ -231,34 +231,6 @@ static int afp_rx(struct hp_link *l, struct hp_buf **bufs, unsigned n)
 }
 
 /*
- * Describe frame b as up to max iovecs after checking it: every segment lies
- * inside its data room and the segment lengths add up to pkt_len (the walk is
- * bounded, so a chain that loops cannot hang us).
- * @return the number of segments (1 .. max), max + 1 when the chain has more
- *         segments than that, or 0 when it is malformed.
- */
-static unsigned frame_iov(const struct hp_buf *b, struct iovec *iov, unsigned max)
-{
-    uint64_t sum = 0;
-    unsigned k = 0;
-    for (const struct hp_buf *s = b; s; s = s->next) {
-        if (k == UINT16_MAX || (uint64_t)s->data_off + s->data_len > s->room)
-            return 0;
-        if (k < max) {
-            iov[k].iov_base = s->base + s->data_off;
-            iov[k].iov_len = s->data_len;
-        }
-        sum += s->data_len;
-        k++;
-        if (sum > b->pkt_len)
-            return 0;
-    }
-    if (sum != b->pkt_len)
-        return 0;
-    return k <= max ? k : max + 1;
-}
-
-/*
  * Whether a checked frame may be sent: at most the MTU plus the Ethernet
  * header, 4 more for an 802.1Q-tagged frame (the kernel's own rule for packet
  * sockets, which takes no extra length for other tags), and at least a header.
@@ -311,7 +283,7 @@ static unsigned prepare_batch(struct afp_link *a, struct hp_buf **bufs, unsigned
         if (!b)
             break;
         unsigned space = AFP_IOV - niov;
-        unsigned k = frame_iov(b, a->iov + niov, space);
+        unsigned k = hp__frame_iov(b, a->iov + niov, space);
         if (k == 0 || !frame_fits(&a->l, b))
             break;
         bool alone = false;

@@ -91,6 +91,18 @@ static inline uint32_t hp__frame_len(const struct hp_buf *b)
     return b->pkt_len;
 }
 
+/*
+ * Describe frame b as up to max iovecs after checking it: every segment lies
+ * inside its data room and the segment lengths add up to pkt_len (the walk is
+ * bounded, so a chain that loops cannot hang us). For the backends that
+ * write frames with writev / sendmmsg.
+ * @return the number of segments (1 .. max), max + 1 when the chain has more
+ *         segments than that (iov then holds the first max), or 0 when the
+ *         chain is malformed.
+ */
+struct iovec;
+unsigned hp__frame_iov(const struct hp_buf *b, struct iovec *iov, unsigned max);
+
 /* Backends' constructors, called by hp_link_open. */
 struct hp_link *hp__tap_open(const struct hp_link_config *cfg);
 struct hp_link *hp__afpacket_open(const struct hp_link_config *cfg);

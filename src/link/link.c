@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -290,6 +291,29 @@ HP_API void hp_link_stats(const struct hp_link *l, struct hp_link_stats *out)
     *out = l->st;
     if (l->ops->stats)
         l->ops->stats(l, out);
+}
+
+/* ---- frames ------------------------------------------------------------- */
+
+unsigned hp__frame_iov(const struct hp_buf *b, struct iovec *iov, unsigned max)
+{
+    uint64_t sum = 0;
+    unsigned k = 0;
+    for (const struct hp_buf *s = b; s; s = s->next) {
+        if (k == UINT16_MAX || (uint64_t)s->data_off + s->data_len > s->room)
+            return 0;
+        if (k < max) {
+            iov[k].iov_base = s->base + s->data_off;
+            iov[k].iov_len = s->data_len;
+        }
+        sum += s->data_len;
+        k++;
+        if (sum > b->pkt_len)
+            return 0;
+    }
+    if (sum != b->pkt_len)
+        return 0;
+    return k <= max ? k : max + 1;
 }
 
 /* ---- interface helpers -------------------------------------------------- */

@@ -53,35 +53,6 @@ static uint32_t pool_mtu_limit(struct hp_pool *pool)
 }
 
 /*
- * Describe frame b as up to max iovecs after checking it: every segment lies
- * inside its data room and the segment lengths add up to pkt_len (the walk is
- * bounded, so a chain that loops cannot hang us).
- * @return the number of segments (1 .. max), max + 1 when the chain has more
- *         segments than that (iov then holds the first max), or 0 when the
- *         chain is malformed.
- */
-static unsigned frame_iov(const struct hp_buf *b, struct iovec *iov, unsigned max)
-{
-    uint64_t sum = 0;
-    unsigned k = 0;
-    for (const struct hp_buf *s = b; s; s = s->next) {
-        if (k == UINT16_MAX || (uint64_t)s->data_off + s->data_len > s->room)
-            return 0;
-        if (k < max) {
-            iov[k].iov_base = s->base + s->data_off;
-            iov[k].iov_len = s->data_len;
-        }
-        sum += s->data_len;
-        k++;
-        if (sum > b->pkt_len)
-            return 0;
-    }
-    if (sum != b->pkt_len)
-        return 0;
-    return k <= max ? k : max + 1;
-}
-
-/*
  * Whether a checked frame may be sent: at most the MTU plus the Ethernet
  * header, or 4 more when it carries an 802.1Q or 802.1ad tag (like a VLAN
  * interface on the kernel side would accept), and at least a header.
@@ -202,7 +173,7 @@ static int tap_tx(struct hp_link *l, struct hp_buf **bufs, unsigned n)
     for (i = 0; i < want; i++) {
         struct hp_buf *b = bufs[i];
         struct iovec iov[TAP_IOV];
-        unsigned k = b ? frame_iov(b, iov, TAP_IOV) : 0;
+        unsigned k = b ? hp__frame_iov(b, iov, TAP_IOV) : 0;
         if (k == 0 || !frame_fits(l, b)) {
             l->st.tx_dropped++;
             hp_buf_free(b);
