@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "afxdp_raw.h"
+#include "tool.h"
 
 /* RFC 1071 sum of len bytes (len even here), folded, not complemented. */
 static uint32_t sum16(const uint8_t *p, unsigned len, uint32_t sum)
@@ -107,20 +108,6 @@ static int quiet_bpf(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
     (void)level, (void)fmt, (void)ap;
     return 0;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static double thread_cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* A UMEM and a socket bound in copy mode with need-wakeup, xdpsock -t -c. */
@@ -228,15 +215,15 @@ int afxdp_raw_txonly(const struct afxdp_raw_opts *o, struct afxdp_raw_result *r,
     const unsigned batch = o->batch, len_f = o->frame_len;
     uint32_t frame_nb = 0, outstanding = 0;
     uint64_t sent = 0, kicks = 0, sent0 = 0, kicks0 = 0;
-    double t0 = now_s(), start = 0, end = 0, c0 = 0;
+    double t0 = tool_now_s(), start = 0, end = 0, c0 = 0;
     bool measuring = false;
     for (unsigned iter = 0;; iter++) {
         if ((iter & 15) == 0) {
-            double t = now_s();
+            double t = tool_now_s();
             if (!measuring && t >= t0 + o->warmup_s) {
                 measuring = true;
                 start = t;
-                c0 = thread_cpu_s();
+                c0 = tool_thread_cpu_s();
                 sent0 = sent;
                 kicks0 = kicks;
             }
@@ -272,7 +259,7 @@ int afxdp_raw_txonly(const struct afxdp_raw_opts *o, struct afxdp_raw_result *r,
             }
         }
     }
-    r->cpu_s = thread_cpu_s() - c0;
+    r->cpu_s = tool_thread_cpu_s() - c0;
     r->packets = sent - sent0;
     r->kicks = kicks - kicks0;
     r->seconds = end - start;

@@ -68,20 +68,6 @@ static bool is_dpdk(int impl)
     return impl == POOL_DPDK || impl == POOL_DPDK_MBUF;
 }
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double thread_cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Nanoseconds the calling thread has spent runnable but waiting for a CPU
  * (the kernel's schedstat run_delay); 0 when the kernel does not say. */
 static uint64_t thread_run_delay_ns(void)
@@ -306,7 +292,7 @@ AI bool phase_check(struct worker *w, int *seen, uint64_t freed)
     int ph = atomic_load_explicit(&w->run->phase, memory_order_relaxed);
     if (__builtin_expect(ph == *seen, 1))
         return false;
-    double c = thread_cpu_s();
+    double c = tool_thread_cpu_s();
     if (ph >= PH_MEASURE && !w->started) {
         w->started = true;
         w->freed_start = freed;
@@ -677,9 +663,9 @@ static int measure(struct pool_report *r, const struct setup *su, int sc, int im
         atomic_store_explicit(&run->phase, PH_WARM, memory_order_release);
         sleep_s(su->warmup_s);
         atomic_store_explicit(&run->phase, PH_MEASURE, memory_order_release);
-        double t0 = mono_s();
+        double t0 = tool_now_s();
         sleep_s(su->measure_s);
-        double t1 = mono_s();
+        double t1 = tool_now_s();
         atomic_store_explicit(&run->phase, PH_STOP, memory_order_release);
         for (int i = 0; i < started; i++)
             pthread_join(run->w[i].th, NULL);

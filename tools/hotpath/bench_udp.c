@@ -24,20 +24,6 @@
 
 static const uint8_t CLI4[4] = {198, 18, 0, 1}, SRV4[4] = {198, 18, 0, 2};
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static double thread_cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 enum { PH_WARM = 0, PH_MEASURE = 1, PH_STOP = 2 };
 
 struct server {
@@ -75,9 +61,9 @@ static void *server_main(void *arg)
         int ph = atomic_load_explicit(&sv->phase, memory_order_acquire);
         if (ph != seen) {
             if (ph == PH_MEASURE)
-                c0 = thread_cpu_s();
+                c0 = tool_thread_cpu_s();
             if (ph == PH_STOP) {
-                sv->cpu_s = seen == PH_MEASURE ? thread_cpu_s() - c0 : 0;
+                sv->cpu_s = seen == PH_MEASURE ? tool_thread_cpu_s() - c0 : 0;
                 break;
             }
             seen = ph;
@@ -190,7 +176,7 @@ int udp_echo_run(const struct udp_echo_opts *o, struct udp_echo_result *r)
 
     /* Warm-up: resolve the neighbour with one datagram, then run the
      * window for a short while unmeasured. */
-    double t = now_s(), warm_end = t + 0.1 + (o->seconds > 1 ? 0.1 : 0), deadline = t + 5;
+    double t = tool_now_s(), warm_end = t + 0.1 + (o->seconds > 1 ? 0.1 : 0), deadline = t + 5;
     c->window = 1;
     c->last_echo = t;
     while (c->echoes == 0 && t < deadline) {
@@ -199,7 +185,7 @@ int udp_echo_run(const struct udp_echo_opts *o, struct udp_echo_result *r)
             hp_stack_poll(sv.s);
             echo_all(sv.u);
         }
-        t = now_s();
+        t = tool_now_s();
     }
     if (c->echoes == 0) {
         snprintf(r->why, sizeof r->why, "no echo within 5 s");
@@ -215,11 +201,11 @@ int udp_echo_run(const struct udp_echo_opts *o, struct udp_echo_result *r)
     unsigned iter = 0;
     for (;;) {
         if ((++iter & 63) == 0) {
-            t = now_s();
+            t = tool_now_s();
             if (!measuring && t >= warm_end) {
                 measuring = true;
                 start = t;
-                c0 = thread_cpu_s();
+                c0 = tool_thread_cpu_s();
                 c->echoes = c->lost = 0;
                 atomic_store_explicit(&sv.phase, PH_MEASURE, memory_order_release);
                 end = t + o->seconds;
@@ -233,10 +219,10 @@ int udp_echo_run(const struct udp_echo_opts *o, struct udp_echo_result *r)
             echo_all(sv.u);
         }
     }
-    end = now_s();
+    end = tool_now_s();
     r->echoes = c->echoes;
     r->lost = c->lost;
-    double cpu = thread_cpu_s() - c0;
+    double cpu = tool_thread_cpu_s() - c0;
     atomic_store_explicit(&sv.phase, PH_STOP, memory_order_release);
     if (threaded) {
         pthread_join(th, NULL);
@@ -483,8 +469,8 @@ static int hp_server_start(struct hp_server *sv)
     }
     sv->started = true;
     /* Opening an AF_XDP socket attaches an XDP program: allow it time. */
-    double deadline = now_s() + 10;
-    while (atomic_load(&sv->state) == 0 && now_s() < deadline)
+    double deadline = tool_now_s() + 10;
+    while (atomic_load(&sv->state) == 0 && tool_now_s() < deadline)
         usleep(1000);
     if (atomic_load(&sv->state) == 1)
         return 0;

@@ -35,20 +35,6 @@ void gen_defaults(struct gen_opts *o)
     o->cpu2 = -1;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static double thread_cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* The frame txonly sends: Ethernet, IPv4 198.18.0.1 -> 198.18.0.2, UDP 9 -> 9
  * (discard), a counting payload; both checksums right, so that a receiving
  * kernel or tshark sees a valid packet. */
@@ -128,7 +114,7 @@ static void *second_thread(void *arg)
         tool_pin(o->cpu2);
     struct hp_buf *b[MAX_BATCH];
     bool tx = strcmp(o->mode, "txonly") == 0;
-    double c0 = thread_cpu_s();
+    double c0 = tool_thread_cpu_s();
     uint64_t n = 0;
     while (!atomic_load_explicit(&s->stop, memory_order_relaxed)) {
         unsigned k = 0;
@@ -173,7 +159,7 @@ static void *second_thread(void *arg)
                 idle = 0;
         }
     }
-    s->cpu_s = thread_cpu_s() - c0;
+    s->cpu_s = tool_thread_cpu_s() - c0;
     hp_thread_exit();
     return NULL;
 }
@@ -271,17 +257,17 @@ int gen_run(const struct gen_opts *o, struct gen_result *r)
     uint64_t packets = 0, bytes = 0, last_packets = 0;
     /* A short warm-up (caches, rings, the kernel's first allocations) is
      * not measured. */
-    double t0 = now_s(), warm_end = t0 + (o->duration > 1 ? 0.2 : o->duration * 0.1);
+    double t0 = tool_now_s(), warm_end = t0 + (o->duration > 1 ? 0.2 : o->duration * 0.1);
     double start = 0, c0 = 0, next_line = 0, end = 0;
     bool measuring = false;
     unsigned iter = 0;
     for (;;) {
         if ((++iter & 15) == 0 || !measuring) {
-            double t = now_s();
+            double t = tool_now_s();
             if (!measuring && t >= warm_end) {
                 measuring = true;
                 start = t;
-                c0 = thread_cpu_s();
+                c0 = tool_thread_cpu_s();
                 next_line = t + 1;
                 end = t + o->duration;
                 packets = bytes = last_packets = 0;
@@ -353,7 +339,7 @@ int gen_run(const struct gen_opts *o, struct gen_result *r)
             }
         }
     }
-    r->cpu_s = thread_cpu_s() - c0;
+    r->cpu_s = tool_thread_cpu_s() - c0;
     if (two) {
         atomic_store(&s.stop, 1);
         pthread_join(th, NULL);

@@ -44,13 +44,6 @@ struct serve_opts {
     int cpu;
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -289,7 +282,7 @@ static int serve_run(const struct serve_opts *o)
     if (peer && (rc = selftest_setup(o, peer, &t)) != 0)
         goto out;
 
-    double t0 = now_s(), next = t0 + 1, next_send = t0 + 0.05;
+    double t0 = tool_now_s(), next = t0 + 1, next_send = t0 + 0.05;
     double end = o->duration > 0 ? t0 + o->duration : 0;
     if (!o->json)
         printf("serve: %s on %s, UDP echo on port %u%s\n", hp_link_kind(link), hp_link_name(link), o->port,
@@ -306,7 +299,7 @@ static int serve_run(const struct serve_opts *o)
             hp_stack_poll(t.s);
             selftest_recv(&t);
         }
-        double now = now_s();
+        double now = tool_now_s();
         if (peer && now >= next_send && (!end || now < end - 0.2)) {
             selftest_send(&t, o->port);
             next_send = now + 0.05;
@@ -318,7 +311,7 @@ static int serve_run(const struct serve_opts *o)
         if (end && now >= end)
             break;
     }
-    print_counters(o, s, now_s() - t0, "exit");
+    print_counters(o, s, tool_now_s() - t0, "exit");
     if (peer) {
         uint64_t reps = hp_stack_counter(t.s, HP_CTR_ICMP_IN_ECHO_REPS) +
                         hp_stack_counter(t.s, HP_CTR_ICMP6_IN_ECHO_REPS);

@@ -101,6 +101,9 @@ long tool_symbol_size(const char *name);
 const char *tool_build_flags(void);
 const char *tool_compiler(void);
 double tool_median(double *v, int n);
+/* Seconds on CLOCK_MONOTONIC, and of this thread's CPU time. */
+double tool_now_s(void);
+double tool_thread_cpu_s(void);
 /* "12.3", formatted into one of a few rotating static buffers. */
 const char *tool_fmt(const char *fmt, double v);
 /* An error message naming the command, to stderr. Returns 2 (usage). */

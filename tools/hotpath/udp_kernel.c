@@ -16,19 +16,13 @@
 
 #include <hotpath/err.h>
 
+#include "tool.h"
 #include "udp_kernel.h"
 
 #define PF_KTHREAD_FLAG 0x00200000u /* PF_KTHREAD in /proc/PID/stat's flags */
 #define SOCK_BUF (4 << 20)
 #define STALL_S 0.02
 #define MAX_DGRAM 2048
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static double clock_s(clockid_t c)
 {
@@ -240,8 +234,8 @@ int udpk_server_start(struct udpk_server *s)
         return -1;
     }
     s->started = true;
-    double deadline = now_s() + 5;
-    while (atomic_load(&s->state) == 0 && now_s() < deadline)
+    double deadline = tool_now_s() + 5;
+    while (atomic_load(&s->state) == 0 && tool_now_s() < deadline)
         usleep(1000);
     if (atomic_load(&s->state) == 1)
         return 0;
@@ -279,13 +273,13 @@ static void take(const struct udpk_client_opts *o, struct snap *s, bool start)
     if (start)
         s->foreign = udpk_foreign_cpu_s();
     else
-        s->t = now_s();
+        s->t = tool_now_s();
     udpk_cpustat_read(o->cpu_server, &s->srv);
     udpk_cpustat_read(o->cpu, &s->cli);
     s->srv_thread = o->has_server_clock ? clock_s(o->server_clock) : 0;
     s->cli_thread = clock_s(CLOCK_THREAD_CPUTIME_ID);
     if (start)
-        s->t = now_s();
+        s->t = tool_now_s();
     else
         s->foreign = udpk_foreign_cpu_s();
 }
@@ -332,14 +326,14 @@ int udpk_client_run(const struct udpk_client_opts *o, struct udpk_client_result 
 
     /* Warm-up: one datagram at a time until one comes back (the server
      * resolves our address first), within 5 s. */
-    double t = now_s(), deadline = t + 5;
+    double t = tool_now_s(), deadline = t + 5;
     bool echoed = false;
     while (!echoed && t < deadline) {
         (void)send(fd, b->payload, o->payload, 0);
         char one[MAX_DGRAM];
         ssize_t n = recv(fd, one, sizeof one, 0);
         echoed = n == (ssize_t)o->payload;
-        t = now_s();
+        t = tool_now_s();
     }
     if (!echoed) {
         snprintf(r->why, sizeof r->why, "no echo within 5 s");
@@ -353,7 +347,7 @@ int udpk_client_run(const struct udpk_client_opts *o, struct udpk_client_result 
     bool measuring = false;
     double warm_end = t + o->warm_s, end = 0;
     for (;;) {
-        t = now_s();
+        t = tool_now_s();
         if (!measuring && t >= warm_end) {
             take(o, &s0, true);
             measuring = true;

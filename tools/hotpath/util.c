@@ -160,19 +160,12 @@ int tool_usage_error(const char *cmd, const char *fmt, ...)
     return 2;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 void progress_init(struct progress *p, const char *label)
 {
     p->label = label;
     p->tty = isatty(STDERR_FILENO) && getenv("CI") == NULL;
     p->last_decile = -1;
-    p->t0 = now_s();
+    p->t0 = tool_now_s();
 }
 
 void progress_update(void *ctx, int done, int total, const char *what)
@@ -181,7 +174,7 @@ void progress_update(void *ctx, int done, int total, const char *what)
     if (total <= 0)
         return;
     int pct = (int)(100.0 * done / total);
-    double el = now_s() - p->t0;
+    double el = tool_now_s() - p->t0;
     if (p->tty) {
         char bar[31];
         int fill = pct * 30 / 100;
@@ -200,9 +193,9 @@ void progress_update(void *ctx, int done, int total, const char *what)
 void progress_done(struct progress *p)
 {
     if (p->tty)
-        fprintf(stderr, "\r\033[K  %-8s done in %.1fs\n", p->label, now_s() - p->t0);
+        fprintf(stderr, "\r\033[K  %-8s done in %.1fs\n", p->label, tool_now_s() - p->t0);
     else
-        fprintf(stderr, "  %-8s done in %.1fs\n", p->label, now_s() - p->t0);
+        fprintf(stderr, "  %-8s done in %.1fs\n", p->label, tool_now_s() - p->t0);
 }
 
 int tool_parse_cpu(const char *cmd, const char *arg, int *cpu)
@@ -226,4 +219,18 @@ void tool_json_str(FILE *f, const char *s)
             fputc(*s, f);
     }
     fputc('"', f);
+}
+
+double tool_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double tool_thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
