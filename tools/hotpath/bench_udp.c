@@ -647,9 +647,9 @@ static void run_rows(struct veth_report *v, const struct bench_opts *o)
                     /* A hotpath row may be unable to run here (afxdp not
                      * built in): it is skipped and the rest goes on. */
                     if (rc > 0)
-                        snprintf(v->row[row].why, sizeof v->row[row].why, "%s", why);
+                        snprintf(v->row[row].why, sizeof v->row[row].why, "%.*s", (int)sizeof v->row[row].why - 1, why);
                     else
-                        snprintf(v->failed, sizeof v->failed, "%s", why);
+                        snprintf(v->failed, sizeof v->failed, "%.*s", (int)sizeof v->failed - 1, why);
                     break;
                 }
                 if (s.foreign < best.foreign)
