@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* NewReno congestion control (RFC 5681, RFC 6582) with appropriate byte counting (RFC 3465): pure functions over a small state. */
+#ifndef HOTPATH_SOCK_TCP_CC_H
+#define HOTPATH_SOCK_TCP_CC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/*
+ * How the caller uses it. The caller owns the send sequence variables and
+ * passes them in; this module owns cwnd and ssthresh and says when to
+ * retransmit. All sizes are bytes, SMSS is the sender MSS (RFC 5681
+ * section 2; 1 .. 65535, it comes from a 16-bit option), sequence numbers are compared modulo 2^32 (tcp_seq.h).
+ *
+ *  - snd_una: SND.UNA after the ACK being processed;
+ *  - snd_max: one past the highest sequence number ever sent (SND.NXT,
+ *    unless the caller rewinds SND.NXT to retransmit);
+ *  - FlightSize (RFC 5681 section 2) is snd_max - snd_una.
+ *
+ * An ACK that advances SND.UNA goes to hp__tcp_cc_on_ack. An ACK that is
+ * a duplicate by RFC 5681 section 2's definition (data outstanding, no
+ * data, no SYN or FIN, SEG.ACK == SND.UNA, same window) goes to
+ * hp__tcp_cc_on_dupack. Any other ACK goes to neither. The caller may
+ * send when snd_max - snd_una < cwnd (and the peer's window allows).
+ *
+ * Not implemented here: limited transmit (RFC 3042, the caller's choice on
+ * the first two duplicates), SACK-based recovery (RFC 6675), the
+ * cwnd-validation rules for application-limited senders (RFC 7661).
+ */
+
+/* What the caller must do after an event (a bit set). */
+enum {
+    HP__TCP_CC_NONE = 0,
+    /* Retransmit the first unacknowledged segment (at snd_una) now. */
+    HP__TCP_CC_RETRANSMIT = 1u << 0,
+    /* Do not restart the retransmission timer for this ACK (RFC 6582
+     * section 3.2: only the first partial ACK of a recovery resets it, the
+     * "Impatient" variant of its timer discussion). Without the bit, an
+     * ACK of new data restarts the timer as RFC 6298 5.3 says. */
+    HP__TCP_CC_KEEP_RTO = 1u << 1,
+};
+
+/* cwnd never grows past 1 GiB, the largest window RFC 7323 2.3 allows. */
+#define HP__TCP_CC_CWND_MAX (1u << 30)
+
+struct hp__tcp_cc {
+    uint32_t cwnd;           /* congestion window */
+    uint32_t ssthresh;       /* slow start threshold */
+    uint32_t recover;        /* RFC 6582: highest sequence number sent when
+                              * the last fast retransmit or timeout happened */
+    uint32_t bytes_acked;    /* RFC 3465 2.1: octets acknowledged in congestion avoidance */
+    uint32_t dupacks;        /* consecutive duplicate ACKs */
+    uint32_t partial_acks;   /* partial ACKs in this recovery */
+    uint8_t ss_limit;        /* RFC 3465 L, in SMSS: 2 (default) or 1 */
+    bool in_recovery;        /* in fast recovery (RFC 6582) */
+    bool after_rto;          /* slow start after a timeout: L = 1 SMSS */
+};
+
+/**
+ * The initial window (RFC 6928 section 2):
+ *     min(10 * MSS, max(2 * MSS, 14600))
+ * MSS being SMSS. 14,600 caps it at ten 1460-byte segments; a small MSS
+ * still gets two segments.
+ */
+uint32_t hp__tcp_cc_initial_window(uint32_t smss);
+
+/**
+ * Start congestion control for a connection whose handshake just ended.
+ *
+ * cwnd is the initial window, or one SMSS when the SYN or SYN-ACK had to
+ * be retransmitted (syn_lost; RFC 5681 section 3.1). ssthresh starts
+ * "arbitrarily high" (RFC 5681 3.1): UINT32_MAX; the caller may lower it
+ * to the peer's window. recover = iss (RFC 6582 section 3.2).
+ *
+ * ss_limit is 2: slow start grows cwnd by up to 2 SMSS per ACK (RFC 3465
+ * 2.2, L = 2 SMSS), which keeps slow start at its intended pace when the
+ * peer delays ACKs. RFC 5681 3.1 makes 1 SMSS the standard and L = 2 an
+ * experiment; set cc->ss_limit = 1 after init for strict RFC 5681.
+ */
+void hp__tcp_cc_init(struct hp__tcp_cc *cc, uint32_t smss, uint32_t iss, bool syn_lost);
+
+/**
+ * An ACK acknowledged `acked` new bytes (SND.UNA moved by that much, now
+ * snd_una).
+ *
+ * Outside recovery:
+ *  - slow start (cwnd < ssthresh): cwnd += min(acked, L) with L =
+ *    ss_limit SMSS, or 1 SMSS in the slow start after a timeout (RFC 3465
+ *    2.2 and 2.3; RFC 5681 3.1);
+ *  - congestion avoidance: bytes_acked += acked, and each time it reaches
+ *    cwnd, cwnd grows by SMSS and bytes_acked drops by cwnd: about one
+ *    SMSS per RTT (RFC 3465 2.1, RFC 5681 3.1).
+ * In fast recovery (RFC 6582 section 3.2):
+ *  - a full ACK (everything up to recover acknowledged) ends it, with
+ *    cwnd = min(ssthresh, max(FlightSize, SMSS) + SMSS), the first of the
+ *    two choices RFC 6582 gives, which avoids a burst when little is
+ *    outstanding;
+ *  - a partial ACK deflates cwnd by `acked`, adds back one SMSS if acked
+ *    >= SMSS, stays in recovery and returns HP__TCP_CC_RETRANSMIT (the
+ *    next hole starts at snd_una), plus HP__TCP_CC_KEEP_RTO from the second
+ *    partial ACK on.
+ * The duplicate ACK count starts again. acked = 0 does nothing.
+ *
+ * Returns a set of HP__TCP_CC_* bits.
+ */
+unsigned hp__tcp_cc_on_ack(struct hp__tcp_cc *cc, uint32_t acked, uint32_t snd_una, uint32_t snd_max,
+                           uint32_t smss);
+
+/**
+ * A duplicate ACK (snd_una = SEG.ACK = SND.UNA).
+ *
+ * The third in a row starts fast retransmit (RFC 5681 3.2 steps 2-3), if
+ * snd_una is past recover, i.e. this is not a stray duplicate from data
+ * sent before the last recovery or timeout (RFC 6582 3.2):
+ *     ssthresh = max(FlightSize / 2, 2 * SMSS)
+ *     recover  = snd_max - 1
+ *     cwnd     = ssthresh + 3 * SMSS
+ * and returns HP__TCP_CC_RETRANSMIT. Each further duplicate in recovery
+ * inflates cwnd by SMSS (RFC 5681 3.2 step 4), letting the caller send new
+ * data as segments leave the network. Otherwise nothing.
+ *
+ * Returns a set of HP__TCP_CC_* bits.
+ */
+unsigned hp__tcp_cc_on_dupack(struct hp__tcp_cc *cc, uint32_t snd_una, uint32_t snd_max, uint32_t smss);
+
+/**
+ * The retransmission timer expired (RFC 5681 3.1 equation 4 and the loss
+ * window; RFC 6582 3.2 on timeouts):
+ *     ssthresh = max(FlightSize / 2, 2 * SMSS)   (not when `repeated`)
+ *     cwnd     = 1 SMSS (the loss window)
+ *     recover  = snd_max - 1
+ * and fast recovery, if any, ends. repeated: the segment being
+ * retransmitted was already retransmitted by the timer, so ssthresh is
+ * held (RFC 5681 3.1, after equation 4). The caller retransmits the
+ * first unacknowledged segment itself and backs off the RTO (tcp_rtt.h).
+ */
+void hp__tcp_cc_on_timeout(struct hp__tcp_cc *cc, uint32_t snd_una, uint32_t snd_max, uint32_t smss,
+                           bool repeated);
+
+/**
+ * Restart after idle (RFC 5681 section 4.1): the caller is about to send
+ * after sending nothing for more than one RTO; cwnd becomes the restart
+ * window min(IW, cwnd), so an old cwnd is not sent as one burst into a
+ * network that may have changed. Optional: RFC 5681 says SHOULD, and
+ * request/response traffic may prefer to keep cwnd; the caller decides.
+ */
+void hp__tcp_cc_after_idle(struct hp__tcp_cc *cc, uint32_t smss);
+
+#endif

@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The TCP connection and listen tables: a keyed, cache-line bucketed hash of 4-tuples, and ephemeral port choice (RFC 6056). */
+#ifndef HOTPATH_SOCK_TCP_TABLE_H
+#define HOTPATH_SOCK_TCP_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * What this module is
+ * -------------------
+ * One hp__tcp_table per stack (per thread: no locks) holds two maps:
+ *
+ *   conn    every connection, by its 4-tuple (family, local addr+port,
+ *           remote addr+port): the demultiplexer of received segments;
+ *   listen  every listening socket, by (family, local addr, local port),
+ *           where the address may be the any address (all zeros).
+ *
+ * Neither map allocates per entry. The entry is a struct hp__tcp_key that
+ * the caller embeds, as its first member, in its own structure (the TCP
+ * connection, the listening socket) and gets back from a lookup by
+ * container_of (or a cast, since it is first):
+ *
+ *     struct hp_tcp_conn {
+ *         struct hp__tcp_key key;   // first: cache line 0 starts with it
+ *         ...                        // the rest of line 0: what the receive
+ *     };                             // path reads right after the lookup
+ *
+ *     struct hp__tcp_key *k = hp__tcp_conn_lookup(t, &probe);
+ *     struct hp_tcp_conn *c = k ? HP__TCP_ENTRY(k, struct hp_tcp_conn, key) : NULL;
+ *
+ * The key must stay at the same address while it is in a map, and must be
+ * removed before the memory around it is freed. A key is in one map at a
+ * time (its hash field serves that map). The table is not thread-safe: it
+ * belongs to one stack, like everything the stack's thread touches.
+ *
+ * Ports are in host order. "Local" is always our side: for a received
+ * segment, local = its destination, remote = its source.
+ *
+ * Cost: a lookup hashes the tuple (SipHash-1-3, about 6 rounds for IPv4,
+ * 9 for IPv6), reads one 64-byte bucket, and reads an entry only when its
+ * 32-bit tag matches, so a miss reads no entry (but for a tag collision,
+ * probability 2^-32 per occupied slot read) and a hit reads one.
+ * docs/cachelines/tcp_table.md has the bucket layout.
+ */
+
+/** Recover the structure around an embedded key (container_of). */
+#define HP__TCP_ENTRY(k, type, member) ((type *)(void *)((char *)(k)-offsetof(type, member)))
+
+/**
+ * A 4-tuple, and the entry of both maps. Fill it with hp__tcp_key_init()
+ * (which zeroes the unused bytes: the first 40 bytes are compared as
+ * words). A listen key has raddr all zero and rport 0.
+ */
+struct hp__tcp_key {
+    uint8_t laddr[16];   /* IPv4: the first 4 bytes, the other 12 zero */
+    uint8_t raddr[16];
+    uint16_t lport;      /* host order */
+    uint16_t rport;
+    uint8_t family;      /* 4 or 6 */
+    uint8_t zero_[3];    /* always zero (part of the compared words) */
+    uint64_t hash;       /* written by insert; read by remove and growth */
+};
+
+/** Fill k: every byte is written (unused address bytes zero). raddr may be
+ * NULL (a listen key: any remote). laddr may be NULL (the any address). */
+void hp__tcp_key_init(struct hp__tcp_key *k, int family, const uint8_t *laddr, uint16_t lport,
+                      const uint8_t *raddr, uint16_t rport);
+
+struct hp__tcp_table;
+
+/** Options of hp__tcp_table_create_opts(); zero means the default. */
+struct hp__tcp_table_opts {
+    /** Most connections (and, separately, most listeners) the table holds;
+     * the maps grow up to it. Required (> 0, at most 1 << 30). */
+    uint32_t max_entries;
+    /** Connections to size for at creation, so that a stack that knows its
+     * load never grows on the data path. Default: 48. */
+    uint32_t initial_entries;
+    /** Test only: 32 bytes of secret instead of getrandom(), so that hashes
+     * are reproducible. NULL in production. */
+    const uint8_t *secret;
+    /** Test only: every hash is ANDed with this before use; 0 means all
+     * ones. The low 32 bits of a hash pick the bucket, the high 32 the tag:
+     * 0xFFFFFFFF00000000 sends every tuple to bucket 0 with its own tag,
+     * 1ull << 63 to bucket 0 with one of two tags: collisions on demand. */
+    uint64_t hash_mask;
+};
+
+/**
+ * A table holding at most max_entries connections and as many listeners,
+ * with a secret from getrandom(). Returns NULL and sets errno: EINVAL
+ * (max_entries 0 or above 1 << 30), ENOMEM, or getrandom's error.
+ */
+struct hp__tcp_table *hp__tcp_table_create(uint32_t max_entries);
+/** As hp__tcp_table_create() with options (tests, presizing). */
+struct hp__tcp_table *hp__tcp_table_create_opts(const struct hp__tcp_table_opts *o);
+/** Free the table (not the entries: they belong to the caller, who
+ * iterates to free them first). NULL is a no-op. */
+void hp__tcp_table_destroy(struct hp__tcp_table *t);
+
+/* ---- connections --------------------------------------------------------- */
+
+/**
+ * Add k (filled by hp__tcp_key_init) to the connection map; sets k->hash.
+ * The map keeps the pointer: k must stay put until removed.
+ * @return 0; -EEXIST if the same tuple is there (k is not added);
+ *         -ENOSPC if max_entries connections are there; -ENOMEM if the map
+ *         had to grow, could not, and is too full to take k.
+ */
+int hp__tcp_conn_insert(struct hp__tcp_table *t, struct hp__tcp_key *k);
+/** The entry with k's tuple (k->hash is not read), or NULL. No allocation. */
+struct hp__tcp_key *hp__tcp_conn_lookup(struct hp__tcp_table *t, const struct hp__tcp_key *k);
+/** Remove entry k (a pointer that was inserted, not a look-alike).
+ * @return 0, or -ENOENT if k is not in the map. */
+int hp__tcp_conn_remove(struct hp__tcp_table *t, struct hp__tcp_key *k);
+/** Connections in the map. */
+uint32_t hp__tcp_conn_count(const struct hp__tcp_table *t);
+
+/* ---- listeners ----------------------------------------------------------- */
+
+/**
+ * Add a listener: k from hp__tcp_key_init(k, family, addr or NULL, port,
+ * NULL, 0). A specific address and the any address may listen on the same
+ * port (the specific one wins lookups); whether to allow that is the bind
+ * layer's policy, which can ask hp__tcp_listen_get() first.
+ * @return 0, -EEXIST (same family, address and port), -ENOSPC, -ENOMEM,
+ *         -EINVAL (k has a remote address or port).
+ */
+int hp__tcp_listen_insert(struct hp__tcp_table *t, struct hp__tcp_key *k);
+/** The listener for a SYN to (family, laddr, lport): one bound to laddr
+ * exactly, else one bound to the any address, else NULL. */
+struct hp__tcp_key *hp__tcp_listen_lookup(struct hp__tcp_table *t, int family,
+                                          const uint8_t *laddr, uint16_t lport);
+/** The listener bound to exactly (family, laddr or NULL for any, lport), no
+ * fallback; NULL if none. */
+struct hp__tcp_key *hp__tcp_listen_get(struct hp__tcp_table *t, int family,
+                                       const uint8_t *laddr, uint16_t lport);
+/** Remove listener k. @return 0, or -ENOENT. */
+int hp__tcp_listen_remove(struct hp__tcp_table *t, struct hp__tcp_key *k);
+/** Listeners in the map. */
+uint32_t hp__tcp_listen_count(const struct hp__tcp_table *t);
+
+/* ---- ephemeral ports (RFC 6056) ------------------------------------------ */
+
+/** The range connect() picks local ports from, inclusive. Default
+ * 49152-65535 (RFC 6335 6). @return 0, or -EINVAL (lo 0 or lo > hi). */
+int hp__tcp_table_set_ephemeral(struct hp__tcp_table *t, uint16_t lo, uint16_t hi);
+
+/**
+ * Choose a local port for a connection from k's local address to k's
+ * remote address and port (k->lport is ignored; k->laddr must be the
+ * source address the route chose, not the any address): RFC 6056 3.3.4,
+ * algorithm 4 (double-hash port selection). The port is one whose 4-tuple
+ * is not in the connection map and on which nothing listens (at k's
+ * address or the any address). Tries each port of the range at most once.
+ * Does not insert: the caller sets up the connection and inserts k (on the
+ * same thread, so nothing can take the port meanwhile).
+ * @return 0 with k->lport set, or -EADDRNOTAVAIL (every port in use).
+ */
+int hp__tcp_port_alloc(struct hp__tcp_table *t, struct hp__tcp_key *k);
+
+/* ---- iteration (teardown) ------------------------------------------------ */
+
+/** A position in a map; start with HP__TCP_ITER_INIT. */
+struct hp__tcp_iter {
+    uint32_t bucket;
+    uint32_t slot;
+};
+#define HP__TCP_ITER_INIT {0, 0}
+
+/**
+ * The next connection, or NULL at the end. Removing entries (the returned
+ * one or any other) between calls is allowed: entries never move on
+ * removal, so every entry present throughout is returned exactly once.
+ * Inserting may grow the map; then the rest of the walk is unspecified
+ * (still memory-safe).
+ */
+struct hp__tcp_key *hp__tcp_conn_next(struct hp__tcp_table *t, struct hp__tcp_iter *it);
+/** As hp__tcp_conn_next(), over the listeners. */
+struct hp__tcp_key *hp__tcp_listen_next(struct hp__tcp_table *t, struct hp__tcp_iter *it);
+
+/* ---- introspection (tests, benchmarks) ---------------------------------- */
+
+/** Counters over both maps since creation. */
+struct hp__tcp_table_stats {
+    uint64_t lookups;      /* lookups of a tuple (insert's duplicate check included) */
+    uint64_t key_cmps;     /* entries read to compare a tuple (tag matched) */
+    uint64_t extra_buckets;/* buckets read past the home bucket */
+    uint64_t grows;        /* doublings */
+    uint32_t buckets;      /* buckets of the connection map now */
+    uint32_t max_buckets;  /* its limit */
+};
+void hp__tcp_table_stats(const struct hp__tcp_table *t, struct hp__tcp_table_stats *out);
+
+/** The hash the connection map uses for k's tuple (after hash_mask). */
+uint64_t hp__tcp_table_hash(const struct hp__tcp_table *t, const struct hp__tcp_key *k);
+
+/** SipHash-c-d (Aumasson and Bernstein, 2012) of len bytes under a 16-byte
+ * key (k[0] the first 8 bytes, little-endian). The reference the tuple
+ * hash is checked against. */
+uint64_t hp__tcp_table_siphash(const uint64_t key[2], const void *msg, size_t len, int c, int d);
+
+#endif

@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* NewReno traces (RFC 5681, RFC 6582, RFC 3465): initial window, slow start, congestion avoidance, fast retransmit, partial and full ACKs, timeouts. */
+#include <hotpath/pool.h>
+
+#include "hp_test.h"
+#include "sock/tcp_cc.h"
+
+#define SMSS 1000u
+
+/* A sender: the sequence variables the caller keeps, next to the cc state.
+ * The ISS is near the top of the sequence space so every trace wraps. */
+struct snd {
+    struct hp__tcp_cc cc;
+    uint32_t una, max;
+};
+
+static void snd_init(struct snd *s, uint32_t iss)
+{
+    hp__tcp_cc_init(&s->cc, SMSS, iss, false);
+    s->una = s->max = iss + 1;
+}
+
+/* Send n bytes. */
+static void send_bytes(struct snd *s, uint32_t n)
+{
+    s->max += n;
+}
+
+/* An ACK of n new bytes. */
+static unsigned ack(struct snd *s, uint32_t n)
+{
+    s->una += n;
+    return hp__tcp_cc_on_ack(&s->cc, n, s->una, s->max, SMSS);
+}
+
+static unsigned dupack(struct snd *s)
+{
+    return hp__tcp_cc_on_dupack(&s->cc, s->una, s->max, SMSS);
+}
+
+HP_TEST(tcp_cc_initial_window)
+{
+    /* RFC 6928 2: min(10 MSS, max(2 MSS, 14600)). */
+    HP_CHECK_EQ(hp__tcp_cc_initial_window(1460), 14600);
+    HP_CHECK_EQ(hp__tcp_cc_initial_window(1000), 10000);
+    HP_CHECK_EQ(hp__tcp_cc_initial_window(536), 5360);
+    HP_CHECK_EQ(hp__tcp_cc_initial_window(4000), 14600);
+    HP_CHECK_EQ(hp__tcp_cc_initial_window(8960), 17920);
+    HP_CHECK_EQ(hp__tcp_cc_initial_window(65535), 131070);
+    struct hp__tcp_cc cc;
+    hp__tcp_cc_init(&cc, 1460, 7, false);
+    HP_CHECK_EQ(cc.cwnd, 14600);
+    HP_CHECK_EQ(cc.ssthresh, UINT32_MAX);
+    HP_CHECK_EQ(cc.recover, 7);
+    HP_CHECK(!cc.in_recovery);
+    /* RFC 5681 3.1: a lost SYN or SYN-ACK leaves one segment. */
+    hp__tcp_cc_init(&cc, 1460, 7, true);
+    HP_CHECK_EQ(cc.cwnd, 1460);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+HP_TEST(tcp_cc_slow_start_abc)
+{
+    struct snd s;
+    snd_init(&s, 0xffffff00u);
+    send_bytes(&s, 10000);
+    HP_CHECK_EQ(s.cc.cwnd, 10000);
+    /* One ACK per segment: +1 SMSS each. */
+    HP_CHECK_EQ(ack(&s, 1000), HP__TCP_CC_NONE);
+    HP_CHECK_EQ(s.cc.cwnd, 11000);
+    /* A delayed ACK of two segments: +2 SMSS (RFC 3465, L = 2). */
+    ack(&s, 2000);
+    HP_CHECK_EQ(s.cc.cwnd, 13000);
+    /* A stretch ACK of three: still +2 SMSS at most. */
+    ack(&s, 3000);
+    HP_CHECK_EQ(s.cc.cwnd, 15000);
+    /* A small ACK: +its size. */
+    ack(&s, 500);
+    HP_CHECK_EQ(s.cc.cwnd, 15500);
+    /* Nothing new acknowledged: nothing. */
+    HP_CHECK_EQ(hp__tcp_cc_on_ack(&s.cc, 0, s.una, s.max, SMSS), HP__TCP_CC_NONE);
+    HP_CHECK_EQ(s.cc.cwnd, 15500);
+
+    /* A whole window acknowledged segment by segment doubles cwnd per RTT. */
+    struct snd d;
+    snd_init(&d, 5);
+    for (int rtt = 0; rtt < 3; rtt++) {
+        uint32_t w = d.cc.cwnd;
+        send_bytes(&d, w);
+        for (uint32_t i = 0; i < w / SMSS; i++)
+            ack(&d, SMSS);
+        HP_CHECK_EQ(d.cc.cwnd, 2 * w);
+    }
+    HP_CHECK_EQ(d.cc.cwnd, 80000);
+
+    /* Strict RFC 5681: L = 1 SMSS. */
+    struct snd r;
+    snd_init(&r, 5);
+    r.cc.ss_limit = 1;
+    send_bytes(&r, 10000);
+    ack(&r, 2000);
+    HP_CHECK_EQ(r.cc.cwnd, 11000);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+HP_TEST(tcp_cc_congestion_avoidance)
+{
+    struct snd s;
+    snd_init(&s, 0xfffffff0u);
+    s.cc.ssthresh = 10000; /* cwnd == ssthresh: congestion avoidance */
+    /* RTT 1: ten ACKs of one SMSS fill bytes_acked to cwnd: +1 SMSS. */
+    send_bytes(&s, 10000);
+    for (int i = 0; i < 9; i++) {
+        ack(&s, SMSS);
+        HP_CHECK_EQ(s.cc.cwnd, 10000);
+    }
+    ack(&s, SMSS);
+    HP_CHECK_EQ(s.cc.cwnd, 11000);
+    HP_CHECK_EQ(s.cc.bytes_acked, 0);
+    /* RTT 2: eleven segments, acknowledged two at a time by a delaying
+     * receiver (five ACKs of 2000, one of 1000): +1 SMSS, not less. */
+    send_bytes(&s, 11000);
+    for (int i = 0; i < 5; i++)
+        ack(&s, 2000);
+    HP_CHECK_EQ(s.cc.cwnd, 11000);
+    ack(&s, 1000);
+    HP_CHECK_EQ(s.cc.cwnd, 12000);
+    /* Ten RTTs later: ten more segments. */
+    for (int rtt = 0; rtt < 10; rtt++) {
+        uint32_t w = s.cc.cwnd;
+        send_bytes(&s, w);
+        for (uint32_t i = 0; i < w / SMSS; i++)
+            ack(&s, SMSS);
+    }
+    HP_CHECK_EQ(s.cc.cwnd, 22000);
+    /* The leftover counts towards the next increase. */
+    s.cc.bytes_acked = 0;
+    send_bytes(&s, 30000);
+    ack(&s, 21500);
+    HP_CHECK_EQ(s.cc.cwnd, 22000);
+    ack(&s, 1000);
+    HP_CHECK_EQ(s.cc.cwnd, 23000);
+    HP_CHECK_EQ(s.cc.bytes_acked, 500);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+HP_TEST(tcp_cc_fast_retransmit_and_recovery)
+{
+    struct snd s;
+    snd_init(&s, 0xffffd000u);
+    send_bytes(&s, 10000); /* FlightSize 10000, cwnd 10000 */
+    /* The first segment is lost: the next ones draw duplicates. */
+    HP_CHECK_EQ(dupack(&s), HP__TCP_CC_NONE);
+    HP_CHECK_EQ(dupack(&s), HP__TCP_CC_NONE);
+    HP_CHECK_EQ(s.cc.cwnd, 10000);
+    /* The third: ssthresh = max(10000 / 2, 2000) = 5000,
+     * cwnd = 5000 + 3 * 1000 = 8000, recover = the last byte sent. */
+    HP_CHECK_EQ(dupack(&s), HP__TCP_CC_RETRANSMIT);
+    HP_CHECK(s.cc.in_recovery);
+    HP_CHECK_EQ(s.cc.ssthresh, 5000);
+    HP_CHECK_EQ(s.cc.cwnd, 8000);
+    HP_CHECK_EQ(s.cc.recover, s.max - 1);
+    /* Further duplicates inflate by SMSS each. */
+    for (int i = 0; i < 6; i++)
+        HP_CHECK_EQ(dupack(&s), HP__TCP_CC_NONE);
+    HP_CHECK_EQ(s.cc.cwnd, 14000);
+    /* That let the sender send 4000 new bytes while waiting. */
+    send_bytes(&s, 4000);
+    uint32_t recover = s.cc.recover;
+
+    /* A partial ACK (a second loss 3000 bytes in): deflate by 3000, add
+     * back SMSS, retransmit at the new SND.UNA, restart the timer. */
+    HP_CHECK_EQ(ack(&s, 3000), HP__TCP_CC_RETRANSMIT);
+    HP_CHECK_EQ(s.cc.cwnd, 12000);
+    HP_CHECK(s.cc.in_recovery);
+    /* Duplicates still inflate. */
+    dupack(&s);
+    HP_CHECK_EQ(s.cc.cwnd, 13000);
+    /* A second partial ACK of less than SMSS: deflate only, and leave the
+     * timer running (RFC 6582, Impatient). */
+    HP_CHECK_EQ(ack(&s, 500), HP__TCP_CC_RETRANSMIT | HP__TCP_CC_KEEP_RTO);
+    HP_CHECK_EQ(s.cc.cwnd, 12500);
+    /* An ACK up to recover exactly (the last byte sent before recovery not
+     * yet covered) is still partial. */
+    uint32_t to_recover = recover - s.una; /* leaves byte `recover` unacked */
+    HP_CHECK_EQ(ack(&s, to_recover), HP__TCP_CC_RETRANSMIT | HP__TCP_CC_KEEP_RTO);
+    HP_CHECK(s.cc.in_recovery);
+    /* The full ACK covers recover: recovery ends with
+     * cwnd = min(ssthresh, max(FlightSize, SMSS) + SMSS) = min(5000, 4000 + 1000). */
+    HP_CHECK_EQ(ack(&s, 1), HP__TCP_CC_NONE);
+    HP_CHECK(!s.cc.in_recovery);
+    HP_CHECK_EQ(s.max - s.una, 4000);
+    HP_CHECK_EQ(s.cc.cwnd, 5000);
+    HP_CHECK_EQ(s.cc.ssthresh, 5000);
+    /* Back in congestion avoidance. */
+    ack(&s, 4000);
+    HP_CHECK_EQ(s.cc.cwnd, 5000);
+    HP_CHECK_EQ(s.cc.bytes_acked, 4000);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+HP_TEST(tcp_cc_full_ack_little_outstanding)
+{
+    struct snd s;
+    snd_init(&s, 100);
+    send_bytes(&s, 20000);
+    dupack(&s);
+    dupack(&s);
+    HP_CHECK_EQ(dupack(&s), HP__TCP_CC_RETRANSMIT);
+    HP_CHECK_EQ(s.cc.ssthresh, 10000);
+    HP_CHECK_EQ(s.cc.cwnd, 13000);
+    /* Everything acknowledged at once, nothing else sent: cwnd =
+     * min(10000, max(0, 1000) + 1000) = 2000, no burst. */
+    HP_CHECK_EQ(ack(&s, 20000), HP__TCP_CC_NONE);
+    HP_CHECK_EQ(s.cc.cwnd, 2000);
+    HP_CHECK(!s.cc.in_recovery);
+    /* Then slow start again up to ssthresh. */
+    send_bytes(&s, 2000);
+    ack(&s, 1000);
+    HP_CHECK_EQ(s.cc.cwnd, 3000);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+HP_TEST(tcp_cc_small_flight_and_dupack_reset)
+{
+    struct snd s;
+    snd_init(&s, 0xffffffffu); /* una = 0: the trace starts on the wrap */
+    send_bytes(&s, 3000);
+    /* Two duplicates, then new data: the count starts over. */
+    dupack(&s);
+    dupack(&s);
+    ack(&s, 1000);
+    HP_CHECK_EQ(s.cc.dupacks, 0);
+    HP_CHECK_EQ(dupack(&s), HP__TCP_CC_NONE);
+    HP_CHECK_EQ(dupack(&s), HP__TCP_CC_NONE);
+    HP_CHECK(!s.cc.in_recovery);
+    /* FlightSize 2000: ssthresh = max(1000, 2 * SMSS) = 2000. */
+    HP_CHECK_EQ(dupack(&s), HP__TCP_CC_RETRANSMIT);
+    HP_CHECK_EQ(s.cc.ssthresh, 2000);
+    HP_CHECK_EQ(s.cc.cwnd, 5000);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+HP_TEST(tcp_cc_timeout)
+{
+    struct snd s;
+    snd_init(&s, 0xfffff000u);
+    send_bytes(&s, 10000);
+    hp__tcp_cc_on_timeout(&s.cc, s.una, s.max, SMSS, false);
+    /* ssthresh = max(10000 / 2, 2000), cwnd = LW = 1 SMSS. */
+    HP_CHECK_EQ(s.cc.ssthresh, 5000);
+    HP_CHECK_EQ(s.cc.cwnd, 1000);
+    HP_CHECK_EQ(s.cc.recover, s.max - 1);
+    /* The timer fires again for the same segment: ssthresh held (RFC 5681
+     * 3.1), even though FlightSize (now 16000) would give 8000. */
+    send_bytes(&s, 6000);
+    hp__tcp_cc_on_timeout(&s.cc, s.una, s.max, SMSS, true);
+    HP_CHECK_EQ(s.cc.ssthresh, 5000);
+    HP_CHECK_EQ(s.cc.cwnd, 1000);
+    /* Slow start after a timeout: L = 1 SMSS even for a delayed ACK. */
+    ack(&s, 2000);
+    HP_CHECK_EQ(s.cc.cwnd, 2000);
+    ack(&s, 2000);
+    HP_CHECK_EQ(s.cc.cwnd, 3000);
+    /* Duplicates for data sent before the timeout (SND.UNA not past
+     * recover) start no fast retransmit (RFC 6582 3.2). */
+    dupack(&s);
+    dupack(&s);
+    HP_CHECK_EQ(dupack(&s), HP__TCP_CC_NONE);
+    HP_CHECK(!s.cc.in_recovery);
+    HP_CHECK_EQ(s.cc.ssthresh, 5000);
+    HP_CHECK_EQ(s.cc.cwnd, 3000);
+    /* Once everything before the timeout is acknowledged (una = recover +
+     * 1), new losses are fast-retransmitted again. */
+    ack(&s, s.max - s.una);
+    HP_CHECK_EQ(s.cc.cwnd, 4000);
+    send_bytes(&s, 4000);
+    dupack(&s);
+    dupack(&s);
+    HP_CHECK_EQ(dupack(&s), HP__TCP_CC_RETRANSMIT);
+    HP_CHECK_EQ(s.cc.ssthresh, 2000);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+HP_TEST(tcp_cc_timeout_during_recovery)
+{
+    struct snd s;
+    snd_init(&s, 1);
+    send_bytes(&s, 16000);
+    dupack(&s);
+    dupack(&s);
+    dupack(&s);
+    HP_REQUIRE(s.cc.in_recovery);
+    hp__tcp_cc_on_timeout(&s.cc, s.una, s.max, SMSS, false);
+    HP_CHECK(!s.cc.in_recovery);
+    HP_CHECK_EQ(s.cc.cwnd, 1000);
+    HP_CHECK_EQ(s.cc.ssthresh, 8000);
+    /* The next ACK is ordinary slow start, not a partial ACK. */
+    HP_CHECK_EQ(ack(&s, 1000), HP__TCP_CC_NONE);
+    HP_CHECK_EQ(s.cc.cwnd, 2000);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+HP_TEST(tcp_cc_after_idle_and_cap)
+{
+    struct hp__tcp_cc cc;
+    hp__tcp_cc_init(&cc, SMSS, 0, false);
+    cc.cwnd = 50000;
+    /* RFC 5681 4.1: RW = min(IW, cwnd). */
+    hp__tcp_cc_after_idle(&cc, SMSS);
+    HP_CHECK_EQ(cc.cwnd, 10000);
+    cc.cwnd = 3000;
+    hp__tcp_cc_after_idle(&cc, SMSS);
+    HP_CHECK_EQ(cc.cwnd, 3000);
+    /* cwnd stops at 1 GiB. */
+    cc.cwnd = HP__TCP_CC_CWND_MAX - 500;
+    hp__tcp_cc_on_ack(&cc, 2000, 2001, 1u << 31, SMSS);
+    HP_CHECK_EQ(cc.cwnd, HP__TCP_CC_CWND_MAX);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
