@@ -250,23 +250,6 @@ static bool frame_fits(const struct hp_link *l, const struct hp_buf *b)
     return et[0] == 0x81 && et[1] == 0x00;
 }
 
-/* Gather a frame of more than AFP_IOV segments into the bounce buffer. */
-static bool gather(struct afp_link *a, const struct hp_buf *b, struct iovec *iov)
-{
-    if (a->bounce_len < b->pkt_len) {
-        unsigned char *p = realloc(a->bounce, b->pkt_len);
-        if (!p)
-            return false;
-        a->bounce = p;
-        a->bounce_len = b->pkt_len;
-    }
-    if (hp_buf_copy_out(b, 0, b->pkt_len, a->bounce) < 0)
-        return false;
-    iov->iov_base = a->bounce;
-    iov->iov_len = b->pkt_len;
-    return true;
-}
-
 /*
  * Prepare the batch that starts at bufs[0]: consecutive sendable frames, at
  * most AFP_BATCH of them and AFP_IOV segments in all. A frame that cannot be
@@ -290,7 +273,7 @@ static unsigned prepare_batch(struct afp_link *a, struct hp_buf **bufs, unsigned
         if (k > space) {
             if (nb > 0)
                 break;
-            if (!gather(a, b, a->iov))
+            if (!hp__gather(&a->bounce, &a->bounce_len, b, a->iov))
                 break;
             k = 1;
             alone = true;

@@ -103,6 +103,11 @@ static inline uint32_t hp__frame_len(const struct hp_buf *b)
 struct iovec;
 unsigned hp__frame_iov(const struct hp_buf *b, struct iovec *iov, unsigned max);
 
+/* Copy a chain of more segments than a backend's iovec array into *bounce
+ * (grown with realloc as needed; the backend frees it on close) and
+ * describe it as one iovec. false when there is no memory for it. */
+bool hp__gather(unsigned char **bounce, uint32_t *bounce_len, const struct hp_buf *b, struct iovec *iov);
+
 /* Backends' constructors, called by hp_link_open. */
 struct hp_link *hp__tap_open(const struct hp_link_config *cfg);
 struct hp_link *hp__afpacket_open(const struct hp_link_config *cfg);

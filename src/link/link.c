@@ -316,6 +316,22 @@ unsigned hp__frame_iov(const struct hp_buf *b, struct iovec *iov, unsigned max)
     return k <= max ? k : max + 1;
 }
 
+bool hp__gather(unsigned char **bounce, uint32_t *bounce_len, const struct hp_buf *b, struct iovec *iov)
+{
+    if (*bounce_len < b->pkt_len) {
+        unsigned char *p = realloc(*bounce, b->pkt_len);
+        if (!p)
+            return false;
+        *bounce = p;
+        *bounce_len = b->pkt_len;
+    }
+    if (hp_buf_copy_out(b, 0, b->pkt_len, *bounce) < 0)
+        return false;
+    iov->iov_base = *bounce;
+    iov->iov_len = b->pkt_len;
+    return true;
+}
+
 /* ---- interface helpers -------------------------------------------------- */
 
 static int if_ioctl(const char *name, unsigned long req, struct ifreq *ifr)

@@ -135,24 +135,6 @@ static int tap_rx(struct hp_link *l, struct hp_buf **bufs, unsigned n)
     return (int)got;
 }
 
-/* Gather a chain of more than TAP_IOV segments into the bounce buffer.
- * false when no memory can be had for it. */
-static bool gather(struct tap_link *t, const struct hp_buf *b, struct iovec *iov)
-{
-    if (t->bounce_len < b->pkt_len) {
-        unsigned char *p = realloc(t->bounce, b->pkt_len);
-        if (!p)
-            return false;
-        t->bounce = p;
-        t->bounce_len = b->pkt_len;
-    }
-    if (hp_buf_copy_out(b, 0, b->pkt_len, t->bounce) < 0)
-        return false;
-    iov->iov_base = t->bounce;
-    iov->iov_len = b->pkt_len;
-    return true;
-}
-
 /*
  * Transmit: one writev() per frame (its segments as the vector), in order.
  * Sent buffers go to hp__link_complete (freed, or queued for
@@ -180,7 +162,7 @@ static int tap_tx(struct hp_link *l, struct hp_buf **bufs, unsigned n)
             continue;
         }
         if (k > TAP_IOV) {
-            if (!gather(t, b, iov)) {
+            if (!hp__gather(&t->bounce, &t->bounce_len, b, iov)) {
                 l->st.tx_dropped++;
                 hp_buf_free(b);
                 continue;
