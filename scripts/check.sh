@@ -119,8 +119,16 @@ else
   else
     skipped "clang build: clang is not installed (run as root to install)"
   fi
-  # 4. The command line.
+  # 4. The command line; the public headers as C++.
   tests cli tests/cli/test_cli.sh build/hotpath
+  for cxx in g++ clang++; do
+    if ! command -v $cxx >/dev/null 2>&1; then skipped "headers as C++: $cxx is not installed"; continue; fi
+    if step "headers-$cxx" $cxx -std=c++17 -Wall -Wextra -Werror -Iinclude -c tests/headers/all.cc -o /dev/null; then
+      pass=$((pass + 1)); note "PASS  headers-$cxx: every public header compiles as C++17"
+    else
+      fail=$((fail + 1)); note "FAIL  headers-$cxx (log: $LOGS/headers-$cxx.log)"
+    fi
+  done
   # 5. Fuzz smoke runs.
   fuzz_suite
   # 6. aarch64: portable and NEON code paths, run under qemu.

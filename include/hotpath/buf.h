@@ -3,13 +3,22 @@
 #ifndef HOTPATH_BUF_H
 #define HOTPATH_BUF_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <hotpath/cacheline.h>
 #include <hotpath/common.h>
+
+/* The reference count is a C11 atomic. C++ has no _Atomic: it sees a plain
+ * field of the same size and layout, read through the GCC/Clang atomic
+ * builtins (the library itself is C and does every write atomically). */
+#ifdef __cplusplus
+#define HP__ATOMIC_U16 uint16_t
+#else
+#include <stdatomic.h>
+#define HP__ATOMIC_U16 _Atomic uint16_t
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -42,7 +51,7 @@ struct hp_buf {
     uint32_t data_len;       /**< bytes of data in this segment */
     uint32_t pkt_len;        /**< bytes in the whole packet (first segment) */
     uint32_t room;           /**< size of the data room at base */
-    _Atomic uint16_t refcnt; /**< users of this buffer's data room; read with hp_buf_refcnt() */
+    HP__ATOMIC_U16 refcnt; /**< users of this buffer's data room; read with hp_buf_refcnt() */
     uint16_t nb_segs;        /**< segments in the packet (first segment) */
     uint16_t owner;          /**< thread id (hp_thread_id()) that allocated it */
     uint16_t flags;          /**< HP_BUF_F_*: state kept by the library (read only) */
@@ -123,7 +132,11 @@ HP_API int hp_buf_ref(struct hp_buf *b);
 /** Current reference count of b's data room. */
 static inline uint16_t hp_buf_refcnt(const struct hp_buf *b)
 {
+#ifdef __cplusplus
+    return __atomic_load_n(&b->refcnt, __ATOMIC_RELAXED);
+#else
     return atomic_load_explicit(&((struct hp_buf *)b)->refcnt, memory_order_relaxed);
+#endif
 }
 
 /* ---- data access ------------------------------------------------------ */

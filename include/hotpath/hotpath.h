@@ -11,6 +11,9 @@
 #include <hotpath/err.h>
 #include <hotpath/link.h>
 #include <hotpath/pool.h>
+#include <hotpath/sock.h>
+#include <hotpath/stack.h>
+#include <hotpath/udp.h>
 #include <hotpath/wire.h>
 
 #endif
