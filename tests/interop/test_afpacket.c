@@ -15,51 +15,18 @@
 #include <hotpath/pool.h>
 
 #include "hp_test.h"
+#include "frames.h"
 #include "link/internal.h"
 #include "netns.h"
 
-/* IEEE 802 local experimental EtherType: the kernel never sends it, so
- * counting frames of this type is exact. */
-#define TEST_ETHERTYPE 0x88B5
-/* Every wait is bounded by this. */
-#define WAIT_MS 2000
 #define N_FRAMES 1000
-
-/* ---- frames: a sequence number and a pattern ---------------------------- */
-
-/* Lengths vary over 60 .. 1514 (the smallest and largest untagged frames at
- * MTU 1500). */
-static uint32_t frame_len(uint32_t seq)
-{
-    return 60 + (seq * 97u) % (1514 - 60 + 1);
-}
-
-static void make_frame(uint8_t *f, uint32_t len, const uint8_t dst[6], const uint8_t src[6], uint32_t seq)
-{
-    memcpy(f, dst, 6);
-    memcpy(f + 6, src, 6);
-    f[12] = TEST_ETHERTYPE >> 8;
-    f[13] = TEST_ETHERTYPE & 0xff;
-    uint32_t be = htonl(seq);
-    memcpy(f + 14, &be, 4);
-    for (uint32_t i = 18; i < len; i++)
-        f[i] = (uint8_t)(seq * 7 + i);
-}
-
-/* A frame of the test EtherType, tagged (802.1Q) or not. */
-static bool is_test_frame(const uint8_t *f, size_t len)
-{
-    if (len >= 18 && f[12] == 0x81 && f[13] == 0x00)
-        return f[16] == (TEST_ETHERTYPE >> 8) && f[17] == (TEST_ETHERTYPE & 0xff);
-    return len >= 18 && f[12] == (TEST_ETHERTYPE >> 8) && f[13] == (TEST_ETHERTYPE & 0xff);
-}
 
 /* Frame seq with an 802.1Q tag (VLAN 291, priority 5) inserted after the
  * addresses: len bytes in all. */
 static void make_tagged_frame(uint8_t *f, uint32_t len, const uint8_t dst[6], const uint8_t src[6], uint32_t seq)
 {
     uint8_t plain[2048];
-    make_frame(plain, len - 4, dst, src, seq);
+    tf_make_frame(plain, len - 4, dst, src, seq);
     memcpy(f, plain, 12);
     f[12] = 0x81;
     f[13] = 0x00;
@@ -68,196 +35,21 @@ static void make_tagged_frame(uint8_t *f, uint32_t len, const uint8_t dst[6], co
     memcpy(f + 16, plain + 12, len - 16);
 }
 
-/* A buffer from pool holding frame seq; with segs > 1, a chain of that many
- * segments. NULL when the pool is empty. */
-static struct hp_buf *frame_buf(struct hp_pool *pool, uint32_t len, const uint8_t dst[6], const uint8_t src[6],
-                                uint32_t seq, unsigned segs)
-{
-    uint8_t f[2048];
-    make_frame(f, len, dst, src, seq);
-    struct hp_buf *head = NULL;
-    uint32_t off = 0;
-    for (unsigned s = 0; s < segs; s++) {
-        uint32_t part = s + 1 == segs ? len - off : len / segs;
-        struct hp_buf *b = hp_buf_alloc(pool);
-        uint8_t *p = b ? hp_buf_append(b, part) : NULL;
-        if (!p) {
-            hp_buf_free(b);
-            hp_buf_free(head);
-            return NULL;
-        }
-        memcpy(p, f + off, part);
-        off += part;
-        if (!head)
-            head = b;
-        else if (hp_buf_chain(head, b) < 0) {
-            hp_buf_free(b);
-            hp_buf_free(head);
-            return NULL;
-        }
-    }
-    return head;
-}
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ---- the kernel side: a packet socket on veth B ------------------------ */
-
-/* A packet socket on ifname (in the calling thread's namespace) for the test
- * EtherType only, never seeing its own transmissions, with a receive buffer
- * large enough for a burst. */
-static int raw_open(const char *ifname)
-{
-    unsigned idx = if_nametoindex(ifname);
-    int fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(TEST_ETHERTYPE));
-    if (fd < 0 || idx == 0) {
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    int sz = 16 << 20, one = 1;
-    (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof sz);
-    (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof sz);
-    (void)setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one);
-    struct sockaddr_ll sll;
-    memset(&sll, 0, sizeof sll);
-    sll.sll_family = AF_PACKET;
-    sll.sll_protocol = htons(TEST_ETHERTYPE);
-    sll.sll_ifindex = (int)idx;
-    if (bind(fd, (struct sockaddr *)&sll, sizeof sll) < 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
 
 /* Send a frame on the packet socket, retrying briefly when its send buffer
  * is full. */
 static bool raw_send(int fd, const uint8_t *f, uint32_t len)
 {
-    long long end = now_ms() + WAIT_MS;
+    long long end = tf_now_ms() + WAIT_MS;
     for (;;) {
         if (send(fd, f, len, 0) == (ssize_t)len)
             return true;
-        if ((errno != EAGAIN && errno != ENOBUFS && errno != EINTR) || now_ms() > end)
+        if ((errno != EAGAIN && errno != ENOBUFS && errno != EINTR) || tf_now_ms() > end)
             return false;
         struct pollfd p = {.fd = fd, .events = POLLOUT};
         (void)poll(&p, 1, 10);
     }
-}
-
-/*
- * Receive test frames on the packet socket until `want` arrived or WAIT_MS
- * passed. They must come in order: the k-th is compared with frame
- * first + k; mismatches are counted in *bad. @return frames received.
- */
-static unsigned raw_receive(int fd, uint32_t first, unsigned want, const uint8_t dst[6], const uint8_t src[6],
-                            unsigned *bad)
-{
-    uint8_t got[2048], exp[2048];
-    unsigned k = 0;
-    long long end = now_ms() + WAIT_MS;
-    while (k < want) {
-        ssize_t r = recv(fd, got, sizeof got, 0);
-        if (r < 0) {
-            long long left = end - now_ms();
-            if ((errno != EAGAIN && errno != EINTR) || left <= 0)
-                break;
-            struct pollfd p = {.fd = fd, .events = POLLIN};
-            (void)poll(&p, 1, (int)left);
-            continue;
-        }
-        if (!is_test_frame(got, (size_t)r))
-            continue;
-        uint32_t seq = first + k, len = frame_len(seq);
-        make_frame(exp, len, dst, src, seq);
-        if ((uint32_t)r != len || memcmp(got, exp, len) != 0)
-            (*bad)++;
-        k++;
-    }
-    return k;
-}
-
-/*
- * Receive test frames from the link, bursts of `burst`, until `want` arrived
- * or WAIT_MS passed, comparing them as raw_receive does. Other frames are
- * freed and counted in *stray. @return frames received.
- */
-static unsigned link_receive(struct hp_link *l, unsigned burst, uint32_t first, unsigned want, const uint8_t dst[6],
-                             const uint8_t src[6], unsigned *bad, unsigned *stray)
-{
-    struct hp_buf *bufs[64];
-    uint8_t exp[2048];
-    unsigned k = 0;
-    if (burst > 64)
-        burst = 64;
-    long long end = now_ms() + WAIT_MS;
-    while (k < want) {
-        int r = hp_link_rx_burst(l, bufs, burst);
-        if (r < 0)
-            break;
-        if (r == 0) {
-            long long left = end - now_ms();
-            if (left <= 0)
-                break;
-            struct pollfd p = {.fd = hp_link_fd(l), .events = POLLIN};
-            (void)poll(&p, 1, (int)(left < 50 ? left : 50));
-            continue;
-        }
-        for (int i = 0; i < r; i++) {
-            struct hp_buf *b = bufs[i];
-            const uint8_t *f = hp_buf_data(b);
-            if (b->next || !is_test_frame(f, b->data_len)) {
-                (*stray)++;
-            } else {
-                uint32_t seq = first + k, len = frame_len(seq);
-                make_frame(exp, len, dst, src, seq);
-                if (b->pkt_len != len || b->data_len != len || memcmp(f, exp, len) != 0)
-                    (*bad)++;
-                k++;
-            }
-            hp_buf_free(b);
-        }
-    }
-    return k;
-}
-
-/* Transmit frames first .. first + count - 1 in bursts of up to 32, every
- * tenth as a chain of three segments; false when the link stops taking them
- * for WAIT_MS. */
-static bool link_send(struct hp_link *l, uint32_t first, unsigned count, const uint8_t dst[6], const uint8_t src[6])
-{
-    struct hp_buf *bufs[32];
-    unsigned done = 0;
-    long long end = now_ms() + WAIT_MS;
-    while (done < count) {
-        unsigned k = count - done < 32 ? count - done : 32;
-        for (unsigned i = 0; i < k; i++) {
-            uint32_t seq = first + done + i;
-            bufs[i] = frame_buf(hp_link_pool(l), frame_len(seq), dst, src, seq, seq % 10 == 0 ? 3 : 1);
-            if (!bufs[i]) {
-                hp_buf_free_bulk(bufs, i);
-                return false;
-            }
-        }
-        int r = hp_link_tx_burst(l, bufs, k);
-        if (r < 0)
-            r = 0;
-        hp_buf_free_bulk(bufs + r, k - (unsigned)r);
-        done += (unsigned)r;
-        if (now_ms() > end)
-            return false;
-        if ((unsigned)r < k) {
-            struct pollfd p = {.fd = hp_link_fd(l), .events = POLLOUT};
-            (void)poll(&p, 1, 5);
-        }
-    }
-    return true;
 }
 
 /* ---- setup ------------------------------------------------------------- */
@@ -279,7 +71,7 @@ static bool pair_up(struct pair *p)
     int rc = hp_netns_enter(&p->n, 1);
     if (rc == 0) {
         /* A socket stays in the namespace it was made in. */
-        p->fd_b = raw_open(p->n.ifname[1]);
+        p->fd_b = tf_raw_open(p->n.ifname[1]);
         if (hp__if_mac(p->n.ifname[1], p->mac_b) < 0)
             rc = -1;
     }
@@ -347,11 +139,11 @@ HP_TEST(afpacket_frames_sent_reach_the_peer)
 
     unsigned got = 0, bad = 0;
     for (uint32_t seq = 0; seq < N_FRAMES; seq += 100) {
-        if (!link_send(l, seq, 100, p.mac_b, p.mac_a)) {
+        if (!tf_link_send(l, seq, 100, p.mac_b, p.mac_a)) {
             hp_test_fail(__FILE__, __LINE__, "the link stopped taking frames at %u", seq);
             break;
         }
-        got += raw_receive(p.fd_b, seq, 100, p.mac_b, p.mac_a, &bad);
+        got += tf_raw_receive(p.fd_b, seq, 100, p.mac_b, p.mac_a, &bad);
     }
     HP_CHECK_EQ(got, N_FRAMES);
     HP_CHECK_EQ(bad, 0);
@@ -363,7 +155,7 @@ HP_TEST(afpacket_frames_sent_reach_the_peer)
     HP_CHECK_EQ(st.tx_errors, 0);
     uint64_t bytes = 0;
     for (uint32_t seq = 0; seq < N_FRAMES; seq++)
-        bytes += frame_len(seq);
+        bytes += tf_frame_len(seq);
     HP_CHECK_EQ(st.tx_bytes, bytes);
 
     /* Our own transmissions never come back through the ring. */
@@ -372,7 +164,7 @@ HP_TEST(afpacket_frames_sent_reach_the_peer)
     unsigned echoed = 0;
     while ((r = hp_link_rx_burst(l, b, 64)) > 0) {
         for (int i = 0; i < r; i++)
-            echoed += is_test_frame(hp_buf_data(b[i]), b[i]->data_len);
+            echoed += tf_is_test_frame(hp_buf_data(b[i]), b[i]->data_len);
         hp_buf_free_bulk(b, (unsigned)r);
     }
     HP_CHECK_EQ(echoed, 0);
@@ -398,11 +190,11 @@ HP_TEST(afpacket_frames_the_peer_sends_are_received)
     uint8_t f[2048];
     for (uint32_t seq = 0; seq < N_FRAMES; seq += 20) {
         for (uint32_t s = seq; s < seq + 20; s++) {
-            make_frame(f, frame_len(s), p.mac_a, p.mac_b, s);
-            if (!raw_send(p.fd_b, f, frame_len(s)))
+            tf_make_frame(f, tf_frame_len(s), p.mac_a, p.mac_b, s);
+            if (!raw_send(p.fd_b, f, tf_frame_len(s)))
                 hp_test_fail(__FILE__, __LINE__, "send of frame %u: %s", s, strerror(errno));
         }
-        got += link_receive(l, 7, seq, 20, p.mac_a, p.mac_b, &bad, &stray);
+        got += tf_link_receive(l, 7, seq, 20, p.mac_a, p.mac_b, &bad, &stray);
         HP_STOP_IF_FAILED();
     }
     HP_CHECK_EQ(got, N_FRAMES);
@@ -438,7 +230,7 @@ HP_TEST(afpacket_vlan_tags_survive_both_ways)
     }
     struct hp_buf *b[4];
     int got = 0;
-    for (long long end = now_ms() + WAIT_MS; got < 2 && now_ms() < end;) {
+    for (long long end = tf_now_ms() + WAIT_MS; got < 2 && tf_now_ms() < end;) {
         int r = hp_link_rx_burst(l, b + got, (unsigned)(4 - got));
         if (r > 0)
             got += r;
@@ -486,11 +278,11 @@ HP_TEST(afpacket_oversize_and_malformed_frames_are_dropped_and_counted)
      * header; 3: pkt_len disagreeing with its segment; 4: fine, chained;
      * 5: NULL. Everything is taken; 0 and 4 are sent, in order. */
     struct hp_buf *b[6];
-    b[0] = frame_buf(pool, 100, p.mac_b, p.mac_a, 0, 1);
-    b[1] = frame_buf(pool, 1515, p.mac_b, p.mac_a, 7, 1);
-    b[2] = frame_buf(pool, 13, p.mac_b, p.mac_a, 7, 1);
-    b[3] = frame_buf(pool, 200, p.mac_b, p.mac_a, 7, 1);
-    b[4] = frame_buf(pool, frame_len(1), p.mac_b, p.mac_a, 1, 4);
+    b[0] = tf_frame_buf(pool, 100, p.mac_b, p.mac_a, 0, 1);
+    b[1] = tf_frame_buf(pool, 1515, p.mac_b, p.mac_a, 7, 1);
+    b[2] = tf_frame_buf(pool, 13, p.mac_b, p.mac_a, 7, 1);
+    b[3] = tf_frame_buf(pool, 200, p.mac_b, p.mac_a, 7, 1);
+    b[4] = tf_frame_buf(pool, tf_frame_len(1), p.mac_b, p.mac_a, 1, 4);
     b[5] = NULL;
     for (int i = 0; i < 5; i++)
         HP_REQUIRE(b[i] != NULL);
@@ -502,10 +294,10 @@ HP_TEST(afpacket_oversize_and_malformed_frames_are_dropped_and_counted)
     HP_CHECK_EQ(st.tx_packets, 2);
     unsigned bad = 0;
     uint8_t first[100];
-    make_frame(first, 100, p.mac_b, p.mac_a, 0);
+    tf_make_frame(first, 100, p.mac_b, p.mac_a, 0);
     uint8_t got[2048];
     ssize_t r = -1;
-    for (long long end = now_ms() + WAIT_MS; now_ms() < end;) {
+    for (long long end = tf_now_ms() + WAIT_MS; tf_now_ms() < end;) {
         r = recv(p.fd_b, got, sizeof got, 0);
         if (r >= 0)
             break;
@@ -513,7 +305,7 @@ HP_TEST(afpacket_oversize_and_malformed_frames_are_dropped_and_counted)
         (void)poll(&pf, 1, 50);
     }
     HP_CHECK(r == 100 && memcmp(got, first, 100) == 0);
-    HP_CHECK_EQ(raw_receive(p.fd_b, 1, 1, p.mac_b, p.mac_a, &bad), 1);
+    HP_CHECK_EQ(tf_raw_receive(p.fd_b, 1, 1, p.mac_b, p.mac_a, &bad), 1);
     HP_CHECK_EQ(bad, 0);
     HP_CHECK_EQ(hp_netns_counter(&p.n, 1, "rx_packets") - before, 2);
     HP_CHECK_EQ(hp_link_tx_burst(l, b, 0), 0);
@@ -537,12 +329,12 @@ HP_TEST(afpacket_completions_return_exactly_the_sent_buffers)
     enum { N = 100, BIG = 41 };
     struct hp_buf *b[N], *sent[N], *c[2 * N];
     for (unsigned i = 0; i < N; i++) {
-        b[i] = frame_buf(hp_link_pool(l), i == BIG ? 1600 : frame_len(i), p.mac_b, p.mac_a, i, i % 10 == 0 ? 3 : 1);
+        b[i] = tf_frame_buf(hp_link_pool(l), i == BIG ? 1600 : tf_frame_len(i), p.mac_b, p.mac_a, i, i % 10 == 0 ? 3 : 1);
         HP_REQUIRE(b[i] != NULL);
         sent[i] = b[i];
     }
     unsigned taken = 0;
-    for (long long end = now_ms() + WAIT_MS; taken < N && now_ms() < end;) {
+    for (long long end = tf_now_ms() + WAIT_MS; taken < N && tf_now_ms() < end;) {
         int r = hp_link_tx_burst(l, b + taken, N - taken);
         HP_CHECK_GE(r, 0);
         taken += r > 0 ? (unsigned)r : 0;
@@ -566,11 +358,11 @@ HP_TEST(afpacket_completions_return_exactly_the_sent_buffers)
     HP_CHECK_EQ(st.tx_packets, N - 1);
     HP_CHECK_EQ(st.tx_dropped, 1);
     unsigned bad = 0;
-    HP_CHECK_EQ(raw_receive(p.fd_b, 0, BIG, p.mac_b, p.mac_a, &bad), BIG);
+    HP_CHECK_EQ(tf_raw_receive(p.fd_b, 0, BIG, p.mac_b, p.mac_a, &bad), BIG);
     HP_CHECK_EQ(bad, 0);
 
     /* Completions nobody collects are freed by close. */
-    struct hp_buf *one = frame_buf(hp_link_pool(l), 100, p.mac_b, p.mac_a, 0, 1);
+    struct hp_buf *one = tf_frame_buf(hp_link_pool(l), 100, p.mac_b, p.mac_a, 0, 1);
     HP_REQUIRE(one != NULL);
     HP_CHECK_EQ(hp_link_tx_burst(l, &one, 1), 1);
     HP_CHECK_EQ(hp_link_close(l), 0);
@@ -592,7 +384,7 @@ HP_TEST(afpacket_kernel_drops_are_counted)
     enum { N = 300 };
     uint8_t f[2048];
     for (uint32_t s = 0; s < N; s++) {
-        make_frame(f, 1514, p.mac_a, p.mac_b, s);
+        tf_make_frame(f, 1514, p.mac_a, p.mac_b, s);
         HP_CHECK(raw_send(p.fd_b, f, 1514));
     }
     /* Everything is in the ring or dropped once the blocks are handed over
@@ -605,7 +397,7 @@ HP_TEST(afpacket_kernel_drops_are_counted)
     int r;
     while ((r = hp_link_rx_burst(l, b, 64)) > 0) {
         for (int i = 0; i < r; i++)
-            got += is_test_frame(hp_buf_data(b[i]), b[i]->data_len);
+            got += tf_is_test_frame(hp_buf_data(b[i]), b[i]->data_len);
         hp_buf_free_bulk(b, (unsigned)r);
     }
     struct hp_link_stats st, again;
@@ -638,15 +430,15 @@ HP_TEST(afpacket_empty_pool_loses_nothing)
     enum { N = 40 };
     uint8_t f[2048];
     for (uint32_t s = 0; s < N; s++) {
-        make_frame(f, frame_len(s), p.mac_a, p.mac_b, s);
-        HP_CHECK(raw_send(p.fd_b, f, frame_len(s)));
+        tf_make_frame(f, tf_frame_len(s), p.mac_a, p.mac_b, s);
+        HP_CHECK(raw_send(p.fd_b, f, tf_frame_len(s)));
     }
     /* Hold every buffer of the pool: receiving then returns nothing and
      * loses nothing; the frames wait in the ring. */
     struct hp_buf *held[8];
     unsigned nheld = 0, got = 0, bad = 0;
-    long long end = now_ms() + WAIT_MS;
-    while (got < N && now_ms() < end) {
+    long long end = tf_now_ms() + WAIT_MS;
+    while (got < N && tf_now_ms() < end) {
         int r = hp_link_rx_burst(l, held + nheld, 8 - nheld);
         HP_CHECK_GE(r, 0);
         if (r <= 0) {
@@ -662,8 +454,8 @@ HP_TEST(afpacket_empty_pool_loses_nothing)
             }
             for (unsigned i = 0; i < nheld; i++) {
                 uint8_t exp[2048];
-                uint32_t len = frame_len(got + i);
-                make_frame(exp, len, p.mac_a, p.mac_b, got + i);
+                uint32_t len = tf_frame_len(got + i);
+                tf_make_frame(exp, len, p.mac_a, p.mac_b, got + i);
                 if (held[i]->pkt_len != len || memcmp(hp_buf_data(held[i]), exp, len) != 0)
                     bad++;
             }
@@ -717,19 +509,19 @@ HP_TEST(afpacket_frames_too_large_for_the_buffers_are_refused)
     const uint32_t lens[3] = {1200, 850, 100};
     uint8_t f[2048];
     for (int i = 0; i < 3; i++) {
-        make_frame(f, lens[i], p.mac_a, p.mac_b, (uint32_t)i);
+        tf_make_frame(f, lens[i], p.mac_a, p.mac_b, (uint32_t)i);
         HP_CHECK(raw_send(p.fd_b, f, lens[i]));
     }
     struct hp_buf *b[4];
     int got = 0;
-    for (long long end = now_ms() + WAIT_MS; got == 0 && now_ms() < end;) {
+    for (long long end = tf_now_ms() + WAIT_MS; got == 0 && tf_now_ms() < end;) {
         got = hp_link_rx_burst(l, b, 4);
         if (got == 0)
             wait_readable(l);
     }
     HP_CHECK_EQ(got, 1);
     if (got == 1) {
-        make_frame(f, 100, p.mac_a, p.mac_b, 2);
+        tf_make_frame(f, 100, p.mac_a, p.mac_b, 2);
         HP_CHECK_EQ(b[0]->pkt_len, 100);
         HP_CHECK_MEMEQ(hp_buf_data(b[0]), f, 100);
     }
@@ -785,8 +577,8 @@ HP_TEST(afpacket_mtu_and_refusals)
 
     /* Frames up to the new MTU still go out; one byte more does not. */
     long long before = hp_netns_counter(&p.n, 1, "rx_packets");
-    struct hp_buf *b[2] = {frame_buf(hp_link_pool(l), 1414, p.mac_b, p.mac_a, 0, 1),
-                           frame_buf(hp_link_pool(l), 1415, p.mac_b, p.mac_a, 1, 1)};
+    struct hp_buf *b[2] = {tf_frame_buf(hp_link_pool(l), 1414, p.mac_b, p.mac_a, 0, 1),
+                           tf_frame_buf(hp_link_pool(l), 1415, p.mac_b, p.mac_a, 1, 1)};
     HP_REQUIRE(b[0] && b[1]);
     HP_CHECK_EQ(hp_link_tx_burst(l, b, 2), 2);
     struct hp_link_stats st;

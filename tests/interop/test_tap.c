@@ -17,184 +17,14 @@
 #include <hotpath/pool.h>
 
 #include "hp_test.h"
+#include "frames.h"
 #include "link/internal.h"
 #include "netns.h"
 
-/* IEEE 802 local experimental EtherType: the kernel never sends it, so
- * counting frames of this type is exact. */
-#define TEST_ETHERTYPE 0x88B5
-/* Every wait is bounded by this. */
-#define WAIT_MS 2000
 #define N_FRAMES 1000
 #define TAP_NAME "hptap0"
 
-/* ---- frames: a sequence number and a pattern ---------------------------- */
-
-/* Lengths vary over 60 .. 1514 (the smallest and largest untagged frames at
- * MTU 1500). */
-static uint32_t frame_len(uint32_t seq)
-{
-    return 60 + (seq * 97u) % (1514 - 60 + 1);
-}
-
-static void make_frame(uint8_t *f, uint32_t len, const uint8_t dst[6], const uint8_t src[6], uint32_t seq)
-{
-    memcpy(f, dst, 6);
-    memcpy(f + 6, src, 6);
-    f[12] = TEST_ETHERTYPE >> 8;
-    f[13] = TEST_ETHERTYPE & 0xff;
-    uint32_t be = htonl(seq);
-    memcpy(f + 14, &be, 4);
-    for (uint32_t i = 18; i < len; i++)
-        f[i] = (uint8_t)(seq * 7 + i);
-}
-
-static bool is_test_frame(const uint8_t *f, size_t len)
-{
-    return len >= 18 && f[12] == (TEST_ETHERTYPE >> 8) && f[13] == (TEST_ETHERTYPE & 0xff);
-}
-
-/* A buffer from pool holding frame seq; with segs > 1, a chain of that many
- * segments. NULL when the pool is empty. */
-static struct hp_buf *frame_buf(struct hp_pool *pool, uint32_t len, const uint8_t dst[6], const uint8_t src[6],
-                                uint32_t seq, unsigned segs)
-{
-    uint8_t f[2048];
-    make_frame(f, len, dst, src, seq);
-    struct hp_buf *head = NULL;
-    uint32_t off = 0;
-    for (unsigned s = 0; s < segs; s++) {
-        uint32_t part = s + 1 == segs ? len - off : len / segs;
-        struct hp_buf *b = hp_buf_alloc(pool);
-        uint8_t *p = b ? hp_buf_append(b, part) : NULL;
-        if (!p) {
-            hp_buf_free(b);
-            hp_buf_free(head);
-            return NULL;
-        }
-        memcpy(p, f + off, part);
-        off += part;
-        if (!head)
-            head = b;
-        else if (hp_buf_chain(head, b) < 0) {
-            hp_buf_free(b);
-            hp_buf_free(head);
-            return NULL;
-        }
-    }
-    return head;
-}
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ---- the kernel side: a packet socket and the interface's counters ------ */
-
-/* A packet socket on ifname for the test EtherType only (never our own
- * transmissions), with a receive buffer large enough for a burst. */
-static int raw_open(const char *ifname)
-{
-    unsigned idx = if_nametoindex(ifname);
-    int fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(TEST_ETHERTYPE));
-    if (fd < 0 || idx == 0) {
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    int sz = 16 << 20, one = 1;
-    (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof sz);
-    (void)setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one);
-    struct sockaddr_ll sll;
-    memset(&sll, 0, sizeof sll);
-    sll.sll_family = AF_PACKET;
-    sll.sll_protocol = htons(TEST_ETHERTYPE);
-    sll.sll_ifindex = (int)idx;
-    if (bind(fd, (struct sockaddr *)&sll, sizeof sll) < 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-/*
- * Receive test frames on the packet socket until `want` arrived or WAIT_MS
- * passed. They must come in order: the k-th is compared with frame
- * first + k; mismatches are counted in *bad. @return frames received.
- */
-static unsigned raw_receive(int fd, uint32_t first, unsigned want, const uint8_t dst[6], const uint8_t src[6],
-                            unsigned *bad)
-{
-    uint8_t got[2048], exp[2048];
-    unsigned k = 0;
-    long long end = now_ms() + WAIT_MS;
-    while (k < want) {
-        ssize_t r = recv(fd, got, sizeof got, 0);
-        if (r < 0) {
-            long long left = end - now_ms();
-            if ((errno != EAGAIN && errno != EINTR) || left <= 0)
-                break;
-            struct pollfd p = {.fd = fd, .events = POLLIN};
-            (void)poll(&p, 1, (int)left);
-            continue;
-        }
-        if (!is_test_frame(got, (size_t)r))
-            continue;
-        uint32_t seq = first + k, len = frame_len(seq);
-        make_frame(exp, len, dst, src, seq);
-        if ((uint32_t)r != len || memcmp(got, exp, len) != 0)
-            (*bad)++;
-        k++;
-    }
-    return k;
-}
-
-/*
- * Receive test frames from the link, bursts of `burst`, until `want` arrived
- * or WAIT_MS passed, comparing them as raw_receive does. Other frames are
- * freed and counted in *stray. @return frames received.
- */
-static unsigned link_receive(struct hp_link *l, unsigned burst, uint32_t first, unsigned want, const uint8_t dst[6],
-                             const uint8_t src[6], unsigned *bad, unsigned *stray)
-{
-    struct hp_buf *bufs[64];
-    uint8_t exp[2048];
-    unsigned k = 0;
-    if (burst > 64)
-        burst = 64;
-    long long end = now_ms() + WAIT_MS;
-    while (k < want) {
-        int r = hp_link_rx_burst(l, bufs, burst);
-        if (r < 0)
-            break;
-        if (r == 0) {
-            long long left = end - now_ms();
-            if (left <= 0)
-                break;
-            struct pollfd p = {.fd = hp_link_fd(l), .events = POLLIN};
-            (void)poll(&p, 1, (int)(left < 50 ? left : 50));
-            continue;
-        }
-        for (int i = 0; i < r; i++) {
-            struct hp_buf *b = bufs[i];
-            const uint8_t *f = hp_buf_data(b);
-            if (b->next || !is_test_frame(f, b->data_len)) {
-                (*stray)++;
-            } else {
-                uint32_t seq = first + k, len = frame_len(seq);
-                make_frame(exp, len, dst, src, seq);
-                if (b->pkt_len != len || b->data_len != len || memcmp(f, exp, len) != 0)
-                    (*bad)++;
-                k++;
-            }
-            hp_buf_free(b);
-        }
-    }
-    return k;
-}
 
 /* An interface counter (rx_packets, tx_packets...) as the calling thread's
  * namespace sees it; -1 when the interface is missing. /sys/class/net would
@@ -248,35 +78,6 @@ static struct hp_link *open_tap(const struct hp_link_config *cfg, int line)
     return l;
 }
 
-/* Transmit frames first .. first + count - 1 in bursts of up to 32, every
- * tenth as a chain of three segments; false when the link stops taking
- * them for WAIT_MS. */
-static bool link_send(struct hp_link *l, uint32_t first, unsigned count, const uint8_t dst[6], const uint8_t src[6])
-{
-    struct hp_buf *bufs[32];
-    unsigned done = 0;
-    long long end = now_ms() + WAIT_MS;
-    while (done < count) {
-        unsigned k = count - done < 32 ? count - done : 32;
-        for (unsigned i = 0; i < k; i++) {
-            uint32_t seq = first + done + i;
-            bufs[i] = frame_buf(hp_link_pool(l), frame_len(seq), dst, src, seq, seq % 10 == 0 ? 3 : 1);
-            if (!bufs[i]) {
-                hp_buf_free_bulk(bufs, i);
-                return false;
-            }
-        }
-        int r = hp_link_tx_burst(l, bufs, k);
-        if (r < 0)
-            r = 0;
-        hp_buf_free_bulk(bufs + r, k - (unsigned)r);
-        done += (unsigned)r;
-        if (now_ms() > end)
-            return false;
-    }
-    return true;
-}
-
 /* ---- tests ------------------------------------------------------------- */
 
 HP_TEST(tap_frames_sent_reach_the_kernel)
@@ -292,7 +93,7 @@ HP_TEST(tap_frames_sent_reach_the_kernel)
     HP_CHECK_STREQ(hp_link_name(l), TAP_NAME);
     HP_CHECK_EQ(hp_link_caps(l), HP_LINK_CAP_FD | HP_LINK_CAP_KERNEL | HP_LINK_CAP_TX_COMPLETIONS);
     HP_CHECK(hp_link_fd(l) >= 0);
-    int fd = raw_open(TAP_NAME);
+    int fd = tf_raw_open(TAP_NAME);
     HP_CHECK(fd >= 0);
     uint8_t kmac[6], lmac[6];
     HP_CHECK_EQ(hp__if_mac(TAP_NAME, kmac), 0);
@@ -302,11 +103,11 @@ HP_TEST(tap_frames_sent_reach_the_kernel)
     /* Frames the link writes are frames the tap interface receives. */
     unsigned got = 0, bad = 0;
     for (uint32_t seq = 0; seq < N_FRAMES && fd >= 0; seq += 100) {
-        if (!link_send(l, seq, 100, kmac, lmac)) {
+        if (!tf_link_send(l, seq, 100, kmac, lmac)) {
             hp_test_fail(__FILE__, __LINE__, "the link stopped taking frames at %u", seq);
             break;
         }
-        got += raw_receive(fd, seq, 100, kmac, lmac, &bad);
+        got += tf_raw_receive(fd, seq, 100, kmac, lmac, &bad);
     }
     HP_CHECK_EQ(got, N_FRAMES);
     HP_CHECK_EQ(bad, 0);
@@ -318,7 +119,7 @@ HP_TEST(tap_frames_sent_reach_the_kernel)
     HP_CHECK_EQ(st.tx_errors, 0);
     uint64_t bytes = 0;
     for (uint32_t seq = 0; seq < N_FRAMES; seq++)
-        bytes += frame_len(seq);
+        bytes += tf_frame_len(seq);
     HP_CHECK_EQ(st.tx_bytes, bytes);
     if (fd >= 0)
         close(fd);
@@ -334,7 +135,7 @@ HP_TEST(tap_frames_the_kernel_sends_are_received)
     struct hp_link *l = open_tap(&cfg, __LINE__);
     if (!l)
         return;
-    int fd = raw_open(TAP_NAME);
+    int fd = tf_raw_open(TAP_NAME);
     HP_CHECK(fd >= 0);
     uint8_t kmac[6], lmac[6];
     HP_CHECK_EQ(hp__if_mac(TAP_NAME, kmac), 0);
@@ -346,11 +147,11 @@ HP_TEST(tap_frames_the_kernel_sends_are_received)
     uint8_t f[2048];
     for (uint32_t seq = 0; seq < N_FRAMES && fd >= 0; seq += 50) {
         for (uint32_t s = seq; s < seq + 50; s++) {
-            make_frame(f, frame_len(s), lmac, kmac, s);
-            if (send(fd, f, frame_len(s), 0) != (ssize_t)frame_len(s))
+            tf_make_frame(f, tf_frame_len(s), lmac, kmac, s);
+            if (send(fd, f, tf_frame_len(s), 0) != (ssize_t)tf_frame_len(s))
                 hp_test_fail(__FILE__, __LINE__, "send of frame %u: %s", s, strerror(errno));
         }
-        got += link_receive(l, 32, seq, 50, lmac, kmac, &bad, &stray);
+        got += tf_link_receive(l, 32, seq, 50, lmac, kmac, &bad, &stray);
         HP_STOP_IF_FAILED();
     }
     HP_CHECK_EQ(got, N_FRAMES);
@@ -475,7 +276,7 @@ HP_TEST(tap_oversize_and_malformed_frames_are_dropped_and_counted)
     struct hp_link *l = open_tap(&cfg, __LINE__);
     if (!l)
         return;
-    int fd = raw_open(TAP_NAME);
+    int fd = tf_raw_open(TAP_NAME);
     HP_CHECK(fd >= 0);
     uint8_t kmac[6], lmac[6];
     HP_CHECK_EQ(hp__if_mac(TAP_NAME, kmac), 0);
@@ -487,12 +288,12 @@ HP_TEST(tap_oversize_and_malformed_frames_are_dropped_and_counted)
      * 3: pkt_len disagreeing with its segment; 4: 1518 bytes with an 802.1Q
      * tag, which may use the 4 extra bytes; 5: fine. */
     struct hp_buf *b[6];
-    b[0] = frame_buf(pool, 100, kmac, lmac, 0, 1);
-    b[1] = frame_buf(pool, 1515, kmac, lmac, 1, 1);
-    b[2] = frame_buf(pool, 13, kmac, lmac, 2, 1);
-    b[3] = frame_buf(pool, 200, kmac, lmac, 3, 1);
-    b[4] = frame_buf(pool, 1518, kmac, lmac, 4, 1);
-    b[5] = frame_buf(pool, 100, kmac, lmac, 1, 1);
+    b[0] = tf_frame_buf(pool, 100, kmac, lmac, 0, 1);
+    b[1] = tf_frame_buf(pool, 1515, kmac, lmac, 1, 1);
+    b[2] = tf_frame_buf(pool, 13, kmac, lmac, 2, 1);
+    b[3] = tf_frame_buf(pool, 200, kmac, lmac, 3, 1);
+    b[4] = tf_frame_buf(pool, 1518, kmac, lmac, 4, 1);
+    b[5] = tf_frame_buf(pool, 100, kmac, lmac, 1, 1);
     for (int i = 0; i < 6; i++)
         HP_REQUIRE(b[i] != NULL);
     b[3]->pkt_len = 300;
@@ -509,7 +310,7 @@ HP_TEST(tap_oversize_and_malformed_frames_are_dropped_and_counted)
     /* The plain frames reach the kernel, in order (sequence 0 then 1). */
     uint8_t got[2048];
     ssize_t r = -1;
-    for (long long end = now_ms() + WAIT_MS; fd >= 0 && now_ms() < end;) {
+    for (long long end = tf_now_ms() + WAIT_MS; fd >= 0 && tf_now_ms() < end;) {
         r = recv(fd, got, sizeof got, 0);
         if (r >= 0)
             break;
@@ -517,7 +318,7 @@ HP_TEST(tap_oversize_and_malformed_frames_are_dropped_and_counted)
         (void)poll(&p, 1, 50);
     }
     uint8_t exp[100];
-    make_frame(exp, 100, kmac, lmac, 0);
+    tf_make_frame(exp, 100, kmac, lmac, 0);
     HP_CHECK(r == 100 && memcmp(got, exp, 100) == 0);
     /* An empty burst and a NULL entry are not fatal either. */
     HP_CHECK_EQ(hp_link_tx_burst(l, b, 0), 0);
@@ -548,7 +349,7 @@ HP_TEST(tap_completions_return_exactly_the_sent_buffers)
     enum { N = 100, BIG = 37 };
     struct hp_buf *b[N], *sent[N];
     for (unsigned i = 0; i < N; i++) {
-        b[i] = frame_buf(hp_link_pool(l), i == BIG ? 1600 : frame_len(i), kmac, lmac, i, i % 10 == 0 ? 3 : 1);
+        b[i] = tf_frame_buf(hp_link_pool(l), i == BIG ? 1600 : tf_frame_len(i), kmac, lmac, i, i % 10 == 0 ? 3 : 1);
         HP_REQUIRE(b[i] != NULL);
         sent[i] = b[i];
     }
@@ -573,7 +374,7 @@ HP_TEST(tap_completions_return_exactly_the_sent_buffers)
     HP_CHECK_EQ(st.tx_dropped, 1);
 
     /* Completions nobody collects are freed by close. */
-    struct hp_buf *one = frame_buf(hp_link_pool(l), 100, kmac, lmac, 0, 1);
+    struct hp_buf *one = tf_frame_buf(hp_link_pool(l), 100, kmac, lmac, 0, 1);
     HP_REQUIRE(one != NULL);
     HP_CHECK_EQ(hp_link_tx_burst(l, &one, 1), 1);
     HP_CHECK_EQ(hp_link_close(l), 0);
@@ -594,7 +395,7 @@ HP_TEST(tap_completion_queue_bounds_what_tx_takes)
     hp_link_mac(l, lmac);
     struct hp_buf *b[24], *c[24];
     for (unsigned i = 0; i < 24; i++) {
-        b[i] = frame_buf(hp_link_pool(l), 64, kmac, lmac, i, 1);
+        b[i] = tf_frame_buf(hp_link_pool(l), 64, kmac, lmac, i, 1);
         HP_REQUIRE(b[i] != NULL);
     }
     HP_CHECK_EQ(hp_link_tx_burst(l, b, 24), 16);
@@ -623,22 +424,22 @@ HP_TEST(tap_empty_pool_loses_nothing)
         hp_pool_destroy(pool);
         return;
     }
-    int fd = raw_open(TAP_NAME);
+    int fd = tf_raw_open(TAP_NAME);
     HP_CHECK(fd >= 0);
     uint8_t kmac[6], lmac[6], f[2048];
     HP_CHECK_EQ(hp__if_mac(TAP_NAME, kmac), 0);
     hp_link_mac(l, lmac);
     enum { N = 40 };
     for (uint32_t s = 0; s < N && fd >= 0; s++) {
-        make_frame(f, frame_len(s), lmac, kmac, s);
-        HP_CHECK_EQ(send(fd, f, frame_len(s), 0), frame_len(s));
+        tf_make_frame(f, tf_frame_len(s), lmac, kmac, s);
+        HP_CHECK_EQ(send(fd, f, tf_frame_len(s), 0), tf_frame_len(s));
     }
     /* Hold every buffer the pool has: receiving then returns nothing, and
      * loses nothing. */
     struct hp_buf *held[8];
     unsigned nheld = 0, got = 0, bad = 0;
-    long long end = now_ms() + WAIT_MS;
-    while (got < N && now_ms() < end) {
+    long long end = tf_now_ms() + WAIT_MS;
+    while (got < N && tf_now_ms() < end) {
         int r = hp_link_rx_burst(l, held + nheld, 8 - nheld);
         HP_CHECK_GE(r, 0);
         if (r <= 0) {
@@ -654,8 +455,8 @@ HP_TEST(tap_empty_pool_loses_nothing)
             }
             for (unsigned i = 0; i < nheld; i++) {
                 uint8_t exp[2048];
-                uint32_t len = frame_len(got + i);
-                make_frame(exp, len, lmac, kmac, got + i);
+                uint32_t len = tf_frame_len(got + i);
+                tf_make_frame(exp, len, lmac, kmac, got + i);
                 if (held[i]->pkt_len != len || memcmp(hp_buf_data(held[i]), exp, len) != 0)
                     bad++;
             }
@@ -697,7 +498,7 @@ HP_TEST(tap_frames_too_large_for_the_buffers_are_refused)
     }
     /* Behind the link's back, the interface takes 1500 again. */
     HP_CHECK_EQ(hp__if_set_mtu(TAP_NAME, 1500), 0);
-    int fd = raw_open(TAP_NAME);
+    int fd = tf_raw_open(TAP_NAME);
     HP_CHECK(fd >= 0);
     uint8_t kmac[6], lmac[6], f[2048];
     HP_CHECK_EQ(hp__if_mac(TAP_NAME, kmac), 0);
@@ -706,12 +507,12 @@ HP_TEST(tap_frames_too_large_for_the_buffers_are_refused)
      * not MTU 800 plus a tagged header; 100: fine. */
     const uint32_t lens[3] = {1200, 850, 100};
     for (int i = 0; i < 3 && fd >= 0; i++) {
-        make_frame(f, lens[i], lmac, kmac, (uint32_t)i);
+        tf_make_frame(f, lens[i], lmac, kmac, (uint32_t)i);
         HP_CHECK_EQ(send(fd, f, lens[i], 0), lens[i]);
     }
     struct hp_buf *b[4];
     int got = 0;
-    for (long long end = now_ms() + WAIT_MS; got == 0 && now_ms() < end;) {
+    for (long long end = tf_now_ms() + WAIT_MS; got == 0 && tf_now_ms() < end;) {
         got = hp_link_rx_burst(l, b, 4);
         if (got == 0) {
             struct pollfd p = {.fd = hp_link_fd(l), .events = POLLIN};
@@ -720,7 +521,7 @@ HP_TEST(tap_frames_too_large_for_the_buffers_are_refused)
     }
     HP_CHECK_EQ(got, 1);
     if (got == 1) {
-        make_frame(f, 100, lmac, kmac, 2);
+        tf_make_frame(f, 100, lmac, kmac, 2);
         HP_CHECK_EQ(b[0]->pkt_len, 100);
         HP_CHECK_MEMEQ(hp_buf_data(b[0]), f, 100);
     }
