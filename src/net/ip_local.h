@@ -32,6 +32,11 @@ long hp__ipv6_walk(const uint8_t *p, size_t avail, size_t start, uint8_t next, u
 struct hp_buf *hp__reasm6_ex(struct hp__iface *ifc, struct hp_buf *b, const struct hp_ipv6_repr *ip,
                              uint8_t *proto);
 
+/* Room for a len-byte header in front of *b: in its headroom, or (no
+ * headroom, or shared data) in a new buffer chained in front, which then
+ * becomes *b. @return the header's first byte, or NULL with *b freed. */
+uint8_t *hp__push_header(struct hp__iface *ifc, struct hp_buf **b, uint32_t len);
+
 /* The partial Internet checksum (RFC 1071) of a whole chain from its data
  * offset, segments of any length. */
 uint32_t hp__chain_sum(const struct hp_buf *b);

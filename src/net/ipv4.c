@@ -233,17 +233,10 @@ int hp__ipv4_output(struct hp_stack *s, const struct hp__route *r, const uint8_t
     memcpy(ip.dst, dst, 4);
     if (len + HP_IPV4_HDR_LEN > r->ifc->mtu)
         return fragment4(s, r, &ip, b);
-    uint8_t *h = hp_buf_prepend(b, HP_IPV4_HDR_LEN);
+    uint8_t *h = hp__push_header(r->ifc, &b, HP_IPV4_HDR_LEN);
     if (!h) {
-        /* No headroom (or shared data): the header gets a buffer of its own. */
-        struct hp_buf *hb = hp__alloc(r->ifc);
-        if (!hb || !(h = hp_buf_append(hb, HP_IPV4_HDR_LEN)) || hp_buf_chain(hb, b) != 0) {
-            hp_buf_free(hb);
-            hp__ctr(s, HP_CTR_IP_OUT_DISCARDS);
-            hp_buf_free(b);
-            return -ENOBUFS;
-        }
-        b = hb;
+        hp__ctr(s, HP_CTR_IP_OUT_DISCARDS);
+        return -ENOBUFS;
     }
     (void)hp_ipv4_emit(&ip, h, HP_IPV4_HDR_LEN);
     b->l3_len = HP_IPV4_HDR_LEN;
@@ -252,6 +245,23 @@ int hp__ipv4_output(struct hp_stack *s, const struct hp__route *r, const uint8_t
 }
 
 /* ---- chains, shared by the IP modules ------------------------------------------- */
+
+uint8_t *hp__push_header(struct hp__iface *ifc, struct hp_buf **b, uint32_t len)
+{
+    uint8_t *h = hp_buf_prepend(*b, len);
+    if (h)
+        return h;
+    /* No headroom (or shared data): the header gets a buffer of its own. */
+    struct hp_buf *hb = hp__alloc(ifc);
+    if (!hb || !(h = hp_buf_append(hb, len)) || hp_buf_chain(hb, *b) != 0) {
+        hp_buf_free(hb);
+        hp_buf_free(*b);
+        *b = NULL;
+        return NULL;
+    }
+    *b = hb;
+    return h;
+}
 
 uint32_t hp__chain_sum(const struct hp_buf *b)
 {

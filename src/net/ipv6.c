@@ -408,16 +408,10 @@ int hp__ipv6_output(struct hp_stack *s, const struct hp__route *r, const uint8_t
     memcpy(ip.dst, dst, 16);
     if (len + HP_IPV6_HDR_LEN > r->ifc->mtu)
         return fragment6(s, r, &ip, b);
-    uint8_t *h = hp_buf_prepend(b, HP_IPV6_HDR_LEN);
+    uint8_t *h = hp__push_header(r->ifc, &b, HP_IPV6_HDR_LEN);
     if (!h) {
-        struct hp_buf *hb = hp__alloc(r->ifc);
-        if (!hb || !(h = hp_buf_append(hb, HP_IPV6_HDR_LEN)) || hp_buf_chain(hb, b) != 0) {
-            hp_buf_free(hb);
-            hp__ctr(s, HP_CTR_IP6_OUT_DISCARDS);
-            hp_buf_free(b);
-            return -ENOBUFS;
-        }
-        b = hb;
+        hp__ctr(s, HP_CTR_IP6_OUT_DISCARDS);
+        return -ENOBUFS;
     }
     (void)hp_ipv6_emit(&ip, h, HP_IPV6_HDR_LEN);
     b->l3_len = HP_IPV6_HDR_LEN;
