@@ -14,6 +14,7 @@
 #include <hotpath/sock.h>
 #include <hotpath/stack.h>
 #include <hotpath/udp.h>
+#include <hotpath/tcp.h>
 #include <hotpath/wire.h>
 
 #endif

@@ -129,8 +129,18 @@ struct hp_stack {
     struct hp__reasm *reasm;
     struct hp__bucket icmp4_bucket, icmp6_bucket;
     struct hp__sock_state *sock;
+    uint64_t (*clock_fn)(void *arg); /* tests: a clock of their own (NULL: hp__clock_ns) */
+    void *clock_arg;
     uint64_t ctr[HP_STACK_NCOUNTERS];
 };
+
+/* Tests: read time from fn(arg) instead of CLOCK_MONOTONIC (NULL restores
+ * it); s->now is set from it at once and at every poll. */
+void hp__stack_set_clock(struct hp_stack *s, uint64_t (*fn)(void *arg), void *arg);
+static inline uint64_t hp__stack_clock(const struct hp_stack *s)
+{
+    return s->clock_fn ? s->clock_fn(s->clock_arg) : hp__clock_ns();
+}
 
 static inline void hp__ctr(struct hp_stack *s, enum hp_stack_ctr c)
 {
@@ -246,6 +256,9 @@ void hp__sock_fini(struct hp_stack *s); /* closes every socket */
  * of the IP header (4 or 16 bytes by family). Closed port: ICMP port
  * unreachable (unless multicast/broadcast). Consumes b. */
 void hp__udp_input(struct hp__iface *ifc, struct hp_buf *b, int family, const uint8_t *src,
+                   const uint8_t *dst);
+/* A TCP segment, data offset at the TCP header, l3_len set (src/sock/tcp_input.c). Consumes b. */
+void hp__tcp_input(struct hp__iface *ifc, struct hp_buf *b, int family, const uint8_t *src,
                    const uint8_t *dst);
 
 #endif

@@ -148,10 +148,8 @@ void hp__ipv4_input(struct hp__iface *ifc, struct hp_buf *b)
         hp__udp_input(ifc, b, 4, ip.src, ip.dst);
         return;
     case HP_IPPROTO_TCP:
-        /* No TCP yet: dropped quietly (a protocol unreachable would be
-         * wrong the day TCP lands in the same release). */
-        hp__ctr(s, HP_CTR_IP_IN_UNKNOWN_PROTOS);
-        hp_buf_free(b);
+        hp__ctr(s, HP_CTR_IP_IN_DELIVERS);
+        hp__tcp_input(ifc, b, 4, ip.src, ip.dst);
         return;
     default:
         /* RFC 1122 3.2.2.1: protocol unreachable. */

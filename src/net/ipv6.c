@@ -314,9 +314,8 @@ void hp__ipv6_input(struct hp__iface *ifc, struct hp_buf *b)
         hp_buf_free(b);
         return;
     case HP_IPPROTO_TCP:
-        /* No TCP yet: dropped quietly, as over IPv4. */
-        hp__ctr(s, HP_CTR_IP6_IN_UNKNOWN_PROTOS);
-        hp_buf_free(b);
+        hp__ctr(s, HP_CTR_IP6_IN_DELIVERS);
+        hp__tcp_input(ifc, b, 6, ip.src, ip.dst);
         return;
     default: {
         /* RFC 8200 4: parameter problem code 1 pointing at the Next Header

@@ -265,7 +265,7 @@ HP_API int hp_stack_poll(struct hp_stack *s)
 {
     if (!s)
         return -EINVAL;
-    s->now = hp__clock_ns();
+    s->now = hp__stack_clock(s);
     int work = 0;
     for (int i = 0; i < s->nifaces; i++) {
         struct hp__iface *ifc = s->ifaces[i];
@@ -284,11 +284,18 @@ HP_API int hp_stack_poll(struct hp_stack *s)
     return work;
 }
 
+void hp__stack_set_clock(struct hp_stack *s, uint64_t (*fn)(void *arg), void *arg)
+{
+    s->clock_fn = fn;
+    s->clock_arg = arg;
+    s->now = hp__stack_clock(s);
+}
+
 HP_API int64_t hp_stack_next_timer_ns(const struct hp_stack *s)
 {
     if (!s || s->nheap == 0)
         return -1;
-    uint64_t due = s->heap[0]->due, now = hp__clock_ns();
+    uint64_t due = s->heap[0]->due, now = hp__stack_clock(s);
     return due > now ? (int64_t)(due - now) : 0;
 }
 

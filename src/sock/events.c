@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "internal.h"
+#include "tcp_internal.h"
 
 int hp__sock_init(struct hp_stack *s)
 {
@@ -17,6 +18,12 @@ int hp__sock_init(struct hp_stack *s)
      * the address of the state is good enough for both). */
     st->ephemeral_next = (uint16_t)(49152u + (uint32_t)(((uintptr_t)st >> 6) % 16384u));
     s->sock = st;
+    int err = hp__tcp_init(s);
+    if (err < 0) {
+        free(st);
+        s->sock = NULL;
+        return err;
+    }
     return 0;
 }
 
@@ -25,6 +32,7 @@ void hp__sock_fini(struct hp_stack *s)
     if (!s->sock)
         return;
     hp__udp_fini(s);
+    hp__tcp_fini(s);
     free(s->sock);
     s->sock = NULL;
 }

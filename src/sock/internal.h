@@ -25,12 +25,14 @@ struct hp__sock_ev {
 #define HP__UDP_HASH 1024u /* port table buckets (a power of two) */
 
 struct hp_udp_sock;
+struct hp__tcp_state;
 
 struct hp__sock_state {
     struct hp__sock_ev ready;        /* list head (circular) */
     struct hp_udp_sock *udp_hash[HP__UDP_HASH]; /* bound sockets, by local port */
     struct hp_udp_sock *all;         /* every open UDP socket (for fini) */
     uint16_t ephemeral_next;         /* where the search for a free port starts */
+    struct hp__tcp_state *tcp;       /* tcp.c */
 };
 
 /* Raise events on a socket: added to the ready list if not there. */

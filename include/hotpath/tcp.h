@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* TCP sockets on an hp_stack (RFC 9293 and companions): non-blocking listen, accept, connect, send, recv, shutdown, close, options, IPv4 and IPv6. */
+#ifndef HOTPATH_TCP_H
+#define HOTPATH_TCP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hotpath/buf.h>
+#include <hotpath/sock.h>
+#include <hotpath/stack.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * A TCP socket belongs to one stack and is used from the stack's thread,
+ * like everything on a stack. Every call is non-blocking: -EAGAIN when
+ * nothing can be done now; wait for readiness through hp_stack_events():
+ *
+ *   HP_EV_IN   a listener has a connection to accept; a connection has
+ *              data to receive, or the peer's FIN (hp_tcp_recv returns 0)
+ *   HP_EV_OUT  a connect() completed; room in the send buffer again
+ *   HP_EV_ERR  the connection failed (reset, timeout, refused): read the
+ *              reason with hp_tcp_error()
+ *   HP_EV_HUP  the connection is over in both directions (closed or reset)
+ *
+ * Events are edge-triggered: each is reported once per change. The state
+ * behind them can be read at any time with hp_tcp_poll().
+ *
+ * A socket is a listener or a connection, never both. After hp_tcp_close()
+ * the handle is gone; the connection may live on inside the stack to
+ * deliver what was sent and close in order (FIN_WAIT, TIME_WAIT), as a
+ * kernel's orphaned sockets do. hp_stack_destroy() frees everything.
+ */
+struct hp_tcp_sock;
+
+/** RFC 9293 section 3.3.2 states. */
+enum hp_tcp_state {
+    HP_TCP_CLOSED = 0,
+    HP_TCP_LISTEN,
+    HP_TCP_SYN_SENT,
+    HP_TCP_SYN_RECEIVED,
+    HP_TCP_ESTABLISHED,
+    HP_TCP_FIN_WAIT_1,
+    HP_TCP_FIN_WAIT_2,
+    HP_TCP_CLOSE_WAIT,
+    HP_TCP_CLOSING,
+    HP_TCP_LAST_ACK,
+    HP_TCP_TIME_WAIT,
+};
+
+/**
+ * Stack-wide TCP parameters (the knobs of docs/knobs.md). A zeroed field
+ * asks for its default. Set them with hp_tcp_configure() before the first
+ * TCP socket of the stack is opened.
+ */
+struct hp_tcp_config {
+    uint32_t max_conns;        /**< connections of all states, TIME_WAIT included; 0: 65536 */
+    uint32_t sndbuf;           /**< default send buffer in bytes; 0: 262144 */
+    uint32_t rcvbuf;           /**< default receive buffer (the most we advertise); 0: 262144 */
+    uint32_t ooo_max_segs;     /**< out-of-order segments held per connection; 0: 256 */
+    uint32_t delack_ms;        /**< delayed ACK timeout (RFC 9293 3.8.6.3: < 500); 0: 40 */
+    uint32_t delack_segs;      /**< ACK at once every this many full-sized segments; 0: 2 */
+    uint32_t rto_min_ms;       /**< lower bound of the RTO; 0: 200 (Linux; RFC 6298 says 1000) */
+    uint32_t rto_max_ms;       /**< upper bound of the RTO; 0: 60000 */
+    uint32_t rto_initial_ms;   /**< before the first RTT sample (RFC 6298 2.1); 0: 1000 */
+    uint32_t syn_retries;      /**< SYN / SYN-ACK retransmissions before giving up; 0: 6 */
+    uint32_t data_retries;     /**< retransmissions of one segment before the connection is dropped (RFC 9293 3.8.3 R2); 0: 15 */
+    uint32_t time_wait_ms;     /**< TIME_WAIT (2 MSL); 0: 60000 */
+    uint32_t fin_wait2_ms;     /**< an orphaned FIN_WAIT_2 waits this long for the peer's FIN; 0: 60000 */
+    uint32_t keepalive_idle_s; /**< idle time before the first keepalive probe (RFC 9293 3.8.4: >= 2 h); 0: 7200 */
+    uint32_t keepalive_intvl_s;/**< between probes; 0: 75 */
+    uint32_t keepalive_probes; /**< unanswered probes before the connection is dropped; 0: 9 */
+    uint32_t challenge_ack_limit; /**< RFC 5961 challenge ACKs per second, stack-wide; 0: 1000 */
+    uint32_t syn_backlog_max;  /**< upper bound of every listen backlog; 0: 4096 */
+    uint16_t mss;              /**< our MSS when smaller than the interface's MTU allows; 0: from the MTU */
+    bool no_syncookies;        /**< never answer with SYN cookies when a SYN queue is full (drop instead) */
+    bool no_timestamps;        /**< do not offer RFC 7323 timestamps */
+    bool no_window_scaling;    /**< do not offer RFC 7323 window scaling */
+    bool tw_reuse;             /**< connect() may reuse a 4-tuple in TIME_WAIT (RFC 6191 rules) */
+};
+
+/**
+ * Set the stack's TCP parameters (copied). @return 0, -EINVAL (a value out
+ * of range: rto_min above rto_max, delack_ms >= 500, a buffer below 2048 or
+ * above 1 GiB...), -EBUSY (TCP sockets already exist).
+ */
+HP_API int hp_tcp_configure(struct hp_stack *s, const struct hp_tcp_config *cfg);
+
+/** The parameters in force, defaults filled in. */
+HP_API void hp_tcp_get_config(const struct hp_stack *s, struct hp_tcp_config *out);
+
+/**
+ * Open a socket of family 4 or 6 on s; `user` comes back in its events.
+ * @return the socket (state CLOSED), or NULL with errno EINVAL, ENOMEM or
+ *         ENFILE (max_conns reached).
+ */
+HP_API struct hp_tcp_sock *hp_tcp_open(struct hp_stack *s, int family, void *user);
+
+/**
+ * Bind to a local address (all zeros: any of ours) and port (0: an
+ * ephemeral one). @return 0, -EADDRINUSE, -EADDRNOTAVAIL (not our
+ * address), -EINVAL (already bound, wrong family, not CLOSED).
+ */
+HP_API int hp_tcp_bind(struct hp_tcp_sock *t, const struct hp_sockaddr *local);
+
+/**
+ * Listen (passive open). backlog bounds both the connections still in the
+ * handshake (the SYN queue) and those waiting for hp_tcp_accept(); it is
+ * clamped to [1, syn_backlog_max]. When the SYN queue is full, SYNs are
+ * answered with SYN cookies (RFC 4987 3.6) unless no_syncookies.
+ * Binds to an ephemeral port first if unbound.
+ * @return 0, -EINVAL (not CLOSED), -EADDRINUSE.
+ */
+HP_API int hp_tcp_listen(struct hp_tcp_sock *t, int backlog);
+
+/**
+ * Take an established connection from a listener's queue. It gets `user`
+ * for its events; peer may be NULL.
+ * @return the connection, or NULL with errno EAGAIN (none waiting) or
+ *         EINVAL (not a listener).
+ */
+HP_API struct hp_tcp_sock *hp_tcp_accept(struct hp_tcp_sock *listener, void *user,
+                                         struct hp_sockaddr *peer);
+
+/**
+ * Active open: send a SYN to remote. Binds to an ephemeral port first if
+ * unbound (RFC 6056 algorithm 4; a tuple in TIME_WAIT is reused only with
+ * tw_reuse). Completion is HP_EV_OUT (state ESTABLISHED); failure is
+ * HP_EV_ERR with hp_tcp_error() -ECONNREFUSED or -ETIMEDOUT.
+ * @return -EINPROGRESS (the normal case), -EHOSTUNREACH (no route),
+ *         -EADDRNOTAVAIL (no free port), -EISCONN, -EALREADY, -EINVAL,
+ *         -ENOBUFS.
+ */
+HP_API int hp_tcp_connect(struct hp_tcp_sock *t, const struct hp_sockaddr *remote);
+
+/**
+ * Queue up to len bytes for sending (copied). Data may be queued before
+ * the handshake ends (it goes once the connection is established).
+ * @return the bytes taken (> 0, possibly fewer than len), -EAGAIN (the
+ *         send buffer is full: wait for HP_EV_OUT), -ENOTCONN (not
+ *         connected or connecting), -EPIPE (sending was shut down, or the
+ *         peer reset: the error is reported once as -ECONNRESET first).
+ */
+HP_API long hp_tcp_send(struct hp_tcp_sock *t, const void *data, size_t len);
+
+/**
+ * Zero-copy send: the stack takes b (a chain, data offset at the payload)
+ * as a whole into the send queue, or not at all. The bytes are copied into
+ * the segments at transmission, so b needs no headroom.
+ * @return b's length (the stack owns b), or the errors of hp_tcp_send()
+ *         (-EAGAIN when b does not fit the free room; the caller still owns b).
+ */
+HP_API long hp_tcp_send_buf(struct hp_tcp_sock *t, struct hp_buf *b);
+
+/**
+ * Receive up to cap bytes, in order.
+ * @return bytes copied (> 0), 0 at end of stream (the peer's FIN, once
+ *         everything before it was read), -EAGAIN (nothing yet),
+ *         -ENOTCONN, -ECONNRESET / -ETIMEDOUT (the connection failed).
+ */
+HP_API long hp_tcp_recv(struct hp_tcp_sock *t, void *data, size_t cap);
+
+/**
+ * Zero-copy receive: *b gets the next received buffer (data offset at its
+ * payload; one segment's worth or more); the caller owns it.
+ * @return its length, 0 at end of stream (*b NULL), or the errors of
+ *         hp_tcp_recv().
+ */
+HP_API long hp_tcp_recv_buf(struct hp_tcp_sock *t, struct hp_buf **b);
+
+#define HP_TCP_SHUT_RD 0x1 /**< discard further data (the peer is not told) */
+#define HP_TCP_SHUT_WR 0x2 /**< send a FIN after the queued data (half-close) */
+
+/** Shut down one or both directions. @return 0, -ENOTCONN, -EINVAL. */
+HP_API int hp_tcp_shutdown(struct hp_tcp_sock *t, int how);
+
+/**
+ * Close the handle. A connection sends what is queued and then a FIN, and
+ * finishes closing inside the stack; with unread received data (RFC 9293
+ * 3.10.4 leaves it open; like Linux) or HP_TCP_OPT_LINGER0, it is reset
+ * at once instead. A listener resets the connections in its queues.
+ * NULL is a no-op. @return 0.
+ */
+HP_API int hp_tcp_close(struct hp_tcp_sock *t);
+
+/** Reset the connection at once (RFC 9293 3.10.5 ABORT) and close the handle. NULL is a no-op. @return 0. */
+HP_API int hp_tcp_abort(struct hp_tcp_sock *t);
+
+/** Per-socket options. */
+enum hp_tcp_opt {
+    HP_TCP_OPT_NODELAY = 1,  /**< 1: no Nagle (RFC 9293 3.7.4); default 0 */
+    HP_TCP_OPT_SNDBUF,       /**< send buffer bytes (2048 .. 1 GiB) */
+    HP_TCP_OPT_RCVBUF,       /**< receive buffer bytes (2048 .. 1 GiB); set before connect/listen for the window scale */
+    HP_TCP_OPT_KEEPALIVE,    /**< 1: send keepalive probes (RFC 9293 3.8.4); default 0 */
+    HP_TCP_OPT_KEEPIDLE,     /**< seconds idle before the first probe */
+    HP_TCP_OPT_KEEPINTVL,    /**< seconds between probes */
+    HP_TCP_OPT_KEEPCNT,      /**< probes before giving up */
+    HP_TCP_OPT_LINGER0,      /**< 1: hp_tcp_close() resets instead of closing in order */
+    HP_TCP_OPT_QUICKACK,     /**< 1: acknowledge every segment at once (no delayed ACK) */
+    HP_TCP_OPT_MAXSEG,       /**< our MSS (88 .. 65495), before connect/listen */
+};
+
+/** Set an option. @return 0, -EINVAL (unknown option or value out of range). */
+HP_API int hp_tcp_setopt(struct hp_tcp_sock *t, enum hp_tcp_opt opt, long value);
+/** Read an option. @return 0 with *value set, or -EINVAL. */
+HP_API int hp_tcp_getopt(const struct hp_tcp_sock *t, enum hp_tcp_opt opt, long *value);
+
+/** HP_EV_* bits that hold now (level-triggered view). */
+HP_API uint32_t hp_tcp_poll(const struct hp_tcp_sock *t);
+
+/** The pending error (-ECONNRESET, -ECONNREFUSED, -ETIMEDOUT...), cleared by reading; 0 if none. */
+HP_API int hp_tcp_error(struct hp_tcp_sock *t);
+
+HP_API enum hp_tcp_state hp_tcp_state(const struct hp_tcp_sock *t);
+/** "ESTABLISHED", ... ; "?" for a value out of range. */
+HP_API const char *hp_tcp_state_name(int state);
+
+/** Local and remote endpoints (zeros when not bound / not connected). */
+HP_API void hp_tcp_local(const struct hp_tcp_sock *t, struct hp_sockaddr *out);
+HP_API void hp_tcp_peer(const struct hp_tcp_sock *t, struct hp_sockaddr *out);
+
+/** A connection's counters and estimates, like Linux's struct tcp_info. */
+struct hp_tcp_info {
+    uint8_t state;               /**< enum hp_tcp_state */
+    bool ts_ok, ws_ok;           /**< timestamps / window scaling in use */
+    uint8_t snd_wscale, rcv_wscale;
+    uint32_t snd_mss, rcv_mss;
+    uint32_t rto_us, srtt_us, rttvar_us;
+    uint32_t cwnd, ssthresh;     /**< bytes */
+    uint32_t snd_wnd, rcv_wnd;   /**< bytes */
+    uint32_t unacked;            /**< bytes sent, not yet acknowledged */
+    uint32_t sndq, rcvq;         /**< bytes queued to send (sent or not) / to read */
+    uint32_t ooo_segs;           /**< out-of-order segments held */
+    uint64_t bytes_sent, bytes_acked, bytes_received;
+    uint64_t segs_out, segs_in, retrans_segs;
+    uint32_t fast_retrans, timeouts, dupacks_in;
+};
+
+/** Fill *out. @return 0, or -EINVAL. */
+HP_API int hp_tcp_get_info(const struct hp_tcp_sock *t, struct hp_tcp_info *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,414 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Private declarations of TCP: the connection block, the listener's queues, and the calls between tcp.c, tcp_bufq.c, tcp_input.c, tcp_output.c and tcp_timer.c. */
+#ifndef HOTPATH_SOCK_TCP_INTERNAL_H
+#define HOTPATH_SOCK_TCP_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <hotpath/tcp.h>
+
+#include "internal.h"
+#include "tcp_cc.h"
+#include "tcp_hash.h"
+#include "tcp_rtt.h"
+#include "tcp_seq.h"
+#include "tcp_table.h"
+
+/*
+ * Who writes what
+ * ---------------
+ *   tcp.c         the API of include/hotpath/tcp.h; configuration; the
+ *                 per-stack TCP state; connection allocation and freeing;
+ *                 the lifecycle transitions every module calls
+ *                 (hp__tcp_established, hp__tcp_drop, hp__tcp_set_state...)
+ *   tcp_bufq.c    byte queues in buffers (send and receive queues)
+ *   tcp_input.c   segment arrival (RFC 9293 3.10.7): checksum, parse,
+ *                 demultiplexing, LISTEN (SYN queue, SYN cookies),
+ *                 SYN-SENT, the checks of 3.10.7.4 with RFC 5961 and PAWS,
+ *                 ACK processing (RTT, NewReno), data and out-of-order
+ *                 reassembly, FIN; RSTs for segments without a connection
+ *   tcp_output.c  building and sending segments: data (Nagle, SWS, cwnd,
+ *                 the peer's window), SYN, SYN-ACK, FIN, ACK (delayed or
+ *                 not), RST, retransmission; the receive window we offer
+ *   tcp_timer.c   the timers: retransmission (RTO, SYN, persist/zero window
+ *                 probe), delayed ACK, keepalive, FIN_WAIT_2, TIME_WAIT
+ *
+ * Sequence numbers
+ * ----------------
+ * RFC 9293 3.3.1 names, as fields: snd_una, snd_nxt, snd_wnd, snd_wl1,
+ * snd_wl2, iss, rcv_nxt, rcv_wnd, irs. Beyond them:
+ *
+ *   snd_max   one past the highest sequence number ever sent. snd_nxt is
+ *             where the next segment starts; after a retransmission
+ *             timeout snd_nxt goes back to snd_una (go-back-N, as BSD and
+ *             RFC 5681 3.1 allow) and segments below snd_max are
+ *             retransmissions. Always snd_una <= snd_nxt <= snd_max.
+ *   sndq      the bytes the user gave us that are not acknowledged: its
+ *             first byte has sequence number sndq_seq() (iss + 1 until our
+ *             SYN is acknowledged, snd_una after), sent or not.
+ *   FIN       our FIN, once queued (HP__TCPF_FIN_QUEUED), takes the
+ *             sequence number fin_seq() = sndq_seq() + sndq.bytes; it is
+ *             sent after the last byte (HP__TCPF_FIN_SENT once snd_max
+ *             covers it) and acknowledged when snd_una == fin_seq() + 1.
+ *   rcv_adv   the right edge of the window we last advertised (rcv_nxt +
+ *             window at the time). We never move it left (RFC 9293
+ *             3.8.6.2.2: no shrinking): a later window is at least
+ *             rcv_adv - rcv_nxt.
+ *
+ * Windows: snd_wnd and rcv_wnd are bytes, already scaled. snd_wscale is
+ * the shift the peer asked for (applied to the window field of segments
+ * we receive), rcv_wscale ours (applied to the windows we send); both 0
+ * without HP__TCPF_WS_OK, and never applied to a SYN's window (RFC 7323
+ * 2.2).
+ *
+ * MSS: smss is the segment size of RFC 5681 2 (the peer's MSS option, or
+ * 536 / 1220 without one, RFC 9293 3.7.1, RFC 8200 8.3; capped by our
+ * route's MTU - 40 / 60); mss_eff is the payload of a full segment we send
+ * (smss minus the 12 bytes of the timestamp option when in use). rmss is
+ * the MSS we announced: a received segment of rmss - 12 (timestamps) or
+ * more is "full-sized" for the delayed ACK rule.
+ *
+ * Times: the stack's clock s->now, ns. Our timestamp clock (TSval) ticks
+ * every ms: hp__tcp_ts_now(c) = s->now / 1e6 + c->ts_offset (a per-
+ * connection random offset, RFC 7323 5.4 and 7.1).
+ *
+ * Buffers
+ * -------
+ * Every buffer a connection holds (send queue, receive queue, out-of-order
+ * list) is accounted in its queue's byte count; hp__tcp_conn_free() and
+ * hp__tcp_drop() free them all. A segment we send is a fresh buffer from
+ * the route's interface pool (hp__alloc), with the payload copied into it:
+ * the send queue keeps its bytes until they are acknowledged.
+ * A received segment's buffer moves into the receive queue or the out-of-
+ * order list as is (zero copy), trimmed to the new bytes; small segments
+ * may be copied into the tail buffer's tailroom instead (see
+ * hp__tcp_bufq_push_small) so that a stream of tiny segments does not pin
+ * one pool buffer each.
+ *
+ * Readiness: the connection's ev; modules call hp__tcp_wake(c, HP_EV_*).
+ */
+
+struct hp__tcp_state;
+
+/* ---- byte queues (tcp_bufq.c) ----------------------------------------------- */
+
+/*
+ * A byte stream held in a list of buffers linked through hp_buf.next (the
+ * chain field: the queue is one long chain; pkt_len and nb_segs of its
+ * buffers mean nothing while queued). Each buffer's bytes are its
+ * [data_off, data_off + data_len). Empty buffers never stay in a queue.
+ *
+ * `start` is the stream offset of the first byte (bytes dropped from the
+ * front so far), so positions are absolute 64-bit offsets that do not move
+ * when the front is dropped. A cursor remembers the last buffer a copy
+ * ended in, so that copying segment after segment from the middle (the
+ * transmit path) does not walk from the head each time.
+ */
+struct hp__tcp_bufq {
+    struct hp_buf *head, *tail;
+    uint32_t bytes;           /* queued bytes */
+    uint32_t nbufs;           /* buffers in the list */
+    uint64_t start;           /* stream offset of head's first byte */
+    struct hp_buf *cur;       /* cursor: a buffer in the list, or NULL */
+    uint64_t cur_off;         /* stream offset of cur's first byte */
+};
+
+void hp__tcp_bufq_init(struct hp__tcp_bufq *q);
+/* Free every buffer; the queue is empty after (start moves past them). */
+void hp__tcp_bufq_purge(struct hp__tcp_bufq *q);
+/* Append every segment of chain b (segments with data_len 0 are freed).
+ * Takes b. */
+void hp__tcp_bufq_push(struct hp__tcp_bufq *q, struct hp_buf *b);
+/* Append b (one segment) for the receive queue: when its data_len is at
+ * most `small` and the tail buffer has that much tailroom (and is not
+ * shared), the bytes are copied there and b is freed; else as push. Takes b. */
+void hp__tcp_bufq_push_small(struct hp__tcp_bufq *q, struct hp_buf *b, uint32_t small);
+/* Copy up to len bytes from data into the queue: into the tail buffer's
+ * tailroom first (if not shared), then into new buffers from pool (whole
+ * data room, data_off 0). @return bytes copied: fewer than len when the
+ * pool ran out (0 if nothing). */
+uint32_t hp__tcp_bufq_append(struct hp__tcp_bufq *q, struct hp_pool *pool, const void *data, uint32_t len);
+/* Drop n bytes (at most q->bytes) from the front; freed buffers go back
+ * to their pools. */
+void hp__tcp_bufq_drop(struct hp__tcp_bufq *q, uint32_t n);
+/* Copy len bytes starting at stream offset off (q->start <= off,
+ * off + len <= q->start + q->bytes) to dst, using and moving the cursor. */
+void hp__tcp_bufq_copy(struct hp__tcp_bufq *q, uint64_t off, uint32_t len, void *dst);
+/* Copy len bytes from the front to dst and drop them (recv). len <= bytes. */
+void hp__tcp_bufq_read(struct hp__tcp_bufq *q, void *dst, uint32_t len);
+/* Detach the head buffer (recv_buf): the caller owns it (a one-segment
+ * chain with pkt_len = data_len). NULL when empty. */
+struct hp_buf *hp__tcp_bufq_pop(struct hp__tcp_bufq *q);
+
+/* ---- the connection block --------------------------------------------------- */
+
+/* c->flags */
+#define HP__TCPF_ACK_NOW       0x00000001u /* send an ACK at the next hp__tcp_output */
+#define HP__TCPF_DACK          0x00000002u /* an ACK is owed, delayed (t_dack armed) */
+#define HP__TCPF_NODELAY       0x00000004u /* no Nagle */
+#define HP__TCPF_TS_OK         0x00000008u /* timestamps negotiated */
+#define HP__TCPF_WS_OK         0x00000010u /* window scaling negotiated */
+#define HP__TCPF_FIN_QUEUED    0x00000020u /* our FIN follows the send queue */
+#define HP__TCPF_FIN_SENT      0x00000040u /* snd_max covers our FIN */
+#define HP__TCPF_FIN_RCVD      0x00000080u /* the peer's FIN is in (rcv_nxt is past it) */
+#define HP__TCPF_SHUT_RD       0x00000100u /* received data is discarded */
+#define HP__TCPF_ORPHAN        0x00000200u /* the user closed the handle */
+#define HP__TCPF_COOKIE        0x00000400u /* made from a SYN cookie */
+#define HP__TCPF_SYN_LOST      0x00000800u /* our SYN / SYN-ACK was retransmitted */
+#define HP__TCPF_KEEPALIVE     0x00001000u /* keepalive probes on */
+#define HP__TCPF_QUICKACK      0x00002000u /* no delayed ACKs */
+#define HP__TCPF_LINGER0       0x00004000u /* close resets */
+#define HP__TCPF_IN_TABLE      0x00008000u /* key is in the connection map */
+#define HP__TCPF_LISTEN_KEY    0x00010000u /* key is in the listen map */
+#define HP__TCPF_WILDCARD      0x00020000u /* bound to the any address */
+#define HP__TCPF_BOUND         0x00040000u /* local port chosen */
+#define HP__TCPF_PERSIST       0x00080000u /* t_rtx is the persist (zero window probe) timer */
+#define HP__TCPF_RTT_TIMING    0x00100000u /* rtt_seq / rtt_start time one segment (no timestamps) */
+#define HP__TCPF_EOF_SEEN      0x00200000u /* the user read the end of stream */
+#define HP__TCPF_ACCEPTED      0x00400000u /* handed to the user by accept (or created by open) */
+#define HP__TCPF_SEND_SPACE    0x00800000u /* the user hit a full send buffer: raise OUT when room is back */
+
+struct hp_tcp_sock {
+    struct hp__tcp_key key;      /* first: the entry of the connection or listen map */
+    struct hp_stack *s;
+    uint8_t state;               /* enum hp_tcp_state */
+    uint8_t family;              /* 4 or 6 */
+    uint8_t snd_wscale, rcv_wscale;
+    uint32_t flags;              /* HP__TCPF_* */
+
+    /* send sequence space */
+    uint32_t iss, snd_una, snd_nxt, snd_max;
+    uint32_t snd_wnd, snd_wl1, snd_wl2;
+    uint32_t max_snd_wnd;        /* largest window the peer offered (RFC 5961 5.2; sender SWS, RFC 9293 3.8.6.2.1) */
+    uint16_t smss, mss_eff, rmss;
+    uint8_t rtx_count;           /* consecutive retransmissions by timer of the same segment (R2 counter) */
+    uint8_t ka_probes;           /* keepalive probes unanswered */
+
+    /* receive sequence space */
+    uint32_t irs, rcv_nxt, rcv_wnd, rcv_adv;
+    uint32_t last_ack_sent;      /* RCV.NXT in the last segment we sent (RFC 7323 4.3 TS.Recent rule) */
+    uint16_t segs_unacked;       /* full-sized segments received since our last ACK */
+
+    /* timestamps (RFC 7323) */
+    uint32_t ts_recent;
+    uint32_t ts_offset;
+    uint64_t ts_recent_ns;       /* when ts_recent was set (PAWS idle rule, 5.5) */
+
+    /* RTT and congestion control */
+    struct hp__tcp_rtt rtt;
+    struct hp__tcp_cc cc;
+    uint32_t rtt_seq;            /* without timestamps: the segment being timed ends here */
+    uint64_t rtt_start_ns;
+    uint64_t last_send_ns;       /* last time we sent data (RFC 5681 4.1 restart after idle) */
+    uint64_t last_rcv_ns;        /* last time a segment arrived (keepalive idle) */
+
+    /* queues */
+    struct hp__tcp_bufq sndq;    /* unacknowledged user bytes, sent and unsent */
+    struct hp__tcp_bufq rcvq;    /* in-order bytes not yet read */
+    struct hp_buf *ooo;          /* out-of-order segments, sorted by sequence, not overlapping; linked
+                                  * through next; each buffer's starting sequence number in its `reserved` field */
+    uint32_t ooo_n, ooo_bytes;
+    uint32_t sndbuf, rcvbuf;     /* limits in bytes on sndq.bytes and rcvq.bytes + ooo_bytes */
+
+    /* timers (tcp_timer.c) */
+    struct hp__timer t_rtx;      /* retransmission, SYN, or persist (HP__TCPF_PERSIST) */
+    struct hp__timer t_dack;     /* delayed ACK */
+    struct hp__timer t_misc;     /* keepalive, FIN_WAIT_2, TIME_WAIT */
+    uint64_t rtx_due;            /* when t_rtx should fire: it may be armed earlier and re-arm itself (lazy restart) */
+    uint8_t persist_shift;       /* persist timer back-off */
+    uint32_t ka_idle_s, ka_intvl_s, ka_cnt;
+
+    /* the route our segments take (chosen at connect / accept) */
+    struct hp__route rt;
+
+    /* the user side */
+    struct hp__sock_ev ev;
+    int err;                     /* pending error (-errno), 0 if none */
+
+    /* listener queues: a listener's own; a connection's links into its parent's */
+    struct hp_tcp_sock *parent;  /* the listener of a connection not yet accepted */
+    struct hp_tcp_sock *qnext, *qprev; /* in parent's syn or accept list */
+    struct hp__tcp_listenq *lq;  /* a listener's queues (NULL for a connection) */
+    struct hp_tcp_sock *anext, *aprev; /* every TCP socket of the stack (teardown) */
+
+    struct hp_tcp_info_ctr {     /* hp_tcp_get_info's counters */
+        uint64_t bytes_sent, bytes_acked, bytes_received;
+        uint64_t segs_out, segs_in, retrans_segs;
+        uint32_t fast_retrans, timeouts, dupacks_in;
+    } st;
+};
+
+/* A listener's queues. Connections in SYN_RECEIVED sit on syn (count
+ * nsyn); established, not yet accepted ones on acc (count nacc). Both are
+ * bounded by backlog. */
+struct hp__tcp_listenq {
+    uint32_t backlog;
+    uint32_t nsyn, nacc;
+    struct hp_tcp_sock *syn_head;              /* doubly linked through qnext/qprev */
+    struct hp_tcp_sock *acc_head, *acc_tail;   /* FIFO through qnext/qprev */
+};
+
+/* The stack's TCP state (s->sock->tcp). */
+struct hp__tcp_state {
+    struct hp_tcp_config cfg;     /* defaults filled in */
+    struct hp__tcp_table *table;
+    struct hp__tcp_secret secret; /* ISNs, cookies, timestamp offsets */
+    struct hp_tcp_sock *all;      /* every TCP socket (anext/aprev) */
+    uint32_t nconns;              /* sockets allocated (any state) */
+    struct hp__bucket challenge;  /* RFC 5961 7: challenge ACK rate limit */
+};
+
+static inline struct hp__tcp_state *hp__tcp(struct hp_stack *s)
+{
+    return s->sock->tcp;
+}
+
+static inline uint32_t hp__tcp_ts_now(const struct hp_tcp_sock *c)
+{
+    return (uint32_t)(c->s->now / 1000000u) + c->ts_offset;
+}
+static inline uint32_t hp__tcp_sndq_seq(const struct hp_tcp_sock *c)
+{
+    /* Before our SYN is acknowledged snd_una == iss. */
+    return c->snd_una == c->iss ? c->iss + 1 : c->snd_una;
+}
+static inline uint32_t hp__tcp_fin_seq(const struct hp_tcp_sock *c)
+{
+    return hp__tcp_sndq_seq(c) + c->sndq.bytes;
+}
+static inline bool hp__tcp_synchronized(const struct hp_tcp_sock *c)
+{
+    return c->state >= HP_TCP_ESTABLISHED;
+}
+
+/* ---- tcp.c: lifecycle -------------------------------------------------------- */
+
+int hp__tcp_init(struct hp_stack *s);      /* from hp__sock_init */
+void hp__tcp_fini(struct hp_stack *s);     /* from hp__sock_fini: frees every socket, sends nothing */
+
+/* A new connection block for the stack: defaults from the config (buffers,
+ * keepalive, rto via hp__tcp_rtt_init), timers initialised, on the `all`
+ * list, state CLOSED, not in any map. NULL (counted in
+ * TCP_CONN_LIMIT_DROPS) at max_conns, or on ENOMEM. */
+struct hp_tcp_sock *hp__tcp_conn_new(struct hp_stack *s, int family);
+/* Free a connection block: out of its map and its parent's queue, timers
+ * cancelled, every queued buffer freed, off the ready list. */
+void hp__tcp_conn_free(struct hp_tcp_sock *c);
+/* Move to a state (for the record; the only place state changes, so
+ * tests and tracing can hook it). */
+void hp__tcp_set_state(struct hp_tcp_sock *c, enum hp_tcp_state st);
+/* The handshake completed (SYN_SENT or SYN_RECEIVED -> ESTABLISHED, or a
+ * cookie connection born established): for a passive one, moves it from
+ * its listener's SYN queue to the accept queue (or, if that is full,
+ * returns -ENOSPC and the caller drops the ACK, counted in
+ * TCP_LISTEN_OVERFLOWS: the connection stays in SYN_RECEIVED); raises
+ * HP_EV_IN on the listener; for an active one, HP_EV_OUT on c. Starts
+ * congestion control (hp__tcp_cc_init) and the keepalive timer.
+ * @return 0 or -ENOSPC. */
+int hp__tcp_established(struct hp_tcp_sock *c);
+/* The connection is over without a proper close: reset received, retries
+ * exhausted, keepalive failed, aborted. Cancels timers, purges the queues,
+ * removes it from the connection map, state CLOSED, c->err = err (a
+ * negative errno: -ECONNRESET, -ECONNREFUSED, -ETIMEDOUT...), raises
+ * HP_EV_ERR | HP_EV_HUP | HP_EV_IN. Frees c at once when the user holds
+ * no handle (orphan, or not yet accepted). Sends nothing: callers that
+ * owe a RST send it first. Counts TCP_ESTAB_RESETS / TCP_ATTEMPT_FAILS. */
+void hp__tcp_drop(struct hp_tcp_sock *c, int err);
+/* The connection closed in order (LAST_ACK acknowledged, TIME_WAIT
+ * expired, CLOSING/FIN_WAIT_2 orphan timeout): state CLOSED, out of the
+ * map, HP_EV_HUP; freed if orphaned. */
+void hp__tcp_closed(struct hp_tcp_sock *c);
+/* Raise events on c (no-op for an orphan or a connection not yet accepted). */
+void hp__tcp_wake(struct hp_tcp_sock *c, uint32_t events);
+
+/* ---- tcp_input.c ------------------------------------------------------------- */
+
+/* A received segment, data offset at the TCP header, l3_len set; src/dst
+ * of the IP header (4 or 16 bytes). Consumes b. Counted: TCP_IN_SEGS and
+ * the drop reasons. */
+void hp__tcp_input(struct hp__iface *ifc, struct hp_buf *b, int family, const uint8_t *src,
+                   const uint8_t *dst);
+/* Free c's out-of-order list (from hp__tcp_conn_free / hp__tcp_drop). */
+void hp__tcp_ooo_purge(struct hp_tcp_sock *c);
+
+/* ---- tcp_output.c ------------------------------------------------------------ */
+
+/*
+ * Send what the connection may send now: new or go-back-N data from
+ * snd_nxt within min(cwnd, snd_wnd) (Nagle unless NODELAY, sender SWS
+ * avoidance of RFC 9293 3.8.6.2.1), our FIN when due, and an ACK if
+ * HP__TCPF_ACK_NOW is set and no data segment carried it. Arms the
+ * retransmission timer when data is outstanding, the persist timer when
+ * the peer's window is zero and data waits. Every segment carries ACK
+ * (once synchronized), our window and the timestamp option when in use;
+ * sending any segment clears ACK_NOW, DACK (cancelling t_dack) and
+ * segs_unacked, and sets last_ack_sent / rcv_adv.
+ * @return segments sent (>= 0).
+ */
+int hp__tcp_output(struct hp_tcp_sock *c);
+/* Our SYN (SYN_SENT) or SYN-ACK (SYN_RECEIVED), with the options we offer
+ * (MSS, window scale, timestamps; for a cookie SYN-ACK none but MSS). Sets
+ * snd_max to iss + 1 and arms t_rtx (first send) . @return 0 or -ENOBUFS. */
+int hp__tcp_send_syn(struct hp_tcp_sock *c);
+/* An ACK now (pure, or a challenge ACK of RFC 5961, or the reply to an
+ * unacceptable segment of 3.10.7.4). @return 0 or -ENOBUFS. */
+int hp__tcp_send_ack(struct hp_tcp_sock *c);
+/* RFC 5961 7: a challenge ACK, rate limited stack-wide (counted
+ * TCP_CHALLENGE_ACKS or TCP_CHALLENGE_ACK_LIMITED). */
+void hp__tcp_challenge_ack(struct hp_tcp_sock *c);
+/* A RST from c (abort, close with unread data, keepalive / retry
+ * failures need none): <SEQ=SND.NXT><CTL=RST> (RFC 9293 3.10.5). */
+void hp__tcp_send_rst(struct hp_tcp_sock *c);
+/* A RST in reply to segment r that has no connection (RFC 9293 3.10.7.1):
+ * if r has ACK, <SEQ=SEG.ACK><CTL=RST>; else <SEQ=0><ACK=SEG.SEQ+SEG.LEN>
+ * <CTL=RST,ACK>. Never in reply to a RST. src/dst as received. */
+void hp__tcp_send_rst_reply(struct hp_stack *s, int family, const uint8_t *src, const uint8_t *dst,
+                            const struct hp_tcp_repr *r);
+/* A SYN-ACK carrying a cookie for SYN r, sent statelessly by listener l
+ * (hp__tcp_cookie_make; TCP_SYNCOOKIES_SENT). No options but MSS. */
+void hp__tcp_send_cookie_synack(struct hp_tcp_sock *l, int family, const uint8_t *src,
+                                const uint8_t *dst, const struct hp_tcp_repr *r);
+/* Retransmit the first unacknowledged segment (fast retransmit, partial
+ * ACK, RTO): data from snd_una, or SYN / FIN alone. Counted
+ * TCP_RETRANS_SEGS. @return 0 or -ENOBUFS. */
+int hp__tcp_retransmit(struct hp_tcp_sock *c);
+/* A data segment of rcv side arrived in order / out of order: ACK now or
+ * later per RFC 9293 3.8.6.3 and RFC 5681 4.2 (every delack_segs
+ * full-sized segments, at once for out-of-order data, a segment that
+ * fills a hole, a FIN, or with QUICKACK; else arm t_dack for delack_ms).
+ * Sets ACK_NOW or DACK; the caller then calls hp__tcp_output(). */
+void hp__tcp_ack_schedule(struct hp_tcp_sock *c, uint32_t len, bool in_order, bool fills_hole);
+/* The window to advertise now, in bytes (before scaling): free receive
+ * space, receiver SWS avoidance (RFC 9293 3.8.6.2.2), never moving the
+ * right edge left of rcv_adv. */
+uint32_t hp__tcp_rcv_window(const struct hp_tcp_sock *c);
+/* The user read bytes: if the window we could offer grew by at least 2
+ * segments or half the buffer past what we advertised, send a window
+ * update now. */
+void hp__tcp_window_update(struct hp_tcp_sock *c);
+
+/* ---- tcp_timer.c ---------------------------------------------------------------- */
+
+/* hp__timer callbacks, set by hp__tcp_conn_new. */
+void hp__tcp_timer_rtx(struct hp_stack *s, void *arg);
+void hp__tcp_timer_dack(struct hp_stack *s, void *arg);
+void hp__tcp_timer_misc(struct hp_stack *s, void *arg);
+/* (Re)start the retransmission timer RTO from now (lazily: moves rtx_due;
+ * the heap entry only when it must fire earlier). */
+void hp__tcp_rtx_restart(struct hp_tcp_sock *c);
+/* Start it only if not running. */
+void hp__tcp_rtx_ensure(struct hp_tcp_sock *c);
+void hp__tcp_rtx_stop(struct hp_tcp_sock *c);
+/* Enter the persist state (window zero, data waiting). */
+void hp__tcp_persist_start(struct hp_tcp_sock *c);
+/* Arm t_dack for delack_ms unless armed. */
+void hp__tcp_dack_arm(struct hp_tcp_sock *c);
+/* Enter TIME_WAIT (sets the state, stops rtx/dack, arms t_misc for
+ * time_wait_ms); or restart it (a retransmitted FIN arrived, RFC 9293
+ * 3.10.7.4). */
+void hp__tcp_time_wait(struct hp_tcp_sock *c);
+/* Keepalive or FIN_WAIT_2 timer per the state and options (t_misc). */
+void hp__tcp_misc_rearm(struct hp_tcp_sock *c);
+
+#endif
