@@ -38,3 +38,4 @@ HP_API const char *hp_tcp_state_name(int state) { (void)state; return "?"; }
 HP_API void hp_tcp_local(const struct hp_tcp_sock *t, struct hp_sockaddr *out) { (void)t; memset(out, 0, sizeof *out); }
 HP_API void hp_tcp_peer(const struct hp_tcp_sock *t, struct hp_sockaddr *out) { (void)t; memset(out, 0, sizeof *out); }
 HP_API int hp_tcp_get_info(const struct hp_tcp_sock *t, struct hp_tcp_info *out) { (void)t; (void)out; return -ENOSYS; }
+int hp__tcp_conn_attach(struct hp_tcp_sock *c, int family, const uint8_t *laddr, uint16_t lport, const uint8_t *raddr, uint16_t rport) { (void)c; (void)family; (void)laddr; (void)lport; (void)raddr; (void)rport; return -ENOSYS; }

@@ -321,6 +321,22 @@ void hp__tcp_drop(struct hp_tcp_sock *c, int err);
 void hp__tcp_closed(struct hp_tcp_sock *c);
 /* Raise events on c (no-op for an orphan or a connection not yet accepted). */
 void hp__tcp_wake(struct hp_tcp_sock *c, uint32_t events);
+/*
+ * Give a new connection block its 4-tuple (local = our address, which must
+ * be one of ours, never the any address): fills c->key and c->family,
+ * finds the route to raddr (c->rt, with rt.src forced to laddr), derives
+ * rmss (from the route's MTU or cfg.mss / MAXSEG: MTU - 40 for IPv4,
+ * - 60 for IPv6), a provisional smss = min(rmss, 536 or 1220), rcv_wscale
+ * (the smallest shift that lets rcvbuf fit the 16-bit field, 0 with
+ * no_window_scaling), iss (hp__tcp_isn) and ts_offset (hp__tcp_hash with
+ * HP__TCP_HASH_TS), and inserts c in the connection map (IN_TABLE).
+ * Used by connect (tcp.c) and by a SYN or cookie ACK arriving at a
+ * listener (tcp_input.c).
+ * @return 0, -EEXIST (the tuple is taken), -ENOSPC (map full),
+ *         -EHOSTUNREACH (no route).
+ */
+int hp__tcp_conn_attach(struct hp_tcp_sock *c, int family, const uint8_t *laddr, uint16_t lport,
+                        const uint8_t *raddr, uint16_t rport);
 
 /* ---- tcp_input.c ------------------------------------------------------------- */
 
