@@ -22,7 +22,9 @@ extern "C" {
  *
  *   HP_EV_IN   a listener has a connection to accept; a connection has
  *              data to receive, or the peer's FIN (hp_tcp_recv returns 0)
- *   HP_EV_OUT  a connect() completed; room in the send buffer again
+ *   HP_EV_OUT  a connect() completed; room in the send buffer again (at
+ *              least max(sndbuf / 4, MSS) bytes free, after a send that
+ *              could not take everything)
  *   HP_EV_ERR  the connection failed (reset, timeout, refused): read the
  *              reason with hp_tcp_error()
  *   HP_EV_HUP  the connection is over in both directions (closed or reset)
@@ -102,8 +104,13 @@ HP_API struct hp_tcp_sock *hp_tcp_open(struct hp_stack *s, int family, void *use
 
 /**
  * Bind to a local address (all zeros: any of ours) and port (0: an
- * ephemeral one). @return 0, -EADDRINUSE, -EADDRNOTAVAIL (not our
- * address), -EINVAL (already bound, wrong family, not CLOSED).
+ * ephemeral one). A port is in use when a listener or another bound,
+ * not yet connected socket of the family has it on the same address or
+ * either is bound to the any address. Connections do not hold their port
+ * against a bind (as with SO_REUSEADDR): their 4-tuples are unique, which
+ * connect() checks. IPv4 and IPv6 have separate ports.
+ * @return 0, -EADDRINUSE, -EADDRNOTAVAIL (not our address), -EINVAL
+ *         (already bound, wrong family, not CLOSED).
  */
 HP_API int hp_tcp_bind(struct hp_tcp_sock *t, const struct hp_sockaddr *local);
 
@@ -129,11 +136,17 @@ HP_API struct hp_tcp_sock *hp_tcp_accept(struct hp_tcp_sock *listener, void *use
 /**
  * Active open: send a SYN to remote. Binds to an ephemeral port first if
  * unbound (RFC 6056 algorithm 4; a tuple in TIME_WAIT is reused only with
- * tw_reuse). Completion is HP_EV_OUT (state ESTABLISHED); failure is
+ * tw_reuse, when the old connection used timestamps and last heard from
+ * the peer a second or more ago, as Linux's tcp_tw_reuse). Completion is HP_EV_OUT (state ESTABLISHED); failure is
  * HP_EV_ERR with hp_tcp_error() -ECONNREFUSED or -ETIMEDOUT.
+ * A socket connects once: after a failed or finished connection, close it
+ * and open another.
  * @return -EINPROGRESS (the normal case), -EHOSTUNREACH (no route),
- *         -EADDRNOTAVAIL (no free port), -EISCONN, -EALREADY, -EINVAL,
- *         -ENOBUFS.
+ *         -EADDRNOTAVAIL (no free port), -EADDRINUSE (bound, and the
+ *         4-tuple is in use), -EISCONN, -EALREADY, -EINVAL (also: connected
+ *         before, a listener, a zero, multicast or broadcast remote),
+ *         -ENOBUFS (the connection table is full). A SYN that finds no
+ *         buffer is sent by the retransmission timer: still -EINPROGRESS.
  */
 HP_API int hp_tcp_connect(struct hp_tcp_sock *t, const struct hp_sockaddr *remote);
 
@@ -144,6 +157,9 @@ HP_API int hp_tcp_connect(struct hp_tcp_sock *t, const struct hp_sockaddr *remot
  *         send buffer is full: wait for HP_EV_OUT), -ENOTCONN (not
  *         connected or connecting), -EPIPE (sending was shut down, or the
  *         peer reset: the error is reported once as -ECONNRESET first).
+ *         -EAGAIN also when the interface's buffer pool is empty (counted
+ *         in TCP_NO_BUFFERS). Whenever less than len was taken, HP_EV_OUT
+ *         follows when room is back.
  */
 HP_API long hp_tcp_send(struct hp_tcp_sock *t, const void *data, size_t len);
 
@@ -151,16 +167,21 @@ HP_API long hp_tcp_send(struct hp_tcp_sock *t, const void *data, size_t len);
  * Zero-copy send: the stack takes b (a chain, data offset at the payload)
  * as a whole into the send queue, or not at all. The bytes are copied into
  * the segments at transmission, so b needs no headroom.
+ * A b larger than the whole send buffer is taken when the queue is empty
+ * (else it could never go).
  * @return b's length (the stack owns b), or the errors of hp_tcp_send()
  *         (-EAGAIN when b does not fit the free room; the caller still owns b).
  */
 HP_API long hp_tcp_send_buf(struct hp_tcp_sock *t, struct hp_buf *b);
 
 /**
- * Receive up to cap bytes, in order.
+ * Receive up to cap bytes, in order. Data already received is returned
+ * before an error. The error is reported once; after it (and after
+ * HP_TCP_SHUT_RD, or once the connection closed) the result is 0.
  * @return bytes copied (> 0), 0 at end of stream (the peer's FIN, once
- *         everything before it was read), -EAGAIN (nothing yet),
- *         -ENOTCONN, -ECONNRESET / -ETIMEDOUT (the connection failed).
+ *         everything before it was read; also for cap 0), -EAGAIN
+ *         (nothing yet), -ENOTCONN (never connected, or a listener),
+ *         -ECONNRESET / -ETIMEDOUT (the connection failed).
  */
 HP_API long hp_tcp_recv(struct hp_tcp_sock *t, void *data, size_t cap);
 
@@ -175,7 +196,12 @@ HP_API long hp_tcp_recv_buf(struct hp_tcp_sock *t, struct hp_buf **b);
 #define HP_TCP_SHUT_RD 0x1 /**< discard further data (the peer is not told) */
 #define HP_TCP_SHUT_WR 0x2 /**< send a FIN after the queued data (half-close) */
 
-/** Shut down one or both directions. @return 0, -ENOTCONN, -EINVAL. */
+/**
+ * Shut down one or both directions. HP_TCP_SHUT_WR during the handshake:
+ * in SYN_SENT the connection is abandoned with nothing sent (RFC 9293
+ * 3.10.4: state CLOSED, HP_EV_HUP); in SYN_RECEIVED the FIN waits for
+ * ESTABLISHED. @return 0, -ENOTCONN (CLOSED or a listener), -EINVAL.
+ */
 HP_API int hp_tcp_shutdown(struct hp_tcp_sock *t, int how);
 
 /**
@@ -201,7 +227,8 @@ enum hp_tcp_opt {
     HP_TCP_OPT_KEEPCNT,      /**< probes before giving up */
     HP_TCP_OPT_LINGER0,      /**< 1: hp_tcp_close() resets instead of closing in order */
     HP_TCP_OPT_QUICKACK,     /**< 1: acknowledge every segment at once (no delayed ACK) */
-    HP_TCP_OPT_MAXSEG,       /**< our MSS (88 .. 65495), before connect/listen */
+    HP_TCP_OPT_MAXSEG,       /**< our MSS (88 .. 65495), before connect/listen (a listener's
+                              * connections take it); read once connected: the MSS we send with */
 };
 
 /** Set an option. @return 0, -EINVAL (unknown option or value out of range). */
@@ -219,7 +246,8 @@ HP_API enum hp_tcp_state hp_tcp_state(const struct hp_tcp_sock *t);
 /** "ESTABLISHED", ... ; "?" for a value out of range. */
 HP_API const char *hp_tcp_state_name(int state);
 
-/** Local and remote endpoints (zeros when not bound / not connected). */
+/** Local and remote endpoints (address and port zeros when not bound /
+ * not connected or connecting; family is the socket's). */
 HP_API void hp_tcp_local(const struct hp_tcp_sock *t, struct hp_sockaddr *out);
 HP_API void hp_tcp_peer(const struct hp_tcp_sock *t, struct hp_sockaddr *out);
 

@@ -1,41 +1,501 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* STUB (replaced by the real tcp.c): the TCP API and connection lifecycle. */
+/* TCP connection lifecycle: the stack's TCP state and configuration, allocating, attaching and freeing connection blocks, and the transitions every TCP module calls. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tcp_internal.h"
+#include "tcp_isn.h"
 
-int hp__tcp_init(struct hp_stack *s) { (void)s; return 0; }
-void hp__tcp_fini(struct hp_stack *s) { (void)s; }
-struct hp_tcp_sock *hp__tcp_conn_new(struct hp_stack *s, int family) { (void)s; (void)family; return NULL; }
-void hp__tcp_conn_free(struct hp_tcp_sock *c) { (void)c; }
-void hp__tcp_set_state(struct hp_tcp_sock *c, enum hp_tcp_state st) { c->state = (uint8_t)st; }
-int hp__tcp_established(struct hp_tcp_sock *c) { (void)c; return 0; }
-void hp__tcp_drop(struct hp_tcp_sock *c, int err) { (void)c; (void)err; }
-void hp__tcp_closed(struct hp_tcp_sock *c) { (void)c; }
-void hp__tcp_wake(struct hp_tcp_sock *c, uint32_t events) { (void)c; (void)events; }
-HP_API int hp_tcp_configure(struct hp_stack *s, const struct hp_tcp_config *cfg) { (void)s; (void)cfg; return -ENOSYS; }
-HP_API void hp_tcp_get_config(const struct hp_stack *s, struct hp_tcp_config *out) { (void)s; memset(out, 0, sizeof *out); }
-HP_API struct hp_tcp_sock *hp_tcp_open(struct hp_stack *s, int family, void *user) { (void)s; (void)family; (void)user; errno = ENOSYS; return NULL; }
-HP_API int hp_tcp_bind(struct hp_tcp_sock *t, const struct hp_sockaddr *l) { (void)t; (void)l; return -ENOSYS; }
-HP_API int hp_tcp_listen(struct hp_tcp_sock *t, int backlog) { (void)t; (void)backlog; return -ENOSYS; }
-HP_API struct hp_tcp_sock *hp_tcp_accept(struct hp_tcp_sock *l, void *user, struct hp_sockaddr *peer) { (void)l; (void)user; (void)peer; errno = ENOSYS; return NULL; }
-HP_API int hp_tcp_connect(struct hp_tcp_sock *t, const struct hp_sockaddr *r) { (void)t; (void)r; return -ENOSYS; }
-HP_API long hp_tcp_send(struct hp_tcp_sock *t, const void *d, size_t len) { (void)t; (void)d; (void)len; return -ENOSYS; }
-HP_API long hp_tcp_send_buf(struct hp_tcp_sock *t, struct hp_buf *b) { (void)t; (void)b; return -ENOSYS; }
-HP_API long hp_tcp_recv(struct hp_tcp_sock *t, void *d, size_t cap) { (void)t; (void)d; (void)cap; return -ENOSYS; }
-HP_API long hp_tcp_recv_buf(struct hp_tcp_sock *t, struct hp_buf **b) { (void)t; *b = NULL; return -ENOSYS; }
-HP_API int hp_tcp_shutdown(struct hp_tcp_sock *t, int how) { (void)t; (void)how; return -ENOSYS; }
-HP_API int hp_tcp_close(struct hp_tcp_sock *t) { (void)t; return 0; }
-HP_API int hp_tcp_abort(struct hp_tcp_sock *t) { (void)t; return 0; }
-HP_API int hp_tcp_setopt(struct hp_tcp_sock *t, enum hp_tcp_opt o, long v) { (void)t; (void)o; (void)v; return -ENOSYS; }
-HP_API int hp_tcp_getopt(const struct hp_tcp_sock *t, enum hp_tcp_opt o, long *v) { (void)t; (void)o; (void)v; return -ENOSYS; }
-HP_API uint32_t hp_tcp_poll(const struct hp_tcp_sock *t) { (void)t; return 0; }
-HP_API int hp_tcp_error(struct hp_tcp_sock *t) { (void)t; return 0; }
-HP_API enum hp_tcp_state hp_tcp_state(const struct hp_tcp_sock *t) { (void)t; return HP_TCP_CLOSED; }
-HP_API const char *hp_tcp_state_name(int state) { (void)state; return "?"; }
-HP_API void hp_tcp_local(const struct hp_tcp_sock *t, struct hp_sockaddr *out) { (void)t; memset(out, 0, sizeof *out); }
-HP_API void hp_tcp_peer(const struct hp_tcp_sock *t, struct hp_sockaddr *out) { (void)t; memset(out, 0, sizeof *out); }
-HP_API int hp_tcp_get_info(const struct hp_tcp_sock *t, struct hp_tcp_info *out) { (void)t; (void)out; return -ENOSYS; }
-int hp__tcp_conn_attach(struct hp_tcp_sock *c, int family, const uint8_t *laddr, uint16_t lport, const uint8_t *raddr, uint16_t rport) { (void)c; (void)family; (void)laddr; (void)lport; (void)raddr; (void)rport; return -ENOSYS; }
+/* Bounds of the configuration and of the matching socket options. */
+#define BUF_MIN 2048u
+#define BUF_MAX (1u << 30)     /* RFC 7323 2.3: the largest window is 2^30 */
+#define KEEPIDLE_MAX 32767u    /* Linux's bounds for the keepalive knobs */
+#define KEEPINTVL_MAX 32767u
+#define KEEPCNT_MAX 127u
+#define MSS_MIN 88u
+#define MSS_MAX 65495u         /* 65535 - 40 */
+#define RTO_MAX_MS_MAX 4294967u /* the RTO is kept in us in 32 bits */
+#define WSCALE_MAX 14u         /* RFC 7323 2.3 */
+
+static size_t alen(int family)
+{
+    return family == 4 ? 4 : 16;
+}
+
+/* ---- configuration ----------------------------------------------------------- */
+
+/* Zeroed fields get their defaults (include/hotpath/tcp.h, docs/knobs.md). */
+static void fill_defaults(struct hp_tcp_config *c)
+{
+#define DEF(field, v)                                                                               \
+    do {                                                                                            \
+        if (!c->field)                                                                              \
+            c->field = (v);                                                                         \
+    } while (0)
+    DEF(max_conns, 65536u);
+    DEF(sndbuf, 262144u);
+    DEF(rcvbuf, 262144u);
+    DEF(ooo_max_segs, 256u);
+    DEF(delack_ms, 40u);
+    DEF(delack_segs, 2u);
+    DEF(rto_min_ms, HP__TCP_RTO_MIN_US / 1000u);
+    DEF(rto_max_ms, HP__TCP_RTO_MAX_US / 1000u);
+    /* A larger minimum raises the default initial RTO with it, so that
+     * setting rto_min_ms alone is a valid configuration. */
+    DEF(rto_initial_ms, c->rto_min_ms > HP__TCP_RTO_INITIAL_US / 1000u ? c->rto_min_ms
+                                                                       : HP__TCP_RTO_INITIAL_US / 1000u);
+    DEF(syn_retries, 6u);
+    DEF(data_retries, 15u);
+    DEF(time_wait_ms, 60000u);
+    DEF(fin_wait2_ms, 60000u);
+    DEF(keepalive_idle_s, 7200u);
+    DEF(keepalive_intvl_s, 75u);
+    DEF(keepalive_probes, 9u);
+    DEF(challenge_ack_limit, 1000u);
+    DEF(syn_backlog_max, 4096u);
+#undef DEF
+}
+
+static int check_config(const struct hp_tcp_config *c)
+{
+    if (c->max_conns > (1u << 30))
+        return -EINVAL; /* the table's limit */
+    if (c->sndbuf < BUF_MIN || c->sndbuf > BUF_MAX || c->rcvbuf < BUF_MIN || c->rcvbuf > BUF_MAX)
+        return -EINVAL;
+    if (c->ooo_max_segs > (1u << 20) || c->delack_segs > 65535u)
+        return -EINVAL;
+    if (c->delack_ms >= 500) /* RFC 9293 3.8.6.3: MUST be less than 0.5 s */
+        return -EINVAL;
+    /* RFC 6298 2.5: the maximum may not be below 60 s (hp__tcp_rtt_init
+     * enforces it); min <= initial <= max. */
+    if (c->rto_min_ms > c->rto_initial_ms || c->rto_initial_ms > c->rto_max_ms ||
+        c->rto_max_ms < HP__TCP_RTO_MAX_US / 1000u || c->rto_max_ms > RTO_MAX_MS_MAX)
+        return -EINVAL;
+    if (c->syn_retries > 255 || c->data_retries > 255) /* c->rtx_count is 8 bits */
+        return -EINVAL;
+    if (c->keepalive_idle_s > KEEPIDLE_MAX || c->keepalive_intvl_s > KEEPINTVL_MAX ||
+        c->keepalive_probes > KEEPCNT_MAX)
+        return -EINVAL;
+    if (c->syn_backlog_max > (1u << 20))
+        return -EINVAL;
+    if (c->mss && (c->mss < MSS_MIN || c->mss > MSS_MAX))
+        return -EINVAL;
+    return 0;
+}
+
+HP_API int hp_tcp_configure(struct hp_stack *s, const struct hp_tcp_config *cfg)
+{
+    if (!s || !s->sock || !s->sock->tcp || !cfg)
+        return -EINVAL;
+    struct hp__tcp_state *st = hp__tcp(s);
+    struct hp_tcp_config c = *cfg;
+    fill_defaults(&c);
+    int rc = check_config(&c);
+    if (rc < 0)
+        return rc;
+    if (st->nconns > 0)
+        return -EBUSY;
+    if (c.max_conns != st->cfg.max_conns) {
+        /* No socket exists, so the maps are empty: size them anew. */
+        struct hp__tcp_table *t = hp__tcp_table_create(c.max_conns);
+        if (!t)
+            return errno ? -errno : -ENOMEM;
+        hp__tcp_table_destroy(st->table);
+        st->table = t;
+    }
+    st->cfg = c;
+    st->challenge.tokens_milli = (uint64_t)c.challenge_ack_limit * 1000u;
+    st->challenge.last = s->now;
+    return 0;
+}
+
+HP_API void hp_tcp_get_config(const struct hp_stack *s, struct hp_tcp_config *out)
+{
+    if (!out)
+        return;
+    if (!s || !s->sock || !s->sock->tcp) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
+    *out = s->sock->tcp->cfg;
+}
+
+/* ---- the stack's TCP state ----------------------------------------------------- */
+
+int hp__tcp_init(struct hp_stack *s)
+{
+    struct hp__tcp_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return -ENOMEM;
+    fill_defaults(&st->cfg);
+    st->table = hp__tcp_table_create(st->cfg.max_conns);
+    if (!st->table) {
+        int err = errno ? -errno : -ENOMEM;
+        free(st);
+        return err;
+    }
+    int rc = hp__tcp_secret_init(&st->secret);
+    if (rc < 0) {
+        hp__tcp_table_destroy(st->table);
+        free(st);
+        return rc;
+    }
+    /* RFC 5961 7: a full second's worth of challenge ACKs to start with. */
+    st->challenge.tokens_milli = (uint64_t)st->cfg.challenge_ack_limit * 1000u;
+    st->challenge.last = s->now;
+    s->sock->tcp = st;
+    return 0;
+}
+
+void hp__tcp_fini(struct hp_stack *s)
+{
+    if (!s->sock || !s->sock->tcp)
+        return;
+    struct hp__tcp_state *st = hp__tcp(s);
+    /* A listener frees its children with it, and they may be next on the
+     * list: always take the head again. */
+    while (st->all)
+        hp__tcp_conn_free(st->all);
+    hp__tcp_table_destroy(st->table);
+    free(st);
+    s->sock->tcp = NULL;
+}
+
+/* ---- connection blocks ------------------------------------------------------------ */
+
+struct hp_tcp_sock *hp__tcp_conn_new(struct hp_stack *s, int family)
+{
+    struct hp__tcp_state *st = hp__tcp(s);
+    if (st->nconns >= st->cfg.max_conns) {
+        hp__ctr(s, HP_CTR_TCP_CONN_LIMIT_DROPS);
+        errno = ENFILE;
+        return NULL;
+    }
+    /* 64-byte aligned: the block's fields are placed by cache line. */
+    size_t size = (sizeof(struct hp_tcp_sock) + 63u) & ~(size_t)63u;
+    struct hp_tcp_sock *c = aligned_alloc(64, size);
+    if (!c) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    memset(c, 0, size);
+    const struct hp_tcp_config *cfg = &st->cfg;
+    c->s = s;
+    c->family = (uint8_t)family;
+    c->state = HP_TCP_CLOSED;
+    c->sndbuf = cfg->sndbuf;
+    c->rcvbuf = cfg->rcvbuf;
+    c->ka_idle_s = cfg->keepalive_idle_s;
+    c->ka_intvl_s = cfg->keepalive_intvl_s;
+    c->ka_cnt = cfg->keepalive_probes;
+    struct hp__tcp_rtt_cfg rc = {
+        .min_rto_us = cfg->rto_min_ms * 1000u,
+        .max_rto_us = cfg->rto_max_ms * 1000u,
+        .initial_rto_us = cfg->rto_initial_ms * 1000u,
+        .granularity_us = HP__TCP_RTO_G_US,
+    };
+    if (hp__tcp_rtt_init(&c->rtt, &rc) < 0)
+        hp__tcp_rtt_init(&c->rtt, NULL); /* not reached: hp_tcp_configure checked the bounds */
+    hp__tcp_bufq_init(&c->sndq);
+    hp__tcp_bufq_init(&c->rcvq);
+    hp__timer_init(&c->t_rtx, hp__tcp_timer_rtx, c);
+    hp__timer_init(&c->t_dack, hp__tcp_timer_dack, c);
+    hp__timer_init(&c->t_misc, hp__tcp_timer_misc, c);
+    c->anext = st->all;
+    if (st->all)
+        st->all->aprev = c;
+    st->all = c;
+    st->nconns++;
+    return c;
+}
+
+/* Out of the connection map or the listen map, whichever holds the key. */
+static void unhash(struct hp_tcp_sock *c)
+{
+    struct hp__tcp_state *st = hp__tcp(c->s);
+    if (c->flags & HP__TCPF_IN_TABLE)
+        hp__tcp_conn_remove(st->table, &c->key);
+    if (c->flags & HP__TCPF_LISTEN_KEY)
+        hp__tcp_listen_remove(st->table, &c->key);
+    c->flags &= ~(HP__TCPF_IN_TABLE | HP__TCPF_LISTEN_KEY);
+}
+
+static bool on_syn_queue(const struct hp_tcp_sock *c)
+{
+    return c->parent && !(c->flags & HP__TCPF_ACCQ) && (c->qprev || c->parent->lq->syn_head == c);
+}
+
+static void syn_unlink(struct hp_tcp_sock *c)
+{
+    struct hp__tcp_listenq *lq = c->parent->lq;
+    if (c->qprev)
+        c->qprev->qnext = c->qnext;
+    else
+        lq->syn_head = c->qnext;
+    if (c->qnext)
+        c->qnext->qprev = c->qprev;
+    c->qnext = c->qprev = NULL;
+    lq->nsyn--;
+}
+
+static void acc_unlink(struct hp_tcp_sock *c)
+{
+    struct hp__tcp_listenq *lq = c->parent->lq;
+    if (c->qprev)
+        c->qprev->qnext = c->qnext;
+    else
+        lq->acc_head = c->qnext;
+    if (c->qnext)
+        c->qnext->qprev = c->qprev;
+    else
+        lq->acc_tail = c->qprev;
+    c->qnext = c->qprev = NULL;
+    c->flags &= ~HP__TCPF_ACCQ;
+    lq->nacc--;
+}
+
+/* Off the parent's queue, whichever it is on (a block being set up by
+ * tcp_input may have a parent and be on neither yet). */
+static void queue_unlink(struct hp_tcp_sock *c)
+{
+    if (!c->parent)
+        return;
+    if (c->flags & HP__TCPF_ACCQ)
+        acc_unlink(c);
+    else if (on_syn_queue(c))
+        syn_unlink(c);
+    c->parent = NULL;
+}
+
+/* Cancel the timers and free every buffer the connection holds but the
+ * receive queue (which hp__tcp_closed keeps for the user to read). */
+static void quiesce(struct hp_tcp_sock *c)
+{
+    struct hp_stack *s = c->s;
+    hp__timer_cancel(s, &c->t_rtx);
+    hp__timer_cancel(s, &c->t_dack);
+    hp__timer_cancel(s, &c->t_misc);
+    c->flags &= ~(HP__TCPF_PERSIST | HP__TCPF_DACK | HP__TCPF_ACK_NOW);
+    hp__tcp_bufq_purge(&c->sndq);
+    hp__tcp_ooo_purge(c);
+}
+
+void hp__tcp_conn_free(struct hp_tcp_sock *c)
+{
+    if (!c)
+        return;
+    struct hp__tcp_state *st = hp__tcp(c->s);
+    if (c->lq) {
+        /* Each child unlinks itself from the list it is on. */
+        while (c->lq->syn_head)
+            hp__tcp_conn_free(c->lq->syn_head);
+        while (c->lq->acc_head)
+            hp__tcp_conn_free(c->lq->acc_head);
+        free(c->lq);
+        c->lq = NULL;
+    }
+    unhash(c);
+    queue_unlink(c);
+    if (c->aprev)
+        c->aprev->anext = c->anext;
+    else
+        st->all = c->anext;
+    if (c->anext)
+        c->anext->aprev = c->aprev;
+    st->nconns--;
+    hp__sock_ev_remove(&c->ev);
+    quiesce(c);
+    hp__tcp_bufq_purge(&c->rcvq);
+    free(c);
+}
+
+/* ---- transitions ---------------------------------------------------------------------- */
+
+void hp__tcp_set_state(struct hp_tcp_sock *c, enum hp_tcp_state st)
+{
+    enum hp_tcp_state old = (enum hp_tcp_state)c->state;
+    if (old == st)
+        return;
+    /* RFC 4022 (the TCP MIB): tcpEstabResets counts direct transitions to
+     * CLOSED from ESTABLISHED or CLOSE-WAIT, tcpAttemptFails those from
+     * SYN-SENT or SYN-RECEIVED; counting them here catches every path
+     * (reset, timeout, abort, close with unread data). */
+    if (st == HP_TCP_CLOSED) {
+        if (old == HP_TCP_ESTABLISHED || old == HP_TCP_CLOSE_WAIT)
+            hp__ctr(c->s, HP_CTR_TCP_ESTAB_RESETS);
+        else if (old == HP_TCP_SYN_SENT || old == HP_TCP_SYN_RECEIVED)
+            hp__ctr(c->s, HP_CTR_TCP_ATTEMPT_FAILS);
+    }
+    c->state = (uint8_t)st;
+}
+
+#define INHERITED_FLAGS (HP__TCPF_NODELAY | HP__TCPF_KEEPALIVE | HP__TCPF_QUICKACK | HP__TCPF_LINGER0)
+
+/* A passive connection takes its listener's options, as with Linux's
+ * accept(): set on the listener, they apply to every connection it makes. */
+static void inherit(struct hp_tcp_sock *c, const struct hp_tcp_sock *l)
+{
+    c->flags = (c->flags & ~INHERITED_FLAGS) | (l->flags & INHERITED_FLAGS);
+    c->sndbuf = l->sndbuf;
+    c->ka_idle_s = l->ka_idle_s;
+    c->ka_intvl_s = l->ka_intvl_s;
+    c->ka_cnt = l->ka_cnt;
+}
+
+int hp__tcp_established(struct hp_tcp_sock *c)
+{
+    struct hp_tcp_sock *l = (c->parent && !(c->flags & HP__TCPF_ACCEPTED)) ? c->parent : NULL;
+    if (l && !(c->flags & HP__TCPF_ACCQ)) {
+        struct hp__tcp_listenq *lq = l->lq;
+        if (lq->nacc >= lq->backlog) {
+            hp__ctr(c->s, HP_CTR_TCP_LISTEN_OVERFLOWS);
+            return -ENOSPC;
+        }
+        if (on_syn_queue(c))
+            syn_unlink(c);
+        c->qnext = NULL;
+        c->qprev = lq->acc_tail;
+        if (lq->acc_tail)
+            lq->acc_tail->qnext = c;
+        else
+            lq->acc_head = c;
+        lq->acc_tail = c;
+        lq->nacc++;
+        c->flags |= HP__TCPF_ACCQ;
+    }
+    if (l)
+        inherit(c, l);
+    if (c->state < HP_TCP_ESTABLISHED) {
+        /* RFC 9293 3.10.4: a CLOSE in SYN-RECEIVED queued our FIN "for
+         * processing after entering ESTABLISHED state". */
+        hp__tcp_set_state(c, (c->flags & HP__TCPF_FIN_QUEUED) ? HP_TCP_FIN_WAIT_1 : HP_TCP_ESTABLISHED);
+    }
+    bool syn_lost = (c->flags & HP__TCPF_SYN_LOST) != 0;
+    hp__tcp_cc_init(&c->cc, c->smss, c->iss, syn_lost);
+    hp__tcp_rtt_established(&c->rtt, syn_lost);
+    if (l) {
+        hp__ctr(c->s, HP_CTR_TCP_PASSIVE_OPENS);
+        hp__tcp_wake(l, HP_EV_IN);
+    } else {
+        hp__tcp_wake(c, HP_EV_OUT);
+    }
+    hp__tcp_misc_rearm(c);
+    return 0;
+}
+
+/* The user holds no handle: orphaned by close, or a passive connection not
+ * accepted yet. Nobody could read its error or its end of stream. */
+static bool unowned(const struct hp_tcp_sock *c)
+{
+    return (c->flags & HP__TCPF_ORPHAN) || !(c->flags & HP__TCPF_ACCEPTED);
+}
+
+void hp__tcp_drop(struct hp_tcp_sock *c, int err)
+{
+    quiesce(c);
+    hp__tcp_bufq_purge(&c->rcvq);
+    if (c->flags & HP__TCPF_IN_TABLE)
+        unhash(c);
+    hp__tcp_set_state(c, HP_TCP_CLOSED);
+    c->err = err;
+    if (unowned(c)) {
+        hp__tcp_conn_free(c);
+        return;
+    }
+    hp__tcp_wake(c, HP_EV_ERR | HP_EV_HUP | HP_EV_IN);
+}
+
+void hp__tcp_closed(struct hp_tcp_sock *c)
+{
+    quiesce(c);
+    if (c->flags & HP__TCPF_IN_TABLE)
+        unhash(c);
+    hp__tcp_set_state(c, HP_TCP_CLOSED);
+    if (unowned(c)) {
+        hp__tcp_conn_free(c);
+        return;
+    }
+    /* The receive queue stays: what the peer sent before its FIN is still
+     * the user's to read. */
+    hp__tcp_wake(c, HP_EV_HUP);
+}
+
+void hp__tcp_wake(struct hp_tcp_sock *c, uint32_t events)
+{
+    if (unowned(c) || !events)
+        return;
+    if (events & HP_EV_OUT)
+        c->flags &= ~HP__TCPF_SEND_SPACE;
+    hp__sock_ev_raise(c->s->sock, &c->ev, events);
+}
+
+int hp__tcp_conn_attach(struct hp_tcp_sock *c, int family, const uint8_t *laddr, uint16_t lport,
+                        const uint8_t *raddr, uint16_t rport)
+{
+    struct hp_stack *s = c->s;
+    struct hp__tcp_state *st = hp__tcp(s);
+    const struct hp_tcp_config *cfg = &st->cfg;
+    size_t n = alen(family);
+    struct hp__route rt;
+    int rc = family == 4 ? hp__route4(s, raddr, &rt) : hp__route6(s, raddr, &rt);
+    if (rc < 0) {
+        hp__ctr(s, family == 4 ? HP_CTR_IP_OUT_NO_ROUTES : HP_CTR_IP6_OUT_NO_ROUTES);
+        return -EHOSTUNREACH;
+    }
+    memcpy(rt.src, laddr, n);
+    hp__tcp_key_init(&c->key, family, laddr, lport, raddr, rport);
+    c->family = (uint8_t)family;
+    c->rt = rt;
+
+    /* A passive connection takes the listener's buffers and MSS before
+     * they are used below (window scale, MSS option of the SYN-ACK). */
+    if (c->parent) {
+        inherit(c, c->parent);
+        c->rcvbuf = c->parent->rcvbuf;
+        c->rmss = c->parent->rmss;
+    }
+
+    /* RFC 9293 3.7.1: the MSS we announce is what our MTU lets in, less
+     * the fixed IP and TCP headers; capped by the knob and by a MAXSEG
+     * the user set (kept in rmss until now). */
+    uint32_t hdr = family == 4 ? 40u : 60u;
+    uint32_t mtu = rt.ifc->mtu;
+    uint32_t mss = mtu > hdr + MSS_MIN ? mtu - hdr : MSS_MIN;
+    if (mss > MSS_MAX)
+        mss = MSS_MAX;
+    if (cfg->mss && cfg->mss < mss)
+        mss = cfg->mss;
+    if (c->rmss && c->rmss < mss)
+        mss = c->rmss;
+    c->rmss = (uint16_t)mss;
+    /* Until the peer's MSS option says otherwise: RFC 9293 3.7.1 (536),
+     * RFC 8200 8.3 (1220). */
+    uint32_t dflt = family == 4 ? 536u : 1220u;
+    c->smss = (uint16_t)(mss < dflt ? mss : dflt);
+    c->mss_eff = c->smss;
+
+    /* RFC 7323 2.2: the smallest shift that lets the whole buffer be
+     * offered. */
+    uint8_t ws = 0;
+    if (!cfg->no_window_scaling)
+        while (ws < WSCALE_MAX && (c->rcvbuf >> ws) > 65535u)
+            ws++;
+    c->rcv_wscale = ws;
+    uint64_t maxwnd = (uint64_t)65535u << ws;
+    c->rcv_wnd = c->rcvbuf < maxwnd ? c->rcvbuf : (uint32_t)maxwnd;
+
+    struct hp__tcp_tuple tu = {.family = (uint8_t)family, .lport = lport, .rport = rport};
+    memcpy(tu.laddr, c->key.laddr, sizeof tu.laddr);
+    memcpy(tu.raddr, c->key.raddr, sizeof tu.raddr);
+    c->iss = hp__tcp_isn(&st->secret, &tu, s->now);
+    c->snd_una = c->snd_nxt = c->snd_max = c->iss;
+    c->ts_offset = (uint32_t)hp__tcp_hash(&st->secret, HP__TCP_HASH_TS, &tu, 0, 0);
+
+    rc = hp__tcp_conn_insert(st->table, &c->key);
+    if (rc < 0)
+        return rc == -EEXIST ? -EEXIST : -ENOSPC;
+    c->flags |= HP__TCPF_IN_TABLE | HP__TCPF_BOUND;
+    c->flags &= ~HP__TCPF_WILDCARD;
+    return 0;
+}

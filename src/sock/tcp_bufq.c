@@ -1,15 +1,285 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* STUB (replaced by the real tcp_bufq.c): byte queues in buffers. */
+/* TCP byte queues: a stream of bytes held in a chain of packet buffers, with a cursor for copying from the middle. */
 #include <string.h>
 
 #include "tcp_internal.h"
 
-void hp__tcp_bufq_init(struct hp__tcp_bufq *q) { memset(q, 0, sizeof *q); }
-void hp__tcp_bufq_purge(struct hp__tcp_bufq *q) { (void)q; }
-void hp__tcp_bufq_push(struct hp__tcp_bufq *q, struct hp_buf *b) { (void)q; hp_buf_free(b); }
-void hp__tcp_bufq_push_small(struct hp__tcp_bufq *q, struct hp_buf *b, uint32_t small) { (void)q; (void)small; hp_buf_free(b); }
-uint32_t hp__tcp_bufq_append(struct hp__tcp_bufq *q, struct hp_pool *pool, const void *data, uint32_t len) { (void)q; (void)pool; (void)data; (void)len; return 0; }
-void hp__tcp_bufq_drop(struct hp__tcp_bufq *q, uint32_t n) { (void)q; (void)n; }
-void hp__tcp_bufq_copy(struct hp__tcp_bufq *q, uint64_t off, uint32_t len, void *dst) { (void)q; (void)off; (void)len; (void)dst; }
-void hp__tcp_bufq_read(struct hp__tcp_bufq *q, void *dst, uint32_t len) { (void)q; (void)dst; (void)len; }
-struct hp_buf *hp__tcp_bufq_pop(struct hp__tcp_bufq *q) { (void)q; return NULL; }
+/*
+ * Invariants (checked by the unit tests, relied on everywhere here):
+ *  - head == NULL <=> tail == NULL <=> bytes == 0 <=> nbufs == 0;
+ *  - every queued buffer has data_len > 0 and is linked through next, the
+ *    tail's next is NULL;
+ *  - cur is NULL or a queued buffer, and cur_off is the stream offset of
+ *    cur's first byte (so cur_off >= start).
+ * A buffer leaving the queue has next cleared before it is freed
+ * (hp_buf_free frees a whole chain).
+ */
+
+void hp__tcp_bufq_init(struct hp__tcp_bufq *q)
+{
+    memset(q, 0, sizeof *q);
+}
+
+/* We may write into b's data room: it is ours alone. A clone shares its
+ * data room with the original (and another holder reads it), and so does
+ * a buffer someone else holds a reference to (a segment still in flight
+ * on a link, a zero-copy send the user also keeps). */
+static inline bool writable(const struct hp_buf *b)
+{
+    return !b->direct && !(b->flags & HP_BUF_F_INDIRECT) && hp_buf_refcnt(b) == 1;
+}
+
+/* Buffers leaving the queue are given back in batches (one pool call per
+ * batch): an ACK of a large window frees dozens at once. */
+#define BATCH 32u
+
+struct freelist {
+    struct hp_buf *b[BATCH];
+    unsigned n;
+};
+
+static inline void fl_flush(struct freelist *f)
+{
+    if (f->n)
+        hp_buf_free_bulk(f->b, f->n);
+    f->n = 0;
+}
+
+/* Cut b off the chain (hp_buf_free frees a whole chain) and free it. */
+static inline void fl_add(struct freelist *f, struct hp_buf *b)
+{
+    b->next = NULL;
+    f->b[f->n++] = b;
+    if (f->n == BATCH)
+        fl_flush(f);
+}
+
+void hp__tcp_bufq_purge(struct hp__tcp_bufq *q)
+{
+    struct freelist f = {.n = 0};
+    struct hp_buf *b = q->head;
+    while (b) {
+        struct hp_buf *next = b->next;
+        fl_add(&f, b);
+        b = next;
+    }
+    fl_flush(&f);
+    q->start += q->bytes;
+    q->head = q->tail = q->cur = NULL;
+    q->bytes = q->nbufs = 0;
+    q->cur_off = q->start;
+}
+
+/* Link one segment (next already NULL, data_len > 0) at the tail. */
+static inline void link_tail(struct hp__tcp_bufq *q, struct hp_buf *b)
+{
+    if (q->tail)
+        q->tail->next = b;
+    else
+        q->head = b;
+    q->tail = b;
+    q->bytes += b->data_len;
+    q->nbufs++;
+}
+
+void hp__tcp_bufq_push(struct hp__tcp_bufq *q, struct hp_buf *b)
+{
+    while (b) {
+        struct hp_buf *next = b->next;
+        b->next = NULL;
+        if (b->data_len == 0)
+            hp_buf_free(b);
+        else
+            link_tail(q, b);
+        b = next;
+    }
+}
+
+void hp__tcp_bufq_push_small(struct hp__tcp_bufq *q, struct hp_buf *b, uint32_t small)
+{
+    if (!b)
+        return;
+    uint32_t n = b->data_len;
+    struct hp_buf *t = q->tail;
+    /* Copying a small segment into the tail's tailroom returns b's buffer
+     * to the pool at once: a stream of tiny segments (an interactive
+     * session, a peer with a small MSS) then holds one buffer per
+     * data room, not one per segment. */
+    if (!b->next && n <= small && t && n <= hp_buf_tailroom(t) && writable(t)) {
+        if (n) {
+            memcpy(hp_buf_data(t) + t->data_len, hp_buf_data(b), n);
+            t->data_len += n;
+            q->bytes += n;
+        }
+        hp_buf_free(b);
+        return;
+    }
+    hp__tcp_bufq_push(q, b);
+}
+
+uint32_t hp__tcp_bufq_append(struct hp__tcp_bufq *q, struct hp_pool *pool, const void *data, uint32_t len)
+{
+    const uint8_t *p = data;
+    uint32_t done = 0;
+    struct hp_buf *t = q->tail;
+    if (len && t && writable(t)) {
+        uint32_t room = hp_buf_tailroom(t);
+        uint32_t n = room < len ? room : len;
+        if (n) {
+            memcpy(hp_buf_data(t) + t->data_len, p, n);
+            t->data_len += n;
+            q->bytes += n;
+            done = n;
+        }
+    }
+    /* New buffers in batches (one pool call each); when the pool cannot
+     * give a whole batch, one at a time for what it has left. */
+    uint32_t per = hp_pool_data_room(pool);
+    bool bulk = per > 0;
+    while (done < len) {
+        struct hp_buf *bufs[BATCH];
+        unsigned got = 0;
+        if (bulk) {
+            uint32_t need = (len - done + per - 1) / per;
+            unsigned k = need < BATCH ? (unsigned)need : BATCH;
+            if (hp_buf_alloc_bulk(pool, bufs, k) == (int)k)
+                got = k;
+            else
+                bulk = false;
+        }
+        if (!got) {
+            if (!(bufs[0] = hp_buf_alloc(pool)))
+                break;
+            got = 1;
+        }
+        unsigned i = 0;
+        for (; i < got && done < len; i++) {
+            struct hp_buf *b = bufs[i];
+            /* Queued bytes never get headers put in front of them
+             * (segments are fresh buffers the payload is copied into), so
+             * the whole data room holds payload. */
+            b->data_off = 0;
+            uint32_t n = b->room < len - done ? b->room : len - done;
+            memcpy(b->base, p + done, n);
+            b->data_len = n;
+            b->next = NULL;
+            link_tail(q, b);
+            done += n;
+        }
+        if (i < got)
+            hp_buf_free_bulk(bufs + i, got - i);
+    }
+    return done;
+}
+
+void hp__tcp_bufq_drop(struct hp__tcp_bufq *q, uint32_t n)
+{
+    if (n > q->bytes)
+        n = q->bytes;
+    q->start += n;
+    q->bytes -= n;
+    struct freelist f = {.n = 0};
+    while (n) {
+        struct hp_buf *b = q->head;
+        if (n < b->data_len) {
+            b->data_off += n;
+            b->data_len -= n;
+            break;
+        }
+        n -= b->data_len;
+        q->head = b->next;
+        q->nbufs--;
+        if (q->cur == b)
+            q->cur = NULL;
+        fl_add(&f, b);
+    }
+    fl_flush(&f);
+    if (!q->head) {
+        q->tail = NULL;
+        q->cur = NULL;
+    }
+    /* The head's first byte moved: a cursor on it moves with it. */
+    if (q->cur == q->head)
+        q->cur_off = q->start;
+}
+
+void hp__tcp_bufq_copy(struct hp__tcp_bufq *q, uint64_t off, uint32_t len, void *dst)
+{
+    if (!len)
+        return;
+    uint8_t *d = dst;
+    struct hp_buf *b;
+    uint64_t pos;
+    /* Start from the cursor when the range is at or past it: copying
+     * segment after segment forward (the transmit path) then moves at most
+     * one buffer per call. A range before it (a retransmission from
+     * snd_una) starts from the head, which is where it is anyway. */
+    if (q->cur && q->cur_off <= off) {
+        b = q->cur;
+        pos = q->cur_off;
+    } else {
+        b = q->head;
+        pos = q->start;
+    }
+    while (off >= pos + b->data_len) {
+        pos += b->data_len;
+        b = b->next;
+    }
+    uint32_t skip = (uint32_t)(off - pos);
+    for (;;) {
+        uint32_t n = b->data_len - skip;
+        if (n > len)
+            n = len;
+        memcpy(d, hp_buf_data(b) + skip, n);
+        d += n;
+        len -= n;
+        if (!len) {
+            /* Leave the cursor on the buffer holding the next byte, so the
+             * next consecutive copy starts right there. */
+            if (skip + n == b->data_len && b->next) {
+                pos += b->data_len;
+                b = b->next;
+            }
+            break;
+        }
+        pos += b->data_len;
+        b = b->next;
+        skip = 0;
+    }
+    q->cur = b;
+    q->cur_off = pos;
+}
+
+void hp__tcp_bufq_read(struct hp__tcp_bufq *q, void *dst, uint32_t len)
+{
+    uint8_t *d = dst;
+    if (len > q->bytes)
+        len = q->bytes;
+    uint32_t left = len;
+    for (struct hp_buf *b = q->head; left; b = b->next) {
+        uint32_t n = b->data_len < left ? b->data_len : left;
+        memcpy(d, hp_buf_data(b), n);
+        d += n;
+        left -= n;
+    }
+    hp__tcp_bufq_drop(q, len);
+}
+
+struct hp_buf *hp__tcp_bufq_pop(struct hp__tcp_bufq *q)
+{
+    struct hp_buf *b = q->head;
+    if (!b)
+        return NULL;
+    q->head = b->next;
+    if (!q->head)
+        q->tail = NULL;
+    q->nbufs--;
+    q->bytes -= b->data_len;
+    q->start += b->data_len;
+    if (q->cur == b)
+        q->cur = NULL;
+    b->next = NULL;
+    b->pkt_len = b->data_len;
+    b->nb_segs = 1;
+    return b;
+}

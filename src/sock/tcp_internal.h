@@ -168,6 +168,7 @@ struct hp_buf *hp__tcp_bufq_pop(struct hp__tcp_bufq *q);
 #define HP__TCPF_EOF_SEEN      0x00200000u /* the user read the end of stream */
 #define HP__TCPF_ACCEPTED      0x00400000u /* handed to the user by accept (or created by open) */
 #define HP__TCPF_SEND_SPACE    0x00800000u /* the user hit a full send buffer: raise OUT when room is back */
+#define HP__TCPF_ACCQ          0x01000000u /* on parent's accept queue (tcp.c); with a parent and without it: on the SYN queue if linked */
 
 struct hp_tcp_sock {
     struct hp__tcp_key key;      /* first: the entry of the connection or listen map */
@@ -270,9 +271,11 @@ static inline uint32_t hp__tcp_ts_now(const struct hp_tcp_sock *c)
 }
 static inline uint32_t hp__tcp_sndq_seq(const struct hp_tcp_sock *c)
 {
-    /* Before our SYN is acknowledged snd_una == iss. */
-    return c->snd_una == c->iss ? c->iss + 1 : c->snd_una;
+    /* Our SYN is unacknowledged exactly in SYN_SENT and SYN_RECEIVED (a
+     * test of snd_una == iss would misfire after 2^32 bytes). */
+    return c->state == HP_TCP_SYN_SENT || c->state == HP_TCP_SYN_RECEIVED ? c->iss + 1 : c->snd_una;
 }
+/* Meaningful until our FIN is acknowledged (after that, sndq_seq has moved past it). */
 static inline uint32_t hp__tcp_fin_seq(const struct hp_tcp_sock *c)
 {
     return hp__tcp_sndq_seq(c) + c->sndq.bytes;
@@ -403,6 +406,14 @@ uint32_t hp__tcp_rcv_window(const struct hp_tcp_sock *c);
  * segments or half the buffer past what we advertised, send a window
  * update now. */
 void hp__tcp_window_update(struct hp_tcp_sock *c);
+/* For tcp_timer.c. hp__tcp_output, with the override timeout of RFC 9293
+ * 3.8.6.2.1 (4): the first segment goes even if Nagle or sender SWS
+ * avoidance would hold it (the persist timer, on a small window). */
+int hp__tcp_output_force(struct hp_tcp_sock *c);
+/* One segment <SEQ=seq><ACK=RCV.NXT><CTL=ACK> with len bytes of the send
+ * queue from seq (a zero window probe), or none (a keepalive probe, seq =
+ * SND.UNA - 1). Moves no sequence variable. @return bytes sent, -ENOBUFS. */
+int hp__tcp_send_seg(struct hp_tcp_sock *c, uint32_t seq, uint32_t len);
 
 /* ---- tcp_timer.c ---------------------------------------------------------------- */
 

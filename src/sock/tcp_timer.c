@@ -1,14 +1,351 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* STUB (replaced by the real tcp_timer.c): TCP timers. */
+/* TCP timers: retransmission (RFC 6298, lazily restarted), SYN retries, persist (zero window probes), delayed ACK, keepalive, FIN_WAIT_2 and TIME_WAIT. */
+#include <errno.h>
+
 #include "tcp_internal.h"
 
-void hp__tcp_timer_rtx(struct hp_stack *s, void *arg) { (void)s; (void)arg; }
-void hp__tcp_timer_dack(struct hp_stack *s, void *arg) { (void)s; (void)arg; }
-void hp__tcp_timer_misc(struct hp_stack *s, void *arg) { (void)s; (void)arg; }
-void hp__tcp_rtx_restart(struct hp_tcp_sock *c) { (void)c; }
-void hp__tcp_rtx_ensure(struct hp_tcp_sock *c) { (void)c; }
-void hp__tcp_rtx_stop(struct hp_tcp_sock *c) { (void)c; }
-void hp__tcp_persist_start(struct hp_tcp_sock *c) { (void)c; }
-void hp__tcp_dack_arm(struct hp_tcp_sock *c) { (void)c; }
-void hp__tcp_time_wait(struct hp_tcp_sock *c) { (void)c; }
-void hp__tcp_misc_rearm(struct hp_tcp_sock *c) { (void)c; }
+/*
+ * Three timers per connection (tcp_internal.h):
+ *   t_rtx   the retransmission timer, or, with HP__TCPF_PERSIST, the
+ *           persist timer; never both, as RFC 9293 3.8.6.1 keeps the
+ *           probe going exactly when nothing is outstanding to time;
+ *   t_dack  the delayed ACK (RFC 9293 3.8.6.3);
+ *   t_misc  keepalive (3.8.4) and the orphan FIN_WAIT_2 limit, or TIME_WAIT
+ *           (3.10.7.4, 2 MSL) which replaces them.
+ *
+ * The retransmission timer is restarted on every ACK of new data (RFC
+ * 6298 5.3), far too often to move a heap entry each time. So the true
+ * deadline lives in rtx_due, and the heap entry may be earlier: when it
+ * fires early it re-arms itself for rtx_due. A restart costs a store.
+ *
+ * Every callback may end with the connection freed (hp__tcp_drop,
+ * hp__tcp_closed free orphans and unaccepted blocks): they return at once
+ * after those calls and touch nothing of c.
+ */
+
+#define NS_PER_MS 1000000ull
+#define NS_PER_S 1000000000ull
+#define PERSIST_SHIFT_MAX 16 /* 2^16 RTOs: past any rto_max */
+
+static uint64_t rto_ns(const struct hp_tcp_sock *c)
+{
+    return (uint64_t)hp__tcp_rtt_rto(&c->rtt) * 1000u;
+}
+
+static const struct hp_tcp_config *cfg_of(const struct hp_tcp_sock *c)
+{
+    return &hp__tcp(c->s)->cfg;
+}
+
+/* ---- retransmission timer ------------------------------------------------------ */
+
+void hp__tcp_rtx_restart(struct hp_tcp_sock *c)
+{
+    struct hp_stack *s = c->s;
+    uint64_t due = s->now + rto_ns(c);
+    c->rtx_due = due;
+    if (c->flags & HP__TCPF_PERSIST) {
+        /* Data outstanding again: the timer times it, not the window. */
+        c->flags &= ~HP__TCPF_PERSIST;
+        c->persist_shift = 0;
+        (void)hp__timer_arm(s, &c->t_rtx, due);
+        return;
+    }
+    if (!hp__timer_armed(&c->t_rtx) || c->t_rtx.due > due)
+        (void)hp__timer_arm(s, &c->t_rtx, due);
+}
+
+void hp__tcp_rtx_ensure(struct hp_tcp_sock *c)
+{
+    if (!hp__timer_armed(&c->t_rtx) || (c->flags & HP__TCPF_PERSIST))
+        hp__tcp_rtx_restart(c);
+}
+
+void hp__tcp_rtx_stop(struct hp_tcp_sock *c)
+{
+    c->flags &= ~HP__TCPF_PERSIST;
+    c->persist_shift = 0;
+    if (hp__timer_armed(&c->t_rtx))
+        hp__timer_cancel(c->s, &c->t_rtx);
+}
+
+/* ---- persist ---------------------------------------------------------------------- */
+
+/* The probe interval: the RTO, doubled per unanswered probe, up to rto_max
+ * (RFC 9293 3.8.6.1: exponential back-off, as for retransmissions). */
+static uint64_t persist_ns(const struct hp_tcp_sock *c)
+{
+    uint64_t max = (uint64_t)c->rtt.max_rto_us * 1000u;
+    uint64_t t = rto_ns(c) << c->persist_shift;
+    return t < max ? t : max;
+}
+
+void hp__tcp_persist_start(struct hp_tcp_sock *c)
+{
+    if ((c->flags & HP__TCPF_PERSIST) && hp__timer_armed(&c->t_rtx))
+        return;
+    c->flags |= HP__TCPF_PERSIST;
+    c->flags &= ~HP__TCPF_RTT_TIMING;
+    c->persist_shift = 0;
+    c->rtx_count = 0; /* from now on: probes the peer has not answered */
+    (void)hp__timer_arm(c->s, &c->t_rtx, c->s->now + persist_ns(c));
+}
+
+static void persist_fire(struct hp_tcp_sock *c)
+{
+    struct hp_stack *s = c->s;
+    uint32_t una = c->snd_una;
+    uint32_t end = hp__tcp_sndq_seq(c) + c->sndq.bytes;
+    if (c->snd_wnd > 0 || !hp__seq_lt(una, end) || !hp__tcp_synchronized(c) ||
+        c->state == HP_TCP_TIME_WAIT) {
+        /* The window opened (or there is no data left to probe with):
+         * send what it allows, overriding SWS avoidance and Nagle (RFC
+         * 9293 3.8.6.2.1 (4)); output re-arms what is needed. */
+        (void)hp__tcp_output_force(c);
+        return;
+    }
+    /* An ACK since the last probe (a zero window ACK, usually) means the
+     * peer is alive: RFC 9293 3.8.6.1 says to keep probing as long as it
+     * answers, so only unanswered probes count towards giving up. */
+    if (c->last_rcv_ns >= c->last_send_ns)
+        c->rtx_count = 0;
+    if (c->rtx_count >= cfg_of(c)->data_retries) {
+        hp__ctr(s, HP_CTR_TCP_ABORT_ON_TIMEOUT);
+        hp__tcp_drop(c, -ETIMEDOUT);
+        return;
+    }
+    /* The probe: the next unsent byte, one past the closed window (RFC
+     * 9293 3.8.6.1). It counts as sent, so that a peer that takes it can
+     * acknowledge it. */
+    c->snd_nxt = una;
+    if (hp__tcp_send_seg(c, una, 1) == 1) {
+        c->snd_nxt = una + 1;
+        if (hp__seq_gt(c->snd_nxt, c->snd_max))
+            c->snd_max = c->snd_nxt;
+        hp__ctr(s, HP_CTR_TCP_ZERO_WINDOW_PROBES);
+    }
+    if (c->rtx_count < UINT8_MAX)
+        c->rtx_count++;
+    if (c->persist_shift < PERSIST_SHIFT_MAX)
+        c->persist_shift++;
+    (void)hp__timer_arm(s, &c->t_rtx, s->now + persist_ns(c));
+}
+
+/* ---- the retransmission timeout ------------------------------------------------ */
+
+void hp__tcp_timer_rtx(struct hp_stack *s, void *arg)
+{
+    struct hp_tcp_sock *c = arg;
+    if (c->flags & HP__TCPF_PERSIST) {
+        persist_fire(c);
+        return;
+    }
+    if (s->now < c->rtx_due) {
+        /* Restarted since it was armed (lazy restart). */
+        (void)hp__timer_arm(s, &c->t_rtx, c->rtx_due);
+        return;
+    }
+    const struct hp_tcp_config *cfg = cfg_of(c);
+    switch (c->state) {
+    case HP_TCP_SYN_SENT:
+    case HP_TCP_SYN_RECEIVED:
+        if (c->rtx_count >= cfg->syn_retries) {
+            /* A passive embryo is freed by hp__tcp_drop (never accepted). */
+            hp__tcp_drop(c, -ETIMEDOUT);
+            return;
+        }
+        c->rtx_count++;
+        c->flags |= HP__TCPF_SYN_LOST; /* RFC 5681 3.1 / RFC 6298 5.7 when established */
+        hp__tcp_rtt_timeout(&c->rtt);
+        hp__ctr(s, HP_CTR_TCP_SYN_RETRANS);
+        hp__tcp_rtx_restart(c);
+        (void)hp__tcp_send_syn(c);
+        return;
+    case HP_TCP_ESTABLISHED:
+    case HP_TCP_FIN_WAIT_1:
+    case HP_TCP_FIN_WAIT_2:
+    case HP_TCP_CLOSE_WAIT:
+    case HP_TCP_CLOSING:
+    case HP_TCP_LAST_ACK:
+        break;
+    default:
+        return;
+    }
+    if (c->snd_una == c->snd_max) {
+        /* Nothing outstanding: armed to retry after a lack of buffers. */
+        (void)hp__tcp_output(c);
+        return;
+    }
+    uint32_t end = hp__tcp_sndq_seq(c) + c->sndq.bytes;
+    if (c->snd_wnd == 0 && hp__seq_lt(c->snd_una, end)) {
+        /* The peer closed its window on data in flight: what lies past the
+         * window is not lost, so probe (RFC 9293 3.8.6.1) rather than back
+         * off towards a drop while the peer still answers. */
+        c->snd_nxt = c->snd_una;
+        c->flags &= ~HP__TCPF_RTT_TIMING;
+        hp__tcp_persist_start(c);
+        return;
+    }
+    if (c->rtx_count >= cfg->data_retries) {
+        /* RFC 9293 3.8.3 R2. */
+        hp__ctr(s, HP_CTR_TCP_ABORT_ON_TIMEOUT);
+        hp__tcp_drop(c, -ETIMEDOUT);
+        return;
+    }
+    /* RFC 6298 5.5-5.6: back off; RFC 5681 3.1: the loss window, ssthresh
+     * halved once per loss episode; go-back-N from snd_una (RFC 5681 3.1
+     * allows resending everything not acknowledged). The FIN, if it was
+     * outstanding, goes again after the last byte: hp__tcp_output sends
+     * it whenever snd_nxt has not passed it. */
+    hp__tcp_rtt_timeout(&c->rtt);
+    hp__tcp_cc_on_timeout(&c->cc, c->snd_una, c->snd_max, c->smss, c->rtx_count > 0);
+    c->snd_nxt = c->snd_una;
+    c->flags &= ~HP__TCPF_RTT_TIMING; /* Karn: nothing sent before is timed */
+    if (c->rtx_count < UINT8_MAX)
+        c->rtx_count++;
+    hp__ctr(s, HP_CTR_TCP_TIMEOUTS);
+    c->st.timeouts++;
+    hp__tcp_rtx_restart(c);
+    (void)hp__tcp_output(c);
+}
+
+/* ---- delayed ACK ------------------------------------------------------------------- */
+
+void hp__tcp_dack_arm(struct hp_tcp_sock *c)
+{
+    if (hp__timer_armed(&c->t_dack))
+        return;
+    uint64_t ms = cfg_of(c)->delack_ms ? cfg_of(c)->delack_ms : 40;
+    (void)hp__timer_arm(c->s, &c->t_dack, c->s->now + ms * NS_PER_MS);
+}
+
+void hp__tcp_timer_dack(struct hp_stack *s, void *arg)
+{
+    struct hp_tcp_sock *c = arg;
+    if (!(c->flags & HP__TCPF_DACK))
+        return;
+    if (hp__tcp_send_ack(c) == 0)
+        hp__ctr(s, HP_CTR_TCP_DELAYED_ACKS);
+}
+
+/* ---- keepalive, FIN_WAIT_2, TIME_WAIT -------------------------------------------- */
+
+static bool ka_applies(const struct hp_tcp_sock *c)
+{
+    return (c->flags & HP__TCPF_KEEPALIVE) && hp__tcp_synchronized(c) && c->state != HP_TCP_TIME_WAIT;
+}
+
+static bool fw2_applies(const struct hp_tcp_sock *c)
+{
+    return c->state == HP_TCP_FIN_WAIT_2 && (c->flags & HP__TCPF_ORPHAN);
+}
+
+/* An orphan in FIN_WAIT_2 waits fin_wait2_ms from the last segment (the
+ * ACK of our FIN that brought it there, or anything later). */
+static uint64_t fw2_due(const struct hp_tcp_sock *c)
+{
+    return c->last_rcv_ns + (uint64_t)cfg_of(c)->fin_wait2_ms * NS_PER_MS;
+}
+
+static uint64_t ka_intvl_ns(const struct hp_tcp_sock *c)
+{
+    return (uint64_t)(c->ka_intvl_s ? c->ka_intvl_s : 1) * NS_PER_S;
+}
+
+static uint64_t ka_idle_ns(const struct hp_tcp_sock *c)
+{
+    return (uint64_t)c->ka_idle_s * NS_PER_S;
+}
+
+/* Data in flight or a closed window: the retransmission or persist timer
+ * watches the peer, and a keepalive probe would only add to it. */
+static bool ka_busy(const struct hp_tcp_sock *c)
+{
+    return c->snd_una != c->snd_max || (c->flags & HP__TCPF_PERSIST);
+}
+
+/*
+ * Keepalive (RFC 9293 3.8.4): the first probe once the peer has been
+ * silent for ka_idle_s (since last_rcv_ns), then one every ka_intvl_s
+ * from the probe before, until ka_cnt go unanswered. Any segment from the
+ * peer answers: tcp_input.c then sets ka_probes back to 0 and moves
+ * last_rcv_ns. An orphan in FIN_WAIT_2 has its own limit instead (as with
+ * Linux, whose keepalive timer serves both).
+ */
+void hp__tcp_misc_rearm(struct hp_tcp_sock *c)
+{
+    struct hp_stack *s = c->s;
+    if (c->state == HP_TCP_TIME_WAIT)
+        return; /* t_misc is the TIME_WAIT timer (hp__tcp_time_wait) */
+    uint64_t due;
+    if (fw2_applies(c)) {
+        due = fw2_due(c);
+    } else if (ka_applies(c)) {
+        if (c->ka_probes && hp__timer_armed(&c->t_misc))
+            return; /* probing: the callback armed the next step */
+        due = c->ka_probes ? s->now + ka_intvl_ns(c) : c->last_rcv_ns + ka_idle_ns(c);
+        if (due <= s->now && ka_busy(c))
+            due = s->now + ka_intvl_ns(c);
+    } else {
+        if (hp__timer_armed(&c->t_misc))
+            hp__timer_cancel(s, &c->t_misc);
+        return;
+    }
+    if (!hp__timer_armed(&c->t_misc) || c->t_misc.due != due)
+        (void)hp__timer_arm(s, &c->t_misc, due);
+}
+
+void hp__tcp_timer_misc(struct hp_stack *s, void *arg)
+{
+    struct hp_tcp_sock *c = arg;
+    if (c->state == HP_TCP_TIME_WAIT) {
+        hp__ctr(s, HP_CTR_TCP_TW_EXPIRED);
+        hp__tcp_closed(c);
+        return;
+    }
+    if (fw2_applies(c)) {
+        if (s->now >= fw2_due(c)) {
+            /* The peer never sent its FIN and nobody holds the handle. */
+            hp__tcp_closed(c);
+            return;
+        }
+    } else if (ka_applies(c) && (c->ka_probes || s->now >= c->last_rcv_ns + ka_idle_ns(c))) {
+        if (c->ka_probes >= c->ka_cnt) {
+            hp__ctr(s, HP_CTR_TCP_KEEPALIVE_DROPS);
+            hp__tcp_drop(c, -ETIMEDOUT);
+            return;
+        }
+        if (!ka_busy(c)) {
+            /* <SEQ=SND.UNA-1><ACK=RCV.NXT>, no data: the peer answers
+             * the old sequence number with an ACK (RFC 9293 3.8.4). An
+             * unsent probe (no buffer) counts as unanswered all the same. */
+            if (hp__tcp_send_seg(c, c->snd_una - 1, 0) >= 0)
+                hp__ctr(s, HP_CTR_TCP_KEEPALIVE_PROBES);
+            c->ka_probes++;
+        }
+        (void)hp__timer_arm(s, &c->t_misc, s->now + ka_intvl_ns(c));
+        return;
+    }
+    hp__tcp_misc_rearm(c);
+}
+
+void hp__tcp_time_wait(struct hp_tcp_sock *c)
+{
+    struct hp_stack *s = c->s;
+    if (c->state != HP_TCP_TIME_WAIT)
+        hp__tcp_set_state(c, HP_TCP_TIME_WAIT);
+    /* An ACK still owed goes with the caller's next hp__tcp_output rather
+     * than be lost with its timer. */
+    if (c->flags & HP__TCPF_DACK)
+        c->flags |= HP__TCPF_ACK_NOW;
+    c->flags &= ~(HP__TCPF_DACK | HP__TCPF_RTT_TIMING);
+    hp__tcp_rtx_stop(c);
+    if (hp__timer_armed(&c->t_dack))
+        hp__timer_cancel(s, &c->t_dack);
+    /* Nothing the user could still read goes: the receive queue stays.
+     * (Our side is all acknowledged; no data can follow the peer's FIN,
+     * so the out-of-order list holds nothing worth keeping.) */
+    hp__tcp_ooo_purge(c);
+    uint64_t ms = cfg_of(c)->time_wait_ms;
+    (void)hp__timer_arm(s, &c->t_misc, s->now + ms * NS_PER_MS);
+}
