@@ -671,11 +671,6 @@ static int set_flag(struct hp_tcp_sock *c, uint32_t flag, long v)
     return 0;
 }
 
-static uint32_t out_threshold(const struct hp_tcp_sock *c)
-{
-    uint32_t q = c->sndbuf / 4;
-    return q > c->smss ? q : c->smss;
-}
 
 HP_API int hp_tcp_setopt(struct hp_tcp_sock *t, enum hp_tcp_opt opt, long v)
 {
@@ -693,7 +688,7 @@ HP_API int hp_tcp_setopt(struct hp_tcp_sock *t, enum hp_tcp_opt opt, long v)
         if (v < BUF_MIN || v > BUF_MAX)
             return -EINVAL;
         t->sndbuf = (uint32_t)v;
-        if ((t->flags & HP__TCPF_SEND_SPACE) && can_output(t) && send_room(t) >= out_threshold(t))
+        if ((t->flags & HP__TCPF_SEND_SPACE) && can_output(t) && hp__tcp_send_room_ok(t))
             hp__tcp_wake(t, HP_EV_OUT);
         return 0;
     case HP_TCP_OPT_RCVBUF:
@@ -794,7 +789,7 @@ HP_API uint32_t hp_tcp_poll(const struct hp_tcp_sock *t)
     bool over = t->state == HP_TCP_CLOSED && was_connected(t);
     if (t->rcvq.bytes || (t->flags & (HP__TCPF_FIN_RCVD | HP__TCPF_SHUT_RD)) || t->err || over)
         ev |= HP_EV_IN;
-    if (can_output(t) && !(t->flags & HP__TCPF_FIN_QUEUED) && send_room(t) >= out_threshold(t))
+    if (can_output(t) && !(t->flags & HP__TCPF_FIN_QUEUED) && hp__tcp_send_room_ok(t))
         ev |= HP_EV_OUT;
     /* Over in both directions: closed after a connection, or TIME_WAIT
      * (our FIN acknowledged and the peer's received). */

@@ -367,7 +367,7 @@ static unsigned ack_new(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, bool
         else if (!(cc & HP__TCP_CC_KEEP_RTO))
             hp__tcp_rtx_restart(c);
     }
-    if ((c->flags & HP__TCPF_SEND_SPACE) && data && c->sndq.bytes < c->sndbuf)
+    if ((c->flags & HP__TCPF_SEND_SPACE) && data && hp__tcp_send_room_ok(c))
         hp__tcp_wake(c, HP_EV_OUT); /* clears SEND_SPACE */
     return cc;
 }

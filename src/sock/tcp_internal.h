@@ -280,6 +280,14 @@ static inline uint32_t hp__tcp_fin_seq(const struct hp_tcp_sock *c)
 {
     return hp__tcp_sndq_seq(c) + c->sndq.bytes;
 }
+/* Room in the send buffer worth an HP_EV_OUT: a quarter of it, at least
+ * one segment (waking a bulk sender for a few bytes costs more than it
+ * gains; poll and the wake-up on ACKs use the same rule). */
+static inline bool hp__tcp_send_room_ok(const struct hp_tcp_sock *c)
+{
+    uint32_t want = c->sndbuf / 4 > c->smss ? c->sndbuf / 4 : c->smss;
+    return c->sndq.bytes <= c->sndbuf && c->sndbuf - c->sndq.bytes >= want;
+}
 static inline bool hp__tcp_synchronized(const struct hp_tcp_sock *c)
 {
     return c->state >= HP_TCP_ESTABLISHED;
