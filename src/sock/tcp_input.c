@@ -232,7 +232,12 @@ static bool acceptable(const struct hp_tcp_sock *c, const struct hp__tcp_seg *sg
     if (sg->seq == c->rcv_nxt)
         return true;
     if (wnd == 0)
-        return false;
+        /* The allowance for ACKs: a peer with a one-byte zero window probe
+         * outstanding numbers its ACKs RCV.NXT + 1 (BSD and we clamp to
+         * the window's edge, not every stack does); refusing them would
+         * throw away the ACKs that reopen the peer's own window, and both
+         * sides could wait on each other. Their text is trimmed away. */
+        return (sg->flags & HP_TCP_F_ACK) && sg->seq == c->rcv_nxt + 1;
     if (hp__seq_in_window(sg->seq, c->rcv_nxt, wnd))
         return true;
     return seglen > 0 && hp__seq_in_window(sg->seq + seglen - 1, c->rcv_nxt, wnd);

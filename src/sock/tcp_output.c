@@ -491,7 +491,10 @@ static uint32_t acceptable_seq(const struct hp_tcp_sock *c)
     if (!hp__tcp_synchronized(c))
         return seq;
     uint32_t right = c->snd_una + c->snd_wnd;
-    if (hp__seq_gt(seq, right) && seq - right >= (1u << c->snd_wscale))
+    /* Past the right edge by less than the scale's rounding, the peer's
+     * real window may still cover seq (Linux's rule); but a zero window
+     * accepts only its left edge (RFC 9293 3.10.7.4). */
+    if (hp__seq_gt(seq, right) && (c->snd_wnd == 0 || seq - right >= (1u << c->snd_wscale)))
         seq = right;
     return seq;
 }
