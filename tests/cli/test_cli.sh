@@ -76,6 +76,50 @@ expect "serve bad address is named"         2 "not an IPv4 address"       -- "$H
 expect "serve address without prefix"       2 "ADDRESS/PREFIX-LENGTH"     -- "$HP" serve --link mem --ip 198.18.0.2
 expect "serve missing interface is named"   1 "nosuchif0"                 -- "$HP" serve --link afpacket --iface nosuchif0 --ip 198.18.0.2/24 --duration 0.2
 expect "serve mem self-test passes"         0 "self-test: .* ok"          -- "$HP" serve --link mem --ip 198.18.0.2/24 --ip6 2001:2::2/64 --duration 0.6
+expect "serve --tcp-echo 0 is refused"      2 "--tcp-echo wants a port"   -- "$HP" serve --link mem --ip 198.18.0.2/24 --tcp-echo 0
+expect "serve --tcp-source abc is refused"  2 "--tcp-source wants a port" -- "$HP" serve --link mem --ip 198.18.0.2/24 --tcp-source abc
+expect "serve TCP port given twice"         2 "given twice"               -- "$HP" serve --link mem --ip 198.18.0.2/24 --tcp-echo 7 --tcp-discard 7
+expect "serve mem self-test covers TCP"     0 "TCP connections verified .*: ok" -- "$HP" serve --link mem --ip 198.18.0.2/24 --ip6 2001:2::2/64 --tcp-echo 7 --tcp-discard 9 --tcp-source 19 --duration 0.6
+expect "connect without --to (real link)"   2 "--to ADDRESS:PORT is required" -- "$HP" connect --link afpacket --iface lo --ip 198.18.0.1/24 --bytes 10
+expect "connect bad --to address is named"  2 "--to '198.18.0.300:7'"     -- "$HP" connect --link mem --to 198.18.0.300:7 --bytes 10
+expect "connect --to without a port"        2 "wants ADDRESS:PORT"        -- "$HP" connect --link mem --to 198.18.0.2 --bytes 10
+expect "connect --bytes 0 is refused"       2 "--bytes wants"             -- "$HP" connect --link mem --bytes 0
+expect "connect --bytes 1X is refused"      2 "--bytes wants.*'1X'"       -- "$HP" connect --link mem --bytes 1X
+expect "connect --conns 0 is refused"       2 "--conns wants"             -- "$HP" connect --link mem --bytes 10 --conns 0
+expect "connect unknown mode is named"      2 "--mode 'chargen'"          -- "$HP" connect --link mem --bytes 10 --mode chargen
+expect "connect needs --bytes or --duration" 2 "give --bytes"             -- "$HP" connect --link mem
+expect "connect unknown link is named"      2 "--link 'eth'"              -- "$HP" connect --link eth --to 198.18.0.2:7 --bytes 10
+expect "connect mem: server off our prefix" 2 "on the prefix"             -- "$HP" connect --link mem --to 198.19.0.2:7 --bytes 10
+expect "connect --help names the modes"     0 "echo.*discard.*source"     -- "$HP" connect --help
+if "$HP" connect --link mem --bytes 1000000 --conns 4 --json >"$tmp/conn.json" 2>"$tmp/err" \
+   && python3 - "$tmp/conn.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["verified"] is True, d
+assert d["conns_ok"] == 4 and d["conns_failed"] == 0
+assert d["bytes_sent"] == 4000000 and d["bytes_received"] == 4000000
+assert d["sha256_sent"] is None or d["sha256_sent"] == d["sha256_received"]
+assert len(d["connections"]) == 4 and all(c["ok"] for c in d["connections"])
+assert "retrans_segs" in d["tcp"]
+PY
+then ok "connect --link mem 4 x 1 MB echo: verified"; else ko "connect --link mem 4 x 1 MB echo: verified" "$(head -3 "$tmp/err")"; fi
+expect "connect mem discard verifies"       0 "verified +yes"             -- "$HP" connect --link mem --mode discard --bytes 200000 --conns 2
+expect "connect mem source verifies"        0 "verified +yes"             -- "$HP" connect --link mem --mode source --bytes 200000 --conns 2
+expect "connect mem IPv6 echo verifies"     0 "verified +yes"             -- "$HP" connect --link mem --to [2001:2::2]:7 --bytes 100000 --conns 2
+for b in tcp-stream tcp-rr; do
+  if "$HP" bench $b --quick --json >"$tmp/$b.json" 2>"$tmp/err" \
+     && python3 - "$tmp/$b.json" "$b" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["bench"] == sys.argv[2]
+ratios = ["ratio_gbps", "ratio_cpu_per_byte"] if d["bench"] == "tcp-stream" else ["ratio_cpu_per_transaction", "ratio_transactions_per_s"]
+for r in ratios:
+    assert isinstance(d[r], (int, float)) and d[r] > 0, (r, d[r])
+assert {"hotpath", "kernel"} <= {r["impl"] for r in d["rows"]}
+assert isinstance(d["goals"], list) and d["goals"] and isinstance(d["goal_met"], bool)
+PY
+  then ok "bench $b --quick --json has the ratios"; else ko "bench $b --quick --json has the ratios" "$(head -c 600 "$tmp/$b.json"; head -3 "$tmp/err")"; fi
+done
 expect "bench udp-echo runs"                0 "echoes/s"                  -- "$HP" bench udp-echo --quick --reps 1
 expect "--alien-policy without a value"     2 "needs a value"             -- "$HP" version --alien-policy
 expect "--alien-policy bad value is named"  2 "'sideways': not local"     -- "$HP" --alien-policy sideways version

@@ -21,6 +21,10 @@ static const struct {
      "txonly with a completion thread (the seed's AF_XDP experiment): each alien policy"},
     {"udp-echo", bench_udp,
      "UDP echo, echoes/s and CPU ns/echo: two stacks over mem; over veth (root) hotpath serve vs the kernel's recvmmsg/sendmmsg server"},
+    {"tcp-stream", bench_tcp_stream,
+     "one TCP flow, Gbit/s and CPU ns/byte: two stacks over mem (MTU 1500) vs the kernel's TCP over loopback"},
+    {"tcp-rr", bench_tcp_rr,
+     "TCP 1-byte request/response, CPU ns/transaction: two stacks over mem vs the kernel's TCP over loopback"},
 };
 #define NBENCH (sizeof benches / sizeof benches[0])
 

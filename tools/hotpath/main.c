@@ -16,7 +16,8 @@ static const struct {
 } commands[] = {
     {"demo", cmd_demo, "run the experiments with progress, print tables, write report/"},
     {"gen", cmd_gen, "generate, receive or forward traffic on a link, like xdpsock"},
-    {"serve", cmd_serve, "run a stack on a link: ARP, NDP, ping, UDP echo; counters each second"},
+    {"serve", cmd_serve, "run a stack on a link: ARP, NDP, ping, UDP echo, TCP echo/discard/source"},
+    {"connect", cmd_connect, "TCP connections to an echo server: send a pattern, verify every byte"},
     {"bench", cmd_bench, "run one benchmark against its peers (hotpath bench --help)"},
 };
 

@@ -13,6 +13,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_connect(int argc, char **argv);
 
 /* ---- benchmarks: each is a table entry of bench.c ---- */
 struct bench_opts {
@@ -30,6 +31,8 @@ int bench_pool(const struct bench_opts *o, FILE *table);
 int bench_txcomp(const struct bench_opts *o, FILE *table);
 int bench_afxdp(const struct bench_opts *o, FILE *table);
 int bench_udp(const struct bench_opts *o, FILE *table);
+int bench_tcp_stream(const struct bench_opts *o, FILE *table);
+int bench_tcp_rr(const struct bench_opts *o, FILE *table);
 
 /* Peers of the checksum benchmark. */
 uint32_t hp_peer_naive(const void *buf, size_t len, uint32_t sum);
@@ -115,6 +118,15 @@ void tool_json_str(FILE *f, const char *s);
 /* Parse a --cpu argument (-1 or an online CPU); on error prints it and
  * returns 2 (usage). */
 int tool_parse_cpu(const char *cmd, const char *arg, int *cpu);
+
+/* SHA-256 through OpenSSL's libcrypto (HP_HAVE_LIBCRYPTO). Without it
+ * tool_sha256_new returns NULL, and update / final on NULL do nothing
+ * (final writes ""). final frees the context. */
+struct tool_sha256;
+bool tool_sha256_available(void);
+struct tool_sha256 *tool_sha256_new(void);
+void tool_sha256_update(struct tool_sha256 *h, const void *p, size_t n);
+void tool_sha256_final(struct tool_sha256 *h, char hex[65]);
 
 /* Progress display: a bar redrawn in place on a terminal, a line every 10%
  * otherwise. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Utilities of the hotpath command: cycle counter, CPU pinning, symbol sizes, progress display. */
+/* Utilities of the hotpath command: cycle counter, CPU pinning, symbol sizes, SHA-256, progress display. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -9,6 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef HP_HAVE_LIBCRYPTO
+#include <openssl/evp.h>
+#endif
 #ifdef HP_HAVE_LIBELF
 #include <gelf.h>
 #include <libelf.h>
@@ -234,3 +237,62 @@ double tool_thread_cpu_s(void)
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+#ifdef HP_HAVE_LIBCRYPTO
+bool tool_sha256_available(void)
+{
+    return true;
+}
+
+struct tool_sha256 *tool_sha256_new(void)
+{
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    if (c && EVP_DigestInit_ex(c, EVP_sha256(), NULL) != 1) {
+        EVP_MD_CTX_free(c);
+        c = NULL;
+    }
+    return (struct tool_sha256 *)c;
+}
+
+void tool_sha256_update(struct tool_sha256 *h, const void *p, size_t n)
+{
+    if (h && n)
+        EVP_DigestUpdate((EVP_MD_CTX *)h, p, n);
+}
+
+void tool_sha256_final(struct tool_sha256 *h, char hex[65])
+{
+    hex[0] = '\0';
+    if (!h)
+        return;
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    if (EVP_DigestFinal_ex((EVP_MD_CTX *)h, md, &len) == 1 && len == 32)
+        for (unsigned i = 0; i < 32; i++)
+            snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    EVP_MD_CTX_free((EVP_MD_CTX *)h);
+}
+#else
+bool tool_sha256_available(void)
+{
+    return false;
+}
+
+struct tool_sha256 *tool_sha256_new(void)
+{
+    return NULL;
+}
+
+void tool_sha256_update(struct tool_sha256 *h, const void *p, size_t n)
+{
+    (void)h;
+    (void)p;
+    (void)n;
+}
+
+void tool_sha256_final(struct tool_sha256 *h, char hex[65])
+{
+    (void)h;
+    hex[0] = '\0';
+}
+#endif
