@@ -1,0 +1,561 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* TCP between two hotpath stacks over a mem link pair on a shared virtual clock: transfers verified byte for byte, with and without faults, many connections, zero copy. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hotpath/link.h>
+#include <hotpath/pool.h>
+#include <hotpath/stack.h>
+#include <hotpath/tcp.h>
+
+#include "hp_test.h"
+#include "net/internal.h"
+
+static const uint8_t IP4[2][4] = {{198, 18, 0, 1}, {198, 18, 0, 2}};
+static const uint8_t IP6[2][16] = {{0x20, 0x01, 0, 2, [15] = 1}, {0x20, 0x01, 0, 2, [15] = 2}};
+
+struct net {
+    struct hp_pool *pool;
+    struct hp_link *e[2];    /* what the stacks use (fault decorators or the mem ends) */
+    struct hp_stack *s[2];   /* s[0] the client, s[1] the server */
+    uint64_t now;            /* the shared virtual clock, ns */
+};
+
+static uint64_t net_clock(void *arg)
+{
+    return ((const struct net *)arg)->now;
+}
+
+static int net_up(struct net *n, const struct hp_fault_config *fault, const struct hp_tcp_config *tc)
+{
+    memset(n, 0, sizeof *n);
+    struct hp_pool_config pc = {.name = "e2e", .n_bufs = 16384};
+    n->pool = hp_pool_create(&pc);
+    if (!n->pool)
+        return -1;
+    struct hp_link_config lc = {.ring_size = 4096, .pool = n->pool};
+    if (hp_link_mem_pair(&lc, n->e) != 0)
+        return -1;
+    n->now = 5000000000000ull;
+    for (int i = 0; i < 2; i++) {
+        if (fault) {
+            struct hp_fault_config f = *fault;
+            f.seed = fault->seed * 2 + (uint64_t)i + 1;
+            struct hp_link *w = hp_link_fault(n->e[i], &f);
+            if (!w)
+                return -1;
+            n->e[i] = w;
+        }
+        struct hp_stack_config sc = {.name = i ? "server" : "client", .flags = HP_STACK_F_NO_DAD};
+        n->s[i] = hp_stack_create(&sc);
+        if (!n->s[i])
+            return -1;
+        hp__stack_set_clock(n->s[i], net_clock, n);
+        int ifx = hp_stack_add_iface(n->s[i], n->e[i]);
+        if (ifx < 0 || hp_stack_add_addr(n->s[i], ifx, 4, IP4[i], 24) != 0 ||
+            hp_stack_add_addr(n->s[i], ifx, 6, IP6[i], 64) != 0)
+            return -1;
+        if (tc && hp_tcp_configure(n->s[i], tc) != 0)
+            return -1;
+    }
+    /* Resolve the neighbours both ways first (ARP and NDP queues are
+     * small; what they drop is not TCP's business). */
+    for (int i = 0; i < 2; i++) {
+        if (hp_stack_ping(n->s[i], 4, IP4[!i], 1, 1, 8) != 0 || hp_stack_ping(n->s[i], 6, IP6[!i], 1, 1, 8) != 0)
+            return -1;
+    }
+    for (int k = 0; k < 100; k++)
+        hp_stack_poll(n->s[0]), hp_stack_poll(n->s[1]);
+    return 0;
+}
+
+static void net_down(struct net *n)
+{
+    for (int i = 0; i < 2; i++)
+        hp_stack_destroy(n->s[i]);
+    for (int i = 0; i < 2; i++)
+        hp_link_close(n->e[i]);
+    HP_CHECK_EQ(hp_pool_in_use(n->pool), 0);
+    HP_CHECK_EQ(hp_pool_destroy(n->pool), 0);
+}
+
+/* One round on both stacks; when neither has work, the clock jumps to the
+ * next timer (or by 1 ms). Busy rounds take 20 us, the link's latency. */
+static int net_step(struct net *n)
+{
+    int w = hp_stack_poll(n->s[0]) + hp_stack_poll(n->s[1]);
+    if (w > 0) {
+        n->now += 20000;
+        return w;
+    }
+    int64_t a = hp_stack_next_timer_ns(n->s[0]), b = hp_stack_next_timer_ns(n->s[1]);
+    int64_t d = a < 0 ? b : (b < 0 || a < b ? a : b);
+    n->now += d > 0 ? (uint64_t)d : 1000000u;
+    return 0;
+}
+
+/* Run until nothing is left to do within max_ms of virtual time (timers
+ * due later, like TIME_WAIT or neighbour expiry, are not waited for). */
+static void net_settle(struct net *n, uint64_t max_ms)
+{
+    uint64_t deadline = n->now + max_ms * 1000000u;
+    for (int i = 0; i < 1000000; i++) {
+        int w = hp_stack_poll(n->s[0]) + hp_stack_poll(n->s[1]);
+        if (w > 0) {
+            n->now += 20000;
+            continue;
+        }
+        int64_t a = hp_stack_next_timer_ns(n->s[0]), b = hp_stack_next_timer_ns(n->s[1]);
+        int64_t d = a < 0 ? b : (b < 0 || a < b ? a : b);
+        if (d < 0 || n->now + (uint64_t)d > deadline)
+            return;
+        n->now += (uint64_t)d;
+    }
+}
+
+static struct hp_sockaddr addr_of(int family, int side, uint16_t port)
+{
+    struct hp_sockaddr a;
+    memset(&a, 0, sizeof a);
+    a.family = (uint8_t)family;
+    a.port = port;
+    if (side >= 0)
+        memcpy(a.addr, family == 4 ? IP4[side] : IP6[side], family == 4 ? 4 : 16);
+    return a;
+}
+
+static uint8_t pat(uint32_t seed, uint64_t off)
+{
+    uint64_t x = (off + 1) * 0x9E3779B97F4A7C15ull ^ seed;
+    return (uint8_t)(x >> 29 ^ x >> 47);
+}
+
+/* One direction of a transfer: what was sent and received, checked. */
+struct flow {
+    struct hp_tcp_sock *tx, *rx;
+    uint32_t seed;
+    uint64_t len, sent, got;
+    bool tx_shut, eof, bad;
+    uint8_t chunk[16384];     /* the stream from chunk_off on */
+    uint64_t chunk_off;
+    uint32_t chunk_len;
+};
+
+static void flow_pump(struct flow *f, bool shut_when_done)
+{
+    static uint8_t buf[65536];
+    while (f->sent < f->len) {
+        if (f->sent >= f->chunk_off + f->chunk_len) {
+            f->chunk_off = f->sent;
+            uint64_t n = f->len - f->sent < sizeof f->chunk ? f->len - f->sent : sizeof f->chunk;
+            for (uint64_t i = 0; i < n; i++)
+                f->chunk[i] = pat(f->seed, f->sent + i);
+            f->chunk_len = (uint32_t)n;
+        }
+        uint64_t at = f->sent - f->chunk_off;
+        long r = hp_tcp_send(f->tx, f->chunk + at, f->chunk_len - at);
+        if (r <= 0)
+            break;
+        f->sent += (uint64_t)r;
+    }
+    if (f->sent == f->len && shut_when_done && !f->tx_shut) {
+        HP_CHECK_EQ(hp_tcp_shutdown(f->tx, HP_TCP_SHUT_WR), 0);
+        f->tx_shut = true;
+    }
+    for (;;) {
+        long r = hp_tcp_recv(f->rx, buf, sizeof buf);
+        if (r == 0) {
+            f->eof = true;
+            break;
+        }
+        if (r < 0)
+            break;
+        for (long i = 0; i < r && !f->bad; i++) {
+            if (buf[i] != pat(f->seed, f->got + (uint64_t)i)) {
+                hp_test_fail(__FILE__, __LINE__, "byte %llu of a %llu-byte flow differs",
+                             (unsigned long long)(f->got + (uint64_t)i), (unsigned long long)f->len);
+                f->bad = true;
+            }
+        }
+        f->got += (uint64_t)r;
+    }
+}
+
+/* Client and server connected over family; the server's accepted socket. */
+static bool connect_pair(struct net *n, int family, uint16_t port, struct hp_tcp_sock **c,
+                         struct hp_tcp_sock **srv, struct hp_tcp_sock **l)
+{
+    *l = hp_tcp_open(n->s[1], family, NULL);
+    struct hp_sockaddr any = addr_of(family, -1, port), to = addr_of(family, 1, port);
+    if (!*l || hp_tcp_bind(*l, &any) != 0 || hp_tcp_listen(*l, 16) != 0)
+        return false;
+    *c = hp_tcp_open(n->s[0], family, NULL);
+    if (!*c || hp_tcp_connect(*c, &to) != -EINPROGRESS)
+        return false;
+    *srv = NULL;
+    for (int i = 0; i < 200000 && !*srv; i++) {
+        net_step(n);
+        *srv = hp_tcp_accept(*l, NULL, NULL);
+    }
+    for (int i = 0; i < 200000 && hp_tcp_state(*c) != HP_TCP_ESTABLISHED; i++)
+        net_step(n);
+    return *srv && hp_tcp_state(*c) == HP_TCP_ESTABLISHED;
+}
+
+/* Counters that are zero on a clean link. */
+static void check_clean(struct net *n)
+{
+    static const enum hp_stack_ctr zero[] = {
+        HP_CTR_TCP_ATTEMPT_FAILS, HP_CTR_TCP_ESTAB_RESETS, HP_CTR_TCP_RETRANS_SEGS, HP_CTR_TCP_IN_ERRS,
+        HP_CTR_TCP_IN_CSUM_ERRORS, HP_CTR_TCP_IN_BAD_FLAGS, HP_CTR_TCP_IN_BAD_OPTIONS, HP_CTR_TCP_OUT_RSTS,
+        HP_CTR_TCP_NO_PORT, HP_CTR_TCP_PAWS_DROPS, HP_CTR_TCP_CHALLENGE_ACKS, HP_CTR_TCP_SYN_QUEUE_DROPS,
+        HP_CTR_TCP_LISTEN_OVERFLOWS, HP_CTR_TCP_SYNCOOKIES_SENT, HP_CTR_TCP_OFO_DROPS, HP_CTR_TCP_RCVQ_DROPS,
+        HP_CTR_TCP_FAST_RETRANS, HP_CTR_TCP_TIMEOUTS, HP_CTR_TCP_SYN_RETRANS, HP_CTR_TCP_CONN_LIMIT_DROPS,
+        HP_CTR_TCP_NO_BUFFERS, HP_CTR_TCP_ABORT_ON_CLOSE, HP_CTR_TCP_ABORT_ON_TIMEOUT, HP_CTR_ETH_OUT_DROPS,
+        HP_CTR_NO_BUFFERS, HP_CTR_NEIGH_QUEUE_DROPS, HP_CTR_NEIGH_UNRESOLVED_DROPS, HP_CTR_IP_OUT_DISCARDS,
+        HP_CTR_IP_IN_HDR_ERRORS, HP_CTR_IP6_IN_HDR_ERRORS, HP_CTR_TCP_OFO_QUEUED,
+    };
+    for (int s = 0; s < 2; s++)
+        for (size_t k = 0; k < sizeof zero / sizeof zero[0]; k++)
+            if (hp_stack_counter(n->s[s], zero[k]) != 0)
+                hp_test_fail(__FILE__, __LINE__, "%s: %s = %llu on a clean link", s ? "server" : "client",
+                             hp_stack_counter_name(zero[k]), (unsigned long long)hp_stack_counter(n->s[s], zero[k]));
+}
+
+/*
+ * Transfer len bytes each way over one connection and close: the client
+ * first (client_first) or the server first, each side's FIN after its
+ * data. Ends with both sides CLOSED after TIME_WAIT.
+ */
+static void transfer(struct net *n, int family, uint64_t len, bool client_first, uint16_t port)
+{
+    struct hp_tcp_sock *c, *srv, *l;
+    if (!connect_pair(n, family, port, &c, &srv, &l)) {
+        hp_test_fail(__FILE__, __LINE__, "IPv%d: no connection", family);
+        return;
+    }
+    static struct flow up, down;
+    memset(&up, 0, sizeof up);
+    memset(&down, 0, sizeof down);
+    up.tx = c, up.rx = srv, up.seed = (uint32_t)len * 7 + 1, up.len = len;
+    down.tx = srv, down.rx = c, down.seed = (uint32_t)len * 13 + 5, down.len = len;
+    uint64_t t0 = n->now;
+    for (long i = 0; i < 20000000; i++) {
+        flow_pump(&up, client_first || down.eof);
+        flow_pump(&down, !client_first || up.eof);
+        if (up.eof && down.eof)
+            break;
+        if (n->now - t0 > 3600ull * 1000000000u)
+            break;
+        net_step(n);
+    }
+    if (up.got != len || down.got != len || !up.eof || !down.eof) {
+        hp_test_fail(__FILE__, __LINE__, "IPv%d %llu bytes, %s closes first: up %llu/%llu%s, down %llu/%llu%s; "
+                     "client %s error %d, server %s error %d, after %llu ms",
+                     family, (unsigned long long)len, client_first ? "client" : "server",
+                     (unsigned long long)up.got, (unsigned long long)up.sent, up.eof ? " eof" : "",
+                     (unsigned long long)down.got, (unsigned long long)down.sent, down.eof ? " eof" : "",
+                     hp_tcp_state_name(hp_tcp_state(c)), hp_tcp_error(c), hp_tcp_state_name(hp_tcp_state(srv)),
+                     hp_tcp_error(srv), (unsigned long long)((n->now - t0) / 1000000u));
+        for (int k = 0; k < 2; k++) {
+            fprintf(stderr, "    %s counters:\n", k ? "server" : "client");
+            hp_stack_counters_print(n->s[k], stderr, true);
+        }
+    }
+    /* Let the last ACKs and TIME_WAIT (60 s) run out. */
+    for (int i = 0; i < 100000 && (hp_tcp_state(c) != HP_TCP_CLOSED || hp_tcp_state(srv) != HP_TCP_CLOSED); i++)
+        net_step(n);
+    HP_CHECK_EQ(hp_tcp_state(c), HP_TCP_CLOSED);
+    HP_CHECK_EQ(hp_tcp_state(srv), HP_TCP_CLOSED);
+    HP_CHECK_EQ(hp_tcp_error(c), 0);
+    HP_CHECK_EQ(hp_tcp_error(srv), 0);
+    hp_tcp_close(c);
+    hp_tcp_close(srv);
+    hp_tcp_close(l);
+}
+
+HP_TEST(tcp_e2e_transfers_clean)
+{
+    static const uint64_t sizes[] = {1, 100, 1447, 1448, 1449, 65535, 65536, 262145, 1u << 20, 4u << 20};
+    for (int family = 4; family <= 6; family += 2) {
+        for (int order = 0; order < 2; order++) {
+            struct net n;
+            HP_REQUIRE_EQ(net_up(&n, NULL, NULL), 0);
+            for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+                transfer(&n, family, sizes[k], order == 0, (uint16_t)(5000 + k));
+                HP_STOP_IF_FAILED();
+            }
+            check_clean(&n);
+            net_down(&n);
+        }
+    }
+}
+
+static void faulty(double drop, uint64_t seed, uint64_t big)
+{
+    struct hp_fault_config fc = {.seed = seed, .drop = drop, .reorder = 0.02, .duplicate = 0.02};
+    for (int family = 4; family <= 6; family += 2) {
+        for (int order = 0; order < 2; order++) {
+            struct net n;
+            HP_REQUIRE_EQ(net_up(&n, &fc, NULL), 0);
+            const uint64_t sizes[] = {1, 3000, 100000, big};
+            for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+                transfer(&n, family, sizes[k], order == 0, (uint16_t)(6000 + k));
+                HP_STOP_IF_FAILED();
+            }
+            struct hp_fault_stats st;
+            HP_CHECK_EQ(hp_link_fault_stats(n.e[0], &st), 0);
+            HP_CHECK_GT(st.dropped, 0);
+            HP_CHECK_GT(st.reordered + st.duplicated, 0);
+            HP_CHECK_GT(hp_stack_counter(n.s[0], HP_CTR_TCP_RETRANS_SEGS) +
+                        hp_stack_counter(n.s[1], HP_CTR_TCP_RETRANS_SEGS), 0);
+            for (int s = 0; s < 2; s++) {
+                HP_CHECK_EQ(hp_stack_counter(n.s[s], HP_CTR_TCP_IN_CSUM_ERRORS), 0);
+                HP_CHECK_EQ(hp_stack_counter(n.s[s], HP_CTR_TCP_ESTAB_RESETS), 0);
+                HP_CHECK_EQ(hp_stack_counter(n.s[s], HP_CTR_NO_BUFFERS), 0);
+            }
+            net_down(&n);
+        }
+    }
+}
+
+HP_TEST(tcp_e2e_transfers_1pct_loss_reorder_dup)
+{
+    faulty(0.01, hp_test_seed(), 4u << 20);
+}
+
+HP_TEST(tcp_e2e_transfers_5pct_loss_reorder_dup)
+{
+    faulty(0.05, hp_test_seed() + 1, 1u << 20);
+}
+
+/* 1,000 connections at once: each sends its own message, the server
+ * echoes it on the same connection; all close cleanly. */
+HP_TEST(tcp_e2e_thousand_connections)
+{
+    enum { N = 1000 };
+    for (int family = 4; family <= 6; family += 2) {
+        struct net n;
+        HP_REQUIRE_EQ(net_up(&n, NULL, NULL), 0);
+        struct hp_tcp_sock *l = hp_tcp_open(n.s[1], family, NULL);
+        struct hp_sockaddr any = addr_of(family, -1, 7), to = addr_of(family, 1, 7);
+        HP_REQUIRE(l && hp_tcp_bind(l, &any) == 0 && hp_tcp_listen(l, N) == 0);
+        static struct hp_tcp_sock *c[N], *s[N];
+        for (int i = 0; i < N; i++) {
+            c[i] = hp_tcp_open(n.s[0], family, NULL);
+            HP_REQUIRE(c[i] != NULL);
+            HP_REQUIRE_EQ(hp_tcp_connect(c[i], &to), -EINPROGRESS);
+        }
+        int accepted = 0;
+        for (int round = 0; round < 100000 && accepted < N; round++) {
+            net_settle(&n, 1);
+            struct hp_tcp_sock *a;
+            while (accepted < N && (a = hp_tcp_accept(l, NULL, NULL)) != NULL)
+                s[accepted++] = a;
+        }
+        HP_REQUIRE_EQ(accepted, N);
+        for (int i = 0; i < N; i++) {
+            char msg[32];
+            int len = snprintf(msg, sizeof msg, "connection %d", i);
+            HP_REQUIRE_EQ(hp_tcp_state(c[i]), HP_TCP_ESTABLISHED);
+            HP_CHECK_EQ(hp_tcp_send(c[i], msg, (size_t)len), len);
+        }
+        net_settle(&n, 200);
+        int echoed = 0;
+        for (int i = 0; i < N; i++) {
+            char buf[64];
+            long r = hp_tcp_recv(s[i], buf, sizeof buf);
+            if (r > 0 && hp_tcp_send(s[i], buf, (size_t)r) == r)
+                echoed++;
+        }
+        HP_CHECK_EQ(echoed, N);
+        net_settle(&n, 200);
+        int ok = 0;
+        for (int i = 0; i < N; i++) {
+            char buf[64], msg[32];
+            int len = snprintf(msg, sizeof msg, "connection %d", i);
+            long r = hp_tcp_recv(c[i], buf, sizeof buf);
+            if (r == len && memcmp(buf, msg, (size_t)len) == 0)
+                ok++;
+            hp_tcp_close(c[i]);
+        }
+        HP_CHECK_EQ(ok, N);
+        net_settle(&n, 200);
+        int eof = 0;
+        for (int i = 0; i < N; i++) {
+            char buf[8];
+            if (hp_tcp_recv(s[i], buf, sizeof buf) == 0)
+                eof++;
+            hp_tcp_close(s[i]);
+        }
+        HP_CHECK_EQ(eof, N);
+        hp_tcp_close(l);
+        for (int round = 0; round < 100000 && hp_stack_next_timer_ns(n.s[0]) >= 0; round++)
+            net_step(&n);
+        HP_CHECK_EQ(hp_stack_counter(n.s[1], HP_CTR_TCP_PASSIVE_OPENS), N);
+        HP_CHECK_EQ(hp_stack_counter(n.s[0], HP_CTR_TCP_ACTIVE_OPENS), N);
+        check_clean(&n);
+        net_down(&n);
+        HP_STOP_IF_FAILED();
+    }
+}
+
+/* send_buf of chains and recv_buf: the bytes arrive in order, intact. */
+HP_TEST(tcp_e2e_zero_copy)
+{
+    for (int family = 4; family <= 6; family += 2) {
+        struct net n;
+        HP_REQUIRE_EQ(net_up(&n, NULL, NULL), 0);
+        struct hp_tcp_sock *c, *srv, *l;
+        HP_REQUIRE(connect_pair(&n, family, 9000, &c, &srv, &l));
+        const uint64_t total = 300000;
+        uint64_t sent = 0, got = 0;
+        struct hp_pool *pool = hp_link_pool(n.e[0]);
+        for (int round = 0; round < 1000000 && got < total; round++) {
+            while (sent < total) {
+                /* A chain of three buffers of odd sizes. */
+                struct hp_buf *head = NULL;
+                uint32_t lens[3] = {700, 1, 1333};
+                for (int k = 0; k < 3; k++) {
+                    struct hp_buf *b = hp_buf_alloc(pool);
+                    HP_REQUIRE(b != NULL);
+                    uint8_t *p = hp_buf_append(b, lens[k]);
+                    HP_REQUIRE(p != NULL);
+                    uint64_t base = sent + (k > 0 ? lens[0] : 0) + (k > 1 ? lens[1] : 0);
+                    for (uint32_t i = 0; i < lens[k]; i++)
+                        p[i] = pat(77, base + i);
+                    if (!head)
+                        head = b;
+                    else
+                        HP_REQUIRE_EQ(hp_buf_chain(head, b), 0);
+                }
+                long r = hp_tcp_send_buf(c, head);
+                if (r == -EAGAIN) {
+                    hp_buf_free(head);
+                    break;
+                }
+                HP_REQUIRE_EQ(r, 2034);
+                sent += 2034;
+            }
+            struct hp_buf *b;
+            long r;
+            while ((r = hp_tcp_recv_buf(srv, &b)) > 0) {
+                uint8_t tmp[65536];
+                HP_REQUIRE(r <= (long)sizeof tmp);
+                HP_REQUIRE_EQ(hp_buf_copy_out(b, 0, (uint32_t)r, tmp), 0);
+                for (long i = 0; i < r; i++)
+                    if (tmp[i] != pat(77, got + (uint64_t)i))
+                        HP_REQUIRE(!"recv_buf: a byte differs");
+                got += (uint64_t)r;
+                hp_buf_free(b);
+            }
+            net_step(&n);
+        }
+        HP_CHECK_GE(got, total);
+        HP_CHECK_EQ(got, sent);
+        hp_tcp_close(c);
+        hp_tcp_close(srv);
+        hp_tcp_close(l);
+        for (int round = 0; round < 100000 && hp_stack_next_timer_ns(n.s[0]) >= 0; round++)
+            net_step(&n);
+        check_clean(&n);
+        net_down(&n);
+    }
+}
+
+/* A slow reader behind a small receive buffer: the window closes and
+ * reopens again and again (persist probes, window updates), with and
+ * without faults (corruption included: caught by the checksums). */
+static void slow_reader(const struct hp_fault_config *fc, int family)
+{
+    struct hp_tcp_config tc = {.rcvbuf = 16384, .sndbuf = 65536};
+    struct net n;
+    HP_REQUIRE_EQ(net_up(&n, fc, &tc), 0);
+    struct hp_tcp_sock *c, *srv, *l;
+    HP_REQUIRE(connect_pair(&n, family, 7000, &c, &srv, &l));
+    static struct flow f;
+    memset(&f, 0, sizeof f);
+    f.tx = c, f.rx = srv, f.seed = 99, f.len = 1u << 20;
+    uint64_t next_read = n.now;
+    uint8_t buf[1000];
+    long zero_seen = 0;
+    for (long i = 0; i < 20000000 && !f.eof; i++) {
+        /* send side */
+        while (f.sent < f.len) {
+            if (f.sent >= f.chunk_off + f.chunk_len) {
+                f.chunk_off = f.sent;
+                uint64_t k = f.len - f.sent < sizeof f.chunk ? f.len - f.sent : sizeof f.chunk;
+                for (uint64_t j = 0; j < k; j++)
+                    f.chunk[j] = pat(f.seed, f.sent + j);
+                f.chunk_len = (uint32_t)k;
+            }
+            uint64_t at = f.sent - f.chunk_off;
+            long r = hp_tcp_send(c, f.chunk + at, f.chunk_len - at);
+            if (r <= 0)
+                break;
+            f.sent += (uint64_t)r;
+        }
+        if (f.sent == f.len && !f.tx_shut) {
+            HP_CHECK_EQ(hp_tcp_shutdown(c, HP_TCP_SHUT_WR), 0);
+            f.tx_shut = true;
+        }
+        /* a slow reader: 1000 bytes every 5 ms */
+        if (n.now >= next_read) {
+            long r = hp_tcp_recv(srv, buf, sizeof buf);
+            if (r == 0)
+                f.eof = true;
+            for (long j = 0; j < r; j++)
+                if (buf[j] != pat(f.seed, f.got + (uint64_t)j) && !f.bad) {
+                    hp_test_fail(__FILE__, __LINE__, "IPv%d: byte %llu differs", family,
+                                 (unsigned long long)(f.got + (uint64_t)j));
+                    f.bad = true;
+                }
+            if (r > 0)
+                f.got += (uint64_t)r;
+            next_read = n.now + 5000000u;
+        }
+        struct hp_tcp_info ci;
+        if (hp_tcp_get_info(c, &ci) == 0 && ci.snd_wnd < 1460)
+            zero_seen++;
+        /* Never jump past the reader's next turn. */
+        int w = hp_stack_poll(n.s[0]) + hp_stack_poll(n.s[1]);
+        if (w > 0) {
+            n.now += 20000;
+        } else {
+            int64_t a = hp_stack_next_timer_ns(n.s[0]), b = hp_stack_next_timer_ns(n.s[1]);
+            int64_t d = a < 0 ? b : (b < 0 || a < b ? a : b);
+            uint64_t until = next_read > n.now ? next_read - n.now : 0;
+            n.now += d >= 0 && (uint64_t)d < until ? (uint64_t)d : (until ? until : 1000);
+        }
+    }
+    HP_CHECK_EQ(f.got, f.len);
+    HP_CHECK(f.eof);
+    HP_CHECK_GT(zero_seen, 0); /* the window did close (below one segment) */
+    HP_CHECK_EQ(hp_tcp_state(srv), HP_TCP_CLOSE_WAIT);
+    HP_CHECK_EQ(hp_tcp_error(c), 0);
+    HP_CHECK_EQ(hp_tcp_error(srv), 0);
+    if (fc && fc->corrupt > 0)
+        HP_CHECK_GT(hp_stack_counter(n.s[0], HP_CTR_TCP_IN_CSUM_ERRORS) +
+                    hp_stack_counter(n.s[1], HP_CTR_TCP_IN_CSUM_ERRORS) +
+                    hp_stack_counter(n.s[0], HP_CTR_IP_IN_HDR_ERRORS) +
+                    hp_stack_counter(n.s[1], HP_CTR_IP_IN_HDR_ERRORS), 0);
+    hp_tcp_close(c);
+    hp_tcp_close(srv);
+    hp_tcp_close(l);
+    net_down(&n);
+}
+
+HP_TEST(tcp_e2e_slow_reader_small_window)
+{
+    slow_reader(NULL, 4);
+    HP_STOP_IF_FAILED();
+    slow_reader(NULL, 6);
+    HP_STOP_IF_FAILED();
+    struct hp_fault_config fc = {.seed = hp_test_seed(), .drop = 0.02, .reorder = 0.02, .duplicate = 0.02,
+                                 .corrupt = 0.01};
+    slow_reader(&fc, 4);
+    HP_STOP_IF_FAILED();
+    fc.seed++;
+    slow_reader(&fc, 6);
+}
