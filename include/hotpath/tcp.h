@@ -69,7 +69,7 @@ struct hp_tcp_config {
     uint32_t rto_min_ms;       /**< lower bound of the RTO; 0: 200 (Linux; RFC 6298 says 1000) */
     uint32_t rto_max_ms;       /**< upper bound of the RTO; 0: 60000 */
     uint32_t rto_initial_ms;   /**< before the first RTT sample (RFC 6298 2.1); 0: 1000 */
-    uint32_t syn_retries;      /**< SYN / SYN-ACK retransmissions before giving up; 0: 6 */
+    uint32_t syn_retries;      /**< SYN / SYN-ACK retransmissions before giving up; 0: 7 (183 s, RFC 9293 3.8.3: at least 3 min) */
     uint32_t data_retries;     /**< retransmissions of one segment before the connection is dropped (RFC 9293 3.8.3 R2); 0: 15 */
     uint32_t time_wait_ms;     /**< TIME_WAIT (2 MSL); 0: 60000 */
     uint32_t fin_wait2_ms;     /**< an orphaned FIN_WAIT_2 waits this long for the peer's FIN; 0: 60000 */

@@ -45,7 +45,7 @@ static void fill_defaults(struct hp_tcp_config *c)
      * setting rto_min_ms alone is a valid configuration. */
     DEF(rto_initial_ms, c->rto_min_ms > HP__TCP_RTO_INITIAL_US / 1000u ? c->rto_min_ms
                                                                        : HP__TCP_RTO_INITIAL_US / 1000u);
-    DEF(syn_retries, 6u);
+    DEF(syn_retries, 7u); /* gives up after 183 s: RFC 9293 3.8.3 MUST-23 asks >= 3 min for a SYN */
     DEF(data_retries, 15u);
     DEF(time_wait_ms, 60000u);
     DEF(fin_wait2_ms, 60000u);

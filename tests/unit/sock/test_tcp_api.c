@@ -316,7 +316,7 @@ HP_TEST(tcp_api_configure)
     HP_CHECK_EQ(c.rto_min_ms, 200);
     HP_CHECK_EQ(c.rto_max_ms, 60000);
     HP_CHECK_EQ(c.rto_initial_ms, 1000);
-    HP_CHECK_EQ(c.syn_retries, 6);
+    HP_CHECK_EQ(c.syn_retries, 7);
     HP_CHECK_EQ(c.data_retries, 15);
     HP_CHECK_EQ(c.time_wait_ms, 60000);
     HP_CHECK_EQ(c.fin_wait2_ms, 60000);

@@ -21,8 +21,8 @@ static struct hp_tcp_sock *listen_and_syn(struct pd *h)
 PD_TEST(tcp_syn_received_synack_backoff_then_dropped)
 {
     struct hp_tcp_sock *l = listen_and_syn(h);
-    static const uint64_t at[] = {1000, 3000, 7000, 15000, 31000, 63000};
-    for (int k = 0; k < 6; k++) {
+    static const uint64_t at[] = {1000, 3000, 7000, 15000, 31000, 63000, 123000};
+    for (int k = 0; k < 7; k++) {
         pd_advance_ms(h, at[k] - pd_now_ms(h) - 1);
         pd_expect_none(h);
         pd_advance_ms(h, 1);
