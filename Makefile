@@ -16,9 +16,17 @@ deps-check:
 	@scripts/deps.sh check
 
 # Release build: build/hotpath, build/libhotpath.a, build/libhotpath.so.
+# HP_LAYOUT=chrono builds the hot structures in their logical field order
+# instead of by cache line, into build-chrono/ (docs/cachelines/hp_tcp_sock.md).
+HP_LAYOUT ?= grouped
+BUILD_DIR := $(if $(filter chrono,$(HP_LAYOUT)),build-chrono,build)
 build:
-	@$(CMAKE) -S . -B build $(GEN) -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
-	@ninja -C build
+	@$(CMAKE) -S . -B $(BUILD_DIR) $(GEN) -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$(PREFIX) -DHP_LAYOUT=$(HP_LAYOUT) >/dev/null
+	@ninja -C $(BUILD_DIR)
+
+# Both layouts side by side: build/ (grouped) and build-chrono/.
+chrono:
+	@$(MAKE) --no-print-directory build HP_LAYOUT=chrono
 
 demo: deps-demo build
 	./build/hotpath demo

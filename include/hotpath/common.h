@@ -47,6 +47,13 @@ static inline uint32_t hp_ntoh32(hp_be32 v) { return hp_hton32(v); }
 /** Library version, "MAJOR.MINOR.PATCH". */
 HP_API const char *hp_version(void);
 
+/**
+ * The field order the library's hot structures were built with: "grouped"
+ * (by cache line, the default) or "chrono" (logical order, built with
+ * -DHP_LAYOUT_CHRONO=1 / HP_LAYOUT=chrono). See docs/cachelines/.
+ */
+HP_API const char *hp_layout_name(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -880,11 +880,11 @@ HP_API int hp_tcp_get_info(const struct hp_tcp_sock *t, struct hp_tcp_info *out)
     out->sndq = t->sndq.bytes;
     out->rcvq = t->rcvq.bytes;
     out->ooo_segs = t->ooo_n;
-    out->bytes_sent = t->st.bytes_sent;
-    out->bytes_acked = t->st.bytes_acked;
-    out->bytes_received = t->st.bytes_received;
-    out->segs_out = t->st.segs_out;
-    out->segs_in = t->st.segs_in;
+    out->bytes_sent = t->st_tx.bytes_sent;
+    out->bytes_acked = t->st_rx.bytes_acked;
+    out->bytes_received = t->st_rx.bytes_received;
+    out->segs_out = t->st_tx.segs_out;
+    out->segs_in = t->st_rx.segs_in;
     out->retrans_segs = t->st.retrans_segs;
     out->fast_retrans = t->st.fast_retrans;
     out->timeouts = t->st.timeouts;

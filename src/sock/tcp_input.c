@@ -351,7 +351,7 @@ static unsigned ack_new(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, bool
 
     if (data) {
         hp__tcp_bufq_drop(&c->sndq, data);
-        c->st.bytes_acked += data;
+        c->st_rx.bytes_acked += data;
     }
     c->snd_una = ack;
     /* After a timeout snd_nxt went back to retransmit (go-back-N): what is
@@ -699,7 +699,7 @@ void hp__tcp_input(struct hp__iface *ifc, struct hp_buf *b, int family, const ui
     if (e) {
         struct hp_tcp_sock *c = HP__TCP_ENTRY(e, struct hp_tcp_sock, key);
         if (c->state != HP_TCP_CLOSED && c->state != HP_TCP_LISTEN) {
-            c->st.segs_in++;
+            c->st_rx.segs_in++;
             if (c->state == HP_TCP_SYN_SENT) {
                 syn_sent(c, &sg);
                 return;

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <hotpath/cacheline.h>
 #include <hotpath/tcp.h>
 
 #include "internal.h"
@@ -170,75 +171,160 @@ struct hp_buf *hp__tcp_bufq_pop(struct hp__tcp_bufq *q);
 #define HP__TCPF_SEND_SPACE    0x00800000u /* the user hit a full send buffer: raise OUT when room is back */
 #define HP__TCPF_ACCQ          0x01000000u /* on parent's accept queue (tcp.c); with a parent and without it: on the SYN queue if linked */
 
-struct hp_tcp_sock {
-    struct hp__tcp_key key;      /* first: the entry of the connection or listen map */
-    struct hp_stack *s;
-    uint8_t state;               /* enum hp_tcp_state */
-    uint8_t family;              /* 4 or 6 */
-    uint8_t snd_wscale, rcv_wscale;
+/*
+ * The connection block's fields, in blocks of fields that share both their
+ * place in RFC 9293 3.3.1's story (and its companions') and their access on
+ * the fast path (docs/cachelines/hp_tcp_sock.md has the table). Each field
+ * is declared once, here; the struct below emits the blocks in one of two
+ * orders:
+ *
+ *   grouped (the default)  by access, in the cache-line groups `demux`
+ *                          (line 0: the map entry and what a lookup hit
+ *                          reads next), `tx` (only the transmit path),
+ *                          `rxtx` (both paths), `rx` (only the receive
+ *                          path), then the cold fields;
+ *   chrono (-DHP_LAYOUT_CHRONO=1)  the logical order the fields had before
+ *                          grouping (RFC order), the baseline the grouped
+ *                          layout is measured against (hotpath layout, the
+ *                          tcp_layout test).
+ *
+ * Tag in each block's name: its group. The fast path measured is the
+ * tcp_rr one: an ESTABLISHED connection with timestamps exchanging small
+ * requests and responses (receive: hp__tcp_input .. hp__tcp_output, then
+ * hp_tcp_recv; transmit: hp_tcp_send .. xmit).
+ */
+struct hp__tcp_ctr_rx { uint64_t bytes_acked, bytes_received, segs_in; };
+struct hp__tcp_ctr_tx { uint64_t bytes_sent, segs_out; };
+struct hp__tcp_ctr {     /* the rare ones */
+    uint64_t retrans_segs;
+    uint32_t fast_retrans, timeouts, dupacks_in;
+};
+
+/* demux: the map entry, then what the receive path reads right after a hit
+ * and the transmit path reads first. */
+#define HP__TCPS_ID_demux                                                                  \
+    struct hp__tcp_key key;      /* first: the entry of the connection or listen map */    \
+    struct hp_stack *s;                                                                    \
+    uint8_t state;               /* enum hp_tcp_state */                                   \
+    uint8_t family;              /* 4 or 6 */                                              \
+    uint8_t snd_wscale, rcv_wscale;                                                        \
     uint32_t flags;              /* HP__TCPF_* */
 
-    /* send sequence space */
-    uint32_t iss, snd_una, snd_nxt, snd_max;
-    uint32_t snd_wnd, snd_wl1, snd_wl2;
-    uint32_t max_snd_wnd;        /* largest window the peer offered (RFC 5961 5.2; sender SWS, RFC 9293 3.8.6.2.1) */
-    uint16_t smss, mss_eff, rmss;
-    uint8_t rtx_count;           /* consecutive retransmissions by timer of the same segment (R2 counter) */
+/* send sequence space */
+#define HP__TCPS_ISS_cold uint32_t iss;
+#define HP__TCPS_SND_rxtx uint32_t snd_una, snd_nxt, snd_max, snd_wnd;
+#define HP__TCPS_SNDWL_rx                                                                  \
+    uint32_t snd_wl1, snd_wl2;                                                             \
+    uint32_t max_snd_wnd;        /* largest window the peer offered (RFC 5961 5.2; sender SWS, RFC 9293 3.8.6.2.1) */ \
+    uint16_t smss;
+#define HP__TCPS_MSSEFF_tx uint16_t mss_eff;
+#define HP__TCPS_RMSS_rxtx uint16_t rmss;
+#define HP__TCPS_RTXCNT_rx                                                                 \
+    uint8_t rtx_count;           /* consecutive retransmissions by timer of the same segment (R2 counter) */ \
     uint8_t ka_probes;           /* keepalive probes unanswered */
 
-    /* receive sequence space */
-    uint32_t irs, rcv_nxt, rcv_wnd, rcv_adv;
-    uint32_t last_ack_sent;      /* RCV.NXT in the last segment we sent (RFC 7323 4.3 TS.Recent rule) */
+/* receive sequence space */
+#define HP__TCPS_IRS_cold uint32_t irs;
+#define HP__TCPS_RCVNXT_rxtx uint32_t rcv_nxt;
+#define HP__TCPS_RCVWND_tx uint32_t rcv_wnd;
+#define HP__TCPS_RCVADV_rxtx                                                               \
+    uint32_t rcv_adv;                                                                      \
+    uint32_t last_ack_sent;      /* RCV.NXT in the last segment we sent (RFC 7323 4.3 TS.Recent rule) */ \
     uint16_t segs_unacked;       /* full-sized segments received since our last ACK */
 
-    /* timestamps (RFC 7323) */
-    uint32_t ts_recent;
-    uint32_t ts_offset;
-    uint64_t ts_recent_ns;       /* when ts_recent was set (PAWS idle rule, 5.5) */
+/* timestamps (RFC 7323) */
+#define HP__TCPS_TS_rxtx uint32_t ts_recent; uint32_t ts_offset;
+#define HP__TCPS_TSNS_rx uint64_t ts_recent_ns; /* when ts_recent was set (PAWS idle rule, 5.5) */
 
-    /* RTT and congestion control */
-    struct hp__tcp_rtt rtt;
-    struct hp__tcp_cc cc;
-    uint32_t rtt_seq;            /* without timestamps: the segment being timed ends here */
+/* RTT and congestion control */
+#define HP__TCPS_RTTCC_rxtx struct hp__tcp_rtt rtt; struct hp__tcp_cc cc;
+#define HP__TCPS_RTTSEQ_cold                                                               \
+    uint32_t rtt_seq;            /* without timestamps: the segment being timed ends here */ \
     uint64_t rtt_start_ns;
-    uint64_t last_send_ns;       /* last time we sent data (RFC 5681 4.1 restart after idle) */
-    uint64_t last_rcv_ns;        /* last time a segment arrived (keepalive idle) */
+#define HP__TCPS_LASTSEND_tx uint64_t last_send_ns; /* last time we sent data (RFC 5681 4.1 restart after idle) */
+#define HP__TCPS_LASTRCV_rx uint64_t last_rcv_ns;   /* last time a segment arrived (keepalive idle) */
 
-    /* queues */
-    struct hp__tcp_bufq sndq;    /* unacknowledged user bytes, sent and unsent */
+/* queues */
+#define HP__TCPS_QUEUES_rxtx                                                               \
+    struct hp__tcp_bufq sndq;    /* unacknowledged user bytes, sent and unsent */          \
     struct hp__tcp_bufq rcvq;    /* in-order bytes not yet read */
-    struct hp_buf *ooo;          /* out-of-order segments, sorted by sequence, not overlapping; linked
+#define HP__TCPS_OOO_rx                                                                    \
+    struct hp_buf *ooo;          /* out-of-order segments, sorted by sequence, not overlapping; linked \
                                   * through next; each buffer's starting sequence number in its `reserved` field */
-    uint32_t ooo_n, ooo_bytes;
-    uint32_t sndbuf, rcvbuf;     /* limits in bytes on sndq.bytes and rcvq.bytes + ooo_bytes */
+#define HP__TCPS_OOON_cold uint32_t ooo_n;
+#define HP__TCPS_OOOBYTES_rxtx uint32_t ooo_bytes;
+#define HP__TCPS_SNDBUF_tx uint32_t sndbuf; /* limit in bytes on sndq.bytes */
+#define HP__TCPS_RCVBUF_rxtx uint32_t rcvbuf; /* limit in bytes on rcvq.bytes + ooo_bytes */
 
-    /* timers (tcp_timer.c) */
-    struct hp__timer t_rtx;      /* retransmission, SYN, or persist (HP__TCPF_PERSIST) */
+/* timers (tcp_timer.c) */
+#define HP__TCPS_TIMERS_rxtx                                                               \
+    struct hp__timer t_rtx;      /* retransmission, SYN, or persist (HP__TCPF_PERSIST) */  \
     struct hp__timer t_dack;     /* delayed ACK */
-    struct hp__timer t_misc;     /* keepalive, FIN_WAIT_2, TIME_WAIT */
-    uint64_t rtx_due;            /* when t_rtx should fire: it may be armed earlier and re-arm itself (lazy restart) */
-    uint8_t persist_shift;       /* persist timer back-off */
-    uint32_t ka_idle_s, ka_intvl_s, ka_cnt;
+#define HP__TCPS_TMISC_cold struct hp__timer t_misc; /* keepalive, FIN_WAIT_2, TIME_WAIT */
+#define HP__TCPS_RTXDUE_tx uint64_t rtx_due; /* when t_rtx should fire: it may be armed earlier and re-arm itself (lazy restart) */
+#define HP__TCPS_PERSIST_rx uint8_t persist_shift; /* persist timer back-off (zeroed by every rtx_stop) */
+#define HP__TCPS_KA_cold uint32_t ka_idle_s, ka_intvl_s, ka_cnt;
 
-    /* the route our segments take (chosen at connect / accept) */
-    struct hp__route rt;
+/* the route our segments take (chosen at connect / accept) */
+#define HP__TCPS_RT_tx struct hp__route rt;
 
-    /* the user side */
-    struct hp__sock_ev ev;
-    int err;                     /* pending error (-errno), 0 if none */
+/* the user side */
+#define HP__TCPS_EV_rx struct hp__sock_ev ev;
+#define HP__TCPS_ERR_tx int err; /* pending error (-errno), 0 if none */
 
-    /* listener queues: a listener's own; a connection's links into its parent's */
-    struct hp_tcp_sock *parent;  /* the listener of a connection not yet accepted */
-    struct hp_tcp_sock *qnext, *qprev; /* in parent's syn or accept list */
-    struct hp__tcp_listenq *lq;  /* a listener's queues (NULL for a connection) */
+/* listener queues: a listener's own; a connection's links into its parent's */
+#define HP__TCPS_LISTEN_cold                                                               \
+    struct hp_tcp_sock *parent;  /* the listener of a connection not yet accepted */       \
+    struct hp_tcp_sock *qnext, *qprev; /* in parent's syn or accept list */                \
+    struct hp__tcp_listenq *lq;  /* a listener's queues (NULL for a connection) */         \
     struct hp_tcp_sock *anext, *aprev; /* every TCP socket of the stack (teardown) */
 
-    struct hp_tcp_info_ctr {     /* hp_tcp_get_info's counters */
-        uint64_t bytes_sent, bytes_acked, bytes_received;
-        uint64_t segs_out, segs_in, retrans_segs;
-        uint32_t fast_retrans, timeouts, dupacks_in;
-    } st;
-};
+/* hp_tcp_get_info's counters, by the path that counts them */
+#define HP__TCPS_CTRRX_rx struct hp__tcp_ctr_rx st_rx;
+#define HP__TCPS_CTRTX_tx struct hp__tcp_ctr_tx st_tx;
+#define HP__TCPS_CTR_cold struct hp__tcp_ctr st;
+
+struct hp_tcp_sock {
+#if defined(HP_LAYOUT_CHRONO) && HP_LAYOUT_CHRONO
+    HP__TCPS_ID_demux
+    HP__TCPS_ISS_cold HP__TCPS_SND_rxtx HP__TCPS_SNDWL_rx HP__TCPS_MSSEFF_tx HP__TCPS_RMSS_rxtx
+    HP__TCPS_RTXCNT_rx
+    HP__TCPS_IRS_cold HP__TCPS_RCVNXT_rxtx HP__TCPS_RCVWND_tx HP__TCPS_RCVADV_rxtx
+    HP__TCPS_TS_rxtx HP__TCPS_TSNS_rx
+    HP__TCPS_RTTCC_rxtx HP__TCPS_RTTSEQ_cold HP__TCPS_LASTSEND_tx HP__TCPS_LASTRCV_rx
+    HP__TCPS_QUEUES_rxtx HP__TCPS_OOO_rx HP__TCPS_OOON_cold HP__TCPS_OOOBYTES_rxtx
+    HP__TCPS_SNDBUF_tx HP__TCPS_RCVBUF_rxtx
+    HP__TCPS_TIMERS_rxtx HP__TCPS_TMISC_cold HP__TCPS_RTXDUE_tx HP__TCPS_PERSIST_rx HP__TCPS_KA_cold
+    HP__TCPS_RT_tx
+    HP__TCPS_EV_rx HP__TCPS_ERR_tx
+    HP__TCPS_LISTEN_cold
+    HP__TCPS_CTRRX_rx HP__TCPS_CTRTX_tx HP__TCPS_CTR_cold
+#else
+    HP_CACHELINE_GROUP_BEGIN(demux)   /* line 0: both paths read it */
+    HP__TCPS_ID_demux
+    HP_CACHELINE_GROUP_END(demux)
+
+    HP_CACHELINE_GROUP_BEGIN(tx)      /* only the transmit path */
+    HP__TCPS_RT_tx HP__TCPS_LASTSEND_tx HP__TCPS_RTXDUE_tx HP__TCPS_CTRTX_tx
+    HP__TCPS_ERR_tx HP__TCPS_SNDBUF_tx HP__TCPS_RCVWND_tx HP__TCPS_MSSEFF_tx
+    HP_CACHELINE_GROUP_END(tx)
+
+    HP_CACHELINE_GROUP_BEGIN(rxtx)    /* both paths; rtt and cc last: the transmit path reads only rtt.rto_us and cc.cwnd */
+    HP__TCPS_SND_rxtx HP__TCPS_RCVNXT_rxtx HP__TCPS_RCVADV_rxtx HP__TCPS_RMSS_rxtx
+    HP__TCPS_TS_rxtx HP__TCPS_OOOBYTES_rxtx HP__TCPS_RCVBUF_rxtx
+    HP__TCPS_QUEUES_rxtx HP__TCPS_TIMERS_rxtx HP__TCPS_RTTCC_rxtx
+    HP_CACHELINE_GROUP_END(rxtx)
+
+    HP_CACHELINE_GROUP_BEGIN(rx)      /* only the receive path */
+    HP__TCPS_SNDWL_rx HP__TCPS_RTXCNT_rx HP__TCPS_PERSIST_rx HP__TCPS_TSNS_rx
+    HP__TCPS_LASTRCV_rx HP__TCPS_OOO_rx HP__TCPS_EV_rx HP__TCPS_CTRRX_rx
+    HP_CACHELINE_GROUP_END(rx)
+
+    /* cold: the handshake, listeners, keepalive, rare timers and counters */
+    HP__TCPS_ISS_cold HP__TCPS_IRS_cold HP__TCPS_OOON_cold HP__TCPS_RTTSEQ_cold
+    HP__TCPS_KA_cold HP__TCPS_TMISC_cold HP__TCPS_LISTEN_cold HP__TCPS_CTR_cold
+#endif
+} __attribute__((aligned(HP_CACHELINE_SIZE))); /* allocated with aligned_alloc(64) by hp__tcp_conn_new */
 
 /* A listener's queues. Connections in SYN_RECEIVED sit on syn (count
  * nsyn); established, not yet accepted ones on acc (count nacc). Both are

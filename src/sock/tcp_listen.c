@@ -125,7 +125,7 @@ static void syn_in(struct hp_tcp_sock *l, struct hp__tcp_seg *sg)
     c->snd_wl1 = r->seq;
     c->snd_wl2 = c->iss;
     c->last_rcv_ns = s->now;
-    c->st.segs_in++;
+    c->st_rx.segs_in++;
     hp__tcp_set_state(c, HP_TCP_SYN_RECEIVED);
     syn_queue_add(l, c);
     hp__tcp_seg_free(sg);
@@ -198,7 +198,7 @@ static void cookie_ack(struct hp_tcp_sock *l, struct hp__tcp_seg *sg)
      * hp__tcp_established takes it from nowhere to the accept queue, and
      * hp__tcp_conn_free copes with neither. */
     hp__tcp_set_state(c, HP_TCP_SYN_RECEIVED);
-    c->st.segs_in++;
+    c->st_rx.segs_in++;
     hp__tcp_conn_input(c, sg);
 }
 

@@ -115,7 +115,7 @@ static uint32_t ooo_pull(struct hp_tcp_sock *c, bool *fin)
         if (n) {
             deliver(c, q);
             c->rcv_nxt += n;
-            c->st.bytes_received += n;
+            c->st_rx.bytes_received += n;
             moved += n;
         } else {
             ooo_free_one(q);
@@ -158,7 +158,7 @@ static bool in_order(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
         keep(b, sg->off, len);
         deliver(c, b);
         c->rcv_nxt += len;
-        c->st.bytes_received += len;
+        c->st_rx.bytes_received += len;
     }
     hp__tcp_seg_free(sg);
 

@@ -208,8 +208,8 @@ static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
         return rc;
     if (fl & HP_TCP_F_ACK)
         acked_now(c, wnd_bytes);
-    c->st.segs_out++;
-    c->st.bytes_sent += len;
+    c->st_tx.segs_out++;
+    c->st_tx.bytes_sent += len;
     if (rtx) {
         hp__ctr(s, HP_CTR_TCP_RETRANS_SEGS);
         c->st.retrans_segs++;
@@ -458,7 +458,7 @@ int hp__tcp_send_syn(struct hp_tcp_sock *c)
     c->snd_max = c->iss + 1;
     c->snd_nxt = c->iss + 1;
     if (rc == 0) {
-        c->st.segs_out++;
+        c->st_tx.segs_out++;
         if (again) {
             hp__ctr(c->s, HP_CTR_TCP_RETRANS_SEGS);
             c->st.retrans_segs++;
@@ -566,7 +566,7 @@ void hp__tcp_send_rst(struct hp_tcp_sock *c)
     }
     if (emit_send(c->s, &c->rt, c->family, c->key.raddr, &r) == 0) {
         hp__ctr(c->s, HP_CTR_TCP_OUT_RSTS);
-        c->st.segs_out++;
+        c->st_tx.segs_out++;
     }
 }
 

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The fields of struct hp_tcp_sock that each TCP fast path touches, as lists the layout checks and the tcp_layout test count cache lines with. */
+#ifndef HOTPATH_SOCK_TCP_LAYOUT_H
+#define HOTPATH_SOCK_TCP_LAYOUT_H
+
+#include <stddef.h>
+
+#include <hotpath/cacheline.h>
+
+#include "tcp_internal.h"
+
+/*
+ * The tcp_rr fast path (docs/cachelines/hp_tcp_sock.md, which has the same
+ * lists as a table, with the functions): an ESTABLISHED connection with
+ * timestamps exchanging small requests and responses.
+ *
+ * Receive: hp__tcp_input (lookup: key_eq reads the key's first 40 bytes)
+ * -> hp__tcp_conn_input (PAWS, acceptability, trim) -> ts_recent_update ->
+ * ack_in / ack_new (send queue drop, RTT sample, NewReno, timer stop, the
+ * send window) -> hp__tcp_rcv_text / in_order (receive queue, delayed ACK
+ * armed) -> hp__tcp_wake -> hp__tcp_output (nothing to send), then the
+ * user's hp_tcp_recv (receive queue, window update check).
+ *
+ * Transmit: hp_tcp_send (error, state, send queue append) -> hp__tcp_output
+ * (restart after idle check, windows, Nagle) -> xmit (header, window,
+ * timestamps, checksum, route, the delayed ACK it carries cancelled) ->
+ * hp__tcp_rtx_ensure (timer armed).
+ *
+ * A member of a nested struct is named when a path touches only it
+ * (rtt.rto_us); a whole struct when the path's functions touch all of it.
+ * The lists are X macros: X(member designator).
+ */
+#define HP__TCP_RX_FIELDS(X)                                                               \
+    X(key.laddr) X(key.raddr) X(key.lport) X(key.rport) X(key.family) X(key.zero_)         \
+    X(s) X(state) X(flags) X(snd_wscale) X(rcv_wscale)                                     \
+    X(ts_recent) X(ts_recent_ns) X(rcv_adv) X(rcv_nxt) X(last_rcv_ns) X(ka_probes)         \
+    X(last_ack_sent) X(snd_una) X(snd_max) X(max_snd_wnd) X(snd_nxt) X(snd_wnd)            \
+    X(snd_wl1) X(snd_wl2) X(sndq) X(st_rx) X(rtx_count) X(ts_offset) X(rtt) X(smss)        \
+    X(cc) X(persist_shift) X(t_rtx) X(ooo) X(rcvq) X(rcvbuf) X(ooo_bytes) X(rmss)          \
+    X(segs_unacked) X(t_dack) X(ev)
+
+#define HP__TCP_TX_FIELDS(X)                                                               \
+    X(err) X(state) X(flags) X(sndbuf) X(sndq) X(rt.ifc) X(s) X(snd_una) X(snd_nxt)        \
+    X(snd_max) X(last_send_ns) X(rtt.rto_us) X(snd_wnd) X(cc.cwnd) X(mss_eff)              \
+    X(rcv_wscale) X(rcvq.bytes) X(ooo_bytes) X(rcvbuf) X(rcv_adv) X(rcv_nxt) X(rmss)       \
+    X(key.lport) X(key.rport) X(key.raddr) X(ts_offset) X(ts_recent) X(family)             \
+    X(rt.src) X(rt.nexthop) X(rcv_wnd) X(last_ack_sent) X(segs_unacked) X(t_dack)          \
+    X(st_tx) X(t_rtx) X(rtx_due)
+
+/* One touched field: its offset and size in the compiled layout. */
+struct hp__tcp_field_span {
+    const char *name;
+    size_t off, size;
+};
+
+#define HP__TCP_FIELD_SPAN(m)                                                              \
+    {#m, offsetof(struct hp_tcp_sock, m), sizeof(((struct hp_tcp_sock *)0)->m)},
+
+/*
+ * Distinct cache lines of the (64-byte aligned) block that the n fields
+ * touch; lines (if not NULL, HP__TCP_MAX_LINES bits) gets the set.
+ */
+#define HP__TCP_MAX_LINES 64
+static inline unsigned hp__tcp_lines_touched(const struct hp__tcp_field_span *f, size_t n, uint64_t *lines)
+{
+    uint64_t set = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t l = f[i].off / HP_CACHELINE_SIZE; l <= (f[i].off + f[i].size - 1) / HP_CACHELINE_SIZE &&
+                                                      l < HP__TCP_MAX_LINES;
+             l++)
+            set |= 1ull << l;
+    if (lines)
+        *lines = set;
+    return (unsigned)__builtin_popcountll(set);
+}
+
+#endif
