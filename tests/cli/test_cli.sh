@@ -171,6 +171,37 @@ if python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['dispatched'
   ok "HP_CKSUM_IMPL=scalar is obeyed"; else ko "HP_CKSUM_IMPL=scalar is obeyed"; fi
 expect "HP_CKSUM_IMPL=bogus warns and runs" 0 "HP_CKSUM_IMPL=bogus: no such variant" -- env HP_CKSUM_IMPL=bogus "$HP" version
 
+# hotpath rr: argument errors, then short runs on each link and protocol.
+expect "rr --help explains the ports"        0 "several ports"             -- "$HP" rr --help
+expect "rr --flows 0 is refused"             2 "--flows wants"             -- "$HP" rr --flows 0
+expect "rr --flows abc is refused"           2 "--flows wants.*'abc'"      -- "$HP" rr --flows abc
+expect "rr --proto sctp is refused"          2 "--proto 'sctp'"            -- "$HP" rr --proto sctp
+expect "rr --link afxdp is not supported"    2 "not supported by rr yet"   -- "$HP" rr --link afxdp
+expect "rr --link eth is refused"            2 "--link 'eth'"              -- "$HP" rr --link eth
+expect "rr --request 0 is refused"           2 "--request wants"           -- "$HP" rr --request 0
+expect "rr --duration -1 is refused"         2 "--duration wants"          -- "$HP" rr --duration -1
+expect "rr --threads above --flows"          2 "more than --flows"         -- "$HP" rr --threads 4 --flows 2
+expect "rr --cpu bad list"                   2 "--cpu"                     -- "$HP" rr --cpu 0-x
+expect "rr extra argument"                   2 "unexpected argument 'x'"   -- "$HP" rr x
+rr_json() { # NAME LINK ARGS...: JSON with the keys, tps > 0, every flow up
+  local name=$1; shift
+  if timeout 60 "$HP" rr --flows 100 --duration 1 --json "$@" >"$tmp/rr.json" 2>"$tmp/err" &&
+     python3 - "$tmp/rr.json" <<'PY' 2>>"$tmp/err"
+import json, sys
+d = json.load(open(sys.argv[1]))
+for k in ("proto", "link", "flows", "tps", "cpu_s_per_txn", "p50_us", "p99_us"):
+    assert k in d, k
+assert d["tps"] > 0 and d["cpu_s_per_txn"] > 0 and d["p99_us"] >= d["p50_us"] > 0, d
+assert d["flows"] == 100 and d["flows_reached"] == 100, d
+PY
+  then ok "$name"; else ko "$name" "$(head -3 "$tmp/err")"; fi
+}
+rr_json "rr mem tcp: JSON, tps > 0"          --link mem
+rr_json "rr mem udp: JSON, tps > 0"          --link mem --proto udp
+rr_json "rr mem tcp IPv6: JSON, tps > 0"     --link mem --ipv6
+rr_json "rr kernel tcp: JSON, tps > 0"       --link kernel
+rr_json "rr kernel udp IPv6: JSON, tps > 0"  --link kernel --proto udp --ipv6
+
 # The demo writes its report (plots only when matplotlib is there).
 if "$HP" demo --quick --report "$tmp/report" >"$tmp/demo.out" 2>&1; then
   if grep -q "speed-up" "$tmp/demo.out" && grep -q "^## 1. The Internet checksum" "$tmp/report/report.md" \

@@ -74,43 +74,6 @@ static void usage(FILE *f)
             MAX_CONNS);
 }
 
-/* "1000000", "64Ki", "1M", "2Gi" */
-static int parse_bytes(const char *arg, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    if (!*arg || arg[0] == '-' || arg[0] == '+')
-        return -1;
-    unsigned long long v = strtoull(arg, &end, 10);
-    if (errno || end == arg)
-        return -1;
-    uint64_t mul = 1;
-    if (*end) {
-        bool bin = end[1] == 'i';
-        uint64_t base = bin ? 1024 : 1000;
-        switch (end[0]) {
-        case 'k':
-        case 'K':
-            mul = base;
-            break;
-        case 'M':
-            mul = base * base;
-            break;
-        case 'G':
-            mul = base * base * base;
-            break;
-        default:
-            return -1;
-        }
-        if (end[bin ? 2 : 1] != '\0')
-            return -1;
-    }
-    if (v > UINT64_MAX / mul)
-        return -1;
-    *out = v * mul;
-    return 0;
-}
-
 /* The combined digest: SHA-256 over each connection's hex digest, in order. */
 static void combined(const struct tcp_cli *c, unsigned n, bool sent, char hex[65])
 {
@@ -461,7 +424,7 @@ int cmd_connect(int argc, char **argv)
             o.has_to = true;
             break;
         case 'b':
-            if (parse_bytes(optarg, &o.bytes) < 0 || o.bytes == 0)
+            if (tool_parse_bytes(optarg, &o.bytes) < 0 || o.bytes == 0)
                 return tool_usage_error("connect", "--bytes wants a number of bytes above 0 (suffixes k M G, "
                                                    "Ki Mi Gi), not '%s'", optarg);
             has_bytes = true;

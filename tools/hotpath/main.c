@@ -18,6 +18,7 @@ static const struct {
     {"gen", cmd_gen, "generate, receive or forward traffic on a link, like xdpsock"},
     {"serve", cmd_serve, "run a stack on a link: ARP, NDP, ping, UDP echo, TCP echo/discard/source"},
     {"connect", cmd_connect, "TCP connections to an echo server: send a pattern, verify every byte"},
+    {"rr", cmd_rr, "request/response over many TCP or UDP flows, like neper tcp_rr / udp_rr"},
     {"bench", cmd_bench, "run one benchmark against its peers (hotpath bench --help)"},
 };
 
@@ -79,7 +80,8 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         char cpu[256];
         hp_cpu_describe(cpu, sizeof cpu);
-        printf("hotpath %s\ncpu: %s\ncompiler: %s\n", hp_version(), cpu, tool_compiler());
+        printf("hotpath %s\ncpu: %s\ncompiler: %s\nlayout: %s\n", hp_version(), cpu, tool_compiler(),
+               hp_layout_name());
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

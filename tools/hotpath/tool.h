@@ -14,6 +14,7 @@ int cmd_demo(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_connect(int argc, char **argv);
+int cmd_rr(int argc, char **argv);
 
 /* ---- benchmarks: each is a table entry of bench.c ---- */
 struct bench_opts {
@@ -111,6 +112,13 @@ double tool_thread_cpu_s(void);
 const char *tool_fmt(const char *fmt, double v);
 /* An error message naming the command, to stderr. Returns 2 (usage). */
 int tool_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Parse a byte count: "1000000", "64Ki", "1M", "2Gi". 0, or -1 when malformed. */
+int tool_parse_bytes(const char *arg, uint64_t *out);
+
+/* Parse a CPU list like "0,2-3" into cpus[0 .. max-1], each online.
+ * @return the count (> 0), or -2 after printing a usage error. */
+int tool_parse_cpu_list(const char *cmd, const char *arg, int *cpus, int max);
 
 /* Write s as a JSON string (quotes and backslashes escaped). */
 void tool_json_str(FILE *f, const char *s);

@@ -212,6 +212,79 @@ int tool_parse_cpu(const char *cmd, const char *arg, int *cpu)
     return 0;
 }
 
+/* "1000000", "64Ki", "1M", "2Gi" */
+int tool_parse_bytes(const char *arg, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (!*arg || arg[0] == '-' || arg[0] == '+')
+        return -1;
+    unsigned long long v = strtoull(arg, &end, 10);
+    if (errno || end == arg)
+        return -1;
+    uint64_t mul = 1;
+    if (*end) {
+        bool bin = end[1] == 'i';
+        uint64_t base = bin ? 1024 : 1000;
+        switch (end[0]) {
+        case 'k':
+        case 'K':
+            mul = base;
+            break;
+        case 'M':
+            mul = base * base;
+            break;
+        case 'G':
+            mul = base * base * base;
+            break;
+        default:
+            return -1;
+        }
+        if (end[bin ? 2 : 1] != '\0')
+            return -1;
+    }
+    if (v > UINT64_MAX / mul)
+        return -1;
+    *out = v * mul;
+    return 0;
+}
+
+int tool_parse_cpu_list(const char *cmd, const char *arg, int *cpus, int max)
+{
+    int n = 0, ncpu = tool_ncpus();
+    const char *p = arg;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long a = strtol(p, &end, 10), b = a;
+        if (end == p || errno || a < 0)
+            goto bad;
+        if (*end == '-') {
+            const char *q = end + 1;
+            b = strtol(q, &end, 10);
+            if (end == q || errno || b < a)
+                goto bad;
+        }
+        if (b >= ncpu)
+            return -tool_usage_error(cmd, "--cpu: CPU %ld is not online (0 to %d)", b, ncpu - 1);
+        for (long c = a; c <= b; c++) {
+            if (n >= max)
+                return -tool_usage_error(cmd, "--cpu: more than %d CPUs in '%s'", max, arg);
+            cpus[n++] = (int)c;
+        }
+        if (*end == ',' && end[1])
+            end++;
+        else if (*end)
+            goto bad;
+        p = end;
+    }
+    if (n == 0)
+        goto bad;
+    return n;
+bad:
+    return -tool_usage_error(cmd, "--cpu wants a list of CPUs like 0,2-3, not '%s'", arg);
+}
+
 void tool_json_str(FILE *f, const char *s)
 {
     fputc('"', f);

@@ -1,0 +1,874 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* `hotpath rr`: request/response transactions over many TCP or UDP flows (neper tcp_rr / udp_rr), hotpath stacks over the mem link; options and report. */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <hotpath/cpu.h>
+#include <hotpath/err.h>
+#include <hotpath/link.h>
+#include <hotpath/pool.h>
+#include <hotpath/sock.h>
+#include <hotpath/stack.h>
+#include <hotpath/tcp.h>
+#include <hotpath/udp.h>
+
+#include "rr.h"
+#include "tool.h"
+
+#define CMD "rr"
+#define MAX_FLOWS 200000u
+#define MAX_MSG (1u << 20)
+#define TCP_PORT0 5001        /* listeners: 5001, 5002, ... */
+#define UDP_PORT0 1024        /* UDP flow i: port 1024 + i on both sides */
+#define SETUP_BATCH 512       /* handshakes in flight per stack pair */
+#define EV_BATCH 256
+#define SCRATCH (64 * 1024)
+
+static const uint8_t CLI4[4] = {198, 18, 0, 1}, SRV4[4] = {198, 18, 0, 2};
+static const uint8_t CLI6[16] = {0x20, 0x01, 0, 2, [15] = 1}, SRV6[16] = {0x20, 0x01, 0, 2, [15] = 2};
+
+/* ---- shared helpers (rr.h) ------------------------------------------------------ */
+
+int rr_cpu_of(const struct rr_opts *o, unsigned k, bool client)
+{
+    if (o->ncpus == 0)
+        return -1;
+    return o->cpus[(2 * k + (client ? 0 : 1)) % (unsigned)o->ncpus];
+}
+
+void rr_hist_merge(struct rr_hist *into, const struct rr_hist *h)
+{
+    for (unsigned i = 0; i < RR_HIST_N; i++)
+        into->n[i] += h->n[i];
+}
+
+double rr_hist_quantile(const struct rr_hist *h, double q)
+{
+    uint64_t total = 0;
+    for (unsigned i = 0; i < RR_HIST_N; i++)
+        total += h->n[i];
+    if (!total)
+        return 0;
+    uint64_t want = (uint64_t)(q * (double)total), acc = 0;
+    if (want >= total)
+        want = total - 1;
+    for (unsigned i = 0; i < RR_HIST_N; i++) {
+        acc += h->n[i];
+        if (acc > want) {
+            if (i < RR_HIST_SUB)
+                return (double)i + 0.5;
+            unsigned e = i / RR_HIST_SUB + 3, sub = i % RR_HIST_SUB;
+            double width = (double)(1ull << (e - 4));
+            return (double)(1ull << e) + width * ((double)sub + 0.5);
+        }
+    }
+    return 0;
+}
+
+void rr_sleep(double s)
+{
+    struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+double rr_ticks_per_us(void)
+{
+    double t0 = tool_now_s();
+    uint64_t k0 = tool_ticks();
+    rr_sleep(0.02);
+    double t1 = tool_now_s();
+    uint64_t k1 = tool_ticks();
+    double v = (double)(k1 - k0) / ((t1 - t0) * 1e6);
+    return v > 0 ? v : 1;
+}
+
+bool rr_window_step(struct rr_window *w, int phase, uint64_t txns, uint64_t timeouts, struct rr_thr_result *out)
+{
+    if (phase == w->seen)
+        return false;
+    if (phase == RR_MEASURE) {
+        w->t0 = tool_now_s();
+        w->c0 = tool_thread_cpu_s();
+        w->n0 = txns;
+        w->to0 = timeouts;
+    } else if (phase == RR_STOP) {
+        if (w->seen == RR_MEASURE) {
+            out->win_s = tool_now_s() - w->t0;
+            out->cpu_s = tool_thread_cpu_s() - w->c0;
+            out->txns = txns - w->n0;
+            out->timeouts = timeouts - w->to0;
+        }
+        w->seen = phase;
+        return true;
+    }
+    w->seen = phase;
+    return false;
+}
+
+/* ---- hotpath: stack pairs over mem links ------------------------------------------- */
+
+enum { F_CLI = 1, F_SRV, F_LIS };
+
+struct mflow {
+    uint8_t kind;
+    bool up, dead;
+    uint32_t got;       /* bytes of the message being received */
+    uint32_t tosend;    /* bytes of the current message not yet taken by the stack */
+    uint64_t t0;        /* ticks at the request's send (client) */
+    union {
+        struct hp_tcp_sock *t;
+        struct hp_udp_sock *u;
+    };
+};
+
+#define MAX_LISTEN 64
+
+struct mpair {
+    struct hp_pool *pool;
+    struct hp_link *e[2];
+    struct hp_stack *st[2];         /* 0: client, 1: server */
+    struct hp_tcp_sock *lis[MAX_LISTEN];
+    unsigned nlis;
+    struct mflow listag;
+    struct mflow *cli, *srv;
+    unsigned n, accepted;
+};
+
+struct mworker {
+    const struct rr_opts *o;
+    struct mpair *p;
+    bool client;
+    int cpu;
+    _Atomic int *phase;
+    uint64_t txns, timeouts, errors;
+    uint64_t timeout_ticks;
+    uint8_t *buf;
+    struct rr_thr_result res;
+    struct rr_hist hist;
+};
+
+static unsigned pow2_at_least(unsigned v)
+{
+    unsigned p = 1;
+    while (p < v && p < (1u << 30))
+        p <<= 1;
+    return p;
+}
+
+static void pair_free(struct mpair *p)
+{
+    for (int i = 0; i < 2; i++)
+        hp_stack_destroy(p->st[i]);
+    if (p->pool)
+        hp_pool_thread_flush(p->pool);
+    hp_link_close(p->e[0]);
+    hp_link_close(p->e[1]);
+    if (p->pool)
+        hp_pool_destroy(p->pool);
+    free(p->cli);
+    free(p->srv);
+    memset(p, 0, sizeof *p);
+}
+
+static void drain_events(struct hp_stack *s)
+{
+    struct hp_event ev[EV_BATCH];
+    while (hp_stack_events(s, ev, EV_BATCH) == EV_BATCH)
+        ;
+}
+
+/* Resolve each side's neighbour before the flows start, so that thousands of
+ * first packets do not wait in (and overflow) the neighbour queue. */
+static int pair_resolve(struct mpair *p, int fam, char *why, size_t len)
+{
+    enum hp_stack_ctr reps = fam == 6 ? HP_CTR_ICMP6_IN_ECHO_REPS : HP_CTR_ICMP_IN_ECHO_REPS;
+    double deadline = tool_now_s() + 5;
+    uint16_t seq = 0;
+    double next = 0;
+    while (hp_stack_counter(p->st[0], reps) == 0 || hp_stack_counter(p->st[1], reps) == 0) {
+        double now = tool_now_s();
+        if (now > deadline) {
+            snprintf(why, len, "the two stacks cannot reach each other (no echo reply in 5 s)");
+            return -1;
+        }
+        if (now >= next) {
+            hp_stack_ping(p->st[0], fam, fam == 6 ? SRV6 : SRV4, 1, seq, 8);
+            hp_stack_ping(p->st[1], fam, fam == 6 ? CLI6 : CLI4, 1, seq, 8);
+            seq++;
+            next = now + 0.2;
+        }
+        for (int i = 0; i < 2; i++) {
+            hp_stack_poll(p->st[i]);
+            drain_events(p->st[i]);
+        }
+    }
+    return 0;
+}
+
+static int pair_open(const struct rr_opts *o, struct mpair *p, unsigned n, struct rr_result *r, char *why,
+                     size_t len)
+{
+    memset(p, 0, sizeof *p);
+    p->n = n;
+    int fam = o->ipv6 ? 6 : 4;
+    uint32_t nbufs = 4 * n + 8192;
+    uint32_t ring = pow2_at_least(2 * n + 1024);
+    if (ring < 1024)
+        ring = 1024;
+    r->pool_bufs = nbufs;
+    r->ring_size = ring;
+    p->cli = calloc(n, sizeof *p->cli);
+    p->srv = calloc(n, sizeof *p->srv);
+    struct hp_pool_config pc = {.name = "rr", .n_bufs = nbufs};
+    p->pool = p->cli && p->srv ? hp_pool_create(&pc) : NULL;
+    if (!p->pool) {
+        snprintf(why, len, "cannot allocate %u buffers and %u flows", nbufs, n);
+        return -1;
+    }
+    struct hp_link_config lc = {.pool = p->pool, .ring_size = ring};
+    if (hp_link_mem_pair(&lc, p->e) < 0) {
+        snprintf(why, len, "mem pair: %s", hp_link_error());
+        return -1;
+    }
+    struct hp_tcp_config tc = {.max_conns = n + 1024, .sndbuf = o->sockbuf, .rcvbuf = o->sockbuf,
+                               .syn_backlog_max = n + 1024 > 65535 ? 65535 : n + 1024};
+    for (int i = 0; i < 2; i++) {
+        struct hp_stack_config sc = {.name = i ? "rr-server" : "rr-client", .flags = HP_STACK_F_NO_DAD,
+                                     .neigh_queue = 4096, .neigh_reachable_ms = 3600u * 1000u};
+        p->st[i] = hp_stack_create(&sc);
+        int ifx = p->st[i] ? hp_stack_add_iface(p->st[i], p->e[i]) : -ENOMEM;
+        const uint8_t *a = fam == 6 ? (i ? SRV6 : CLI6) : (i ? SRV4 : CLI4);
+        int rc = ifx < 0 ? ifx : hp_stack_add_addr(p->st[i], ifx, fam, a, fam == 6 ? 64 : 24);
+        if (rc == 0 && !o->udp)
+            rc = hp_tcp_configure(p->st[i], &tc);
+        if (rc < 0) {
+            snprintf(why, len, "cannot set up the %s stack: %s", i ? "server" : "client", hp_strerror(rc));
+            return -1;
+        }
+    }
+    return pair_resolve(p, fam, why, len);
+}
+
+static void set_addr(struct hp_sockaddr *a, int fam, bool server, uint16_t port)
+{
+    memset(a, 0, sizeof *a);
+    a->family = (uint8_t)fam;
+    a->port = port;
+    if (fam == 6)
+        memcpy(a->addr, server ? SRV6 : CLI6, 16);
+    else
+        memcpy(a->addr, server ? SRV4 : CLI4, 4);
+}
+
+static void pair_accept(struct mpair *p)
+{
+    for (unsigned l = 0; l < p->nlis; l++) {
+        while (p->accepted < p->n) {
+            struct mflow *f = &p->srv[p->accepted];
+            f->kind = F_SRV;
+            f->t = hp_tcp_accept(p->lis[l], f, NULL);
+            if (!f->t)
+                break;
+            hp_tcp_setopt(f->t, HP_TCP_OPT_NODELAY, 1);
+            f->up = true;
+            p->accepted++;
+        }
+    }
+}
+
+/* Listen on several ports and connect every flow, SETUP_BATCH handshakes at
+ * a time, polling both stacks on this thread. */
+static int pair_connect_tcp(const struct rr_opts *o, struct mpair *p, struct rr_result *r, char *why, size_t len)
+{
+    int fam = o->ipv6 ? 6 : 4;
+    /* Ephemeral ports are 49152-65535 per destination: keep well under
+     * 16384 connections per listening port. */
+    p->nlis = 4 + p->n / 8000;
+    if (p->nlis > MAX_LISTEN)
+        p->nlis = MAX_LISTEN;
+    r->listen_ports = p->nlis;
+    p->listag.kind = F_LIS;
+    int backlog = (int)(p->n + 1024 > 65535 ? 65535 : p->n + 1024);
+    for (unsigned l = 0; l < p->nlis; l++) {
+        struct hp_sockaddr a;
+        set_addr(&a, fam, true, (uint16_t)(TCP_PORT0 + l));
+        p->lis[l] = hp_tcp_open(p->st[1], fam, &p->listag);
+        int rc = p->lis[l] ? hp_tcp_bind(p->lis[l], &a) : -errno;
+        if (rc == 0)
+            rc = hp_tcp_listen(p->lis[l], backlog);
+        if (rc < 0) {
+            snprintf(why, len, "listen on port %u: %s", TCP_PORT0 + l, hp_strerror(rc));
+            return -1;
+        }
+    }
+    unsigned started = 0, estab = 0;
+    double deadline = tool_now_s() + 60;
+    struct hp_event ev[EV_BATCH];
+    while (estab < p->n || p->accepted < p->n) {
+        if (tool_now_s() > deadline) {
+            snprintf(why, len, "only %u of %u flows established (%u accepted) within 60 s", estab, p->n,
+                     p->accepted);
+            return -1;
+        }
+        while (started < p->n && started - estab < SETUP_BATCH) {
+            struct mflow *f = &p->cli[started];
+            f->kind = F_CLI;
+            f->t = hp_tcp_open(p->st[0], fam, f);
+            if (!f->t) {
+                snprintf(why, len, "flow %u: hp_tcp_open: %s", started, hp_strerror(-errno));
+                return -1;
+            }
+            hp_tcp_setopt(f->t, HP_TCP_OPT_NODELAY, 1);
+            struct hp_sockaddr to;
+            set_addr(&to, fam, true, (uint16_t)(TCP_PORT0 + started % p->nlis));
+            int rc = hp_tcp_connect(f->t, &to);
+            if (rc != -EINPROGRESS && rc != 0) {
+                snprintf(why, len, "flow %u: connect: %s", started, hp_strerror(rc));
+                return -1;
+            }
+            started++;
+        }
+        hp_stack_poll(p->st[0]);
+        int n;
+        do {
+            n = hp_stack_events(p->st[0], ev, EV_BATCH);
+            for (int i = 0; i < n; i++) {
+                struct mflow *f = ev[i].user;
+                if (!f || f->kind != F_CLI || f->up)
+                    continue;
+                if (ev[i].events & (HP_EV_ERR | HP_EV_HUP)) {
+                    snprintf(why, len, "flow %u: connect failed: %s", (unsigned)(f - p->cli),
+                             hp_strerror(hp_tcp_error(f->t)));
+                    return -1;
+                }
+                if (hp_tcp_state(f->t) == HP_TCP_ESTABLISHED) {
+                    f->up = true;
+                    estab++;
+                }
+            }
+        } while (n == EV_BATCH);
+        hp_stack_poll(p->st[1]);
+        drain_events(p->st[1]);
+        pair_accept(p);
+    }
+    return 0;
+}
+
+static int pair_open_udp(const struct rr_opts *o, struct mpair *p, char *why, size_t len)
+{
+    int fam = o->ipv6 ? 6 : 4;
+    if (UDP_PORT0 + p->n > 65535) {
+        snprintf(why, len, "UDP: %u flows on one stack pair need more than 64511 ports: add --threads", p->n);
+        return -1;
+    }
+    for (unsigned i = 0; i < p->n; i++) {
+        uint16_t port = (uint16_t)(UDP_PORT0 + i);
+        struct hp_sockaddr ca, sa;
+        set_addr(&ca, fam, false, port);
+        set_addr(&sa, fam, true, port);
+        struct mflow *c = &p->cli[i], *s = &p->srv[i];
+        c->kind = F_CLI;
+        s->kind = F_SRV;
+        c->u = hp_udp_open(p->st[0], fam, c);
+        s->u = hp_udp_open(p->st[1], fam, s);
+        int rc = c->u && s->u ? 0 : -errno;
+        if (rc == 0)
+            rc = hp_udp_bind(c->u, &ca);
+        if (rc == 0)
+            rc = hp_udp_bind(s->u, &sa);
+        if (rc == 0)
+            rc = hp_udp_connect(c->u, &sa);
+        if (rc == 0)
+            rc = hp_udp_connect(s->u, &ca);
+        if (rc < 0) {
+            snprintf(why, len, "UDP flow %u: %s", i, hp_strerror(rc));
+            return -1;
+        }
+        c->up = s->up = true;
+    }
+    p->accepted = p->n;
+    return 0;
+}
+
+/* ---- the workers ---------------------------------------------------------------------- */
+
+static void m_push(struct mworker *w, struct mflow *f)
+{
+    while (f->tosend) {
+        long n = hp_tcp_send(f->t, w->buf, f->tosend);
+        if (n > 0) {
+            f->tosend -= (uint32_t)n;
+        } else {
+            if (n != -EAGAIN) {
+                f->dead = true;
+                f->tosend = 0;
+                w->errors++;
+            }
+            return;
+        }
+    }
+}
+
+static void m_request(struct mworker *w, struct mflow *f)
+{
+    f->got = 0;
+    f->t0 = tool_ticks();
+    if (w->o->udp) {
+        if (hp_udp_sendto(f->u, w->buf, w->o->request, NULL) < 0)
+            w->errors++; /* resent by the timeout */
+        return;
+    }
+    f->tosend = w->o->request;
+    m_push(w, f);
+}
+
+static void m_done(struct mworker *w, struct mflow *f, bool measuring)
+{
+    if (measuring)
+        rr_hist_add(&w->hist, tool_ticks() - f->t0);
+    w->txns++;
+    m_request(w, f);
+}
+
+static void m_tcp_in(struct mworker *w, struct mflow *f, bool measuring)
+{
+    for (;;) {
+        long n = hp_tcp_recv(f->t, w->buf, SCRATCH);
+        if (n == -EAGAIN)
+            return;
+        if (n <= 0) {
+            f->dead = true;
+            w->errors++;
+            return;
+        }
+        f->got += (uint32_t)n;
+        if (w->client) {
+            if (f->got >= w->o->response)
+                m_done(w, f, measuring);
+        } else {
+            while (f->got >= w->o->request) {
+                f->got -= w->o->request;
+                f->tosend += w->o->response;
+                w->txns++;
+            }
+            m_push(w, f);
+        }
+    }
+}
+
+static void m_udp_in(struct mworker *w, struct mflow *f, bool measuring)
+{
+    for (;;) {
+        int n = hp_udp_recvfrom(f->u, w->buf, SCRATCH, NULL);
+        if (n < 0)
+            return;
+        if (w->client) {
+            m_done(w, f, measuring);
+        } else {
+            w->txns++;
+            if (hp_udp_sendto(f->u, w->buf, w->o->response, NULL) < 0)
+                w->errors++;
+        }
+    }
+}
+
+/* UDP: a request unanswered for a second is sent again (counted). */
+static void m_udp_timeouts(struct mworker *w)
+{
+    uint64_t now = tool_ticks();
+    for (unsigned i = 0; i < w->p->n; i++) {
+        struct mflow *f = &w->p->cli[i];
+        if (now - f->t0 > w->timeout_ticks) {
+            w->timeouts++;
+            m_request(w, f);
+        }
+    }
+}
+
+static void *m_worker(void *arg)
+{
+    struct mworker *w = arg;
+    if (w->cpu >= 0)
+        tool_pin(w->cpu);
+    struct hp_stack *st = w->p->st[w->client ? 0 : 1];
+    struct rr_window win = {.seen = RR_SETUP};
+    struct hp_event ev[EV_BATCH];
+    if (w->client)
+        for (unsigned i = 0; i < w->p->n; i++)
+            m_request(w, &w->p->cli[i]);
+    uint64_t next_scan = tool_ticks() + w->timeout_ticks / 10;
+    unsigned idle = 0;
+    for (unsigned iter = 0;; iter++) {
+        if ((iter & 63) == 0) {
+            int ph = atomic_load_explicit(w->phase, memory_order_acquire);
+            if (rr_window_step(&win, ph, w->txns, w->timeouts, &w->res))
+                break;
+            if (w->o->udp && w->client && tool_ticks() > next_scan) {
+                m_udp_timeouts(w);
+                next_scan = tool_ticks() + w->timeout_ticks / 10;
+            }
+        }
+        bool measuring = win.seen == RR_MEASURE;
+        /* Idle for a while: let a partner sharing this CPU (or anything else
+         * there) run, rather than spin out a whole time slice. */
+        if (hp_stack_poll(st) == 0 && ++idle >= 256) {
+            idle = 0;
+            sched_yield();
+        }
+        int n;
+        do {
+            n = hp_stack_events(st, ev, EV_BATCH);
+            for (int i = 0; i < n; i++) {
+                struct mflow *f = ev[i].user;
+                if (!f || f->kind == F_LIS || f->dead)
+                    continue;
+                if (w->o->udp) {
+                    if (ev[i].events & HP_EV_IN)
+                        m_udp_in(w, f, measuring);
+                    continue;
+                }
+                if (ev[i].events & (HP_EV_IN | HP_EV_ERR | HP_EV_HUP))
+                    m_tcp_in(w, f, measuring);
+                if ((ev[i].events & HP_EV_OUT) && f->tosend && !f->dead)
+                    m_push(w, f);
+            }
+        } while (n == EV_BATCH);
+    }
+    hp_pool_thread_flush(w->p->pool);
+    hp_thread_exit();
+    return NULL;
+}
+
+int rr_mem_run(const struct rr_opts *o, struct rr_result *r)
+{
+    unsigned T = o->threads;
+    struct mpair *pairs = calloc(T, sizeof *pairs);
+    struct mworker *w = calloc(2 * (size_t)T, sizeof *w);
+    uint8_t *bufs = malloc(2 * (size_t)T * SCRATCH);
+    int rc = -1;
+    unsigned opened = 0, started = 0;
+    pthread_t *th = calloc(2 * (size_t)T, sizeof *th);
+    _Atomic int phase;
+    atomic_init(&phase, RR_SETUP);
+    if (!pairs || !w || !bufs || !th) {
+        snprintf(r->note, sizeof r->note, "out of memory");
+        goto out;
+    }
+    memset(bufs, 'r', 2 * (size_t)T * SCRATCH);
+    double t_setup = tool_now_s();
+    for (; opened < T; opened++) {
+        struct mpair *p = &pairs[opened];
+        unsigned n = rr_flows_of(o->flows, T, opened);
+        if (pair_open(o, p, n, r, r->note, sizeof r->note) < 0 ||
+            (o->udp ? pair_open_udp(o, p, r->note, sizeof r->note)
+                    : pair_connect_tcp(o, p, r, r->note, sizeof r->note)) < 0) {
+            opened++;
+            goto out;
+        }
+        r->flows_reached += p->accepted;
+        r->max_conns = o->udp ? 0 : n + 1024;
+    }
+    r->setup_s = tool_now_s() - t_setup;
+    r->ticks_per_us = rr_ticks_per_us();
+    for (unsigned k = 0; k < 2 * T; k++) {
+        struct mworker *x = &w[k];
+        x->o = o;
+        x->p = &pairs[k / 2];
+        x->client = (k % 2) == 1; /* servers start first */
+        x->cpu = rr_cpu_of(o, k / 2, x->client);
+        x->phase = &phase;
+        x->buf = bufs + (size_t)k * SCRATCH;
+        x->timeout_ticks = (uint64_t)(r->ticks_per_us * 1e6);
+    }
+    for (; started < 2 * T; started++)
+        if (pthread_create(&th[started], NULL, m_worker, &w[started]) != 0)
+            break;
+    if (started == 2 * T) {
+        atomic_store_explicit(&phase, RR_WARM, memory_order_release);
+        rr_sleep(o->warm);
+        double t0 = tool_now_s();
+        atomic_store_explicit(&phase, RR_MEASURE, memory_order_release);
+        rr_sleep(o->duration);
+        atomic_store_explicit(&phase, RR_STOP, memory_order_release);
+        r->seconds = tool_now_s() - t0;
+    } else {
+        snprintf(r->note, sizeof r->note, "cannot start the threads");
+    }
+    atomic_store_explicit(&phase, RR_STOP, memory_order_release);
+    for (unsigned k = 0; k < started; k++)
+        pthread_join(th[k], NULL);
+    if (started == 2 * T) {
+        uint64_t errors = 0;
+        for (unsigned k = 0; k < 2 * T; k++) {
+            if (w[k].client) {
+                r->txns += w[k].res.txns;
+                r->timeouts += w[k].res.timeouts;
+                r->cpu_client_s += w[k].res.cpu_s;
+                rr_hist_merge(&r->hist, &w[k].hist);
+            } else {
+                r->served += w[k].res.txns;
+                r->cpu_server_s += w[k].res.cpu_s;
+            }
+            errors += w[k].errors;
+        }
+        if (errors && !o->udp)
+            snprintf(r->note, sizeof r->note, "%llu socket errors during the run",
+                     (unsigned long long)errors);
+        rc = 0;
+    }
+out:
+    for (unsigned k = 0; k < opened; k++)
+        pair_free(&pairs[k]);
+    free(th);
+    free(bufs);
+    free(w);
+    free(pairs);
+    return rc;
+}
+
+/* ---- the command ------------------------------------------------------------------------ */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: hotpath rr [OPTIONS]\n"
+            "\n"
+            "Request/response transactions over many flows, like neper's tcp_rr and udp_rr.\n"
+            "Each flow keeps exactly one transaction outstanding: the client sends a request,\n"
+            "the server answers once it has the whole request, the client sends the next\n"
+            "request once it has the whole response. Every flow is established before a\n"
+            "warm-up; transactions are counted over the measured window that follows.\n"
+            "\n"
+            "  --proto tcp|udp   protocol (default tcp)\n"
+            "  --link mem|kernel mem: a client and a server hotpath stack over an in-memory\n"
+            "                    link pair, each polled by its own thread (busy polling);\n"
+            "                    kernel: Linux sockets over loopback with epoll, the client\n"
+            "                    and the server in separate processes. afxdp, afpacket and\n"
+            "                    tap are not supported by rr yet. Default mem.\n"
+            "  --flows N         flows (default 1, up to %u)\n"
+            "  --threads T       mem: T client/server stack pairs; kernel: T client and T\n"
+            "                    server threads; flows are sharded over them (default 1)\n"
+            "  --request B       request bytes (default 1; 64Ki style suffixes work)\n"
+            "  --response B      response bytes (default 1)\n"
+            "  --duration S      measured seconds (default 5), after a warm-up of\n"
+            "                    min(1, S/5) seconds\n"
+            "  --ipv6            IPv6 (mem: 2001:2::1 -> 2001:2::2; kernel: ::1)\n"
+            "  --sockbuf B       mem TCP: send and receive buffer of every connection\n"
+            "                    (default 16Ki: bounds the memory of 30,000 flows)\n"
+            "  --cpu LIST        pin the threads, client and server alternating over LIST\n"
+            "                    (e.g. 0,1 or 0-3): client 0, server 0, client 1, ...\n"
+            "  --json            one JSON object: proto, link, flows, tps, cpu_s_per_txn,\n"
+            "                    p50_us, p99_us and more\n"
+            "\n"
+            "Reports transactions per second, CPU seconds per transaction (the thread CPU\n"
+            "time of every client and server thread over the window, divided by the\n"
+            "transactions) and the latency of a transaction (request sent to whole\n"
+            "response) at the 50th and 99th percentiles, from per-thread histograms.\n"
+            "\n"
+            "Ports: one client address reaches one server port from at most 16,384\n"
+            "ephemeral ports (hotpath: 49152-65535; Linux: 32768-60999), so TCP servers\n"
+            "listen on several ports (mem: 4 + flows/8000 per stack pair from %d; kernel:\n"
+            "8 per server thread, kernel-chosen) and the flows are spread over them; the\n"
+            "kernel's IPv4 clients also bind to 127.0.0.2-127.0.0.17. UDP uses one socket\n"
+            "per flow on each side (mem: ports %d + i; kernel: ephemeral ports on\n"
+            "127.0.1.x / 127.0.2.x). A UDP request without an answer for 1 s is sent\n"
+            "again and counted in timeouts. The kernel processes raise RLIMIT_NOFILE (as\n"
+            "root, the hard limit too); flows_reached says how many flows were set up.\n",
+            MAX_FLOWS, TCP_PORT0, UDP_PORT0);
+}
+
+static void print_report(const struct rr_opts *o, const struct rr_result *r)
+{
+    double tps = r->seconds > 0 ? (double)r->txns / r->seconds : 0;
+    double cpu = r->cpu_client_s + r->cpu_server_s;
+    double cpt = r->txns ? cpu / (double)r->txns : 0;
+    double p50 = rr_hist_quantile(&r->hist, 0.5) / r->ticks_per_us;
+    double p99 = rr_hist_quantile(&r->hist, 0.99) / r->ticks_per_us;
+    const char *proto = o->udp ? "udp" : "tcp";
+    if (o->json) {
+        printf("{\"proto\": \"%s\", \"link\": \"%s\", \"flows\": %u, \"tps\": %.1f, \"cpu_s_per_txn\": %.4g, "
+               "\"p50_us\": %.2f, \"p99_us\": %.2f",
+               proto, o->link, o->flows, tps, cpt, p50, p99);
+        printf(", \"flows_reached\": %u, \"threads\": %u, \"ipv6\": %s, \"request\": %u, \"response\": %u",
+               r->flows_reached, o->threads, o->ipv6 ? "true" : "false", o->request, o->response);
+        printf(", \"transactions\": %llu, \"served\": %llu, \"timeouts\": %llu, \"seconds\": %.3f, "
+               "\"warmup_s\": %.3f, \"setup_s\": %.3f",
+               (unsigned long long)r->txns, (unsigned long long)r->served, (unsigned long long)r->timeouts,
+               r->seconds, o->warm, r->setup_s);
+        printf(", \"cpu_client_s\": %.4f, \"cpu_server_s\": %.4f", r->cpu_client_s, r->cpu_server_s);
+        if (strcmp(o->link, "mem") == 0) {
+            printf(", \"pool_bufs_per_pair\": %u, \"ring_size\": %u", r->pool_bufs, r->ring_size);
+            if (!o->udp)
+                printf(", \"sockbuf\": %u, \"listen_ports_per_pair\": %u, \"max_conns\": %u", o->sockbuf,
+                       r->listen_ports, r->max_conns);
+        }
+        if (r->processes)
+            printf(", \"processes\": %u, \"threads_used\": %u", r->processes, r->threads_used);
+        printf(", \"cpus\": [");
+        for (int i = 0; i < o->ncpus; i++)
+            printf("%s%d", i ? ", " : "", o->cpus[i]);
+        printf("], \"layout\": \"%s\", \"compiler\": ", hp_layout_name());
+        tool_json_str(stdout, tool_compiler());
+        printf(", \"build_flags\": ");
+        tool_json_str(stdout, tool_build_flags());
+        printf(", \"note\": ");
+        tool_json_str(stdout, r->note);
+        printf("}\n");
+        return;
+    }
+    printf("hotpath rr: %s over %s, %s, %u flow%s on %u thread%s%s, request %u B, response %u B\n", proto,
+           o->link, o->ipv6 ? "IPv6" : "IPv4", o->flows, o->flows == 1 ? "" : "s", o->threads,
+           o->threads == 1 ? "" : "s", strcmp(o->link, "mem") == 0 ? " pair(s)" : " per side", o->request,
+           o->response);
+    printf("  flows reached    %u of %u (set up in %.2f s)\n", r->flows_reached, o->flows, r->setup_s);
+    printf("  transactions     %llu in %.2f s (after %.2f s of warm-up)\n", (unsigned long long)r->txns,
+           r->seconds, o->warm);
+    printf("  tps              %.0f\n", tps);
+    printf("  cpu per txn      %.3f us (client %.2f s + server %.2f s of thread CPU time)\n", cpt * 1e6,
+           r->cpu_client_s, r->cpu_server_s);
+    printf("  latency          p50 %.1f us, p99 %.1f us\n", p50, p99);
+    if (o->udp)
+        printf("  timeouts         %llu (requests resent after 1 s)\n", (unsigned long long)r->timeouts);
+    if (strcmp(o->link, "mem") == 0) {
+        printf("  config           pool %u buffers and rings of %u per pair", r->pool_bufs, r->ring_size);
+        if (!o->udp)
+            printf(", sockbuf %u B, %u listening ports, max_conns %u", o->sockbuf, r->listen_ports, r->max_conns);
+        printf("\n");
+    }
+    if (r->processes)
+        printf("  processes        %u (client and server; %u threads in all: one process holds at most\n"
+               "                   RLIMIT_NOFILE sockets)\n", r->processes, 2 * r->threads_used);
+    printf("  build            %s, %s, layout %s\n", tool_compiler(), tool_build_flags(), hp_layout_name());
+    if (r->note[0])
+        printf("  note             %s\n", r->note);
+}
+
+static int parse_uint(const char *opt, const char *arg, unsigned lo, unsigned hi, unsigned *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(arg, &end, 10);
+    if (!*arg || *end || errno || arg[0] == '-' || v < lo || v > hi)
+        return tool_usage_error(CMD, "%s wants a number from %u to %u, not '%s'", opt, lo, hi, arg);
+    *out = (unsigned)v;
+    return 0;
+}
+
+static int parse_size(const char *opt, const char *arg, uint32_t lo, uint32_t *out)
+{
+    uint64_t v;
+    if (tool_parse_bytes(arg, &v) < 0 || v < lo || v > MAX_MSG)
+        return tool_usage_error(CMD, "%s wants a size from %u to %u bytes, not '%s'", opt, lo, MAX_MSG, arg);
+    *out = (uint32_t)v;
+    return 0;
+}
+
+int cmd_rr(int argc, char **argv)
+{
+    struct rr_opts o = {.link = "mem", .flows = 1, .threads = 1, .request = 1, .response = 1,
+                        .duration = 5, .sockbuf = 16384};
+    static const struct option lo[] = {
+        {"proto", required_argument, NULL, 'P'},   {"link", required_argument, NULL, 'l'},
+        {"flows", required_argument, NULL, 'f'},   {"threads", required_argument, NULL, 't'},
+        {"request", required_argument, NULL, 'q'}, {"response", required_argument, NULL, 'r'},
+        {"duration", required_argument, NULL, 'd'}, {"ipv6", no_argument, NULL, '6'},
+        {"cpu", required_argument, NULL, 'c'},     {"json", no_argument, NULL, 'j'},
+        {"sockbuf", required_argument, NULL, 'b'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        char *end;
+        int rc = 0;
+        switch (c) {
+        case 'P':
+            if (strcmp(optarg, "tcp") == 0 || strcmp(optarg, "udp") == 0)
+                o.udp = optarg[0] == 'u';
+            else
+                rc = tool_usage_error(CMD, "--proto '%s': not tcp or udp", optarg);
+            break;
+        case 'l':
+            if (strcmp(optarg, "mem") == 0 || strcmp(optarg, "kernel") == 0)
+                o.link = strcmp(optarg, "mem") == 0 ? "mem" : "kernel";
+            else if (strcmp(optarg, "afxdp") == 0 || strcmp(optarg, "afpacket") == 0 || strcmp(optarg, "tap") == 0)
+                rc = tool_usage_error(CMD, "--link '%s' is not supported by rr yet: use mem or kernel", optarg);
+            else
+                rc = tool_usage_error(CMD, "--link '%s': not mem or kernel", optarg);
+            break;
+        case 'f':
+            rc = parse_uint("--flows", optarg, 1, MAX_FLOWS, &o.flows);
+            break;
+        case 't':
+            rc = parse_uint("--threads", optarg, 1, RR_MAX_THREADS, &o.threads);
+            break;
+        case 'q':
+            rc = parse_size("--request", optarg, 1, &o.request);
+            break;
+        case 'r':
+            rc = parse_size("--response", optarg, 1, &o.response);
+            break;
+        case 'b':
+            rc = parse_size("--sockbuf", optarg, 2048, &o.sockbuf);
+            break;
+        case 'd':
+            errno = 0;
+            o.duration = strtod(optarg, &end);
+            if (!*optarg || *end || errno || !(o.duration >= 0.1 && o.duration <= 3600))
+                rc = tool_usage_error(CMD, "--duration wants seconds from 0.1 to 3600, not '%s'", optarg);
+            break;
+        case '6':
+            o.ipv6 = true;
+            break;
+        case 'c': {
+            int n = tool_parse_cpu_list(CMD, optarg, o.cpus, RR_MAX_CPUS);
+            if (n < 0)
+                rc = 2;
+            else
+                o.ncpus = n;
+            break;
+        }
+        case 'j':
+            o.json = true;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            rc = tool_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+        }
+        if (rc)
+            return rc;
+    }
+    if (optind < argc)
+        return tool_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+    if (o.threads > o.flows)
+        return tool_usage_error(CMD, "--threads %u is more than --flows %u", o.threads, o.flows);
+    if (o.udp && (o.request > 65507 - (o.ipv6 ? 20 : 0) || o.response > 65507 - (o.ipv6 ? 20 : 0)))
+        return tool_usage_error(CMD, "UDP messages are at most %u bytes", o.ipv6 ? 65487u : 65507u);
+    o.warm = o.duration / 5 < 1 ? o.duration / 5 : 1;
+    struct rr_result *r = calloc(1, sizeof *r);
+    if (!r) {
+        fprintf(stderr, "hotpath rr: out of memory\n");
+        return 1;
+    }
+    int rc = strcmp(o.link, "mem") == 0 ? rr_mem_run(&o, r) : rr_kernel_run(&o, r);
+    if (rc < 0) {
+        fprintf(stderr, "hotpath rr: %s\n", r->note[0] ? r->note : "failed");
+        free(r);
+        return 1;
+    }
+    print_report(&o, r);
+    int ret = r->txns > 0 ? 0 : 1;
+    if (ret)
+        fprintf(stderr, "hotpath rr: no transaction completed%s%s\n", r->note[0] ? ": " : "", r->note);
+    free(r);
+    return ret;
+}
