@@ -10,10 +10,9 @@
 
 /* ---- shared by both ICMP modules -------------------------------------------------------- */
 
-bool hp__bucket_take(struct hp_stack *s, struct hp__bucket *bk)
+bool hp__bucket_take_rate(struct hp_stack *s, struct hp__bucket *bk, uint64_t rate, uint64_t burst)
 {
-    uint64_t rate = s->cfg.icmp_rate ? s->cfg.icmp_rate : 1000;
-    uint64_t cap = (uint64_t)(s->cfg.icmp_burst ? s->cfg.icmp_burst : 50) * 1000u;
+    uint64_t cap = burst * 1000u; /* thousandths of a token */
     if (bk->last == 0) {
         /* First use: a full bucket. */
         bk->tokens_milli = cap;
@@ -32,6 +31,12 @@ bool hp__bucket_take(struct hp_stack *s, struct hp__bucket *bk)
         return false;
     bk->tokens_milli -= 1000;
     return true;
+}
+
+bool hp__bucket_take(struct hp_stack *s, struct hp__bucket *bk)
+{
+    return hp__bucket_take_rate(s, bk, s->cfg.icmp_rate ? s->cfg.icmp_rate : 1000,
+                                s->cfg.icmp_burst ? s->cfg.icmp_burst : 50);
 }
 
 void hp__ping_fill(struct hp_buf *b, uint32_t off, uint32_t len)

@@ -151,6 +151,14 @@ static inline void hp__ctr_add(struct hp_stack *s, enum hp_stack_ctr c, uint64_t
     s->ctr[c] += n;
 }
 
+/* Take a token from bucket bk refilled at `rate` per second up to `burst`
+ * tokens (full at first use): false when empty. ICMP errors (icmp.c) and
+ * TCP challenge ACKs (RFC 5961 7) are limited with it. */
+bool hp__bucket_take_rate(struct hp_stack *s, struct hp__bucket *bk, uint64_t rate, uint64_t burst);
+/* a is one of our addresses of that family on any interface (IPv6: in any
+ * state, so a tentative address may be bound before DAD ends). */
+bool hp__addr_is_ours(struct hp_stack *s, int family, const uint8_t *a);
+
 /* A new buffer for a packet we build on ifc (the link's pool), or NULL
  * (counted in NO_BUFFERS). */
 struct hp_buf *hp__alloc(struct hp__iface *ifc);

@@ -261,6 +261,16 @@ HP_API int hp_stack_set_gateway(struct hp_stack *s, int family, const uint8_t *g
     return -EINVAL;
 }
 
+bool hp__addr_is_ours(struct hp_stack *s, int family, const uint8_t *a)
+{
+    for (int i = 0; i < s->nifaces; i++) {
+        struct hp__iface *ifc = s->ifaces[i];
+        if (ifc && (family == 4 ? hp__is_local4(ifc, a) : hp__find6(ifc, a) != NULL))
+            return true;
+    }
+    return false;
+}
+
 HP_API int hp_stack_poll(struct hp_stack *s)
 {
     if (!s)

@@ -67,20 +67,6 @@ HP_API struct hp_tcp_sock *hp_tcp_open(struct hp_stack *s, int family, void *use
     return c;
 }
 
-static bool addr_is_ours(struct hp_stack *s, int family, const uint8_t *a)
-{
-    for (int i = 0; i < s->nifaces; i++) {
-        struct hp__iface *ifc = s->ifaces[i];
-        if (!ifc)
-            continue;
-        /* IPv6: a tentative address may be bound already (it becomes
-         * usable when DAD ends), as with UDP. */
-        if (family == 4 ? hp__is_local4(ifc, a) : hp__find6(ifc, a) != NULL)
-            return true;
-    }
-    return false;
-}
-
 /*
  * Would binding (family, addr or the any address, port) clash? With a
  * listener, or with another bound socket that is not connected yet, when
@@ -148,7 +134,7 @@ HP_API int hp_tcp_bind(struct hp_tcp_sock *t, const struct hp_sockaddr *local)
         t->state != HP_TCP_CLOSED || was_connected(t))
         return -EINVAL;
     bool wildcard = all_zero(local->addr, alen(t->family));
-    if (!wildcard && !addr_is_ours(t->s, t->family, local->addr))
+    if (!wildcard && !hp__addr_is_ours(t->s, t->family, local->addr))
         return -EADDRNOTAVAIL;
     return do_bind(t, local->addr, wildcard, local->port);
 }

@@ -516,25 +516,7 @@ int hp__tcp_send_ack(struct hp_tcp_sock *c)
 static bool challenge_take(struct hp_stack *s, struct hp__tcp_state *ts)
 {
     uint64_t rate = ts->cfg.challenge_ack_limit ? ts->cfg.challenge_ack_limit : 1000;
-    uint64_t cap = rate * 1000u; /* thousandths of a token */
-    struct hp__bucket *bk = &ts->challenge;
-    if (bk->last == 0) {
-        bk->tokens_milli = cap;
-        bk->last = s->now ? s->now : 1;
-    } else if (s->now > bk->last) {
-        uint64_t el = s->now - bk->last;
-        if (el > 100000000000ull) /* past 100 s the bucket is full anyway */
-            el = 100000000000ull;
-        uint64_t add = el * rate / 1000000u;
-        if (add) {
-            bk->tokens_milli = bk->tokens_milli + add > cap ? cap : bk->tokens_milli + add;
-            bk->last = s->now;
-        }
-    }
-    if (bk->tokens_milli < 1000)
-        return false;
-    bk->tokens_milli -= 1000;
-    return true;
+    return hp__bucket_take_rate(s, &ts->challenge, rate, rate);
 }
 
 void hp__tcp_challenge_ack(struct hp_tcp_sock *c)

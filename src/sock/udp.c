@@ -349,20 +349,6 @@ HP_API struct hp_udp_sock *hp_udp_open(struct hp_stack *s, int family, void *use
     return u;
 }
 
-static bool addr_is_ours(struct hp_stack *s, int family, const uint8_t *a)
-{
-    for (int i = 0; i < s->nifaces; i++) {
-        struct hp__iface *ifc = s->ifaces[i];
-        if (!ifc)
-            continue;
-        /* IPv6: a tentative address may be bound already (it becomes
-         * usable when DAD ends), as Linux allows with IP_FREEBIND. */
-        if (family == 4 ? hp__is_local4(ifc, a) : hp__find6(ifc, a) != NULL)
-            return true;
-    }
-    return false;
-}
-
 static int bind_port(struct hp_udp_sock *u, const uint8_t *addr, bool wildcard, uint16_t port)
 {
     struct hp__sock_state *st = u->s->sock;
@@ -395,7 +381,7 @@ HP_API int hp_udp_bind(struct hp_udp_sock *u, const struct hp_sockaddr *local)
     if (!u || !local || u->bound || local->family != u->family)
         return -EINVAL;
     bool wildcard = all_zero(local->addr, alen(u->family));
-    if (!wildcard && !addr_is_ours(u->s, u->family, local->addr))
+    if (!wildcard && !hp__addr_is_ours(u->s, u->family, local->addr))
         return -EADDRNOTAVAIL;
     return bind_port(u, local->addr, wildcard, local->port);
 }
