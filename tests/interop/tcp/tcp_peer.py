@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-# The Linux kernel's side of tests/interop/tcp.sh: TCP clients and a server on kernel sockets, every byte checked by SHA-256.
-"""Kernel TCP peers for tests/interop/tcp.sh.
+# The Linux kernel's side of tests/interop/tcp/tcp.sh: TCP clients and a server on kernel sockets, every byte checked by SHA-256.
+"""Kernel TCP peers for tests/interop/tcp/tcp.sh.
 
 Subcommands (each prints one result line, "ok: ..." or "error: ...", and
 exits 0 only when everything was verified):
@@ -337,7 +337,7 @@ def cmd_reset(args):
     sent += len(ch)
     got = 0
     if args.read:
-        while got < min(args.read, sent):
+        while got < args.read:
             d = s.recv(RECV)
             if not d:
                 print("error: the server closed before the reset")
@@ -463,7 +463,8 @@ def main():
             p.add_argument("--pattern", choices=("none", "hotpath"), default="none")
             p.add_argument("--half-close-after", type=int)
         if name == "reset":
-            p.add_argument("--read", type=int, default=0, help="bytes of echo to read before the RST")
+            p.add_argument("--read", type=int, default=0,
+                           help="bytes to read before the RST (from an echo server: at most --bytes)")
     p = sub.add_parser("server")
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--mode", choices=("echo", "discard", "source"), default="echo")
