@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <hotpath/err.h>
 
@@ -164,6 +166,33 @@ int netopt_setup_stack(const char *cmd, const struct net_opts *o, const struct c
             inet_ntop(ips[i].family == 4 ? AF_INET : AF_INET6, ips[i].addr, a, sizeof a);
             fprintf(stderr, "hotpath %s: cannot add %s/%u: %s\n", cmd, a, ips[i].plen, hp_strerror(rc));
             return 1;
+        }
+    }
+    /* IPv6 addresses are tentative until duplicate address detection ends
+     * (RFC 4862 5.4): a connection from or to one before then fails with
+     * EHOSTUNREACH, so wait for them here, polling the stack. */
+    if (!(flags & HP_STACK_F_NO_DAD)) {
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (int i = 0; i < nip; i++) {
+            if (ips[i].family != 6)
+                continue;
+            enum hp_addr_state st;
+            while ((st = hp_stack_addr_state(s, ifx, 6, ips[i].addr)) == HP_ADDR_TENTATIVE) {
+                clock_gettime(CLOCK_MONOTONIC, &t);
+                if (t.tv_sec - t0.tv_sec > 10)
+                    break;
+                if (hp_stack_poll(s) == 0)
+                    usleep(1000);
+            }
+            if (st != HP_ADDR_PREFERRED) {
+                char a[64];
+                inet_ntop(AF_INET6, ips[i].addr, a, sizeof a);
+                fprintf(stderr, "hotpath %s: %s: %s\n", cmd, a,
+                        st == HP_ADDR_DUPLICATE ? "duplicate address detected on the link"
+                                                : "duplicate address detection did not finish in 10 s");
+                return 1;
+            }
         }
     }
     if (gw && o->has_gw4 && hp_stack_set_gateway(s, 4, o->gw4) < 0) {
