@@ -240,6 +240,13 @@ static bool acceptable(const struct hp_tcp_sock *c, const struct hp__tcp_seg *sg
         return (sg->flags & HP_TCP_F_ACK) && sg->seq == c->rcv_nxt + 1;
     if (hp__seq_in_window(sg->seq, c->rcv_nxt, wnd))
         return true;
+    /* A bare ACK numbered at the window's right edge: the peer filled our
+     * window and its data there was lost or is still on the way. RFC 9293
+     * (3.10.7.4) wants SEG.SEQ < RCV.NXT + RCV.WND; refusing it throws its
+     * acknowledgment away, which stalls an echo's recovery until the
+     * retransmission timer. Linux accepts SEG.SEQ <= RCV.NXT + RCV.WND. */
+    if (seglen == 0 && (sg->flags & HP_TCP_F_ACK) && sg->seq == c->rcv_nxt + wnd)
+        return true;
     return seglen > 0 && hp__seq_in_window(sg->seq + seglen - 1, c->rcv_nxt, wnd);
 }
 
@@ -363,7 +370,7 @@ static unsigned ack_new(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, bool
 
     unsigned cc = HP__TCP_CC_NONE;
     if (!syn_pending) /* hp__tcp_established just started congestion control */
-        cc = hp__tcp_cc_on_ack(&c->cc, ack - old_una, ack, c->snd_max, c->smss);
+        cc = hp__tcp_cc_on_ack(&c->cc, ack - old_una, ack, c->snd_max, c->mss_eff);
     /* The persist timer stays in charge while the window is closed; the
      * window update below decides when it ends. */
     if (!(c->flags & HP__TCPF_PERSIST)) {
@@ -436,7 +443,7 @@ static bool ack_in(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
          * repeated ACKs are not a loss signal. */
         hp__ctr(s, HP_CTR_TCP_DUP_ACKS);
         c->st.dupacks_in++;
-        cc = hp__tcp_cc_on_dupack(&c->cc, c->snd_una, c->snd_max, c->smss);
+        cc = hp__tcp_cc_on_dupack(&c->cc, c->snd_una, c->snd_max, c->mss_eff);
         if (cc & HP__TCP_CC_RETRANSMIT) {
             hp__ctr(s, HP_CTR_TCP_FAST_RETRANS);
             c->st.fast_retrans++;

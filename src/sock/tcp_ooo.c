@@ -145,6 +145,13 @@ static bool in_order(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
              * rcvbuf is the limit on what we hold (tcp_internal.h). */
             uint32_t used = c->rcvq.bytes + c->ooo_bytes;
             uint32_t room = c->rcvbuf > used ? c->rcvbuf - used : 0;
+            /* ... except that data inside a window we advertised is kept
+             * even when it overruns rcvbuf (by less than one window-scale
+             * unit: tcp_output.c window_field): dropping it would only
+             * make the peer send it again. */
+            uint32_t promised = hp__seq_gt(c->rcv_adv, c->rcv_nxt) ? c->rcv_adv - c->rcv_nxt : 0;
+            if (promised > room)
+                room = promised;
             if (len > room) {
                 hp__ctr(s, HP_CTR_TCP_RCVQ_DROPS);
                 len = room;

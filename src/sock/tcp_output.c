@@ -87,8 +87,21 @@ static uint16_t window_field(const struct hp_tcp_sock *c, uint32_t *bytes)
     uint32_t cur;
     uint32_t win = rcv_window(c, &cur);
     uint32_t field = win >> ws;
-    if ((field << ws) < cur)
-        field = (cur + (1u << ws) - 1) >> ws;
+    if ((field << ws) < cur) {
+        /* Rounding down moves the edge left by less than 1 << ws. Round up
+         * only when the buffer holds the extra bytes: otherwise each ACK
+         * sent while the buffer is full would push the edge right again
+         * (RFC 7323 Appendix F) and the peer would send what we cannot
+         * keep. So the field may retract by less than one unit (RFC 7323
+         * 2.4; senders must cope, RFC 9293 3.8.6.2.1), while rcv_adv, what
+         * we accept, stays where it was (acked_now). */
+        uint32_t up = (cur + (1u << ws) - 1) >> ws;
+        uint32_t used = c->rcvq.bytes + c->ooo_bytes;
+        if ((uint64_t)used + ((uint64_t)up << ws) <= c->rcvbuf)
+            field = up;
+        else
+            field = cur >> ws;
+    }
     if (field > 65535u)
         field = 65535u;
     *bytes = field << ws;
@@ -124,7 +137,8 @@ static bool window_grew(const struct hp_tcp_sock *c)
 static void acked_now(struct hp_tcp_sock *c, uint32_t wnd_bytes)
 {
     c->rcv_wnd = wnd_bytes;
-    c->rcv_adv = c->rcv_nxt + wnd_bytes;
+    if (hp__seq_gt(c->rcv_nxt + wnd_bytes, c->rcv_adv))
+        c->rcv_adv = c->rcv_nxt + wnd_bytes;
     c->last_ack_sent = c->rcv_nxt;
     c->segs_unacked = 0;
     if (c->flags & HP__TCPF_DACK) {
@@ -266,7 +280,7 @@ static int output(struct hp_tcp_sock *c, bool force)
     /* RFC 5681 4.1: after an idle period longer than the RTO, start again
      * from the restart window rather than send an old cwnd as one burst. */
     if (pending && una == c->snd_max && now - c->last_send_ns > (uint64_t)hp__tcp_rtt_rto(&c->rtt) * 1000u)
-        hp__tcp_cc_after_idle(&c->cc, c->smss);
+        hp__tcp_cc_after_idle(&c->cc, c->mss_eff);
 
     const uint32_t wnd = min32(c->snd_wnd, c->cc.cwnd);
     const uint32_t mss = c->mss_eff;

@@ -220,6 +220,36 @@ PD_TEST(tcp_est_out_of_window_data)
     HP_CHECK_GE(pd_ctr(h, HP_CTR_TCP_IN_OUT_OF_WINDOW), 1);
 }
 
+/* A bare ACK numbered at the right edge of our window (the peer filled
+ * the window and that data was lost): its acknowledgment counts, as in
+ * Linux, though RFC 9293 3.10.7.4 would refuse it; data there is still
+ * out of the window. */
+PD_TEST(tcp_est_ack_at_window_edge)
+{
+    struct hp_tcp_sock *t = prime(h);
+    HP_CHECK_EQ(hp_tcp_setopt(t, HP_TCP_OPT_NODELAY, 1), 0);
+    uint32_t wnd = pd_info(h, t).rcv_wnd;
+    HP_REQUIRE(wnd > 0);
+    HP_CHECK_EQ(pd_send(h, t, 100), 100);
+    pd_expect_data(h, "P.", 1, B, PD_ANY, 100, NULL);
+    pd_in(h, ".", B + wnd, 101, 1000, NULL);
+    pd_expect_none(h);
+    HP_CHECK_EQ(pd_info(h, t).unacked, 0);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_IN_OUT_OF_WINDOW), 0);
+    /* One past the edge: refused with an ACK. */
+    HP_CHECK_EQ(pd_send(h, t, 100), 100);
+    pd_expect_data(h, "P.", 101, B, PD_ANY, 100, NULL);
+    pd_in(h, ".", B + wnd + 1, 201, 1000, NULL);
+    pd_expect(h, ".", 201, B, PD_ANY, NULL);
+    HP_CHECK_EQ(pd_info(h, t).unacked, 100);
+    /* Data at the edge is out of the window, and its ACK is refused with
+     * it: only bare ACKs get the allowance. */
+    pd_in_data(h, ".", B + wnd, 201, 1000, 10, NULL);
+    pd_expect(h, ".", 201, B, PD_ANY, NULL);
+    pd_in(h, ".", B, 201, 1000, NULL);
+    HP_CHECK_EQ(pd_info(h, t).unacked, 0);
+}
+
 /* RFC 5961 3.2: a RST in the window but not at RCV.NXT gets a challenge
  * ACK; outside the window it is dropped; at RCV.NXT it resets. */
 PD_TEST(tcp_est_rst_rfc5961)
@@ -514,4 +544,48 @@ PD_TEST(tcp_est_half_open_recovery)
     HP_CHECK_EQ(hp_tcp_error(t), -ECONNRESET);
     pd_in(h, "S", 5000, 0, 65535, PD_SYN_OPTS);
     pd_expect(h, "S.", 0, 1, PD_ANY, NULL);
+}
+
+/* RFC 7323 Appendix F: with a window scale, rounding the window field up
+ * each time the buffer is full would push the right edge past the buffer,
+ * one unit per ACK, and the peer's data there would be dropped. The field
+ * rounds down instead (a retraction of less than one unit), and what we
+ * advertised before is still accepted. */
+PD_TEST(tcp_est_window_scale_rounding_full_buffer)
+{
+    struct hp_tcp_config cfg = {.rcvbuf = 262144};
+    pd_configure(h, &cfg);
+    struct hp_tcp_sock *l = pd_listen(h, PORT, 4);
+    struct hp_tcp_sock *t = pd_established(h, l);
+    /* Fill to 5 bytes short of rcvbuf; the windows on the way are floors
+     * of the free space in units of 8 (our scale is 3), so the last edge
+     * we offered lies between the buffer's end - 7 and its end. */
+    uint32_t f = pd_full(h), sent = 0, total = 262144 - 5;
+    while (sent < total) {
+        uint32_t n = total - sent < f ? total - sent : f;
+        pd_in_data(h, ".", 1 + sent, 1, 1000, n, NULL);
+        sent += n;
+        if (sent < total)
+            pd_discard(h);
+    }
+    pd_advance_ms(h, 40);
+    const struct pd_seg *g;
+    while ((g = pd_peek(h)) && g->rack != 1 + total)
+        pd_expect(h, ".", 1, PD_ANY, PD_ANY, NULL);
+    /* Less than 8 bytes left of the promise: 0 (rounding it up to one
+     * unit would offer bytes past the buffer, and again with every ACK). */
+    g = pd_expect(h, ".", 1, 1 + total, 0, NULL);
+    struct hp_tcp_info i = pd_info(h, t);
+    HP_CHECK_EQ(i.rcvq, total);
+    uint32_t promised = 0;
+    /* A full unit: whatever of it lies inside the edge we offered is
+     * taken, the rest is out of the window; nothing is dropped inside it. */
+    pd_in_data(h, ".", 1 + total, 1, 1000, 8, NULL);
+    g = pd_expect(h, ".", 1, PD_ANY, 0, NULL);
+    promised = g->rack - (1 + total);
+    HP_CHECK_LE(promised, 5);
+    HP_CHECK_EQ(pd_info(h, t).rcvq, total + promised);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_RCVQ_DROPS), 0);
+    pd_expect_none(h);
+    HP_CHECK_EQ(pd_read(h, t, 300000), total + promised);
 }
