@@ -372,7 +372,7 @@ int hp__tcp_established(struct hp_tcp_sock *c)
         hp__tcp_set_state(c, (c->flags & HP__TCPF_FIN_QUEUED) ? HP_TCP_FIN_WAIT_1 : HP_TCP_ESTABLISHED);
     }
     bool syn_lost = (c->flags & HP__TCPF_SYN_LOST) != 0;
-    hp__tcp_cc_init(&c->cc, c->smss, c->iss, syn_lost);
+    hp__tcp_cc_init(&c->cc, c->mss_eff, c->iss, syn_lost);
     hp__tcp_rtt_established(&c->rtt, syn_lost);
     if (l) {
         hp__ctr(c->s, HP_CTR_TCP_PASSIVE_OPENS);

@@ -52,10 +52,13 @@
  *             sequence number fin_seq() = sndq_seq() + sndq.bytes; it is
  *             sent after the last byte (HP__TCPF_FIN_SENT once snd_max
  *             covers it) and acknowledged when snd_una == fin_seq() + 1.
- *   rcv_adv   the right edge of the window we last advertised (rcv_nxt +
- *             window at the time). We never move it left (RFC 9293
- *             3.8.6.2.2: no shrinking): a later window is at least
- *             rcv_adv - rcv_nxt.
+ *   rcv_adv   the right edge of the windows we advertised (rcv_nxt +
+ *             window at the time): what the peer may send, and we accept
+ *             up to it. We never move it left (RFC 9293 3.8.6.2.2: no
+ *             shrinking): a later window is at least rcv_adv - rcv_nxt,
+ *             but for less than one window-scale unit that the field may
+ *             retract by when the buffer is full (tcp_output.c
+ *             window_field, RFC 7323 Appendix F).
  *
  * Windows: snd_wnd and rcv_wnd are bytes, already scaled. snd_wscale is
  * the shift the peer asked for (applied to the window field of segments
@@ -63,10 +66,12 @@
  * without HP__TCPF_WS_OK, and never applied to a SYN's window (RFC 7323
  * 2.2).
  *
- * MSS: smss is the segment size of RFC 5681 2 (the peer's MSS option, or
+ * MSS: smss is the largest segment the peer takes (the peer's MSS option, or
  * 536 / 1220 without one, RFC 9293 3.7.1, RFC 8200 8.3; capped by our
  * route's MTU - 40 / 60); mss_eff is the payload of a full segment we send
- * (smss minus the 12 bytes of the timestamp option when in use). rmss is
+ * (smss minus the 12 bytes of the timestamp option when in use), the unit
+ * congestion control counts in (RFC 5681 2: SMSS excludes options; with
+ * smss, a loss window of one segment would split into 1448 + 12). rmss is
  * the MSS we announced: a received segment of rmss - 12 (timestamps) or
  * more is "full-sized" for the delayed ACK rule.
  *
