@@ -1,11 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # hotpath's TCP against the Linux kernel's over afxdp, afpacket and tap, IPv4 and IPv6: transfers checked by SHA-256, both close orders, resets, 1,000 concurrent connections, loss, reordering and duplicates, clean pcaps.
-# NOT run by scripts/check.sh yet (it globs tests/interop/*.sh only): its last full run
-# ended 140 passed, 19 failed on two known bugs (hotpath connect over IPv6 does not wait
-# for DAD; TCP_RCVQ_DROPS of in-window data), tracked in issue 6. Move it back up once green.
 #
-# usage: tests/interop/tcp/tcp.sh [afxdp] [afpacket] [tap]     (default: all three)
+# usage: tests/interop/tcp.sh [afxdp] [afpacket] [tap]     (default: all three)
 # env:   HP_BIN (default build/hotpath), HP_KEEP=1 keeps logs and pcaps,
 #        HP_TCP_BIG_KINDS (default "afxdp afpacket tap"): the link kinds that
 #        also move 256 MiB each way, per family, both ways round ("" for
@@ -65,7 +62,7 @@
 #
 # Ends with "N passed, N failed, N skipped"; exits 1 when anything failed.
 set -u
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../.."
 HP=${HP_BIN:-build/hotpath}
 HERE=tests/interop/tcp
 PEER="$HERE/tcp_peer.py"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-# The Linux kernel's side of tests/interop/tcp/tcp.sh: TCP clients and a server on kernel sockets, every byte checked by SHA-256.
-"""Kernel TCP peers for tests/interop/tcp/tcp.sh.
+# The Linux kernel's side of tests/interop/tcp.sh: TCP clients and a server on kernel sockets, every byte checked by SHA-256.
+"""Kernel TCP peers for tests/interop/tcp.sh.
 
 Subcommands (each prints one result line, "ok: ..." or "error: ...", and
 exits 0 only when everything was verified):
