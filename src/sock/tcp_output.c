@@ -282,8 +282,14 @@ static int output(struct hp_tcp_sock *c, bool force)
     if (pending && una == c->snd_max && now - c->last_send_ns > (uint64_t)hp__tcp_rtt_rto(&c->rtt) * 1000u)
         hp__tcp_cc_after_idle(&c->cc, c->mss_eff);
 
-    const uint32_t wnd = min32(c->snd_wnd, c->cc.cwnd);
     const uint32_t mss = c->mss_eff;
+    /* Limited Transmit (RFC 3042): on the first two duplicate ACKs, one
+     * new segment each beyond cwnd, so that a small window still draws the
+     * third duplicate and a fast retransmit rather than a timeout. */
+    uint32_t cwnd = c->cc.cwnd;
+    if (c->cc.dupacks && !c->cc.in_recovery && c->snd_nxt == c->snd_max)
+        cwnd += (c->cc.dupacks < 2 ? c->cc.dupacks : 2u) * mss;
+    const uint32_t wnd = min32(c->snd_wnd, cwnd);
     const bool nodelay = (c->flags & HP__TCPF_NODELAY) != 0;
     int sent = 0;
     bool blocked = false, nobufs = false;
