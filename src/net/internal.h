@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include <hotpath/buf.h>
+#include <hotpath/cacheline.h>
 #include <hotpath/err.h>
 #include <hotpath/link.h>
 #include <hotpath/pool.h>
@@ -88,19 +89,68 @@ struct hp__addr6 {
     struct hp__iface *ifc;
 };
 
+/*
+ * struct hp__iface and struct hp_stack declare each field once, in blocks
+ * (HP__IFC_<name>_<group>, HP__STK_<name>_<group>), and emit them in one of
+ * two orders:
+ *
+ *   grouped (the default)  by fast-path access, in named cache-line groups
+ *                          (docs/cachelines/hp__iface.md, hp_stack.md; the
+ *                          build checks them in stack_layout.c);
+ *   chrono (-DHP_LAYOUT_CHRONO=1)  the logical order the fields had before
+ *                          grouping, the baseline to measure against.
+ *
+ * The tag in a block's name is its group. The paths measured: receive is
+ * hp_stack_poll -> link rx burst -> hp__eth_input -> IP input -> UDP or TCP
+ * input; transmit is a UDP or TCP send -> IP output -> hp__neigh_output ->
+ * hp__eth_output / hp__eth_xmit, and the flush at the end of the poll. Both
+ * structures are allocated 64-byte aligned by stack.c (aligned_alloc), so
+ * that an offset's line in the struct is its line in memory; the types are
+ * not over-aligned, so that tests may embed them in plain allocations.
+ */
+
+/* tx_ro: read by the transmit path only (buffer allocation, IP output). */
+#define HP__IFC_POOL_tx_ro struct hp_pool *pool; /* the link's: our packets come from it */
+#define HP__IFC_MTU_tx_ro uint32_t mtu;
+/* rxtx: read by both paths (poll, Ethernet filter and header, the IPv4
+ * "is it ours / broadcast" checks, the neighbour hash, the flush). */
+#define HP__IFC_S_rxtx struct hp_stack *s;
+#define HP__IFC_INDEX_rxtx int index;
+#define HP__IFC_LINK_rxtx struct hp_link *link;
+#define HP__IFC_MAC_rxtx uint8_t mac[6];
+#define HP__IFC_V4_rxtx struct hp__addr4 v4[HP__MAX_ADDRS];
+#define HP__IFC_N4_rxtx int n4;
+#define HP__IFC_N6_rxtx int n6;
+/* tx_rw: the transmit burst, written for every frame queued. */
+#define HP__IFC_TX_tx_rw struct hp_buf *tx[HP__TX_BURST];
+#define HP__IFC_NTX_tx_rw unsigned ntx;
+/* addr6: IPv6 addresses, read by both paths for IPv6 only. */
+#define HP__IFC_V6_addr6 struct hp__addr6 v6[HP__MAX_ADDRS]; /* v6[0]: the link-local address */
+
 struct hp__iface {
-    struct hp_stack *s;
-    int index;
-    struct hp_link *link;
-    struct hp_pool *pool;    /* the link's: our packets come from it */
-    uint8_t mac[6];
-    uint32_t mtu;
-    struct hp__addr4 v4[HP__MAX_ADDRS];
-    int n4;
-    struct hp__addr6 v6[HP__MAX_ADDRS]; /* v6[0]: the link-local address */
-    int n6;
-    struct hp_buf *tx[HP__TX_BURST];
-    unsigned ntx;
+#if defined(HP_LAYOUT_CHRONO) && HP_LAYOUT_CHRONO
+    HP__IFC_S_rxtx HP__IFC_INDEX_rxtx HP__IFC_LINK_rxtx HP__IFC_POOL_tx_ro HP__IFC_MAC_rxtx
+    HP__IFC_MTU_tx_ro HP__IFC_V4_rxtx HP__IFC_N4_rxtx HP__IFC_V6_addr6 HP__IFC_N6_rxtx
+    HP__IFC_TX_tx_rw HP__IFC_NTX_tx_rw
+#else
+    /* Line 0: everything both IPv4 paths read, v4[0..2] included; mtu
+     * and the ints between pool and s, so that no hole opens. */
+    HP_CACHELINE_GROUP_BEGIN(tx_ro)
+    HP__IFC_POOL_tx_ro HP__IFC_MTU_tx_ro
+    HP_CACHELINE_GROUP_END(tx_ro)
+    HP_CACHELINE_GROUP_BEGIN(rxtx)
+    HP__IFC_INDEX_rxtx HP__IFC_N4_rxtx HP__IFC_N6_rxtx HP__IFC_S_rxtx HP__IFC_LINK_rxtx
+    HP__IFC_MAC_rxtx HP__IFC_V4_rxtx
+    HP_CACHELINE_GROUP_END(rxtx)
+    /* Line 1 on: ntx and the first slots of the burst share a line. */
+    HP_CACHELINE_GROUP_BEGIN(tx_rw)
+    HP__IFC_NTX_tx_rw HP__IFC_TX_tx_rw
+    HP_CACHELINE_GROUP_END(tx_rw)
+    /* Last, the largest: 64 bytes an address, the DAD state included. */
+    HP_CACHELINE_GROUP_BEGIN(addr6)
+    HP__IFC_V6_addr6
+    HP_CACHELINE_GROUP_END(addr6)
+#endif
 };
 
 /* Token bucket for ICMP errors (RFC 1812 4.3.2.8, RFC 4443 2.4(f)). */
@@ -113,25 +163,71 @@ struct hp__neigh_table;      /* neigh.c */
 struct hp__reasm;            /* reasm.c */
 struct hp__sock_state;       /* src/sock */
 
+/* rx: read by the receive path only (the poll's clock, UDP / TCP input). */
+#define HP__STK_CLOCKFN_rx uint64_t (*clock_fn)(void *arg); /* tests: a clock of their own (NULL: hp__clock_ns) */
+#define HP__STK_SOCK_rx struct hp__sock_state *sock;
+/* tx: read by the transmit path only: IPv4's neighbour table (IPv6's and
+ * the gateways, which only off-link UDP destinations read, are tx_more). */
+#define HP__STK_NEIGH4_tx struct hp__neigh_table *neigh4;
+#define HP__STK_NEIGH6_tx_more struct hp__neigh_table *neigh6;
+#define HP__STK_GW_tx_more uint8_t gw4[4], gw6[16];
+#define HP__STK_HASGW_tx_more bool has_gw4, has_gw6;
+/* rw: written on the fast path: the clock (each poll), the timer heap
+ * (TCP arms and cancels timers on both paths), the IPv4 identification. */
+#define HP__STK_NOW_rw uint64_t now; /* ns, read at the start of each poll (and at create) */
+#define HP__STK_HEAP_rw struct hp__timer **heap; /* timer.c */
+#define HP__STK_NHEAP_rw uint32_t nheap, heap_cap;
+#define HP__STK_IPIDENT_rw uint16_t ip_ident; /* next IPv4 identification */
+/* rxtx: read by both paths (the poll and its flush; UDP routes each send). */
+#define HP__STK_NIFACES_rxtx int nifaces;
+#define HP__STK_IFACES_rxtx struct hp__iface *ifaces[HP__MAX_IFACES];
+/* ctr: the counters, written by both paths; cfg ends where they start, so
+ * that cfg.default_ttl (IP output) shares the line of ctr[0..5]. */
+#define HP__STK_CFG_ctr struct hp_stack_config cfg; /* defaults filled in */
+#define HP__STK_CTR_ctr uint64_t ctr[HP_STACK_NCOUNTERS];
+/* cold: names, fragments, ICMP errors, the tests' clock argument. */
+#define HP__STK_NAME_cold char name[32];
+#define HP__STK_FRAGIDENT6_cold uint32_t frag_ident6; /* next IPv6 fragment identification */
+#define HP__STK_REASM_cold struct hp__reasm *reasm;
+#define HP__STK_ICMP_cold struct hp__bucket icmp4_bucket, icmp6_bucket;
+#define HP__STK_CLOCKARG_cold void *clock_arg;
+
 struct hp_stack {
-    struct hp_stack_config cfg; /* defaults filled in */
-    char name[32];
-    uint64_t now;            /* ns, read at the start of each poll (and at create) */
-    struct hp__iface *ifaces[HP__MAX_IFACES];
-    int nifaces;
-    uint8_t gw4[4], gw6[16];
-    bool has_gw4, has_gw6;
-    uint16_t ip_ident;       /* next IPv4 identification */
-    uint32_t frag_ident6;    /* next IPv6 fragment identification */
-    struct hp__timer **heap; /* timer.c */
-    uint32_t nheap, heap_cap;
-    struct hp__neigh_table *neigh4, *neigh6;
-    struct hp__reasm *reasm;
-    struct hp__bucket icmp4_bucket, icmp6_bucket;
-    struct hp__sock_state *sock;
-    uint64_t (*clock_fn)(void *arg); /* tests: a clock of their own (NULL: hp__clock_ns) */
-    void *clock_arg;
-    uint64_t ctr[HP_STACK_NCOUNTERS];
+#if defined(HP_LAYOUT_CHRONO) && HP_LAYOUT_CHRONO
+    HP__STK_CFG_ctr HP__STK_NAME_cold HP__STK_NOW_rw HP__STK_IFACES_rxtx HP__STK_NIFACES_rxtx
+    HP__STK_GW_tx_more HP__STK_HASGW_tx_more HP__STK_IPIDENT_rw HP__STK_FRAGIDENT6_cold
+    HP__STK_HEAP_rw HP__STK_NHEAP_rw HP__STK_NEIGH4_tx HP__STK_NEIGH6_tx_more HP__STK_REASM_cold
+    HP__STK_ICMP_cold HP__STK_SOCK_rx HP__STK_CLOCKFN_rx HP__STK_CLOCKARG_cold HP__STK_CTR_ctr
+#else
+    /* Line 0: all that either IPv4 path reads or writes but the counters
+     * and cfg.default_ttl; ifaces last: only ifaces[0] is in line 0, the
+     * other slots spill into line 1. */
+    HP_CACHELINE_GROUP_BEGIN(rx)
+    HP__STK_CLOCKFN_rx HP__STK_SOCK_rx
+    HP_CACHELINE_GROUP_END(rx)
+    HP_CACHELINE_GROUP_BEGIN(tx)
+    HP__STK_NEIGH4_tx
+    HP_CACHELINE_GROUP_END(tx)
+    HP_CACHELINE_GROUP_BEGIN(rw)
+    HP__STK_NOW_rw HP__STK_HEAP_rw HP__STK_NHEAP_rw HP__STK_IPIDENT_rw
+    HP_CACHELINE_GROUP_END(rw)
+    HP_CACHELINE_GROUP_BEGIN(rxtx)
+    HP__STK_NIFACES_rxtx HP__STK_IFACES_rxtx
+    HP_CACHELINE_GROUP_END(rxtx)
+    /* Lines 1-2: IPv6 transmit, gateways. */
+    HP_CACHELINE_GROUP_BEGIN(tx_more)
+    HP__STK_NEIGH6_tx_more HP__STK_GW_tx_more HP__STK_HASGW_tx_more
+    HP_CACHELINE_GROUP_END(tx_more)
+    /* cfg from 24 bytes into line 2, so that ctr starts 16 bytes into
+     * line 3: the hot counters then fall in 3 lines (stack_layout.c). */
+    HP_CACHELINE_GROUP_BEGIN(ctr)
+    HP__STK_CFG_ctr HP__STK_CTR_ctr
+    HP_CACHELINE_GROUP_END(ctr)
+    HP_CACHELINE_GROUP_BEGIN(cold)
+    HP__STK_FRAGIDENT6_cold HP__STK_NAME_cold HP__STK_CLOCKARG_cold HP__STK_REASM_cold
+    HP__STK_ICMP_cold
+    HP_CACHELINE_GROUP_END(cold)
+#endif
 };
 
 /* Tests: read time from fn(arg) instead of CLOCK_MONOTONIC (NULL restores

@@ -51,9 +51,21 @@ static int fill_config(struct hp_stack *s, const struct hp_stack_config *in)
     return 0;
 }
 
+/* Zeroed memory starting on a cache line: struct hp_stack and struct
+ * hp__iface are laid out by line (docs/cachelines/hp_stack.md), which
+ * holds only if offset 0 is a line's first byte. */
+static void *zalloc_lines(size_t size)
+{
+    size_t rounded = (size + HP_CACHELINE_SIZE - 1) & ~(size_t)(HP_CACHELINE_SIZE - 1);
+    void *p = aligned_alloc(HP_CACHELINE_SIZE, rounded);
+    if (p)
+        memset(p, 0, rounded);
+    return p;
+}
+
 HP_API struct hp_stack *hp_stack_create(const struct hp_stack_config *cfg)
 {
-    struct hp_stack *s = calloc(1, sizeof *s);
+    struct hp_stack *s = zalloc_lines(sizeof *s);
     if (!s) {
         errno = ENOMEM;
         return NULL;
@@ -125,7 +137,7 @@ HP_API int hp_stack_add_iface(struct hp_stack *s, struct hp_link *link)
             return -EINVAL;
     if (s->nifaces >= HP__MAX_IFACES)
         return -ENOSPC;
-    struct hp__iface *ifc = calloc(1, sizeof *ifc);
+    struct hp__iface *ifc = zalloc_lines(sizeof *ifc);
     if (!ifc)
         return -ENOMEM;
     ifc->s = s;
