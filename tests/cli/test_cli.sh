@@ -176,7 +176,13 @@ expect "rr --help explains the ports"        0 "several ports"             -- "$
 expect "rr --flows 0 is refused"             2 "--flows wants"             -- "$HP" rr --flows 0
 expect "rr --flows abc is refused"           2 "--flows wants.*'abc'"      -- "$HP" rr --flows abc
 expect "rr --proto sctp is refused"          2 "--proto 'sctp'"            -- "$HP" rr --proto sctp
-expect "rr --link afxdp is not supported"    2 "not supported by rr yet"   -- "$HP" rr --link afxdp
+expect "rr --iface needs --peer-iface"       2 "needs --peer-iface"        -- "$HP" rr --link afpacket --iface lo
+expect "rr --iface is not for mem"           2 "are for --link afxdp"      -- "$HP" rr --iface lo --peer-iface lo2
+expect "rr --iface missing interface"        2 "nosuchif0: no such interface" -- "$HP" rr --link afxdp --iface nosuchif0 --peer-iface nosuchif1
+# As root rr makes a namespace and runs: tests/interop/rr.sh covers the real links.
+if [ "$(id -u)" != 0 ]; then
+  expect "rr --link afxdp without root: exit 2" 2 "needs root"             -- "$HP" rr --link afxdp --duration 0.2
+fi
 expect "rr --link eth is refused"            2 "--link 'eth'"              -- "$HP" rr --link eth
 expect "rr --request 0 is refused"           2 "--request wants"           -- "$HP" rr --request 0
 expect "rr --duration -1 is refused"         2 "--duration wants"          -- "$HP" rr --duration -1

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* `hotpath rr`: request/response transactions over many TCP or UDP flows (neper tcp_rr / udp_rr), hotpath stacks over the mem link; options and report. */
+/* `hotpath rr`: request/response transactions over many TCP or UDP flows (neper tcp_rr / udp_rr), hotpath stacks over the mem link or a real one; options and report. */
 #include <errno.h>
 #include <getopt.h>
+#include <net/if.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -111,7 +112,7 @@ bool rr_window_step(struct rr_window *w, int phase, uint64_t txns, uint64_t time
     return false;
 }
 
-/* ---- hotpath: stack pairs over mem links ------------------------------------------- */
+/* ---- hotpath: stack pairs over mem or real links ------------------------------------ */
 
 enum { F_CLI = 1, F_SRV, F_LIS };
 
@@ -130,7 +131,8 @@ struct mflow {
 #define MAX_LISTEN 64
 
 struct mpair {
-    struct hp_pool *pool;
+    struct hp_pool *pool;           /* mem, afpacket, tap: both links'; afxdp: NULL (UMEMs) */
+    struct rr_net *net;             /* real links: where they live; mem: NULL */
     struct hp_link *e[2];
     struct hp_stack *st[2];         /* 0: client, 1: server */
     struct hp_tcp_sock *lis[MAX_LISTEN];
@@ -165,10 +167,17 @@ static void pair_free(struct mpair *p)
 {
     for (int i = 0; i < 2; i++)
         hp_stack_destroy(p->st[i]);
+    for (int i = 0; i < 2; i++)
+        if (p->e[i])
+            hp_pool_thread_flush(hp_link_pool(p->e[i]));
     if (p->pool)
         hp_pool_thread_flush(p->pool);
-    hp_link_close(p->e[0]);
-    hp_link_close(p->e[1]);
+    if (p->net) {
+        rr_net_close(p->net, p->e);
+    } else {
+        hp_link_close(p->e[0]);
+        hp_link_close(p->e[1]);
+    }
     if (p->pool)
         hp_pool_destroy(p->pool);
     free(p->cli);
@@ -211,40 +220,88 @@ static int pair_resolve(struct mpair *p, int fam, char *why, size_t len)
     return 0;
 }
 
-static int pair_open(const struct rr_opts *o, struct mpair *p, unsigned n, struct rr_result *r, char *why,
-                     size_t len)
+/* IPv6 addresses on the user's interfaces go through duplicate address
+ * detection first (RFC 4862 5.4): a connection from a tentative address
+ * fails. Poll both stacks until both addresses are preferred. */
+static int pair_wait_dad(struct mpair *p, const int ifx[2], char *why, size_t len)
+{
+    double deadline = tool_now_s() + 10;
+    for (;;) {
+        enum hp_addr_state st[2];
+        for (int i = 0; i < 2; i++)
+            st[i] = hp_stack_addr_state(p->st[i], ifx[i], 6, i ? SRV6 : CLI6);
+        if (st[0] == HP_ADDR_PREFERRED && st[1] == HP_ADDR_PREFERRED)
+            return 0;
+        for (int i = 0; i < 2; i++)
+            if (st[i] == HP_ADDR_DUPLICATE) {
+                snprintf(why, len, "%s is already in use on %s (duplicate address detection)",
+                         i ? "2001:2::2" : "2001:2::1", hp_link_name(p->e[i]));
+                return -1;
+            }
+        if (tool_now_s() > deadline) {
+            snprintf(why, len, "duplicate address detection of 2001:2::1 and 2001:2::2 did not end in 10 s");
+            return -1;
+        }
+        int work = 0;
+        for (int i = 0; i < 2; i++) {
+            work += hp_stack_poll(p->st[i]);
+            drain_events(p->st[i]);
+        }
+        if (!work)
+            rr_sleep(0.001);
+    }
+}
+
+/* Pair k of n flows: its two links (mem: a pair; real: from net), two
+ * stacks with an address each, neighbours resolved. */
+static int pair_open(const struct rr_opts *o, struct rr_net *net, unsigned k, struct mpair *p, unsigned n,
+                     struct rr_result *r, char *why, size_t len)
 {
     memset(p, 0, sizeof *p);
     p->n = n;
+    p->net = net;
     int fam = o->ipv6 ? 6 : 4;
-    uint32_t nbufs = 4 * n + 8192;
-    uint32_t ring = pow2_at_least(2 * n + 1024);
-    if (ring < 1024)
-        ring = 1024;
-    r->pool_bufs = nbufs;
-    r->ring_size = ring;
     p->cli = calloc(n, sizeof *p->cli);
     p->srv = calloc(n, sizeof *p->srv);
-    struct hp_pool_config pc = {.name = "rr", .n_bufs = nbufs};
-    p->pool = p->cli && p->srv ? hp_pool_create(&pc) : NULL;
-    if (!p->pool) {
-        snprintf(why, len, "cannot allocate %u buffers and %u flows", nbufs, n);
+    if (!p->cli || !p->srv) {
+        snprintf(why, len, "cannot allocate %u flows", n);
         return -1;
     }
-    struct hp_link_config lc = {.pool = p->pool, .ring_size = ring};
-    if (hp_link_mem_pair(&lc, p->e) < 0) {
-        snprintf(why, len, "mem pair: %s", hp_link_error());
-        return -1;
+    if (net) {
+        if (rr_net_open(o, net, k, n, p->e, &p->pool, r) < 0)
+            return -1;
+    } else {
+        uint32_t nbufs = 4 * n + 8192;
+        uint32_t ring = pow2_at_least(2 * n + 1024);
+        if (ring < 1024)
+            ring = 1024;
+        r->pool_bufs = nbufs;
+        r->ring_size = ring;
+        struct hp_pool_config pc = {.name = "rr", .n_bufs = nbufs};
+        p->pool = hp_pool_create(&pc);
+        if (!p->pool) {
+            snprintf(why, len, "cannot allocate %u buffers and %u flows", nbufs, n);
+            return -1;
+        }
+        struct hp_link_config lc = {.pool = p->pool, .ring_size = ring};
+        if (hp_link_mem_pair(&lc, p->e) < 0) {
+            snprintf(why, len, "mem pair: %s", hp_link_error());
+            return -1;
+        }
     }
+    /* DAD is skipped where nobody else can be: on the mem pair, and in the
+     * namespace made for the run. */
+    bool dad = net && !net->own && fam == 6;
     struct hp_tcp_config tc = {.max_conns = n + 1024, .sndbuf = o->sockbuf, .rcvbuf = o->sockbuf,
                                .syn_backlog_max = n + 1024 > 65535 ? 65535 : n + 1024};
+    int ifx[2];
     for (int i = 0; i < 2; i++) {
-        struct hp_stack_config sc = {.name = i ? "rr-server" : "rr-client", .flags = HP_STACK_F_NO_DAD,
+        struct hp_stack_config sc = {.name = i ? "rr-server" : "rr-client", .flags = dad ? 0 : HP_STACK_F_NO_DAD,
                                      .neigh_queue = 4096, .neigh_reachable_ms = 3600u * 1000u};
         p->st[i] = hp_stack_create(&sc);
-        int ifx = p->st[i] ? hp_stack_add_iface(p->st[i], p->e[i]) : -ENOMEM;
+        ifx[i] = p->st[i] ? hp_stack_add_iface(p->st[i], p->e[i]) : -ENOMEM;
         const uint8_t *a = fam == 6 ? (i ? SRV6 : CLI6) : (i ? SRV4 : CLI4);
-        int rc = ifx < 0 ? ifx : hp_stack_add_addr(p->st[i], ifx, fam, a, fam == 6 ? 64 : 24);
+        int rc = ifx[i] < 0 ? ifx[i] : hp_stack_add_addr(p->st[i], ifx[i], fam, a, fam == 6 ? 64 : 24);
         if (rc == 0 && !o->udp)
             rc = hp_tcp_configure(p->st[i], &tc);
         if (rc < 0) {
@@ -252,6 +309,8 @@ static int pair_open(const struct rr_opts *o, struct mpair *p, unsigned n, struc
             return -1;
         }
     }
+    if (dad && pair_wait_dad(p, ifx, why, len) < 0)
+        return -1;
     return pair_resolve(p, fam, why, len);
 }
 
@@ -554,6 +613,7 @@ int rr_mem_run(const struct rr_opts *o, struct rr_result *r)
     int rc = -1;
     unsigned opened = 0, started = 0;
     pthread_t *th = calloc(2 * (size_t)T, sizeof *th);
+    struct rr_net netb, *net = NULL;
     _Atomic int phase;
     atomic_init(&phase, RR_SETUP);
     if (!pairs || !w || !bufs || !th) {
@@ -562,10 +622,15 @@ int rr_mem_run(const struct rr_opts *o, struct rr_result *r)
     }
     memset(bufs, 'r', 2 * (size_t)T * SCRATCH);
     double t_setup = tool_now_s();
+    if (strcmp(o->link, "mem") != 0) {
+        if (rr_net_up(o, rr_flows_of(o->flows, T, 0), &netb, r) < 0)
+            goto out;
+        net = &netb;
+    }
     for (; opened < T; opened++) {
         struct mpair *p = &pairs[opened];
         unsigned n = rr_flows_of(o->flows, T, opened);
-        if (pair_open(o, p, n, r, r->note, sizeof r->note) < 0 ||
+        if (pair_open(o, net, opened, p, n, r, r->note, sizeof r->note) < 0 ||
             (o->udp ? pair_open_udp(o, p, r->note, sizeof r->note)
                     : pair_connect_tcp(o, p, r, r->note, sizeof r->note)) < 0) {
             opened++;
@@ -617,6 +682,15 @@ int rr_mem_run(const struct rr_opts *o, struct rr_result *r)
             }
             errors += w[k].errors;
         }
+        /* The workers are done with the links: this thread may read them. */
+        for (unsigned k = 0; k < T; k++)
+            for (int i = 0; i < 2; i++) {
+                struct hp_link_stats ls;
+                hp_link_stats(pairs[k].e[i], &ls);
+                r->link_rx_dropped += ls.rx_dropped;
+                r->link_tx_dropped += ls.tx_dropped;
+                r->eth_out_drops += hp_stack_counter(pairs[k].st[i], HP_CTR_ETH_OUT_DROPS);
+            }
         if (errors && !o->udp)
             snprintf(r->note, sizeof r->note, "%llu socket errors during the run",
                      (unsigned long long)errors);
@@ -625,6 +699,8 @@ int rr_mem_run(const struct rr_opts *o, struct rr_result *r)
 out:
     for (unsigned k = 0; k < opened; k++)
         pair_free(&pairs[k]);
+    if (net)
+        rr_net_down(net);
     free(th);
     free(bufs);
     free(w);
@@ -646,20 +722,33 @@ static void usage(FILE *f)
             "warm-up; transactions are counted over the measured window that follows.\n"
             "\n"
             "  --proto tcp|udp   protocol (default tcp)\n"
-            "  --link mem|kernel mem: a client and a server hotpath stack over an in-memory\n"
-            "                    link pair, each polled by its own thread (busy polling);\n"
+            "  --link KIND       mem (default): a client and a server hotpath stack over an\n"
+            "                    in-memory link pair, each busy-polled by its own thread;\n"
+            "                    afxdp, afpacket, tap: the same two stacks and threads over a\n"
+            "                    real link through the kernel: a veth pair (afxdp in copy\n"
+            "                    mode, afpacket), or two tap devices on a Linux bridge (tap);\n"
             "                    kernel: Linux sockets over loopback with epoll, the client\n"
-            "                    and the server in separate processes. afxdp, afpacket and\n"
-            "                    tap are not supported by rr yet. Default mem.\n"
+            "                    and the server in separate processes\n"
+            "  --iface A         afxdp, afpacket, tap: the client stack's interface, and\n"
+            "  --peer-iface B    the server stack's, which must exist and be joined (a veth\n"
+            "                    pair; taps made with `ip tuntap add` on one bridge); the\n"
+            "                    kernel must not own 198.18.0.1-2 or 2001:2::1-2 there.\n"
+            "                    Without them rr makes a network namespace hp-rr-PID with a\n"
+            "                    veth pair rrcK/rrsK (or a bridge rrbrK with taps rrcK/rrsK)\n"
+            "                    per thread pair, kernel IPv6 off and no kernel address, and\n"
+            "                    removes it at exit and on SIGINT/SIGTERM (needs root)\n"
             "  --flows N         flows (default 1, up to %u)\n"
-            "  --threads T       mem: T client/server stack pairs; kernel: T client and T\n"
-            "                    server threads; flows are sharded over them (default 1)\n"
+            "  --threads T       hotpath: T client/server stack pairs (with --iface: 1);\n"
+            "                    kernel: T client and T server threads; flows are sharded\n"
+            "                    over them (default 1)\n"
             "  --request B       request bytes (default 1; 64Ki style suffixes work)\n"
             "  --response B      response bytes (default 1)\n"
             "  --duration S      measured seconds (default 5), after a warm-up of\n"
             "                    min(1, S/5) seconds\n"
-            "  --ipv6            IPv6 (mem: 2001:2::1 -> 2001:2::2; kernel: ::1)\n"
-            "  --sockbuf B       mem TCP: send and receive buffer of every connection\n"
+            "  --ipv6            IPv6 (hotpath: 2001:2::1 -> 2001:2::2, IPv4 198.18.0.1 ->\n"
+            "                    198.18.0.2; kernel: ::1). Duplicate address detection is\n"
+            "                    skipped on mem and in rr's namespace, run with --iface\n"
+            "  --sockbuf B       hotpath TCP: send and receive buffer of every connection\n"
             "                    (default 16Ki: bounds the memory of 30,000 flows)\n"
             "  --cpu LIST        pin the threads, client and server alternating over LIST\n"
             "                    (e.g. 0,1 or 0-3): client 0, server 0, client 1, ...\n"
@@ -673,13 +762,22 @@ static void usage(FILE *f)
             "\n"
             "Ports: one client address reaches one server port from at most 16,384\n"
             "ephemeral ports (hotpath: 49152-65535; Linux: 32768-60999), so TCP servers\n"
-            "listen on several ports (mem: 4 + flows/8000 per stack pair from %d; kernel:\n"
+            "listen on several ports (hotpath: 4 + flows/8000 per stack pair from %d; kernel:\n"
             "8 per server thread, kernel-chosen) and the flows are spread over them; the\n"
             "kernel's IPv4 clients also bind to 127.0.0.2-127.0.0.17. UDP uses one socket\n"
-            "per flow on each side (mem: ports %d + i; kernel: ephemeral ports on\n"
+            "per flow on each side (hotpath: ports %d + i; kernel: ephemeral ports on\n"
             "127.0.1.x / 127.0.2.x). A UDP request without an answer for 1 s is sent\n"
             "again and counted in timeouts. The kernel processes raise RLIMIT_NOFILE (as\n"
-            "root, the hard limit too); flows_reached says how many flows were set up.\n",
+            "root, the hard limit too); flows_reached says how many flows were set up.\n"
+            "\n"
+            "Real links: both stacks compute every checksum in software (AF_XDP carries no\n"
+            "checksum status), as on mem. Pools and rings are sized to the flows (afxdp:\n"
+            "a UMEM of 2 KiB frames per link); the report names the link and interfaces\n"
+            "and counts frames the links and the stacks' transmit rings dropped.\n"
+            "\n"
+            "Exit status: 0 when transactions completed, 1 on a failure, 2 on a usage\n"
+            "error or when the link cannot be used here (not root, AF_XDP not built in or\n"
+            "not supported by the kernel).\n",
             MAX_FLOWS, TCP_PORT0, UDP_PORT0);
 }
 
@@ -691,6 +789,7 @@ static void print_report(const struct rr_opts *o, const struct rr_result *r)
     double p50 = rr_hist_quantile(&r->hist, 0.5) / r->ticks_per_us;
     double p99 = rr_hist_quantile(&r->hist, 0.99) / r->ticks_per_us;
     const char *proto = o->udp ? "udp" : "tcp";
+    bool real = rr_hotpath_link(o) && strcmp(o->link, "mem") != 0;
     if (o->json) {
         printf("{\"proto\": \"%s\", \"link\": \"%s\", \"flows\": %u, \"tps\": %.1f, \"cpu_s_per_txn\": %.4g, "
                "\"p50_us\": %.2f, \"p99_us\": %.2f",
@@ -702,11 +801,24 @@ static void print_report(const struct rr_opts *o, const struct rr_result *r)
                (unsigned long long)r->txns, (unsigned long long)r->served, (unsigned long long)r->timeouts,
                r->seconds, o->warm, r->setup_s);
         printf(", \"cpu_client_s\": %.4f, \"cpu_server_s\": %.4f", r->cpu_client_s, r->cpu_server_s);
-        if (strcmp(o->link, "mem") == 0) {
-            printf(", \"pool_bufs_per_pair\": %u, \"ring_size\": %u", r->pool_bufs, r->ring_size);
+        if (rr_hotpath_link(o)) {
+            printf(", \"pool_bufs_per_pair\": %u", r->pool_bufs);
+            if (r->ring_size)
+                printf(", \"ring_size\": %u", r->ring_size);
             if (!o->udp)
                 printf(", \"sockbuf\": %u, \"listen_ports_per_pair\": %u, \"max_conns\": %u", o->sockbuf,
                        r->listen_ports, r->max_conns);
+        }
+        if (real) {
+            printf(", \"iface\": ");
+            tool_json_str(stdout, r->iface);
+            printf(", \"peer_iface\": ");
+            tool_json_str(stdout, r->peer_iface);
+            printf(", \"netns\": ");
+            tool_json_str(stdout, r->netns);
+            printf(", \"link_rx_dropped\": %llu, \"link_tx_dropped\": %llu, \"eth_out_drops\": %llu",
+                   (unsigned long long)r->link_rx_dropped, (unsigned long long)r->link_tx_dropped,
+                   (unsigned long long)r->eth_out_drops);
         }
         if (r->processes)
             printf(", \"processes\": %u, \"threads_used\": %u", r->processes, r->threads_used);
@@ -724,7 +836,7 @@ static void print_report(const struct rr_opts *o, const struct rr_result *r)
     }
     printf("hotpath rr: %s over %s, %s, %u flow%s on %u thread%s%s, request %u B, response %u B\n", proto,
            o->link, o->ipv6 ? "IPv6" : "IPv4", o->flows, o->flows == 1 ? "" : "s", o->threads,
-           o->threads == 1 ? "" : "s", strcmp(o->link, "mem") == 0 ? " pair(s)" : " per side", o->request,
+           o->threads == 1 ? "" : "s", rr_hotpath_link(o) ? " pair(s)" : " per side", o->request,
            o->response);
     printf("  flows reached    %u of %u (set up in %.2f s)\n", r->flows_reached, o->flows, r->setup_s);
     printf("  transactions     %llu in %.2f s (after %.2f s of warm-up)\n", (unsigned long long)r->txns,
@@ -735,8 +847,19 @@ static void print_report(const struct rr_opts *o, const struct rr_result *r)
     printf("  latency          p50 %.1f us, p99 %.1f us\n", p50, p99);
     if (o->udp)
         printf("  timeouts         %llu (requests resent after 1 s)\n", (unsigned long long)r->timeouts);
-    if (strcmp(o->link, "mem") == 0) {
-        printf("  config           pool %u buffers and rings of %u per pair", r->pool_bufs, r->ring_size);
+    if (real)
+        printf("  link             %s: %s <-> %s%s%s%s; drops: link rx %llu, link tx %llu, transmit ring full "
+               "%llu\n",
+               o->link, r->iface, r->peer_iface,
+               r->netns[0] ? " in namespace " : "", r->netns,
+               r->netns[0] ? (strcmp(o->link, "tap") == 0 ? " (taps on a bridge)" : " (veth)") : "",
+               (unsigned long long)r->link_rx_dropped, (unsigned long long)r->link_tx_dropped,
+               (unsigned long long)r->eth_out_drops);
+    if (rr_hotpath_link(o)) {
+        printf("  config           pool %u buffers", r->pool_bufs);
+        if (r->ring_size)
+            printf(" and rings of %u", r->ring_size);
+        printf(" per pair");
         if (!o->udp)
             printf(", sockbuf %u B, %u listening ports, max_conns %u", o->sockbuf, r->listen_ports, r->max_conns);
         printf("\n");
@@ -773,6 +896,7 @@ int cmd_rr(int argc, char **argv)
 {
     struct rr_opts o = {.link = "mem", .flows = 1, .threads = 1, .request = 1, .response = 1,
                         .duration = 5, .sockbuf = 16384};
+    static const char *const links[] = {"mem", "afxdp", "afpacket", "tap", "kernel"};
     static const struct option lo[] = {
         {"proto", required_argument, NULL, 'P'},   {"link", required_argument, NULL, 'l'},
         {"flows", required_argument, NULL, 'f'},   {"threads", required_argument, NULL, 't'},
@@ -780,6 +904,7 @@ int cmd_rr(int argc, char **argv)
         {"duration", required_argument, NULL, 'd'}, {"ipv6", no_argument, NULL, '6'},
         {"cpu", required_argument, NULL, 'c'},     {"json", no_argument, NULL, 'j'},
         {"sockbuf", required_argument, NULL, 'b'}, {"help", no_argument, NULL, 'h'},
+        {"iface", required_argument, NULL, 'i'},   {"peer-iface", required_argument, NULL, 'I'},
         {NULL, 0, NULL, 0},
     };
     opterr = 0;
@@ -795,13 +920,25 @@ int cmd_rr(int argc, char **argv)
             else
                 rc = tool_usage_error(CMD, "--proto '%s': not tcp or udp", optarg);
             break;
-        case 'l':
-            if (strcmp(optarg, "mem") == 0 || strcmp(optarg, "kernel") == 0)
-                o.link = strcmp(optarg, "mem") == 0 ? "mem" : "kernel";
-            else if (strcmp(optarg, "afxdp") == 0 || strcmp(optarg, "afpacket") == 0 || strcmp(optarg, "tap") == 0)
-                rc = tool_usage_error(CMD, "--link '%s' is not supported by rr yet: use mem or kernel", optarg);
+        case 'l': {
+            size_t i = 0, nl = sizeof links / sizeof links[0];
+            while (i < nl && strcmp(optarg, links[i]) != 0)
+                i++;
+            if (i < nl)
+                o.link = links[i];
             else
-                rc = tool_usage_error(CMD, "--link '%s': not mem or kernel", optarg);
+                rc = tool_usage_error(CMD, "--link '%s': not mem, afxdp, afpacket, tap or kernel", optarg);
+            break;
+        }
+        case 'i':
+        case 'I':
+            if (!*optarg || strlen(optarg) >= IF_NAMESIZE || strchr(optarg, '/') || strchr(optarg, ' '))
+                rc = tool_usage_error(CMD, "%s '%s' is not an interface name", c == 'i' ? "--iface" : "--peer-iface",
+                                      optarg);
+            else if (c == 'i')
+                o.iface = optarg;
+            else
+                o.peer_iface = optarg;
             break;
         case 'f':
             rc = parse_uint("--flows", optarg, 1, MAX_FLOWS, &o.flows);
@@ -851,6 +988,30 @@ int cmd_rr(int argc, char **argv)
         return tool_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
     if (o.threads > o.flows)
         return tool_usage_error(CMD, "--threads %u is more than --flows %u", o.threads, o.flows);
+    bool real = rr_hotpath_link(&o) && strcmp(o.link, "mem") != 0;
+    if ((o.iface || o.peer_iface) && !real)
+        return tool_usage_error(CMD, "--iface and --peer-iface are for --link afxdp, afpacket or tap, not %s", o.link);
+    if (o.iface && !o.peer_iface)
+        return tool_usage_error(CMD, "--iface %s needs --peer-iface: the server stack's interface, joined to it "
+                                     "(the other end of a veth pair, or a tap on the same bridge)", o.iface);
+    if (o.peer_iface && !o.iface)
+        return tool_usage_error(CMD, "--peer-iface %s needs --iface: the client stack's interface", o.peer_iface);
+    if (o.iface && strcmp(o.iface, o.peer_iface) == 0)
+        return tool_usage_error(CMD, "--iface and --peer-iface are both %s: each stack needs its own", o.iface);
+    if (o.iface && o.threads > 1)
+        return tool_usage_error(CMD, "--iface and --peer-iface carry one stack pair: --threads 1, or let rr make "
+                                     "a veth pair or bridge per thread (no --iface)");
+    for (int i = 0; o.iface && i < 2; i++) {
+        const char *name = i ? o.peer_iface : o.iface;
+        if (if_nametoindex(name) == 0)
+            return tool_usage_error(CMD, "%s %s: no such interface in this network namespace%s",
+                                    i ? "--peer-iface" : "--iface", name,
+                                    strcmp(o.link, "tap") == 0 ? " (make both taps first, on one bridge: "
+                                                                 "ip tuntap add dev NAME mode tap; "
+                                                                 "ip link set NAME master BRIDGE up)"
+                                                               : "");
+    }
+
     if (o.udp && (o.request > 65507 - (o.ipv6 ? 20 : 0) || o.response > 65507 - (o.ipv6 ? 20 : 0)))
         return tool_usage_error(CMD, "UDP messages are at most %u bytes", o.ipv6 ? 65487u : 65507u);
     o.warm = o.duration / 5 < 1 ? o.duration / 5 : 1;
@@ -859,11 +1020,12 @@ int cmd_rr(int argc, char **argv)
         fprintf(stderr, "hotpath rr: out of memory\n");
         return 1;
     }
-    int rc = strcmp(o.link, "mem") == 0 ? rr_mem_run(&o, r) : rr_kernel_run(&o, r);
+    int rc = rr_hotpath_link(&o) ? rr_mem_run(&o, r) : rr_kernel_run(&o, r);
     if (rc < 0) {
         fprintf(stderr, "hotpath rr: %s\n", r->note[0] ? r->note : "failed");
+        int ret = r->unavailable ? 2 : 1;
         free(r);
-        return 1;
+        return ret;
     }
     print_report(&o, r);
     int ret = r->txns > 0 ? 0 : 1;

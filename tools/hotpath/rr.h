@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* What the two halves of `hotpath rr` share: options, the latency histogram, per-thread results and phases. */
+/* What the parts of `hotpath rr` share: options, the latency histogram, per-thread results, phases and the real links. */
 #ifndef HOTPATH_TOOL_RR_H
 #define HOTPATH_TOOL_RR_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+#include <hotpath/link.h>
+#include <hotpath/pool.h>
 
 #define RR_MAX_THREADS 64
 #define RR_MAX_CPUS 256
@@ -14,7 +17,9 @@ struct rr_opts {
     bool udp;             /* --proto udp */
     bool ipv6;
     bool json;
-    const char *link;     /* "mem" or "kernel" */
+    const char *link;     /* "mem", "afxdp", "afpacket", "tap" or "kernel" */
+    const char *iface;    /* --iface: the client stack's existing interface (real links) */
+    const char *peer_iface; /* --peer-iface: the server stack's */
     unsigned flows;       /* --flows */
     unsigned threads;     /* --threads */
     uint32_t request, response; /* bytes per message */
@@ -24,6 +29,12 @@ struct rr_opts {
     int cpus[RR_MAX_CPUS];
     int ncpus;            /* 0: no pinning */
 };
+
+/* Whether the run uses hotpath stacks (every link but kernel). */
+static inline bool rr_hotpath_link(const struct rr_opts *o)
+{
+    return o->link[0] != 'k';
+}
 
 /* The CPU of client thread k (server: client = false), or -1. Client and
  * server threads alternate over the list: c0 s0 c1 s1 ... */
@@ -80,8 +91,14 @@ struct rr_result {
     double ticks_per_us;
     struct rr_hist hist;
     char note[400];       /* why fewer flows, or a failure */
-    /* configuration reported (mem) */
+    bool unavailable;     /* the failure is that the link cannot be used here (no root,
+                           * not built in, unsupported): exit code 2 */
+    /* configuration reported (hotpath stacks) */
     uint32_t pool_bufs, ring_size, listen_ports, max_conns;
+    /* real links: the interfaces of the first pair, the namespace made for
+     * the run ("" with --iface), and what the links and stacks dropped */
+    char iface[16], peer_iface[16], netns[48];
+    uint64_t link_rx_dropped, link_tx_dropped, eth_out_drops;
     /* kernel: processes (client and server) and threads in all */
     unsigned processes, threads_used;
 };
@@ -98,10 +115,45 @@ struct rr_window {
 };
 bool rr_window_step(struct rr_window *w, int phase, uint64_t txns, uint64_t timeouts, struct rr_thr_result *out);
 
+/* Runs the hotpath stacks over mem or a real link (rr.c). */
 int rr_mem_run(const struct rr_opts *o, struct rr_result *r);
 int rr_kernel_run(const struct rr_opts *o, struct rr_result *r);
 
 /* Sleep for s seconds. */
 void rr_sleep(double s);
+
+/* ---- real links (rr_link.c): where the stacks' afxdp, afpacket or tap links live ---- */
+
+/*
+ * Without --iface: a network namespace of the run's own, "hp-rr-PID", with
+ * one veth pair rrcK / rrsK per stack pair (afxdp, afpacket), or two tap
+ * devices rrcK / rrsK enslaved to a bridge rrbrK (tap); kernel IPv6 off and
+ * no kernel address, so the kernel neither answers nor sends anything
+ * there. Removed by rr_net_down, at exit, and on SIGINT / SIGTERM. With
+ * --iface A --peer-iface B: those interfaces, in the current namespace.
+ */
+struct rr_net {
+    bool own;             /* a namespace of ours */
+    char ns[48];
+    int ns_fd, home_fd;   /* ours and the one to come back to; -1 */
+    unsigned pairs;
+    char ifname[RR_MAX_THREADS][2][16]; /* [pair][0: client, 1: server] */
+};
+
+/* Make the namespace and its interfaces for o->threads pairs of up to
+ * max_flows flows each (or take --iface / --peer-iface). 0, or -1 with the
+ * reason in r->note (r->unavailable when it cannot work here). */
+int rr_net_up(const struct rr_opts *o, unsigned max_flows, struct rr_net *n, struct rr_result *r);
+/* Open pair k's two links (e[0] the client's) for n flows, inside the
+ * namespace. afpacket and tap receive into *pool, made here and shared by
+ * both; afxdp links have their UMEM pools (*pool stays NULL). 0, or -1 with
+ * r->note (and r->unavailable) set; what was opened is in e and *pool. */
+int rr_net_open(const struct rr_opts *o, struct rr_net *net, unsigned k, unsigned n, struct hp_link *e[2],
+                struct hp_pool **pool, struct rr_result *r);
+/* Close links opened by rr_net_open (inside the namespace: closing an
+ * afxdp link detaches its XDP program by interface index). */
+void rr_net_close(struct rr_net *net, struct hp_link *e[2]);
+/* Remove the namespace (if ours). Safe to call twice. */
+void rr_net_down(struct rr_net *n);
 
 #endif
