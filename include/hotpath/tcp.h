@@ -36,6 +36,15 @@ extern "C" {
  * the handle is gone; the connection may live on inside the stack to
  * deliver what was sent and close in order (FIN_WAIT, TIME_WAIT), as a
  * kernel's orphaned sockets do. hp_stack_destroy() frees everything.
+ *
+ * Not implemented, by choice or not yet: selective acknowledgments (SACK,
+ * RFC 2018: never offered, so peers send none; loss recovery is NewReno
+ * with Limited Transmit), ECN (RFC 3168: never negotiated), the urgent
+ * mechanism (RFC 9293 3.8.5: URG and the urgent pointer are ignored, so
+ * urgent data arrives inline, in order, as RFC 6093 recommends; we never
+ * send URG), and path MTU discovery (IPv4 segments go without DF, so
+ * routers may fragment them; over IPv6 the MSS comes from the route's MTU
+ * and ICMPv6 Packet Too Big does not lower it).
  */
 struct hp_tcp_sock;
 
