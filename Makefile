@@ -6,7 +6,7 @@ FUZZ_SECONDS ?= 10
 CMAKE ?= cmake
 GEN := -G Ninja
 
-.PHONY: all build demo check bench fuzz install clean deps-demo deps-check chrono
+.PHONY: all build demo check bench fuzz install clean deps-demo deps-check chrono profile
 
 all: build
 
@@ -28,7 +28,14 @@ build:
 chrono:
 	@$(MAKE) --no-print-directory build HP_LAYOUT=chrono
 
-demo: deps-demo build
+# Field profile build (clang, instrumented, slow) into build-profile/, for
+# hotpath layout --profile: HP_FIELD_PROFILE=out.txt build-profile/hotpath rr
+# --flows 1000 --duration 2, then build/hotpath layout --profile out.txt.
+profile:
+	@$(CMAKE) -S . -B build-profile $(GEN) -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang -DHP_FIELD_PROFILE=ON -DHP_BUILD_TESTS=OFF >/dev/null
+	@ninja -C build-profile hotpath
+
+demo: deps-demo build chrono
 	./build/hotpath demo
 
 check: deps-check

@@ -15,11 +15,12 @@ mode=${1:-check}
 required=(cmake:/usr/bin/cmake ninja-build:/usr/bin/ninja gcc:/usr/bin/gcc
           pkg-config:/usr/bin/pkg-config libelf-dev:/usr/include/libelf.h)
 optional_demo=(libdpdk-dev:/usr/include/dpdk/rte_ip.h libxdp-dev:/usr/include/xdp/xsk.h
-               libbpf-dev:/usr/include/bpf/libbpf.h iproute2:/usr/sbin/ip libssl-dev:/usr/include/openssl/evp.h)
+               libbpf-dev:/usr/include/bpf/libbpf.h iproute2:/usr/sbin/ip libssl-dev:/usr/include/openssl/evp.h
+               libdw-dev:/usr/include/elfutils/libdw.h)
 optional_check=(clang:/usr/bin/clang libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
                 libdpdk-dev:/usr/include/dpdk/rte_ip.h libxdp-dev:/usr/include/xdp/xsk.h
                 libbpf-dev:/usr/include/bpf/libbpf.h iproute2:/usr/sbin/ip tshark:/usr/bin/tshark
-                libssl-dev:/usr/include/openssl/evp.h
+                libssl-dev:/usr/include/openssl/evp.h libdw-dev:/usr/include/elfutils/libdw.h
                 iputils-ping:/usr/bin/ping
                 gcc-aarch64-linux-gnu:/usr/bin/aarch64-linux-gnu-gcc qemu-user:/usr/bin/qemu-aarch64)
 declare -A why=(
@@ -33,6 +34,7 @@ declare -A why=(
   [libbpf-dev]="the afxdp link (AF_XDP), its tests and benchmarks"
   [iproute2]="the network-namespace tests and the afxdp rows of the demo"
   [libssl-dev]="SHA-256 digests in 'hotpath connect' (its byte-by-byte check runs without)"
+  [libdw-dev]="'hotpath layout' (it reads DWARF with libdw) and its tests"
   [tshark]="reading our pcap files back with Wireshark's dissectors"
   [iputils-ping]="the kernel's ping and ping -6 against hotpath serve (root interop tests)"
 )

@@ -208,6 +208,95 @@ rr_json "rr mem tcp IPv6: JSON, tps > 0"     --link mem --ipv6
 rr_json "rr kernel tcp: JSON, tps > 0"       --link kernel
 rr_json "rr kernel udp IPv6: JSON, tps > 0"  --link kernel --proto udp --ipv6
 
+# hotpath layout: the hot structures from this binary's own DWARF (libdw). A
+# build without libdw must say so and exit 2; the rest is skipped then.
+expect "--help lists layout"                 0 "layout +hot structures"    -- "$HP" --help
+"$HP" layout --binary "$HP" --struct hp_tcp_sock >"$tmp/layout.out" 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "built without libdw" "$tmp/err"; then
+  ok "layout without libdw: says so, exit 2"
+  skip=$((skip + 1)); echo "SKIP  layout tests: this hotpath was built without libdw (libdw-dev)"
+else
+  if [ $rc -eq 0 ] && grep -q "^struct hp_tcp_sock" "$tmp/layout.out" \
+     && grep -qE "^  size +[0-9]+ bytes, [0-9]+ lines" "$tmp/layout.out" \
+     && grep -qE "^  RX lines +[0-9]+: [0-9]" "$tmp/layout.out" && grep -qE "^  TX lines +[0-9]+: [0-9]" "$tmp/layout.out" \
+     && grep -qE "^  holes " "$tmp/layout.out"; then
+    ok "layout: hp_tcp_sock with size, lines, holes, RX / TX lines"
+  else
+    ko "layout: hp_tcp_sock with size, lines, holes, RX / TX lines" "exit $rc: $(head -3 "$tmp/err" "$tmp/layout.out")"
+  fi
+  if "$HP" layout --binary "$HP" --json >"$tmp/layout.json" 2>"$tmp/err" && python3 - "$tmp/layout.json" <<'PY' 2>>"$tmp/err"
+import json, sys
+d = json.load(open(sys.argv[1]))
+by = {s["name"]: s for s in d["structs"]}
+for name in ("hp_tcp_sock", "hp_buf"):
+    assert name in by, name
+t = by["hp_tcp_sock"]["layouts"][0]
+assert t["size"] > 0 and t["size"] % 64 == 0 and t["align"] == 64, t["size"]
+assert t["lines"] == t["size"] // 64
+assert t["members"][0]["name"] == "key" and t["members"][0]["off"] == 0
+for p in ("RX", "TX"):
+    assert 0 < t["paths"][p]["count"] <= t["lines"], (p, t["paths"][p])
+    assert len(t["paths"][p]["lines"]) == t["paths"][p]["count"]
+if d["binaries"][0]["layout"] == "grouped":
+    assert [g["name"] for g in t["groups"]][:1] == ["demux"], t["groups"]
+b = by["hp_buf"]["layouts"][0]
+assert b["size"] == 128 and [g["name"] for g in b["groups"]] == ["hot", "cold"], b
+assert all("off" in h and "size" in h for h in t["holes"])
+assert isinstance(d["warnings"], list)
+PY
+  then ok "layout --json: hp_tcp_sock and hp_buf, groups, path lines"; else ko "layout --json: hp_tcp_sock and hp_buf, groups, path lines" "$(tail -3 "$tmp/err")"; fi
+  if [ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["binaries"][0]["layout"])' "$tmp/layout.json" 2>/dev/null)" = grouped ]; then
+    expect "layout --check-docs: the tables match" 0 "docs check: ok"   -- "$HP" layout --binary "$HP" --check-docs
+    docs=$(cd "$(dirname "$0")/../../docs/cachelines" 2>/dev/null && pwd)
+    if [ -n "$docs" ]; then
+      mkdir -p "$tmp/docs" && cp "$docs"/*.md "$tmp/docs/"
+      sed -i -E 's/^\| snd_nxt \| uint32_t \| rxtx \| [0-9]+/| snd_nxt | uint32_t | rx | 9999/; /^\| ooo_n \|/d' "$tmp/docs/hp_tcp_sock.md"
+      "$HP" layout --binary "$HP" --check-docs --docs "$tmp/docs" >"$tmp/out" 2>&1
+      rc=$?
+      if [ $rc -eq 1 ] && grep -q "snd_nxt is in group rx" "$tmp/out" && grep -q "snd_nxt at offset 9999" "$tmp/out" \
+         && grep -q "member ooo_n of struct hp_tcp_sock .* is in no table" "$tmp/out"; then
+        ok "layout --check-docs: a wrong group, offset and a missing row fail, exit 1"
+      else
+        ko "layout --check-docs: a wrong group, offset and a missing row fail, exit 1" "exit $rc: $(grep -m3 MISMATCH "$tmp/out")"
+      fi
+    fi
+  else
+    skip=$((skip + 1)); echo "SKIP  layout --check-docs: $HP is not the grouped layout"
+  fi
+  expect "layout --binary missing: exit 2"   2 "cannot open '/nonexistent/hotpath'" -- "$HP" layout --binary /nonexistent/hotpath
+  expect "layout --binary not ELF: exit 2"   2 "no DWARF"                  -- "$HP" layout --binary "$0"
+  expect "layout --struct unknown: exit 1"   1 "no struct nosuch"          -- "$HP" layout --binary "$HP" --struct nosuch
+  expect "layout unknown option"             2 "unknown option '--frob'"   -- "$HP" layout --frob
+  expect "layout --profile missing: exit 2"  2 "cannot open the profile"   -- "$HP" layout --binary "$HP" --profile /nonexistent.prof
+  # A made-up profile (the instrumented build is make profile): RX writes
+  # snd_una and reads key; TX writes snd_nxt and reads key; rtt is rare.
+  size=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print([s for s in d["structs"] if s["name"]=="hp_tcp_sock"][0]["layouts"][0]["size"])' "$tmp/layout.json" 2>/dev/null)
+  offs=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); m={x["name"]: x["off"] for x in [s for s in d["structs"] if s["name"]=="hp_tcp_sock"][0]["layouts"][0]["members"]}; print(m["snd_una"], m["snd_nxt"], m["rtt"])' "$tmp/layout.json" 2>/dev/null)
+  if [ -n "$size" ] && [ -n "$offs" ]; then
+    read -r o_una o_nxt o_rtt <<<"$offs"
+    printf '# hotpath field profile 1\nbinary %s\nstruct hp_tcp_sock %s\nblocks 2\nlost 0\nentries RX 100\nentries TX 100\nentries other 0\n0 8 RX 100 0\n0 8 TX 100 0\n%s 4 RX 100 100\n%s 4 TX 100 100\n%s 8 RX 1 0\n' \
+      "$HP" "$size" "$o_una" "$o_nxt" "$o_rtt" >"$tmp/p.prof"
+    if "$HP" layout --binary "$HP" --profile "$tmp/p.prof" --json >"$tmp/prof.json" 2>"$tmp/err" && python3 - "$tmp/prof.json" <<'PY' 2>>"$tmp/err"
+import json, sys
+p = json.load(open(sys.argv[1]))["profile"]
+m = {x["name"]: x for x in p["members"]}
+assert m["key"]["class"] == "both" and m["key"]["access"] == "read-mostly", m["key"]
+assert m["snd_una"]["class"] == "rx-only" and m["snd_una"]["access"] == "read-write"
+assert m["snd_nxt"]["class"] == "tx-only"
+assert m["rtt"]["class"] == "rare" and m["iss"]["class"] == "cold"
+assert p["proposed_order"][0] == "key"
+for path in ("RX", "TX"):
+    assert p["lines"][path]["after"] <= p["lines"][path]["before"], p["lines"]
+    assert p["lines"][path]["after"] == 1, p["lines"]
+PY
+    then ok "layout --profile: classes, proposed order, fewer lines"; else ko "layout --profile: classes, proposed order, fewer lines" "$(tail -3 "$tmp/err")"; fi
+    expect "layout --profile table"          0 "proposed order"            -- "$HP" layout --binary "$HP" --profile "$tmp/p.prof"
+  else
+    ko "layout --json gives hp_tcp_sock's size and offsets"
+  fi
+fi
+
 # The demo writes its report (plots only when matplotlib is there).
 if "$HP" demo --quick --report "$tmp/report" >"$tmp/demo.out" 2>&1; then
   if grep -q "speed-up" "$tmp/demo.out" && grep -q "^## 1. The Internet checksum" "$tmp/report/report.md" \

@@ -20,6 +20,7 @@ static const struct {
     {"connect", cmd_connect, "TCP connections to an echo server: send a pattern, verify every byte"},
     {"rr", cmd_rr, "request/response over many TCP or UDP flows, like neper tcp_rr / udp_rr"},
     {"bench", cmd_bench, "run one benchmark against its peers (hotpath bench --help)"},
+    {"layout", cmd_layout, "hot structures from DWARF: size, holes, groups, lines per fast path; --check-docs"},
 };
 
 static void usage(FILE *f)

@@ -15,6 +15,7 @@ int cmd_gen(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_connect(int argc, char **argv);
 int cmd_rr(int argc, char **argv);
+int cmd_layout(int argc, char **argv);
 
 /* ---- benchmarks: each is a table entry of bench.c ---- */
 struct bench_opts {
