@@ -222,7 +222,7 @@ struct hp__tcp_ctr {     /* the rare ones */
     uint32_t snd_wl1, snd_wl2;                                                             \
     uint32_t max_snd_wnd;        /* largest window the peer offered (RFC 5961 5.2; sender SWS, RFC 9293 3.8.6.2.1) */ \
     uint16_t smss;
-#define HP__TCPS_MSSEFF_tx uint16_t mss_eff;
+#define HP__TCPS_MSSEFF_rxtx uint16_t mss_eff;
 #define HP__TCPS_RMSS_rxtx uint16_t rmss;
 #define HP__TCPS_RTXCNT_rx                                                                 \
     uint8_t rtx_count;           /* consecutive retransmissions by timer of the same segment (R2 counter) */ \
@@ -292,7 +292,7 @@ struct hp__tcp_ctr {     /* the rare ones */
 struct hp_tcp_sock {
 #if defined(HP_LAYOUT_CHRONO) && HP_LAYOUT_CHRONO
     HP__TCPS_ID_demux
-    HP__TCPS_ISS_cold HP__TCPS_SND_rxtx HP__TCPS_SNDWL_rx HP__TCPS_MSSEFF_tx HP__TCPS_RMSS_rxtx
+    HP__TCPS_ISS_cold HP__TCPS_SND_rxtx HP__TCPS_SNDWL_rx HP__TCPS_MSSEFF_rxtx HP__TCPS_RMSS_rxtx
     HP__TCPS_RTXCNT_rx
     HP__TCPS_IRS_cold HP__TCPS_RCVNXT_rxtx HP__TCPS_RCVWND_tx HP__TCPS_RCVADV_rxtx
     HP__TCPS_TS_rxtx HP__TCPS_TSNS_rx
@@ -311,11 +311,11 @@ struct hp_tcp_sock {
 
     HP_CACHELINE_GROUP_BEGIN(tx)      /* only the transmit path */
     HP__TCPS_RT_tx HP__TCPS_LASTSEND_tx HP__TCPS_RTXDUE_tx HP__TCPS_CTRTX_tx
-    HP__TCPS_ERR_tx HP__TCPS_SNDBUF_tx HP__TCPS_RCVWND_tx HP__TCPS_MSSEFF_tx
+    HP__TCPS_ERR_tx HP__TCPS_SNDBUF_tx HP__TCPS_RCVWND_tx
     HP_CACHELINE_GROUP_END(tx)
 
     HP_CACHELINE_GROUP_BEGIN(rxtx)    /* both paths; rtt and cc last: the transmit path reads only rtt.rto_us and cc.cwnd */
-    HP__TCPS_SND_rxtx HP__TCPS_RCVNXT_rxtx HP__TCPS_RCVADV_rxtx HP__TCPS_RMSS_rxtx
+    HP__TCPS_SND_rxtx HP__TCPS_RCVNXT_rxtx HP__TCPS_RCVADV_rxtx HP__TCPS_RMSS_rxtx HP__TCPS_MSSEFF_rxtx
     HP__TCPS_TS_rxtx HP__TCPS_OOOBYTES_rxtx HP__TCPS_RCVBUF_rxtx
     HP__TCPS_QUEUES_rxtx HP__TCPS_TIMERS_rxtx HP__TCPS_RTTCC_rxtx
     HP_CACHELINE_GROUP_END(rxtx)

@@ -37,7 +37,7 @@
     X(last_ack_sent) X(snd_una) X(snd_max) X(max_snd_wnd) X(snd_nxt) X(snd_wnd)            \
     X(snd_wl1) X(snd_wl2) X(sndq) X(st_rx) X(rtx_count) X(ts_offset) X(rtt) X(smss)        \
     X(cc) X(persist_shift) X(t_rtx) X(ooo) X(rcvq) X(rcvbuf) X(ooo_bytes) X(rmss)          \
-    X(segs_unacked) X(t_dack) X(ev)
+    X(segs_unacked) X(t_dack) X(ev) X(mss_eff)
 
 #define HP__TCP_TX_FIELDS(X)                                                               \
     X(err) X(state) X(flags) X(sndbuf) X(sndq) X(rt.ifc) X(s) X(snd_una) X(snd_nxt)        \
