@@ -262,11 +262,11 @@ struct hp__tcp_ctr {     /* the rare ones */
 #define HP__TCPS_RCVBUF_rxtx uint32_t rcvbuf; /* limit in bytes on rcvq.bytes + ooo_bytes */
 
 /* timers (tcp_timer.c) */
-#define HP__TCPS_TIMERS_rxtx                                                               \
-    struct hp__timer t_rtx;      /* retransmission, SYN, or persist (HP__TCPF_PERSIST) */  \
-    struct hp__timer t_dack;     /* delayed ACK */
+#define HP__TCPS_TRTX_tx struct hp__timer t_rtx; /* retransmission, SYN, or persist (HP__TCPF_PERSIST) */
+#define HP__TCPS_TDACK_rx struct hp__timer t_dack; /* delayed ACK */
+#define HP__TCPS_DACKDUE_rx uint64_t dack_due; /* when the pending delayed ACK is due: t_dack may be armed earlier (lazy) */
 #define HP__TCPS_TMISC_cold struct hp__timer t_misc; /* keepalive, FIN_WAIT_2, TIME_WAIT */
-#define HP__TCPS_RTXDUE_tx uint64_t rtx_due; /* when t_rtx should fire: it may be armed earlier and re-arm itself (lazy restart) */
+#define HP__TCPS_RTXDUE_rxtx uint64_t rtx_due; /* when t_rtx should fire, 0 when stopped: t_rtx may be armed earlier or stale (lazy restart and stop) */
 #define HP__TCPS_PERSIST_rx uint8_t persist_shift; /* persist timer back-off (zeroed by every rtx_stop) */
 #define HP__TCPS_KA_cold uint32_t ka_idle_s, ka_intvl_s, ka_cnt;
 
@@ -299,7 +299,8 @@ struct hp_tcp_sock {
     HP__TCPS_RTTCC_rxtx HP__TCPS_RTTSEQ_cold HP__TCPS_LASTSEND_tx HP__TCPS_LASTRCV_rx
     HP__TCPS_QUEUES_rxtx HP__TCPS_OOO_rx HP__TCPS_OOON_cold HP__TCPS_OOOBYTES_rxtx
     HP__TCPS_SNDBUF_tx HP__TCPS_RCVBUF_rxtx
-    HP__TCPS_TIMERS_rxtx HP__TCPS_TMISC_cold HP__TCPS_RTXDUE_tx HP__TCPS_PERSIST_rx HP__TCPS_KA_cold
+    HP__TCPS_TRTX_tx HP__TCPS_TDACK_rx HP__TCPS_TMISC_cold HP__TCPS_RTXDUE_rxtx HP__TCPS_DACKDUE_rx
+    HP__TCPS_PERSIST_rx HP__TCPS_KA_cold
     HP__TCPS_RT_tx
     HP__TCPS_EV_rx HP__TCPS_ERR_tx
     HP__TCPS_LISTEN_cold
@@ -310,19 +311,19 @@ struct hp_tcp_sock {
     HP_CACHELINE_GROUP_END(demux)
 
     HP_CACHELINE_GROUP_BEGIN(tx)      /* only the transmit path */
-    HP__TCPS_RT_tx HP__TCPS_LASTSEND_tx HP__TCPS_RTXDUE_tx HP__TCPS_CTRTX_tx
-    HP__TCPS_ERR_tx HP__TCPS_SNDBUF_tx HP__TCPS_RCVWND_tx
+    HP__TCPS_RT_tx HP__TCPS_LASTSEND_tx HP__TCPS_CTRTX_tx
+    HP__TCPS_ERR_tx HP__TCPS_SNDBUF_tx HP__TCPS_RCVWND_tx HP__TCPS_TRTX_tx
     HP_CACHELINE_GROUP_END(tx)
 
     HP_CACHELINE_GROUP_BEGIN(rxtx)    /* both paths; rtt and cc last: the transmit path reads only rtt.rto_us and cc.cwnd */
     HP__TCPS_SND_rxtx HP__TCPS_RCVNXT_rxtx HP__TCPS_RCVADV_rxtx HP__TCPS_RMSS_rxtx HP__TCPS_MSSEFF_rxtx
     HP__TCPS_TS_rxtx HP__TCPS_OOOBYTES_rxtx HP__TCPS_RCVBUF_rxtx
-    HP__TCPS_QUEUES_rxtx HP__TCPS_TIMERS_rxtx HP__TCPS_RTTCC_rxtx
+    HP__TCPS_RTXDUE_rxtx HP__TCPS_QUEUES_rxtx HP__TCPS_RTTCC_rxtx
     HP_CACHELINE_GROUP_END(rxtx)
 
     HP_CACHELINE_GROUP_BEGIN(rx)      /* only the receive path */
     HP__TCPS_SNDWL_rx HP__TCPS_RTXCNT_rx HP__TCPS_PERSIST_rx HP__TCPS_TSNS_rx
-    HP__TCPS_LASTRCV_rx HP__TCPS_OOO_rx HP__TCPS_EV_rx HP__TCPS_CTRRX_rx
+    HP__TCPS_LASTRCV_rx HP__TCPS_DACKDUE_rx HP__TCPS_TDACK_rx HP__TCPS_OOO_rx HP__TCPS_EV_rx HP__TCPS_CTRRX_rx
     HP_CACHELINE_GROUP_END(rx)
 
     /* cold: the handshake, listeners, keepalive, rare timers and counters */

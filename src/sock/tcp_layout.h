@@ -16,14 +16,14 @@
  *
  * Receive: hp__tcp_input (lookup: key_eq reads the key's first 40 bytes)
  * -> hp__tcp_conn_input (PAWS, acceptability, trim) -> ts_recent_update ->
- * ack_in / ack_new (send queue drop, RTT sample, NewReno, timer stop, the
+ * ack_in / ack_new (send queue drop, RTT sample, NewReno, timer stop: a store, the
  * send window) -> hp__tcp_rcv_text / in_order (receive queue, delayed ACK
  * armed) -> hp__tcp_wake -> hp__tcp_output (nothing to send), then the
  * user's hp_tcp_recv (receive queue, window update check).
  *
  * Transmit: hp_tcp_send (error, state, send queue append) -> hp__tcp_output
  * (restart after idle check, windows, Nagle) -> xmit (header, window,
- * timestamps, checksum, route, the delayed ACK it carries cancelled) ->
+ * timestamps, checksum, route, the delayed ACK it carries: a flag cleared) ->
  * hp__tcp_rtx_ensure (timer armed).
  *
  * A member of a nested struct is named when a path touches only it
@@ -36,15 +36,15 @@
     X(ts_recent) X(ts_recent_ns) X(rcv_adv) X(rcv_nxt) X(last_rcv_ns) X(ka_probes)         \
     X(last_ack_sent) X(snd_una) X(snd_max) X(max_snd_wnd) X(snd_nxt) X(snd_wnd)            \
     X(snd_wl1) X(snd_wl2) X(sndq) X(st_rx) X(rtx_count) X(ts_offset) X(rtt) X(smss)        \
-    X(cc) X(persist_shift) X(t_rtx) X(ooo) X(rcvq) X(rcvbuf) X(ooo_bytes) X(rmss)          \
-    X(segs_unacked) X(t_dack) X(ev) X(mss_eff)
+    X(cc) X(persist_shift) X(rtx_due) X(ooo) X(rcvq) X(rcvbuf) X(ooo_bytes) X(rmss)          \
+    X(segs_unacked) X(t_dack) X(dack_due) X(ev) X(mss_eff)
 
 #define HP__TCP_TX_FIELDS(X)                                                               \
     X(err) X(state) X(flags) X(sndbuf) X(sndq) X(rt.ifc) X(s) X(snd_una) X(snd_nxt)        \
     X(snd_max) X(last_send_ns) X(rtt.rto_us) X(snd_wnd) X(cc.cwnd) X(mss_eff)              \
     X(rcv_wscale) X(rcvq.bytes) X(ooo_bytes) X(rcvbuf) X(rcv_adv) X(rcv_nxt) X(rmss)       \
     X(key.lport) X(key.rport) X(key.raddr) X(ts_offset) X(ts_recent) X(family)             \
-    X(rt.src) X(rt.nexthop) X(rcv_wnd) X(last_ack_sent) X(segs_unacked) X(t_dack)          \
+    X(rt.src) X(rt.nexthop) X(rcv_wnd) X(last_ack_sent) X(segs_unacked)                    \
     X(st_tx) X(t_rtx) X(rtx_due)
 
 /* One touched field: its offset and size in the compiled layout. */

@@ -141,10 +141,8 @@ static void acked_now(struct hp_tcp_sock *c, uint32_t wnd_bytes)
         c->rcv_adv = c->rcv_nxt + wnd_bytes;
     c->last_ack_sent = c->rcv_nxt;
     c->segs_unacked = 0;
-    if (c->flags & HP__TCPF_DACK) {
-        if (hp__timer_armed(&c->t_dack))
-            hp__timer_cancel(c->s, &c->t_dack);
-    }
+    /* A delayed ACK's timer stays in the heap: it finds DACK clear and does
+     * nothing (tcp_timer.c, lazy cancel). */
     c->flags &= ~(HP__TCPF_ACK_NOW | HP__TCPF_DACK);
 }
 
@@ -472,7 +470,7 @@ int hp__tcp_send_syn(struct hp_tcp_sock *c)
     }
     /* A SYN was sent before when the timer runs (the timer itself re-arms
      * before it resends). */
-    bool again = hp__timer_armed(&c->t_rtx);
+    bool again = hp__timer_armed(&c->t_rtx) && c->rtx_due != 0;
     int rc = emit_send(c->s, &c->rt, c->family, c->key.raddr, &r);
     /* The SYN is outstanding from now on, sent or not: the timer resends it. */
     c->snd_max = c->iss + 1;
@@ -689,8 +687,11 @@ void hp__tcp_ack_schedule(struct hp_tcp_sock *c, uint32_t len, bool in_order, bo
         c->flags |= HP__TCPF_ACK_NOW;
         return;
     }
-    c->flags |= HP__TCPF_DACK;
-    hp__tcp_dack_arm(c);
+    if (!(c->flags & HP__TCPF_DACK)) {
+        /* Measured from the first segment not acknowledged. */
+        c->flags |= HP__TCPF_DACK;
+        hp__tcp_dack_arm(c);
+    }
 }
 
 void hp__tcp_window_update(struct hp_tcp_sock *c)

@@ -14,9 +14,15 @@
  *           (3.10.7.4, 2 MSL) which replaces them.
  *
  * The retransmission timer is restarted on every ACK of new data (RFC
- * 6298 5.3), far too often to move a heap entry each time. So the true
- * deadline lives in rtx_due, and the heap entry may be earlier: when it
- * fires early it re-arms itself for rtx_due. A restart costs a store.
+ * 6298 5.3) and stopped when everything is acknowledged, and the delayed
+ * ACK armed and cancelled once per message of a request/response flow: far
+ * too often to move a heap entry each time, which with thousands of
+ * connections costs a cache miss into another connection per heap level.
+ * So the true deadlines live in rtx_due (0: stopped) and dack_due (with
+ * HP__TCPF_DACK: pending), and the heap entries may be earlier or stale:
+ * an entry that fires early re-arms itself for the deadline, a stale one
+ * does nothing. A restart or a stop costs a store; the heap moves at most
+ * once per deadline.
  *
  * Every callback may end with the connection freed (hp__tcp_drop,
  * hp__tcp_closed free orphans and unaccepted blocks): they return at once
@@ -57,7 +63,7 @@ void hp__tcp_rtx_restart(struct hp_tcp_sock *c)
 
 void hp__tcp_rtx_ensure(struct hp_tcp_sock *c)
 {
-    if (!hp__timer_armed(&c->t_rtx) || (c->flags & HP__TCPF_PERSIST))
+    if (c->rtx_due == 0 || (c->flags & HP__TCPF_PERSIST))
         hp__tcp_rtx_restart(c);
 }
 
@@ -65,8 +71,7 @@ void hp__tcp_rtx_stop(struct hp_tcp_sock *c)
 {
     c->flags &= ~HP__TCPF_PERSIST;
     c->persist_shift = 0;
-    if (hp__timer_armed(&c->t_rtx))
-        hp__timer_cancel(c->s, &c->t_rtx);
+    c->rtx_due = 0; /* lazy: a t_rtx still in the heap finds nothing to do */
 }
 
 /* ---- persist ---------------------------------------------------------------------- */
@@ -140,6 +145,8 @@ void hp__tcp_timer_rtx(struct hp_stack *s, void *arg)
         persist_fire(c);
         return;
     }
+    if (c->rtx_due == 0)
+        return; /* stopped since it was armed (lazy stop) */
     if (s->now < c->rtx_due) {
         /* Restarted since it was armed (lazy restart). */
         (void)hp__timer_arm(s, &c->t_rtx, c->rtx_due);
@@ -213,17 +220,23 @@ void hp__tcp_timer_rtx(struct hp_stack *s, void *arg)
 
 void hp__tcp_dack_arm(struct hp_tcp_sock *c)
 {
-    if (hp__timer_armed(&c->t_dack))
-        return;
     uint64_t ms = cfg_of(c)->delack_ms ? cfg_of(c)->delack_ms : 40;
-    (void)hp__timer_arm(c->s, &c->t_dack, c->s->now + ms * NS_PER_MS);
+    uint64_t due = c->s->now + ms * NS_PER_MS;
+    c->dack_due = due;
+    /* A stale entry (lazily cancelled) due before then re-arms itself. */
+    if (!hp__timer_armed(&c->t_dack) || c->t_dack.due > due)
+        (void)hp__timer_arm(c->s, &c->t_dack, due);
 }
 
 void hp__tcp_timer_dack(struct hp_stack *s, void *arg)
 {
     struct hp_tcp_sock *c = arg;
     if (!(c->flags & HP__TCPF_DACK))
+        return; /* the ACK went with a segment since (lazy cancel) */
+    if (s->now < c->dack_due) {
+        (void)hp__timer_arm(s, &c->t_dack, c->dack_due);
         return;
+    }
     if (hp__tcp_send_ack(c) == 0)
         hp__ctr(s, HP_CTR_TCP_DELAYED_ACKS);
 }

@@ -14,13 +14,13 @@
  * achieves, and what the chrono one (the order before grouping) had; the
  * grouped bounds fail the test if a change spreads a path over more lines.
  * The issue's target was 3 lines per direction: the receive path alone
- * touches 428 distinct bytes (7 lines at the very least) with the nested
+ * touches 414 distinct bytes (7 lines at the very least) with the nested
  * structs as they are; the doc says what would take it further.
  */
 #define GROUPED_RX_LINES_MAX 8u
-#define GROUPED_TX_LINES_MAX 7u
+#define GROUPED_TX_LINES_MAX 6u
 #define CHRONO_RX_LINES 10u
-#define CHRONO_TX_LINES 11u
+#define CHRONO_TX_LINES 10u
 
 static const struct hp__tcp_field_span rx_fields[] = {HP__TCP_RX_FIELDS(HP__TCP_FIELD_SPAN)};
 static const struct hp__tcp_field_span tx_fields[] = {HP__TCP_TX_FIELDS(HP__TCP_FIELD_SPAN)};
