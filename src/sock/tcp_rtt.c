@@ -43,11 +43,13 @@ static uint32_t clamp_rto(const struct hp__tcp_rtt *r, uint64_t rto)
 /* One update with gains alpha / n and beta / n (n = 1: RFC 6298 2.3). */
 static void update(struct hp__tcp_rtt *r, uint32_t rtt_us, uint32_t n)
 {
+    if (rtt_us > HP__TCP_RTT_SAMPLE_MAX_US)
+        rtt_us = HP__TCP_RTT_SAMPLE_MAX_US;
     int64_t m8 = (int64_t)rtt_us * 8;
     if (!r->has_sample) {
         /* RFC 6298 2.2: SRTT = R, RTTVAR = R/2. */
-        r->srtt8 = (uint64_t)m8;
-        r->rttvar8 = (uint64_t)m8 / 2;
+        r->srtt8 = (uint32_t)m8;
+        r->rttvar8 = (uint32_t)(m8 / 2);
         r->has_sample = true;
     } else {
         /* RFC 6298 2.3, in this order: RTTVAR uses the SRTT before the update.
@@ -57,12 +59,12 @@ static void update(struct hp__tcp_rtt *r, uint32_t rtt_us, uint32_t n)
         int64_t abserr = err < 0 ? -err : err;
         rttvar8 += (abserr - rttvar8) / (4 * (int64_t)n);
         srtt8 += err / (8 * (int64_t)n);
-        r->rttvar8 = (uint64_t)rttvar8;
-        r->srtt8 = (uint64_t)srtt8;
+        r->rttvar8 = (uint32_t)rttvar8;
+        r->srtt8 = (uint32_t)srtt8;
     }
     /* RTO = SRTT + max(G, K * RTTVAR), rounded up to whole us. */
-    uint64_t var8 = HP__TCP_RTO_K * r->rttvar8, g8 = (uint64_t)r->g_us * 8;
-    uint64_t rto = (r->srtt8 + (var8 > g8 ? var8 : g8) + 7) / 8;
+    uint64_t var8 = HP__TCP_RTO_K * (uint64_t)r->rttvar8, g8 = (uint64_t)r->g_us * 8;
+    uint64_t rto = ((uint64_t)r->srtt8 + (var8 > g8 ? var8 : g8) + 7) / 8;
     r->rto_us = clamp_rto(r, rto);
     r->backoff = 0; /* RFC 6298 section 5, after 5.7: a new sample collapses the back-off */
 }

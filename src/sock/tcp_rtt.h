@@ -46,9 +46,14 @@ struct hp__tcp_rtt_cfg {
     uint32_t granularity_us; /* G */
 };
 
+/* A sample above this is taken as this, so that 8 x SRTT fits 32 bits
+ * (every RTO is capped far below it anyway). */
+#define HP__TCP_RTT_SAMPLE_MAX_US 500000000u
+
+/* 28 bytes: it sits in every connection's hot lines (tcp_internal.h). */
 struct hp__tcp_rtt {
-    uint64_t srtt8;          /* SRTT, in 1/8 us */
-    uint64_t rttvar8;        /* RTTVAR, in 1/8 us */
+    uint32_t srtt8;          /* SRTT, in 1/8 us */
+    uint32_t rttvar8;        /* RTTVAR, in 1/8 us */
     uint32_t rto_us;         /* the RTO to arm the timer with (back-off included) */
     uint32_t min_rto_us, max_rto_us, g_us;
     uint16_t backoff;        /* timeouts since the last valid sample */

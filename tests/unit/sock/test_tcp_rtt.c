@@ -252,13 +252,17 @@ HP_TEST(tcp_rtt_extremes)
 {
     struct hp__tcp_rtt r;
     init_default(&r);
-    /* The largest sample: RTO capped, no overflow. */
+    /* The largest sample: taken as HP__TCP_RTT_SAMPLE_MAX_US (8 x SRTT
+     * fits 32 bits), RTO capped, no overflow. */
     hp__tcp_rtt_sample(&r, UINT32_MAX, false);
     HP_CHECK_EQ(hp__tcp_rtt_rto(&r), 60000000);
-    HP_CHECK_EQ(hp__tcp_rtt_srtt_us(&r), UINT32_MAX);
+    HP_CHECK_EQ(hp__tcp_rtt_srtt_us(&r), HP__TCP_RTT_SAMPLE_MAX_US);
+    hp__tcp_rtt_sample(&r, UINT32_MAX - 1, false);
+    HP_CHECK_EQ(hp__tcp_rtt_srtt_us(&r), HP__TCP_RTT_SAMPLE_MAX_US);
+    HP_CHECK_EQ(hp__tcp_rtt_rttvar_us(&r), 187500000u); /* R/2, then 3/4 of it (RFC 6298 2.3, no error) */
     hp__tcp_rtt_sample(&r, 0, false);
     HP_CHECK_EQ(hp__tcp_rtt_rto(&r), 60000000);
-    HP_CHECK_LT(hp__tcp_rtt_srtt_us(&r), UINT32_MAX);
+    HP_CHECK_LT(hp__tcp_rtt_srtt_us(&r), HP__TCP_RTT_SAMPLE_MAX_US);
     /* A zero sample (a coarse timestamp clock) gives the minimum. */
     init_default(&r);
     hp__tcp_rtt_sample(&r, 0, false);
