@@ -58,6 +58,14 @@ struct hp__timer {
     int32_t slot;      /* position in the heap, -1 when not armed */
 };
 
+/* A heap entry holds its timer's due time, so that sifting compares within
+ * the heap's own array instead of reading timers spread over thousands of
+ * connections (a cache miss each). */
+struct hp__heap_ent {
+    uint64_t due;
+    struct hp__timer *t;
+};
+
 void hp__timer_init(struct hp__timer *t, hp__timer_fn fn, void *arg);
 /* Arm (or re-arm) t to fire at `due`; 0 or -ENOMEM. */
 int hp__timer_arm(struct hp_stack *s, struct hp__timer *t, uint64_t due);
@@ -175,7 +183,7 @@ struct hp__sock_state;       /* src/sock */
 /* rw: written on the fast path: the clock (each poll), the timer heap
  * (TCP arms and cancels timers on both paths), the IPv4 identification. */
 #define HP__STK_NOW_rw uint64_t now; /* ns, read at the start of each poll (and at create) */
-#define HP__STK_HEAP_rw struct hp__timer **heap; /* timer.c */
+#define HP__STK_HEAP_rw struct hp__heap_ent *heap; /* timer.c */
 #define HP__STK_NHEAP_rw uint32_t nheap, heap_cap;
 #define HP__STK_IPIDENT_rw uint16_t ip_ident; /* next IPv4 identification */
 /* rxtx: read by both paths (the poll and its flush; UDP routes each send). */

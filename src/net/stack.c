@@ -317,7 +317,7 @@ HP_API int64_t hp_stack_next_timer_ns(const struct hp_stack *s)
 {
     if (!s || s->nheap == 0)
         return -1;
-    uint64_t due = s->heap[0]->due, now = hp__stack_clock(s);
+    uint64_t due = s->heap[0].due, now = hp__stack_clock(s);
     return due > now ? (int64_t)(due - now) : 0;
 }
 

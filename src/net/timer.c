@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The stack's timers: a growable binary min-heap of timer pointers ordered by due time. */
+/* The stack's timers: a growable binary min-heap of (due time, timer) entries. */
 #include <errno.h>
 #include <stdlib.h>
 #include <time.h>
@@ -95,41 +95,41 @@ void hp__timer_init(struct hp__timer *t, hp__timer_fn fn, void *arg)
     t->slot = -1;
 }
 
-static void place(struct hp_stack *s, uint32_t i, struct hp__timer *t)
+static void place(struct hp_stack *s, uint32_t i, struct hp__heap_ent e)
 {
-    s->heap[i] = t;
-    t->slot = (int32_t)i;
+    s->heap[i] = e;
+    e.t->slot = (int32_t)i;
 }
 
 static void sift_up(struct hp_stack *s, uint32_t i)
 {
-    struct hp__timer *t = s->heap[i];
+    struct hp__heap_ent e = s->heap[i];
     while (i > 0) {
         uint32_t parent = (i - 1) / 2;
-        if (s->heap[parent]->due <= t->due)
+        if (s->heap[parent].due <= e.due)
             break;
         place(s, i, s->heap[parent]);
         i = parent;
     }
-    place(s, i, t);
+    place(s, i, e);
 }
 
 static void sift_down(struct hp_stack *s, uint32_t i)
 {
-    struct hp__timer *t = s->heap[i];
+    struct hp__heap_ent e = s->heap[i];
     uint32_t n = s->nheap;
     for (;;) {
         uint32_t c = 2 * i + 1;
         if (c >= n)
             break;
-        if (c + 1 < n && s->heap[c + 1]->due < s->heap[c]->due)
+        if (c + 1 < n && s->heap[c + 1].due < s->heap[c].due)
             c++;
-        if (t->due <= s->heap[c]->due)
+        if (e.due <= s->heap[c].due)
             break;
         place(s, i, s->heap[c]);
         i = c;
     }
-    place(s, i, t);
+    place(s, i, e);
 }
 
 int hp__timer_arm(struct hp_stack *s, struct hp__timer *t, uint64_t due)
@@ -137,6 +137,7 @@ int hp__timer_arm(struct hp_stack *s, struct hp__timer *t, uint64_t due)
     if (hp__timer_armed(t)) {
         uint64_t old = t->due;
         t->due = due;
+        s->heap[t->slot].due = due;
         if (due < old)
             sift_up(s, (uint32_t)t->slot);
         else
@@ -145,7 +146,7 @@ int hp__timer_arm(struct hp_stack *s, struct hp__timer *t, uint64_t due)
     }
     if (s->nheap == s->heap_cap) {
         uint32_t cap = s->heap_cap ? s->heap_cap * 2 : HEAP_MIN_CAP;
-        struct hp__timer **h = realloc(s->heap, (size_t)cap * sizeof *h);
+        struct hp__heap_ent *h = realloc(s->heap, (size_t)cap * sizeof *h);
         if (!h)
             return -ENOMEM;
         s->heap = h;
@@ -153,7 +154,7 @@ int hp__timer_arm(struct hp_stack *s, struct hp__timer *t, uint64_t due)
     }
     t->due = due;
     uint32_t i = s->nheap++;
-    s->heap[i] = t;
+    s->heap[i] = (struct hp__heap_ent){.due = due, .t = t};
     sift_up(s, i);
     return 0;
 }
@@ -167,10 +168,10 @@ void hp__timer_cancel(struct hp_stack *s, struct hp__timer *t)
     uint32_t last = --s->nheap;
     if (i == last)
         return;
-    struct hp__timer *moved = s->heap[last];
+    struct hp__heap_ent moved = s->heap[last];
     place(s, i, moved);
     /* The moved timer may belong above or below its new place. */
-    if (i > 0 && s->heap[(i - 1) / 2]->due > moved->due)
+    if (i > 0 && s->heap[(i - 1) / 2].due > moved.due)
         sift_up(s, i);
     else
         sift_down(s, i);
@@ -182,8 +183,8 @@ int hp__timers_run(struct hp_stack *s)
      * timer for "now" waits for the next poll instead of spinning here. */
     uint32_t budget = s->nheap;
     int ran = 0;
-    while (budget-- > 0 && s->nheap > 0 && s->heap[0]->due <= s->now) {
-        struct hp__timer *t = s->heap[0];
+    while (budget-- > 0 && s->nheap > 0 && s->heap[0].due <= s->now) {
+        struct hp__timer *t = s->heap[0].t;
         hp__timer_cancel(s, t);
         ran++;
         if (t->fn)
