@@ -40,7 +40,42 @@ struct hp_pool;
  *
  * Fields are public to read; change them only through the functions below
  * (or as documented per field), which keep them consistent.
+ *
+ * Their order depends on the build: by cache line (the default: every fast
+ * path field in line 0, docs/cachelines/hp_buf.md), or, in a library built
+ * with -DHP_LAYOUT_CHRONO=1 (HP_LAYOUT=chrono, an experiment's "before",
+ * never to install), in logical order, with the packet annotations the
+ * fast paths read (hash, port, header lengths, ol_flags) in line 1. Code
+ * that includes this header must be built the same way as the library.
  */
+#if defined(HP_LAYOUT_CHRONO) && HP_LAYOUT_CHRONO
+struct hp_buf {
+    /* The same fields as below (see their comments), in logical order:
+     * the data room, the packet and its segments, ownership, then the
+     * annotations and the user's areas. */
+    struct hp_pool *pool;
+    unsigned char *base;
+    uint32_t room;
+    uint32_t data_off;
+    uint32_t data_len;
+    uint32_t pkt_len;
+    struct hp_buf *next;
+    uint16_t nb_segs;
+    HP__ATOMIC_U16 refcnt;
+    uint16_t flags;
+    uint16_t owner;
+    struct hp_buf *direct;
+    uint64_t tag;
+    uint64_t timestamp;
+    uint16_t port;
+    uint8_t l2_len;
+    uint8_t l3_len;
+    uint32_t hash;
+    uint64_t ol_flags;
+    uint64_t reserved;
+    unsigned char user[32];
+} __attribute__((aligned(HP_CACHELINE_SIZE)));
+#else
 struct hp_buf {
     HP_CACHELINE_GROUP_BEGIN(hot)
     unsigned char *base;     /**< start of the data room (the direct buffer's, for a clone) */
@@ -69,6 +104,7 @@ struct hp_buf {
     unsigned char user[32];  /**< user area: free for the application */
     HP_CACHELINE_GROUP_END(cold)
 } __attribute__((aligned(HP_CACHELINE_SIZE)));
+#endif
 
 /** Size of the metadata in front of every data room. */
 #define HP_BUF_META_SIZE 128

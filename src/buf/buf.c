@@ -8,6 +8,8 @@
 
 #include "internal.h"
 
+/* The grouped layout (docs/cachelines/hp_buf.md); HP_LAYOUT_CHRONO has none. */
+#if !(defined(HP_LAYOUT_CHRONO) && HP_LAYOUT_CHRONO)
 HP_CACHELINE_ASSERT_GROUP_SIZE(struct hp_buf, hot, HP_CACHELINE_SIZE);
 HP_CACHELINE_ASSERT_GROUP_LINES(struct hp_buf, hot, 1);
 HP_CACHELINE_ASSERT_GROUP_MEMBER(struct hp_buf, hot, base);
@@ -22,6 +24,7 @@ HP_CACHELINE_ASSERT_GROUP_MEMBER(struct hp_buf, hot, owner);
 HP_CACHELINE_ASSERT_GROUP_MEMBER(struct hp_buf, hot, flags);
 HP_CACHELINE_ASSERT_GROUP_MEMBER(struct hp_buf, cold, direct);
 HP_CACHELINE_ASSERT_GROUP_MEMBER(struct hp_buf, cold, user);
+#endif
 _Static_assert(sizeof(struct hp_buf) == HP_BUF_META_SIZE, "hp_buf metadata must be 128 bytes");
 
 static inline bool shared(const struct hp_buf *b)

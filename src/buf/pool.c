@@ -621,10 +621,27 @@ static void flush(struct hp_pool *p, struct hp__cache *c, uint32_t keep)
  * second line is not touched. */
 static inline void init_buf(struct hp_pool *p, struct hp_buf *b, uint16_t tid)
 {
+#if defined(HP_LAYOUT_CHRONO) && HP_LAYOUT_CHRONO
+    /* Logical order: the same fields one by one, over both lines. */
+    const struct hp_buf *t = &p->tmpl;
+    b->ol_flags = t->ol_flags;
+    b->data_off = t->data_off;
+    b->data_len = t->data_len;
+    b->pkt_len = t->pkt_len;
+    b->room = t->room;
+    atomic_store_explicit(&b->refcnt, 1, memory_order_relaxed);
+    b->nb_segs = t->nb_segs;
+    b->flags = t->flags;
+    b->hash = t->hash;
+    b->port = t->port;
+    b->l2_len = t->l2_len;
+    b->l3_len = t->l3_len;
+#else
     /* The packet fields of line 0 (ol_flags .. l3_len) from the pool's
      * template in three wide stores, then the two that vary. */
     memcpy(&b->ol_flags, &p->tmpl.ol_flags,
            offsetof(struct hp_buf, hp__group_end_hot) - offsetof(struct hp_buf, ol_flags));
+#endif
     b->owner = tid; /* flags come from the template: the pool's EXTERNAL bit */
 }
 
