@@ -16,6 +16,7 @@ import glob
 import json
 import os
 import sys
+import textwrap
 import traceback
 
 PROG = "report.py"
@@ -290,12 +291,122 @@ def plot_txcomp(data, png):
     plt.close(fig)
 
 
+# ---- layout ----------------------------------------------------------------
+
+LAYOUT_STYLE = {
+    "grouped": {"color": "#d62728", "lw": 2.6, "zorder": 10, "marker": "o"},
+    "chrono": {"color": "#1f77b4", "lw": 1.8, "zorder": 8, "marker": "s"},
+    "kernel": {"color": "#7f7f7f", "lw": 1.8, "zorder": 6, "marker": "^"},
+}
+FAMILY_LINE = {"IPv4": "-", "IPv6": "--"}
+
+
+def flows_label(n):
+    """1000 -> "1k", 30000 -> "30k", 100 -> "100"."""
+    return f"{n // 1000}k" if n >= 1000 and n % 1000 == 0 else str(n)
+
+
+def plot_layout(data, png):
+    """Left: CPU microseconds per transaction against flows (log-log), one
+    line per configuration (grouped, chrono, kernel) and family, bars from
+    the fastest to the slowest repetition. Right: the two ratios the goals
+    bound, grouped/chrono and grouped/kernel, with the goals drawn."""
+    cells = [c for c in data.get("cells", []) if c.get("grouped_us")]
+    if not cells:
+        raise ValueError("no measured cell to plot")
+    families = list(dict.fromkeys(c["family"] for c in cells))
+    flows = sorted({int(c["flows"]) for c in cells})
+    fig, axes = plt.subplots(1, 2, figsize=FIGSIZE, dpi=DPI)
+    ax, rx = axes
+
+    for cfg, st in LAYOUT_STYLE.items():
+        for fam in families:
+            pts = sorted((int(c["flows"]), c[cfg + "_us"], (c.get("reps_us") or {}).get(cfg) or [])
+                         for c in cells if c["family"] == fam and c.get(cfg + "_us"))
+            if not pts:
+                continue
+            xs = [p[0] for p in pts]
+            ys = [float(p[1]) for p in pts]
+            lo = [y - min(p[2]) if p[2] else 0 for y, p in zip(ys, pts)]
+            hi = [max(p[2]) - y if p[2] else 0 for y, p in zip(ys, pts)]
+            ax.errorbar(xs, ys, yerr=[lo, hi], label=f"{cfg} {fam}", color=st["color"], lw=st["lw"],
+                        ls=FAMILY_LINE.get(fam, ":"), marker=st["marker"], ms=4.5, capsize=3,
+                        zorder=st["zorder"])
+    ax.set_yscale("log")
+    ax.set_ylabel("CPU µs per transaction (log; lower is better)", fontsize=9)
+    ax.set_title("CPU per transaction (median; bars: the runs in it, fastest to slowest)", fontsize=10)
+    ax.legend(fontsize=8, loc="best", frameon=True)
+
+    ratios = (("grouped_over_chrono", "grouped / chrono", "#d62728", data.get("goal_layout_max_ratio", 0.70)),
+              ("grouped_over_kernel", "grouped / kernel", "#7f7f7f", data.get("goal_kernel_max_ratio", 0.10)))
+    for key, label, colour, goal in ratios:
+        drawn = False
+        for fam in families:
+            pts = sorted((int(c["flows"]), float(c[key])) for c in cells if c["family"] == fam and c.get(key))
+            if not pts:
+                continue
+            drawn = True
+            rx.plot([p[0] for p in pts], [p[1] for p in pts], color=colour, ls=FAMILY_LINE.get(fam, ":"),
+                    marker="o", ms=4.5, lw=2, label=f"{label} {fam}")
+            below = fam != families[0]  # the second family's labels under its points
+            for x, y in pts:
+                rx.annotate(f"{y:.2f}" if y >= 0.5 else f"{y:.3f}", (x, y), textcoords="offset points",
+                            xytext=(0, -11 if below else 6), ha="center", fontsize=7, color=colour)
+        if drawn:
+            rx.axhline(goal, color=colour, ls=":", lw=1.2)
+            rx.text(flows[0], goal, f" goal {label} <= {goal:g}", color=colour, fontsize=7.5, va="bottom")
+    rx.axvspan(10000, 30000, color="#fbe3e3", alpha=0.5, zorder=0)
+    rx.set_yscale("log")
+    seen = [float(c[k]) for c in cells for k, *_ in ratios if c.get(k)] + [g for *_, g in ratios]
+    rx.set_ylim(min(seen) / 1.3, max(seen) * 1.3)  # room for the labels above the points
+    rx.yaxis.set_major_formatter(ticker.FuncFormatter(decimal_label))
+    rx.yaxis.set_minor_formatter(ticker.FuncFormatter(decimal_label))
+    rx.tick_params(axis="y", which="minor", labelsize=7)
+    rx.set_ylabel("ratio of CPU per transaction (log)", fontsize=9)
+    rx.set_title("ratios (shaded: 10k-30k flows, where the layout goal holds)", fontsize=10)
+    if rx.get_legend_handles_labels()[0]:
+        rx.legend(fontsize=8, loc="best", frameon=True)
+    if data.get("chrono_skipped"):
+        why = textwrap.fill(str(data["chrono_skipped"])[:240], 60)
+        rx.text(0.5, 0.5, "chrono column skipped:\n" + why, transform=rx.transAxes, ha="center",
+                va="center", fontsize=8, color="#555555")
+
+    for a in axes:
+        a.set_xscale("log")
+        a.set_xticks(flows)
+        a.set_xticklabels([flows_label(f) for f in flows], fontsize=8)
+        a.xaxis.set_minor_locator(ticker.NullLocator())
+        a.set_xlim(flows[0] / 1.5, flows[-1] * 1.5)
+        a.set_xlabel("flows (log)", fontsize=9)
+        a.grid(True, which="major", color="#d0d0d0", lw=0.7)
+        a.grid(True, which="minor", axis="y", color="#ececec", lw=0.5)
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(decimal_label))
+    ax.yaxis.set_minor_formatter(ticker.FuncFormatter(decimal_label))
+    ax.tick_params(axis="y", which="minor", labelsize=7)
+
+    fig.suptitle("tcp_rr over many flows: hot structures grouped by cache line vs chrono order, vs the kernel",
+                 fontsize=11, fontweight="bold", y=0.985)
+    sub = "; ".join(str(x) for x in (data.get("cpu"), data.get("compiler"), data.get("flags")) if x)
+    fig.text(0.5, 0.915, sub, ha="center", fontsize=8.5, color="#333333")
+    notes = [f"{data.get('sweep', '')} sweep", f"{data.get('duration_s')} s per run",
+             f"median of {data.get('reps')}", f"threads on CPUs {data.get('pinned_cpus') or 'not pinned'}"]
+    goals = data.get("goals") or []
+    applying = [g for g in goals if g.get("applies")]
+    if applying:
+        notes.append(f"goals met: {sum(1 for g in applying if g.get('met'))}/{len(applying)} (see report.md)")
+    fig.text(0.01, 0.012, " | ".join(notes), fontsize=7, color="#555555", ha="left")
+    fig.subplots_adjust(left=0.065, right=0.98, top=0.84, bottom=0.14, wspace=0.2)
+    fig.savefig(png, dpi=DPI)
+    plt.close(fig)
+
+
 # ---- driver ----------------------------------------------------------------
 
 PLOTTERS = {
     "cksum": plot_cksum,
     "pool": plot_pool,
     "txcomp": plot_txcomp,
+    "layout": plot_layout,
 }
 
 

@@ -37,6 +37,13 @@ expect "bench unknown option"               2 "unknown option|unrecognized" -- "
 expect "bench extra argument"               2 "unexpected argument 'x'"   -- "$HP" bench cksum x
 expect "demo unknown experiment"            2 "no experiment named 'zz'"  -- "$HP" demo --only zz
 expect "demo extra argument"                2 "unexpected argument"       -- "$HP" demo extra
+expect "demo --full with --quick"           2 "exclude each other"        -- "$HP" demo --full --quick
+expect "demo --flows 0 is refused"          2 "--flows wants"             -- "$HP" demo --only layout --flows 0
+expect "demo --flows 1k,x is refused"       2 "--flows wants.*'1k,x'"     -- "$HP" demo --only layout --flows 1k,x
+expect "demo --family 5 is refused"         2 "--family wants"            -- "$HP" demo --only layout --family 5
+expect "demo --reps 0 is refused"           2 "--reps wants"              -- "$HP" demo --only layout --reps 0
+expect "demo --duration 0 is refused"       2 "--duration wants"          -- "$HP" demo --only layout --duration 0
+expect "demo missing --chrono-binary"       2 "chrono-binary '/nonexistent/hotpath'.*make chrono" -- "$HP" demo --only layout --chrono-binary /nonexistent/hotpath
 expect "gen --help lists the modes"          0 "txonly\|rxdrop\|l2fwd"   -- "$HP" gen --help
 expect "gen unknown mode is named"          2 "mode 'flood'"              -- "$HP" gen flood --duration 0.1
 expect "gen unknown link is named"          2 "--link 'eth'"              -- "$HP" gen --link eth
@@ -319,6 +326,51 @@ if "$HP" demo --quick --report "$tmp/report" >"$tmp/demo.out" 2>&1; then
   fi
 else
   ko "demo --quick runs" "$(tail -5 "$tmp/demo.out")"
+fi
+
+# The layout experiment in miniature (100 flows, 0.2 s, once): grouped and the
+# kernel always; chrono when a chrono build is found (build-chrono/), else a
+# skipped column that says how to build it. Then again without chrono.
+layout_check() { # REPORT-DIR OUT-FILE
+  python3 - "$1/layout.json" "$2" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+out = open(sys.argv[2]).read()
+assert d["experiment"] == "layout" and d["reps"] == 1 and len(d["cells"]) == 1, d["cells"]
+c = d["cells"][0]
+assert c["flows"] == 100 and c["family"] == "IPv4", c
+assert c["grouped_us"] > 0 and c["kernel_us"] > 0 and c["grouped_over_kernel"] > 0, c
+if d["chrono_skipped"]:
+    assert c["chrono_us"] is None and d["binaries"]["chrono"] is None, c
+    assert "chrono column skipped: " + d["chrono_skipped"] in out, out
+    assert "make chrono" in d["chrono_skipped"] or "none" in d["chrono_skipped"], d["chrono_skipped"]
+    assert {r["config"] for r in d["runs"]} == {"grouped", "kernel"}, d["runs"]
+else:
+    assert c["chrono_us"] > 0 and c["grouped_over_chrono"] > 0, c
+    assert {r["result"]["layout"] for r in d["runs"] if r["config"] != "kernel"} == {"grouped", "chrono"}
+assert all("result" in r for r in d["runs"]), d["runs"]
+assert "== 4. tcp_rr over many flows" in out and "grouped/kernel" in out, out
+assert len(d["goals"]) == 2 and not d["goals"][0]["applies"], d["goals"]
+PY
+}
+lay="$tmp/demo-layout"
+if timeout 60 "$HP" demo --only layout --flows 100 --duration 0.2 --reps 1 --report "$lay" >"$tmp/lay.out" 2>&1 \
+   && layout_check "$lay" "$tmp/lay.out" 2>"$tmp/err" && grep -q "^## 4. Hot structures by cache line" "$lay/report.md"; then
+  ok "demo --only layout (100 flows, 0.2 s): table, report.md, layout.json$(grep -q 'chrono column skipped' "$tmp/lay.out" && echo ', chrono skipped: no chrono build')"
+else
+  ko "demo --only layout (100 flows, 0.2 s): table, report.md, layout.json" "$(tail -3 "$tmp/err"; tail -5 "$tmp/lay.out")"
+fi
+if python3 -c "import matplotlib" 2>/dev/null; then
+  if [ -s "$lay/layout.png" ]; then ok "demo plots layout.png"; else ko "demo plots layout.png" "$(tail -3 "$tmp/lay.out")"; fi
+else
+  skip=$((skip + 1)); echo "SKIP  demo layout plot: matplotlib is not installed"
+fi
+if timeout 60 "$HP" demo --only layout --chrono-binary none --flows 100 --duration 0.2 --reps 1 --report "$lay-none" \
+     >"$tmp/lay-none.out" 2>&1 && layout_check "$lay-none" "$tmp/lay-none.out" 2>"$tmp/err" \
+   && grep -q "chrono column skipped" "$lay-none/report.md"; then
+  ok "demo --only layout --chrono-binary none: the chrono column is skipped, said so"
+else
+  ko "demo --only layout --chrono-binary none: the chrono column is skipped, said so" "$(tail -3 "$tmp/err"; tail -5 "$tmp/lay-none.out")"
 fi
 
 echo "$pass passed, $fail failed, $skip skipped"
