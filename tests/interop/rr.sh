@@ -18,21 +18,9 @@ HP=${HP_BIN:-build/hotpath}
 KINDS=("$@")
 [ ${#KINDS[@]} -gt 0 ] || KINDS=(afxdp afpacket tap)
 
-pass=0 fail=0 skip=0
-ok() { pass=$((pass + 1)); echo "PASS  $1"; }
-ko() { fail=$((fail + 1)); echo "FAIL  $1"; [ -n "${2:-}" ] && echo "$2" | sed 's/^/      /'; return 0; }
-sk() { skip=$((skip + 1)); echo "SKIP  $1"; }
-summary() { echo "$pass passed, $fail failed, $skip skipped"; }
+source tests/interop/harness.bash
 
-if [ "$(id -u)" != 0 ]; then
-  sk "rr over real links: not root (rr makes network namespaces)"; summary; exit 0
-fi
-for t in ip python3; do
-  command -v "$t" >/dev/null 2>&1 || { sk "rr over real links: $t is not installed"; summary; exit 0; }
-done
-if [ ! -x "$HP" ]; then
-  ko "rr over real links: $HP is not built (cmake -S . -B build -G Ninja && ninja -C build)"; summary; exit 1
-fi
+interop_require "rr over real links" "rr makes network namespaces"
 HP=$(cd "$(dirname "$HP")" && pwd)/$(basename "$HP")
 
 tmp=$(mktemp -d /tmp/hpi-rr.XXXXXX)

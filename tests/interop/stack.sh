@@ -34,22 +34,9 @@ HERE=tests/interop
 KINDS=("$@")
 [ ${#KINDS[@]} -gt 0 ] || KINDS=(afxdp afpacket tap)
 
-pass=0 fail=0 skip=0
-ok() { pass=$((pass + 1)); echo "PASS  $1"; }
-ko() { fail=$((fail + 1)); echo "FAIL  $1"; [ -n "${2:-}" ] && echo "$2" | sed 's/^/      /'; return 0; }
-sk() { skip=$((skip + 1)); echo "SKIP  $1"; }
-note() { echo "      $*"; }
-summary() { echo "$pass passed, $fail failed, $skip skipped"; }
+source tests/interop/harness.bash
 
-if [ "$(id -u)" != 0 ]; then
-  sk "stack interop: not root (needs network namespaces)"; summary; exit 0
-fi
-for t in ip python3; do
-  command -v "$t" >/dev/null 2>&1 || { sk "stack interop: $t is not installed"; summary; exit 0; }
-done
-if [ ! -x "$HP" ]; then
-  ko "stack interop: $HP is not built (cmake -S . -B build -G Ninja && ninja -C build)"; summary; exit 1
-fi
+interop_require "stack interop" "needs network namespaces"
 have_ping=1; command -v ping >/dev/null 2>&1 || have_ping=0
 have_tshark=1; command -v tshark >/dev/null 2>&1 || have_tshark=0
 have_ethtool=1; command -v ethtool >/dev/null 2>&1 || have_ethtool=0

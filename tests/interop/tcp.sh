@@ -74,22 +74,9 @@ is_big() { [[ "$BIG_KINDS" == *" $KIND "* ]]; }
 PHASES=" ${HP_TCP_PHASES:-small big connect} "
 want() { [[ "$PHASES" == *" $1 "* ]]; }
 
-pass=0 fail=0 skip=0
-ok() { pass=$((pass + 1)); echo "PASS  $1"; }
-ko() { fail=$((fail + 1)); echo "FAIL  $1"; [ -n "${2:-}" ] && echo "$2" | sed 's/^/      /'; return 0; }
-sk() { skip=$((skip + 1)); echo "SKIP  $1"; }
-note() { echo "      $*"; }
-summary() { echo "$pass passed, $fail failed, $skip skipped"; }
+source tests/interop/harness.bash
 
-if [ "$(id -u)" != 0 ]; then
-  sk "tcp interop: not root (needs network namespaces)"; summary; exit 0
-fi
-for t in ip python3; do
-  command -v "$t" >/dev/null 2>&1 || { sk "tcp interop: $t is not installed"; summary; exit 0; }
-done
-if [ ! -x "$HP" ]; then
-  ko "tcp interop: $HP is not built (make build)"; summary; exit 1
-fi
+interop_require "tcp interop" "needs network namespaces"
 if ! "$HP" serve --help 2>&1 | grep -q -- --tcp-echo || ! "$HP" connect --help >/dev/null 2>&1; then
   sk "tcp interop: $HP has no 'serve --tcp-echo' or 'connect' (TCP tools not built in)"; summary; exit 0
 fi

@@ -1,0 +1,26 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# What the root interop suites share: PASS/FAIL/SKIP counting and the checks that decide whether a suite can run here.
+# Sourced by tests/interop/*.sh (its name does not end in .sh, so check.sh does not run it).
+
+pass=0 fail=0 skip=0
+ok() { pass=$((pass + 1)); echo "PASS  $1"; }
+ko() { fail=$((fail + 1)); echo "FAIL  $1"; [ -n "${2:-}" ] && echo "$2" | sed 's/^/      /'; return 0; }
+sk() { skip=$((skip + 1)); echo "SKIP  $1"; }
+note() { echo "      $*"; }
+summary() { echo "$pass passed, $fail failed, $skip skipped"; }
+
+# interop_require NAME WHY-ROOT: the suite NAME can run here: root (else a
+# skip saying WHY-ROOT, exit 0), ip and python3 (else a skip, exit 0), and
+# the binary $HP built (else a failure, exit 1).
+interop_require() {
+  if [ "$(id -u)" != 0 ]; then
+    sk "$1: not root ($2)"; summary; exit 0
+  fi
+  local t
+  for t in ip python3; do
+    command -v "$t" >/dev/null 2>&1 || { sk "$1: $t is not installed"; summary; exit 0; }
+  done
+  if [ ! -x "$HP" ]; then
+    ko "$1: $HP is not built (make build)"; summary; exit 1
+  fi
+}
