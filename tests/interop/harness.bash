@@ -24,3 +24,23 @@ interop_require() {
     ko "$1: $HP is not built (make build)"; summary; exit 1
   fi
 }
+
+# The EXIT trap of a suite that starts processes and namespaces: stop every
+# process in PIDS (TERM, then KILL after 2 s), delete every namespace in
+# NSS, and remove the directory tmp, or with keep=1 keep it (its pcaps only
+# with HP_KEEP=1).
+interop_cleanup() {
+  local p n
+  for p in "${PIDS[@]}"; do
+    kill -0 "$p" 2>/dev/null || continue
+    kill -TERM "$p" 2>/dev/null
+    for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL "$p" 2>/dev/null
+  done
+  for n in "${NSS[@]}"; do ip netns del "$n" 2>/dev/null; done
+  if [ "$keep" = 1 ]; then
+    [ "${HP_KEEP:-0}" = 1 ] || rm -f "$tmp"/*.pcap
+  else
+    rm -rf "$tmp"
+  fi
+}

@@ -96,22 +96,7 @@ tmp=$(mktemp -d /tmp/hpt-tcp.XXXXXX)
 PIDS=()   # processes started here (serve, connect, kernel servers)
 NSS=()    # namespaces made here
 keep=0
-cleanup() {
-  local p n
-  for p in "${PIDS[@]}"; do
-    kill -0 "$p" 2>/dev/null || continue
-    kill -TERM "$p" 2>/dev/null
-    for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
-    kill -KILL "$p" 2>/dev/null
-  done
-  for n in "${NSS[@]}"; do ip netns del "$n" 2>/dev/null; done
-  if [ "$keep" = 1 ]; then
-    [ "${HP_KEEP:-0}" = 1 ] || rm -f "$tmp"/*.pcap
-  else
-    rm -rf "$tmp"
-  fi
-}
-trap cleanup EXIT
+trap interop_cleanup EXIT
 trap 'ko "interrupted (SIGINT)"; summary; exit 130' INT
 trap 'ko "interrupted (SIGTERM)"; summary; exit 143' TERM
 # Namespaces of an earlier run that died without cleaning up (its PID gone).
