@@ -170,7 +170,7 @@ static int setup(const struct connect_opts *o, struct run *r)
         return 1;
     struct hp_tcp_config tc = {.sndbuf = r->sockbuf, .rcvbuf = r->sockbuf};
     int rc = hp_tcp_configure(r->cs, &tc);
-    if (rc < 0 && rc != -ENOSYS) {
+    if (rc < 0) {
         fprintf(stderr, "hotpath connect: cannot configure TCP: %s\n", hp_strerror(rc));
         return 1;
     }
@@ -183,7 +183,10 @@ static int setup(const struct connect_opts *o, struct run *r)
                 srv.plen = ips[i].plen;
         if (netopt_setup_stack("connect", &o->n, &srv, 1, false, r->peer, "server", HP_STACK_F_NO_DAD, &r->ss))
             return 1;
-        hp_tcp_configure(r->ss, &tc);
+        if ((rc = hp_tcp_configure(r->ss, &tc)) < 0) {
+            fprintf(stderr, "hotpath connect: cannot configure the mem server's TCP: %s\n", hp_strerror(rc));
+            return 1;
+        }
         r->srv = tcp_srv_new(r->ss);
         if (!r->srv) {
             fprintf(stderr, "hotpath connect: out of memory\n");
