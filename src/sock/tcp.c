@@ -18,11 +18,6 @@
 #define RTO_MAX_MS_MAX 4294967u /* the RTO is kept in us in 32 bits */
 #define WSCALE_MAX 14u         /* RFC 7323 2.3 */
 
-static size_t alen(int family)
-{
-    return family == 4 ? 4 : 16;
-}
-
 /* ---- configuration ----------------------------------------------------------- */
 
 /* Zeroed fields get their defaults (include/hotpath/tcp.h, docs/knobs.md). */
@@ -84,6 +79,17 @@ static int check_config(const struct hp_tcp_config *c)
     return 0;
 }
 
+/* The RTO bounds every connection's estimator uses (tcp_rtt.h). */
+static void rtt_cfg_set(struct hp__tcp_state *st)
+{
+    st->rtt_cfg = (struct hp__tcp_rtt_cfg){
+        .min_rto_us = st->cfg.rto_min_ms * 1000u,
+        .max_rto_us = st->cfg.rto_max_ms * 1000u,
+        .initial_rto_us = st->cfg.rto_initial_ms * 1000u,
+        .granularity_us = HP__TCP_RTO_G_US,
+    };
+}
+
 HP_API int hp_tcp_configure(struct hp_stack *s, const struct hp_tcp_config *cfg)
 {
     if (!s || !s->sock || !s->sock->tcp || !cfg)
@@ -105,6 +111,7 @@ HP_API int hp_tcp_configure(struct hp_stack *s, const struct hp_tcp_config *cfg)
         st->table = t;
     }
     st->cfg = c;
+    rtt_cfg_set(st);
     st->challenge.tokens_milli = (uint64_t)c.challenge_ack_limit * 1000u;
     st->challenge.last = s->now;
     return 0;
@@ -129,6 +136,7 @@ int hp__tcp_init(struct hp_stack *s)
     if (!st)
         return -ENOMEM;
     fill_defaults(&st->cfg);
+    rtt_cfg_set(st);
     st->table = hp__tcp_table_create(st->cfg.max_conns);
     if (!st->table) {
         int err = errno ? -errno : -ENOMEM;
@@ -189,13 +197,7 @@ struct hp_tcp_sock *hp__tcp_conn_new(struct hp_stack *s, int family)
     c->ka_idle_s = cfg->keepalive_idle_s;
     c->ka_intvl_s = cfg->keepalive_intvl_s;
     c->ka_cnt = cfg->keepalive_probes;
-    struct hp__tcp_rtt_cfg rc = {
-        .min_rto_us = cfg->rto_min_ms * 1000u,
-        .max_rto_us = cfg->rto_max_ms * 1000u,
-        .initial_rto_us = cfg->rto_initial_ms * 1000u,
-        .granularity_us = HP__TCP_RTO_G_US,
-    };
-    if (hp__tcp_rtt_init(&c->rtt, &rc) < 0)
+    if (hp__tcp_rtt_init(&c->rtt, &st->rtt_cfg) < 0)
         hp__tcp_rtt_init(&c->rtt, NULL); /* not reached: hp_tcp_configure checked the bounds */
     hp__tcp_bufq_init(&c->sndq);
     hp__tcp_bufq_init(&c->rcvq);
@@ -272,10 +274,7 @@ static void queue_unlink(struct hp_tcp_sock *c)
  * receive queue (which hp__tcp_closed keeps for the user to read). */
 static void quiesce(struct hp_tcp_sock *c)
 {
-    struct hp_stack *s = c->s;
-    hp__timer_cancel(s, &c->t_rtx);
-    hp__timer_cancel(s, &c->t_dack);
-    hp__timer_cancel(s, &c->t_misc);
+    hp__tcp_timers_cancel(c);
     c->flags &= ~(HP__TCPF_PERSIST | HP__TCPF_DACK | HP__TCPF_ACK_NOW);
     hp__tcp_bufq_purge(&c->sndq);
     hp__tcp_ooo_purge(c);
@@ -373,7 +372,7 @@ int hp__tcp_established(struct hp_tcp_sock *c)
     }
     bool syn_lost = (c->flags & HP__TCPF_SYN_LOST) != 0;
     hp__tcp_cc_init(&c->cc, c->mss_eff, c->iss, syn_lost);
-    hp__tcp_rtt_established(&c->rtt, syn_lost);
+    hp__tcp_rtt_established(&c->rtt, hp__tcp_rtt_cfg_of(c), syn_lost);
     if (l) {
         hp__ctr(c->s, HP_CTR_TCP_PASSIVE_OPENS);
         hp__tcp_wake(l, HP_EV_IN);
@@ -436,17 +435,16 @@ int hp__tcp_conn_attach(struct hp_tcp_sock *c, int family, const uint8_t *laddr,
     struct hp_stack *s = c->s;
     struct hp__tcp_state *st = hp__tcp(s);
     const struct hp_tcp_config *cfg = &st->cfg;
-    size_t n = alen(family);
     struct hp__route rt;
     int rc = family == 4 ? hp__route4(s, raddr, &rt) : hp__route6(s, raddr, &rt);
     if (rc < 0) {
         hp__ctr(s, family == 4 ? HP_CTR_IP_OUT_NO_ROUTES : HP_CTR_IP6_OUT_NO_ROUTES);
         return -EHOSTUNREACH;
     }
-    memcpy(rt.src, laddr, n);
     hp__tcp_key_init(&c->key, family, laddr, lport, raddr, rport);
     c->family = (uint8_t)family;
-    c->rt = rt;
+    c->ifc = rt.ifc;
+    memcpy(c->nexthop, rt.nexthop, sizeof c->nexthop);
 
     /* A passive connection takes the listener's buffers and MSS before
      * they are used below (window scale, MSS option of the SYN-ACK). */

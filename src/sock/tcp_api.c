@@ -400,7 +400,7 @@ HP_API long hp_tcp_send(struct hp_tcp_sock *t, const void *data, size_t len)
         return 0;
     uint32_t room = send_room(t);
     uint32_t want = len < room ? (uint32_t)len : room;
-    uint32_t took = want ? hp__tcp_bufq_append(&t->sndq, t->rt.ifc->pool, data, want) : 0;
+    uint32_t took = want ? hp__tcp_bufq_append(&t->sndq, t->ifc->pool, data, want) : 0;
     if (took < len)
         t->flags |= HP__TCPF_SEND_SPACE;
     if (took == 0) {
@@ -510,9 +510,7 @@ static void queue_fin(struct hp_tcp_sock *c)
  * for the user; the connection is over without anything sent. */
 static void forget_syn_sent(struct hp_tcp_sock *c)
 {
-    hp__timer_cancel(c->s, &c->t_rtx);
-    hp__timer_cancel(c->s, &c->t_dack);
-    hp__timer_cancel(c->s, &c->t_misc);
+    hp__tcp_timers_cancel(c);
     hp__tcp_bufq_purge(&c->sndq);
     if (c->flags & HP__TCPF_IN_TABLE) {
         hp__tcp_conn_remove(hp__tcp(c->s)->table, &c->key);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* TCP byte queues: a stream of bytes held in a chain of packet buffers, with a cursor for copying from the middle. */
+/* TCP byte queues: a stream of bytes held in a chain of packet buffers, and cursors for copying from the middle. */
 #include <string.h>
 
 #include "tcp_internal.h"
@@ -9,8 +9,8 @@
  *  - head == NULL <=> tail == NULL <=> bytes == 0 <=> nbufs == 0;
  *  - every queued buffer has data_len > 0 and is linked through next, the
  *    tail's next is NULL;
- *  - cur is NULL or a queued buffer, and cur_off is the stream offset of
- *    cur's first byte (so cur_off >= start).
+ *  - a cursor whose off is at or past start points at a queued buffer
+ *    beginning at off (tcp_internal.h): the queue never writes cursors.
  * A buffer leaving the queue has next cleared before it is freed
  * (hp_buf_free frees a whole chain).
  */
@@ -65,9 +65,8 @@ void hp__tcp_bufq_purge(struct hp__tcp_bufq *q)
     }
     fl_flush(&f);
     q->start += q->bytes;
-    q->head = q->tail = q->cur = NULL;
+    q->head = q->tail = NULL;
     q->bytes = q->nbufs = 0;
-    q->cur_off = q->start;
 }
 
 /* Link one segment (next already NULL, data_len > 0) at the tail. */
@@ -189,21 +188,15 @@ void hp__tcp_bufq_drop(struct hp__tcp_bufq *q, uint32_t n)
         n -= b->data_len;
         q->head = b->next;
         q->nbufs--;
-        if (q->cur == b)
-            q->cur = NULL;
         fl_add(&f, b);
     }
     fl_flush(&f);
-    if (!q->head) {
+    if (!q->head)
         q->tail = NULL;
-        q->cur = NULL;
-    }
-    /* The head's first byte moved: a cursor on it moves with it. */
-    if (q->cur == q->head)
-        q->cur_off = q->start;
 }
 
-void hp__tcp_bufq_copy(struct hp__tcp_bufq *q, uint64_t off, uint32_t len, void *dst)
+void hp__tcp_bufq_copy(const struct hp__tcp_bufq *q, struct hp__tcp_bufq_cur *cur, uint64_t off, uint32_t len,
+                       void *dst)
 {
     if (!len)
         return;
@@ -213,10 +206,11 @@ void hp__tcp_bufq_copy(struct hp__tcp_bufq *q, uint64_t off, uint32_t len, void 
     /* Start from the cursor when the range is at or past it: copying
      * segment after segment forward (the transmit path) then moves at most
      * one buffer per call. A range before it (a retransmission from
-     * snd_una) starts from the head, which is where it is anyway. */
-    if (q->cur && q->cur_off <= off) {
-        b = q->cur;
-        pos = q->cur_off;
+     * snd_una) starts from the head, which is where it is anyway; so does
+     * a stale cursor (off before start: its buffer may be gone). */
+    if (cur && cur->b && cur->off >= q->start && cur->off <= off) {
+        b = cur->b;
+        pos = cur->off;
     } else {
         b = q->head;
         pos = q->start;
@@ -246,8 +240,10 @@ void hp__tcp_bufq_copy(struct hp__tcp_bufq *q, uint64_t off, uint32_t len, void 
         b = b->next;
         skip = 0;
     }
-    q->cur = b;
-    q->cur_off = pos;
+    if (cur) {
+        cur->b = b;
+        cur->off = pos;
+    }
 }
 
 void hp__tcp_bufq_read(struct hp__tcp_bufq *q, void *dst, uint32_t len)
@@ -276,8 +272,6 @@ struct hp_buf *hp__tcp_bufq_pop(struct hp__tcp_bufq *q)
     q->nbufs--;
     q->bytes -= b->data_len;
     q->start += b->data_len;
-    if (q->cur == b)
-        q->cur = NULL;
     b->next = NULL;
     b->pkt_len = b->data_len;
     b->nb_segs = 1;

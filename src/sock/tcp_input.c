@@ -94,14 +94,14 @@ static void rtt_on_ack(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, uint3
         if (r->opt.has_ts && r->opt.ts_ecr != 0) {
             uint32_t ms = hp__tcp_ts_now(c) - r->opt.ts_ecr;
             if (ms <= TS_RTT_MAX_MS)
-                hp__tcp_rtt_sample_ts(&c->rtt, ms * 1000u, flight, c->smss);
+                hp__tcp_rtt_sample_ts(&c->rtt, hp__tcp_rtt_cfg_of(c), ms * 1000u, flight, c->smss);
         }
         return;
     }
     if ((c->flags & HP__TCPF_RTT_TIMING) && hp__seq_ge(ack, c->rtt_seq)) {
         c->flags &= ~HP__TCPF_RTT_TIMING;
         uint64_t us = (c->s->now - c->rtt_start_ns) / 1000u;
-        (void)hp__tcp_rtt_sample(&c->rtt, us > UINT32_MAX ? UINT32_MAX : (uint32_t)us, false);
+        (void)hp__tcp_rtt_sample(&c->rtt, hp__tcp_rtt_cfg_of(c), us > UINT32_MAX ? UINT32_MAX : (uint32_t)us, false);
     }
 }
 

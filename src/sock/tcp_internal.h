@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <hotpath/cacheline.h>
 #include <hotpath/tcp.h>
@@ -107,17 +108,26 @@ struct hp__tcp_state;
  *
  * `start` is the stream offset of the first byte (bytes dropped from the
  * front so far), so positions are absolute 64-bit offsets that do not move
- * when the front is dropped. A cursor remembers the last buffer a copy
- * ended in, so that copying segment after segment from the middle (the
- * transmit path) does not walk from the head each time.
+ * when the front is dropped.
+ *
+ * A cursor (struct hp__tcp_bufq_cur, kept by the caller beside the queue:
+ * only the send queue has one) remembers the buffer the last copy ended in,
+ * so that copying segment after segment from the middle (the transmit
+ * path) does not walk from the head each time. The queue never updates it:
+ * a cursor is valid while its offset is at or past `start` (the front only
+ * moves forward, and a buffer that was dropped, or whose first bytes were,
+ * began before `start`), so dropping and reading never touch it.
  */
 struct hp__tcp_bufq {
     struct hp_buf *head, *tail;
     uint32_t bytes;           /* queued bytes */
     uint32_t nbufs;           /* buffers in the list */
     uint64_t start;           /* stream offset of head's first byte */
-    struct hp_buf *cur;       /* cursor: a buffer in the list, or NULL */
-    uint64_t cur_off;         /* stream offset of cur's first byte */
+};
+
+struct hp__tcp_bufq_cur {
+    struct hp_buf *b;         /* a buffer of the queue if off >= start, else stale */
+    uint64_t off;             /* stream offset of b's first byte */
 };
 
 void hp__tcp_bufq_init(struct hp__tcp_bufq *q);
@@ -139,8 +149,10 @@ uint32_t hp__tcp_bufq_append(struct hp__tcp_bufq *q, struct hp_pool *pool, const
  * to their pools. */
 void hp__tcp_bufq_drop(struct hp__tcp_bufq *q, uint32_t n);
 /* Copy len bytes starting at stream offset off (q->start <= off,
- * off + len <= q->start + q->bytes) to dst, using and moving the cursor. */
-void hp__tcp_bufq_copy(struct hp__tcp_bufq *q, uint64_t off, uint32_t len, void *dst);
+ * off + len <= q->start + q->bytes) to dst, using and moving the cursor
+ * (NULL: walk from the head). */
+void hp__tcp_bufq_copy(const struct hp__tcp_bufq *q, struct hp__tcp_bufq_cur *cur, uint64_t off, uint32_t len,
+                       void *dst);
 /* Copy len bytes from the front to dst and drop them (recv). len <= bytes. */
 void hp__tcp_bufq_read(struct hp__tcp_bufq *q, void *dst, uint32_t len);
 /* Detach the head buffer (recv_buf): the caller owns it (a one-segment
@@ -253,6 +265,7 @@ struct hp__tcp_ctr {     /* the rare ones */
 #define HP__TCPS_QUEUES_rxtx                                                               \
     struct hp__tcp_bufq sndq;    /* unacknowledged user bytes, sent and unsent */          \
     struct hp__tcp_bufq rcvq;    /* in-order bytes not yet read */
+#define HP__TCPS_SNDCUR_tx struct hp__tcp_bufq_cur sndcur; /* where the last copy from sndq ended */
 #define HP__TCPS_OOO_rx                                                                    \
     struct hp_buf *ooo;          /* out-of-order segments, sorted by sequence, not overlapping; linked \
                                   * through next; each buffer's starting sequence number in its `reserved` field */
@@ -262,16 +275,21 @@ struct hp__tcp_ctr {     /* the rare ones */
 #define HP__TCPS_RCVBUF_rxtx uint32_t rcvbuf; /* limit in bytes on rcvq.bytes + ooo_bytes */
 
 /* timers (tcp_timer.c) */
-#define HP__TCPS_TRTX_tx struct hp__timer t_rtx; /* retransmission, SYN, or persist (HP__TCPF_PERSIST) */
-#define HP__TCPS_TDACK_rx struct hp__timer t_dack; /* delayed ACK */
+#define HP__TCPS_TRTX_cold struct hp__timer t_rtx; /* retransmission, SYN, or persist (HP__TCPF_PERSIST) */
+#define HP__TCPS_TDACK_cold struct hp__timer t_dack; /* delayed ACK */
+#define HP__TCPS_RTXTDUE_tx uint64_t rtx_tdue;   /* due time of t_rtx's heap entry, 0 when not in the heap (tcp_timer.c) */
+#define HP__TCPS_DACKTDUE_rx uint64_t dack_tdue; /* due time of t_dack's heap entry, 0 when not in the heap */
 #define HP__TCPS_DACKDUE_rx uint64_t dack_due; /* when the pending delayed ACK is due: t_dack may be armed earlier (lazy) */
 #define HP__TCPS_TMISC_cold struct hp__timer t_misc; /* keepalive, FIN_WAIT_2, TIME_WAIT */
 #define HP__TCPS_RTXDUE_rxtx uint64_t rtx_due; /* when t_rtx should fire, 0 when stopped: t_rtx may be armed earlier or stale (lazy restart and stop) */
 #define HP__TCPS_PERSIST_rx uint8_t persist_shift; /* persist timer back-off (zeroed by every rtx_stop) */
 #define HP__TCPS_KA_cold uint32_t ka_idle_s, ka_intvl_s, ka_cnt;
 
-/* the route our segments take (chosen at connect / accept) */
-#define HP__TCPS_RT_tx struct hp__route rt;
+/* the route our segments take (chosen at connect / accept; its source
+ * address is key.laddr: hp__tcp_route) */
+#define HP__TCPS_RT_tx                                                                     \
+    struct hp__iface *ifc;                                                                 \
+    uint8_t nexthop[16];
 
 /* the user side */
 #define HP__TCPS_EV_rx struct hp__sock_ev ev;
@@ -297,10 +315,10 @@ struct hp_tcp_sock {
     HP__TCPS_IRS_cold HP__TCPS_RCVNXT_rxtx HP__TCPS_RCVWND_tx HP__TCPS_RCVADV_rxtx
     HP__TCPS_TS_rxtx HP__TCPS_TSNS_rx
     HP__TCPS_RTTCC_rxtx HP__TCPS_RTTSEQ_cold HP__TCPS_LASTSEND_tx HP__TCPS_LASTRCV_rx
-    HP__TCPS_QUEUES_rxtx HP__TCPS_OOO_rx HP__TCPS_OOON_cold HP__TCPS_OOOBYTES_rxtx
+    HP__TCPS_QUEUES_rxtx HP__TCPS_SNDCUR_tx HP__TCPS_OOO_rx HP__TCPS_OOON_cold HP__TCPS_OOOBYTES_rxtx
     HP__TCPS_SNDBUF_tx HP__TCPS_RCVBUF_rxtx
-    HP__TCPS_TRTX_tx HP__TCPS_TDACK_rx HP__TCPS_TMISC_cold HP__TCPS_RTXDUE_rxtx HP__TCPS_DACKDUE_rx
-    HP__TCPS_PERSIST_rx HP__TCPS_KA_cold
+    HP__TCPS_TRTX_cold HP__TCPS_TDACK_cold HP__TCPS_TMISC_cold HP__TCPS_RTXDUE_rxtx HP__TCPS_DACKDUE_rx
+    HP__TCPS_RTXTDUE_tx HP__TCPS_DACKTDUE_rx HP__TCPS_PERSIST_rx HP__TCPS_KA_cold
     HP__TCPS_RT_tx
     HP__TCPS_EV_rx HP__TCPS_ERR_tx
     HP__TCPS_LISTEN_cold
@@ -311,11 +329,11 @@ struct hp_tcp_sock {
     HP_CACHELINE_GROUP_END(demux)
 
     HP_CACHELINE_GROUP_BEGIN(tx)      /* only the transmit path */
-    HP__TCPS_RT_tx HP__TCPS_LASTSEND_tx HP__TCPS_CTRTX_tx
-    HP__TCPS_ERR_tx HP__TCPS_SNDBUF_tx HP__TCPS_RCVWND_tx HP__TCPS_TRTX_tx
+    HP__TCPS_RT_tx HP__TCPS_LASTSEND_tx HP__TCPS_CTRTX_tx HP__TCPS_RTXTDUE_tx HP__TCPS_SNDCUR_tx
+    HP__TCPS_ERR_tx HP__TCPS_SNDBUF_tx HP__TCPS_RCVWND_tx
     HP_CACHELINE_GROUP_END(tx)
 
-    HP_CACHELINE_GROUP_BEGIN(rxtx)    /* both paths; rtt and cc last: the transmit path reads only rtt.rto_us and cc.cwnd */
+    HP_CACHELINE_GROUP_BEGIN(rxtx)    /* both paths; rcvq, rtt and cc last: the transmit path reads only rcvq.bytes, rtt.rto_us and cc.cwnd */
     HP__TCPS_SND_rxtx HP__TCPS_RCVNXT_rxtx HP__TCPS_RCVADV_rxtx HP__TCPS_RMSS_rxtx HP__TCPS_MSSEFF_rxtx
     HP__TCPS_TS_rxtx HP__TCPS_OOOBYTES_rxtx HP__TCPS_RCVBUF_rxtx
     HP__TCPS_RTXDUE_rxtx HP__TCPS_QUEUES_rxtx HP__TCPS_RTTCC_rxtx
@@ -323,12 +341,12 @@ struct hp_tcp_sock {
 
     HP_CACHELINE_GROUP_BEGIN(rx)      /* only the receive path */
     HP__TCPS_SNDWL_rx HP__TCPS_RTXCNT_rx HP__TCPS_PERSIST_rx HP__TCPS_TSNS_rx
-    HP__TCPS_LASTRCV_rx HP__TCPS_DACKDUE_rx HP__TCPS_TDACK_rx HP__TCPS_OOO_rx HP__TCPS_EV_rx HP__TCPS_CTRRX_rx
+    HP__TCPS_LASTRCV_rx HP__TCPS_DACKDUE_rx HP__TCPS_DACKTDUE_rx HP__TCPS_OOO_rx HP__TCPS_EV_rx HP__TCPS_CTRRX_rx
     HP_CACHELINE_GROUP_END(rx)
 
-    /* cold: the handshake, listeners, keepalive, rare timers and counters */
+    /* cold: the handshake, listeners, keepalive, the timers themselves, rare counters */
     HP__TCPS_ISS_cold HP__TCPS_IRS_cold HP__TCPS_OOON_cold HP__TCPS_RTTSEQ_cold
-    HP__TCPS_KA_cold HP__TCPS_TMISC_cold HP__TCPS_LISTEN_cold HP__TCPS_CTR_cold
+    HP__TCPS_KA_cold HP__TCPS_TRTX_cold HP__TCPS_TDACK_cold HP__TCPS_TMISC_cold HP__TCPS_LISTEN_cold HP__TCPS_CTR_cold
 #endif
 } __attribute__((aligned(HP_CACHELINE_SIZE))); /* allocated with aligned_alloc(64) by hp__tcp_conn_new */
 
@@ -345,6 +363,7 @@ struct hp__tcp_listenq {
 /* The stack's TCP state (s->sock->tcp). */
 struct hp__tcp_state {
     struct hp_tcp_config cfg;     /* defaults filled in */
+    struct hp__tcp_rtt_cfg rtt_cfg; /* cfg's RTO bounds, for the estimators */
     struct hp__tcp_table *table;
     struct hp__tcp_secret secret; /* ISNs, cookies, timestamp offsets */
     struct hp_tcp_sock *all;      /* every TCP socket (anext/aprev) */
@@ -355,6 +374,19 @@ struct hp__tcp_state {
 static inline struct hp__tcp_state *hp__tcp(struct hp_stack *s)
 {
     return s->sock->tcp;
+}
+
+/* The route of c's segments: its interface and next hop, from key.laddr. */
+static inline void hp__tcp_route(const struct hp_tcp_sock *c, struct hp__route *rt)
+{
+    rt->ifc = c->ifc;
+    memcpy(rt->src, c->key.laddr, sizeof rt->src);
+    memcpy(rt->nexthop, c->nexthop, sizeof rt->nexthop);
+}
+
+static inline const struct hp__tcp_rtt_cfg *hp__tcp_rtt_cfg_of(const struct hp_tcp_sock *c)
+{
+    return &hp__tcp(c->s)->rtt_cfg;
 }
 
 static inline uint32_t hp__tcp_ts_now(const struct hp_tcp_sock *c)
@@ -529,6 +561,8 @@ void hp__tcp_rtx_ensure(struct hp_tcp_sock *c);
 void hp__tcp_rtx_stop(struct hp_tcp_sock *c);
 /* Enter the persist state (window zero, data waiting). */
 void hp__tcp_persist_start(struct hp_tcp_sock *c);
+/* Take t_rtx, t_dack and t_misc out of the heap (teardown). */
+void hp__tcp_timers_cancel(struct hp_tcp_sock *c);
 /* Arm t_dack for delack_ms unless armed. */
 void hp__tcp_dack_arm(struct hp_tcp_sock *c);
 /* Enter TIME_WAIT (sets the state, stops rtx/dack, arms t_misc for

@@ -24,7 +24,7 @@
  * Transmit: hp_tcp_send (error, state, send queue append) -> hp__tcp_output
  * (restart after idle check, windows, Nagle) -> xmit (header, window,
  * timestamps, checksum, route, the delayed ACK it carries: a flag cleared) ->
- * hp__tcp_rtx_ensure (timer armed).
+ * hp__tcp_rtx_ensure (timer armed: rtx_tdue, the heap entry's due time).
  *
  * A member of a nested struct is named when a path touches only it
  * (rtt.rto_us); a whole struct when the path's functions touch all of it.
@@ -37,15 +37,15 @@
     X(last_ack_sent) X(snd_una) X(snd_max) X(max_snd_wnd) X(snd_nxt) X(snd_wnd)            \
     X(snd_wl1) X(snd_wl2) X(sndq) X(st_rx) X(rtx_count) X(ts_offset) X(rtt) X(smss)        \
     X(cc) X(persist_shift) X(rtx_due) X(ooo) X(rcvq) X(rcvbuf) X(ooo_bytes) X(rmss)          \
-    X(segs_unacked) X(t_dack) X(dack_due) X(ev) X(mss_eff)
+    X(segs_unacked) X(dack_tdue) X(dack_due) X(ev) X(mss_eff)
 
 #define HP__TCP_TX_FIELDS(X)                                                               \
-    X(err) X(state) X(flags) X(sndbuf) X(sndq) X(rt.ifc) X(s) X(snd_una) X(snd_nxt)        \
+    X(err) X(state) X(flags) X(sndbuf) X(sndq) X(sndcur) X(ifc) X(s) X(snd_una) X(snd_nxt)        \
     X(snd_max) X(last_send_ns) X(rtt.rto_us) X(snd_wnd) X(cc.cwnd) X(mss_eff)              \
     X(rcv_wscale) X(rcvq.bytes) X(ooo_bytes) X(rcvbuf) X(rcv_adv) X(rcv_nxt) X(rmss)       \
-    X(key.lport) X(key.rport) X(key.raddr) X(ts_offset) X(ts_recent) X(family)             \
-    X(rt.src) X(rt.nexthop) X(rcv_wnd) X(last_ack_sent) X(segs_unacked)                    \
-    X(st_tx) X(t_rtx) X(rtx_due)
+    X(key.lport) X(key.rport) X(key.laddr) X(key.raddr) X(ts_offset) X(ts_recent) X(family)             \
+    X(nexthop) X(rcv_wnd) X(last_ack_sent) X(segs_unacked)                    \
+    X(st_tx) X(rtx_tdue) X(rtx_due)
 
 /* One touched field: its offset and size in the compiled layout. */
 struct hp__tcp_field_span {

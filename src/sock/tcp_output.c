@@ -169,7 +169,7 @@ static int ip_send(struct hp_stack *s, const struct hp__route *rt, int family, c
 static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
 {
     struct hp_stack *s = c->s;
-    struct hp_buf *b = hp__alloc(c->rt.ifc);
+    struct hp_buf *b = hp__alloc(c->ifc);
     if (!b) {
         hp__ctr(s, HP_CTR_TCP_NO_BUFFERS);
         return -ENOBUFS;
@@ -184,7 +184,7 @@ static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
     uint32_t tot = hlen + len;
     uint8_t *h = hp_buf_append(b, tot);
     if (len)
-        hp__tcp_bufq_copy(&c->sndq, c->sndq.start + (uint32_t)(seq - hp__tcp_sndq_seq(c)), len, h + hlen);
+        hp__tcp_bufq_copy(&c->sndq, &c->sndcur, c->sndq.start + (uint32_t)(seq - hp__tcp_sndq_seq(c)), len, h + hlen);
 
     uint32_t wnd_bytes;
     uint16_t wnd = window_field(c, &wnd_bytes);
@@ -205,8 +205,8 @@ static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
         hp_put_be32(h + 24, hp__tcp_ts_now(c));
         hp_put_be32(h + 28, c->ts_recent);
     }
-    uint32_t sum = c->family == 4 ? hp_cksum_pseudo_ipv4(c->rt.src, c->key.raddr, 6, (uint16_t)tot)
-                                  : hp_cksum_pseudo_ipv6(c->rt.src, c->key.raddr, 6, tot);
+    uint32_t sum = c->family == 4 ? hp_cksum_pseudo_ipv4(c->key.laddr, c->key.raddr, 6, (uint16_t)tot)
+                                  : hp_cksum_pseudo_ipv6(c->key.laddr, c->key.raddr, 6, tot);
     uint16_t ck = hp_cksum_fold(hp_cksum_partial(h, tot, sum));
     memcpy(h + 16, &ck, 2);
 
@@ -215,7 +215,9 @@ static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
      * nor is a zero window probe (counted on its own). */
     bool rtx = (len || (fl & HP_TCP_F_FIN)) && hp__seq_lt(seq, c->snd_max) &&
                !(c->flags & HP__TCPF_PERSIST);
-    int rc = ip_send(s, &c->rt, c->family, c->key.raddr, b);
+    struct hp__route rt;
+    hp__tcp_route(c, &rt);
+    int rc = ip_send(s, &rt, c->family, c->key.raddr, b);
     if (rc < 0)
         return rc;
     if (fl & HP_TCP_F_ACK)
@@ -470,8 +472,10 @@ int hp__tcp_send_syn(struct hp_tcp_sock *c)
     }
     /* A SYN was sent before when the timer runs (the timer itself re-arms
      * before it resends). */
-    bool again = hp__timer_armed(&c->t_rtx) && c->rtx_due != 0;
-    int rc = emit_send(c->s, &c->rt, c->family, c->key.raddr, &r);
+    bool again = c->rtx_tdue != 0 && c->rtx_due != 0;
+    struct hp__route rt;
+    hp__tcp_route(c, &rt);
+    int rc = emit_send(c->s, &rt, c->family, c->key.raddr, &r);
     /* The SYN is outstanding from now on, sent or not: the timer resends it. */
     c->snd_max = c->iss + 1;
     c->snd_nxt = c->iss + 1;
@@ -550,7 +554,7 @@ void hp__tcp_challenge_ack(struct hp_tcp_sock *c)
 
 void hp__tcp_send_rst(struct hp_tcp_sock *c)
 {
-    if (c->state == HP_TCP_CLOSED || c->state == HP_TCP_LISTEN || !c->rt.ifc)
+    if (c->state == HP_TCP_CLOSED || c->state == HP_TCP_LISTEN || !c->ifc)
         return;
     struct hp_tcp_repr r;
     memset(&r, 0, sizeof r);
@@ -564,7 +568,9 @@ void hp__tcp_send_rst(struct hp_tcp_sock *c)
         r.opt.ts_val = hp__tcp_ts_now(c);
         r.opt.ts_ecr = c->ts_recent;
     }
-    if (emit_send(c->s, &c->rt, c->family, c->key.raddr, &r) == 0) {
+    struct hp__route rt;
+    hp__tcp_route(c, &rt);
+    if (emit_send(c->s, &rt, c->family, c->key.raddr, &r) == 0) {
         hp__ctr(c->s, HP_CTR_TCP_OUT_RSTS);
         c->st_tx.segs_out++;
     }

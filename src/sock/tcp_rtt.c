@@ -24,24 +24,21 @@ int hp__tcp_rtt_init(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg)
         return -EINVAL;
     *r = (struct hp__tcp_rtt){
         .rto_us = cfg->initial_rto_us,
-        .min_rto_us = cfg->min_rto_us,
-        .max_rto_us = cfg->max_rto_us,
-        .g_us = cfg->granularity_us,
     };
     return 0;
 }
 
-static uint32_t clamp_rto(const struct hp__tcp_rtt *r, uint64_t rto)
+static uint32_t clamp_rto(const struct hp__tcp_rtt_cfg *cfg, uint64_t rto)
 {
-    if (rto < r->min_rto_us)
-        return r->min_rto_us;
-    if (rto > r->max_rto_us)
-        return r->max_rto_us;
+    if (rto < cfg->min_rto_us)
+        return cfg->min_rto_us;
+    if (rto > cfg->max_rto_us)
+        return cfg->max_rto_us;
     return (uint32_t)rto;
 }
 
 /* One update with gains alpha / n and beta / n (n = 1: RFC 6298 2.3). */
-static void update(struct hp__tcp_rtt *r, uint32_t rtt_us, uint32_t n)
+static void update(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg, uint32_t rtt_us, uint32_t n)
 {
     if (rtt_us > HP__TCP_RTT_SAMPLE_MAX_US)
         rtt_us = HP__TCP_RTT_SAMPLE_MAX_US;
@@ -63,21 +60,22 @@ static void update(struct hp__tcp_rtt *r, uint32_t rtt_us, uint32_t n)
         r->srtt8 = (uint32_t)srtt8;
     }
     /* RTO = SRTT + max(G, K * RTTVAR), rounded up to whole us. */
-    uint64_t var8 = HP__TCP_RTO_K * (uint64_t)r->rttvar8, g8 = (uint64_t)r->g_us * 8;
+    uint64_t var8 = HP__TCP_RTO_K * (uint64_t)r->rttvar8, g8 = (uint64_t)cfg->granularity_us * 8;
     uint64_t rto = ((uint64_t)r->srtt8 + (var8 > g8 ? var8 : g8) + 7) / 8;
-    r->rto_us = clamp_rto(r, rto);
+    r->rto_us = clamp_rto(cfg, rto);
     r->backoff = 0; /* RFC 6298 section 5, after 5.7: a new sample collapses the back-off */
 }
 
-int hp__tcp_rtt_sample(struct hp__tcp_rtt *r, uint32_t rtt_us, bool retransmitted)
+int hp__tcp_rtt_sample(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg, uint32_t rtt_us, bool retransmitted)
 {
     if (retransmitted)
         return 0; /* Karn's algorithm, RFC 6298 section 3 */
-    update(r, rtt_us, 1);
+    update(r, cfg, rtt_us, 1);
     return 1;
 }
 
-void hp__tcp_rtt_sample_ts(struct hp__tcp_rtt *r, uint32_t rtt_us, uint32_t flight, uint32_t smss)
+void hp__tcp_rtt_sample_ts(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg, uint32_t rtt_us, uint32_t flight,
+                           uint32_t smss)
 {
     uint32_t n = 1;
     if (smss) {
@@ -86,21 +84,21 @@ void hp__tcp_rtt_sample_ts(struct hp__tcp_rtt *r, uint32_t rtt_us, uint32_t flig
         if (e > 1)
             n = (uint32_t)e;
     }
-    update(r, rtt_us, n);
+    update(r, cfg, rtt_us, n);
 }
 
-void hp__tcp_rtt_timeout(struct hp__tcp_rtt *r)
+void hp__tcp_rtt_timeout(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg)
 {
     /* RFC 6298 5.5: back off; the cap of section 2.5 applies. */
-    r->rto_us = clamp_rto(r, 2 * (uint64_t)r->rto_us);
+    r->rto_us = clamp_rto(cfg, 2 * (uint64_t)r->rto_us);
     if (r->backoff < UINT16_MAX)
         r->backoff++;
 }
 
-void hp__tcp_rtt_established(struct hp__tcp_rtt *r, bool syn_timed_out)
+void hp__tcp_rtt_established(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg, bool syn_timed_out)
 {
     if (syn_timed_out) {
-        r->rto_us = clamp_rto(r, HP__TCP_RTO_SYN_US);
+        r->rto_us = clamp_rto(cfg, HP__TCP_RTO_SYN_US);
         r->backoff = 0;
     }
 }

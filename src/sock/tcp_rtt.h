@@ -50,12 +50,12 @@ struct hp__tcp_rtt_cfg {
  * (every RTO is capped far below it anyway). */
 #define HP__TCP_RTT_SAMPLE_MAX_US 500000000u
 
-/* 28 bytes: it sits in every connection's hot lines (tcp_internal.h). */
+/* 16 bytes: it sits in every connection's hot lines (tcp_internal.h). The
+ * bounds and G are the configuration's (one per stack), passed to every call. */
 struct hp__tcp_rtt {
     uint32_t srtt8;          /* SRTT, in 1/8 us */
     uint32_t rttvar8;        /* RTTVAR, in 1/8 us */
     uint32_t rto_us;         /* the RTO to arm the timer with (back-off included) */
-    uint32_t min_rto_us, max_rto_us, g_us;
     uint16_t backoff;        /* timeouts since the last valid sample */
     bool has_sample;         /* SRTT and RTTVAR hold a measurement */
 };
@@ -65,7 +65,8 @@ void hp__tcp_rtt_cfg_default(struct hp__tcp_rtt_cfg *cfg);
 
 /**
  * Start an estimator: no sample, RTO = cfg->initial_rto_us (RFC 6298 2.1).
- * cfg NULL means the defaults.
+ * cfg NULL means the defaults. The estimator keeps no copy of cfg: every
+ * later call takes the same configuration again (never NULL).
  *
  * Returns 0, or -EINVAL (r untouched) unless
  * 0 < min_rto_us <= initial_rto_us <= max_rto_us and
@@ -89,7 +90,7 @@ int hp__tcp_rtt_init(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg);
  *
  * Returns 1 when the sample was used, 0 when Karn's rule discarded it.
  */
-int hp__tcp_rtt_sample(struct hp__tcp_rtt *r, uint32_t rtt_us, bool retransmitted);
+int hp__tcp_rtt_sample(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg, uint32_t rtt_us, bool retransmitted);
 
 /**
  * A sample from the timestamps option (RFC 7323 section 4): rtt_us = now -
@@ -111,14 +112,15 @@ int hp__tcp_rtt_sample(struct hp__tcp_rtt *r, uint32_t rtt_us, bool retransmitte
  * smss: the sender MSS. ExpectedSamples is at least 1 (also for smss 0).
  * The first sample follows section 2.2 as above. Always used.
  */
-void hp__tcp_rtt_sample_ts(struct hp__tcp_rtt *r, uint32_t rtt_us, uint32_t flight, uint32_t smss);
+void hp__tcp_rtt_sample_ts(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg, uint32_t rtt_us, uint32_t flight,
+                           uint32_t smss);
 
 /**
  * The retransmission timer expired (RFC 6298 section 5.5): RTO doubles, up
  * to the maximum, until a valid sample arrives. Call once per expiry,
  * before re-arming the timer with hp__tcp_rtt_rto(r).
  */
-void hp__tcp_rtt_timeout(struct hp__tcp_rtt *r);
+void hp__tcp_rtt_timeout(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg);
 
 /**
  * The handshake completed (RFC 6298 section 5.7): if the timer expired
@@ -127,7 +129,7 @@ void hp__tcp_rtt_timeout(struct hp__tcp_rtt *r);
  * rule is meant for initial RTOs below 3 s, which ours are. Otherwise no
  * change.
  */
-void hp__tcp_rtt_established(struct hp__tcp_rtt *r, bool syn_timed_out);
+void hp__tcp_rtt_established(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg, bool syn_timed_out);
 
 /* The RTO to arm the retransmission timer with, in us. */
 static inline uint32_t hp__tcp_rtt_rto(const struct hp__tcp_rtt *r)

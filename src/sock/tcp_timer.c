@@ -43,6 +43,32 @@ static const struct hp_tcp_config *cfg_of(const struct hp_tcp_sock *c)
     return &hp__tcp(c->s)->cfg;
 }
 
+/* ---- the heap entries ---------------------------------------------------------- */
+
+/* t_rtx and t_dack sit with the cold fields: the fast path reads only
+ * rtx_tdue / dack_tdue, the due time of the heap entry (0: not in the
+ * heap), kept here on every arm, fire and cancel. */
+static void rtx_arm(struct hp_tcp_sock *c, uint64_t due)
+{
+    if (hp__timer_arm(c->s, &c->t_rtx, due) == 0)
+        c->rtx_tdue = due;
+}
+
+static void dack_arm(struct hp_tcp_sock *c, uint64_t due)
+{
+    if (hp__timer_arm(c->s, &c->t_dack, due) == 0)
+        c->dack_tdue = due;
+}
+
+void hp__tcp_timers_cancel(struct hp_tcp_sock *c)
+{
+    hp__timer_cancel(c->s, &c->t_rtx);
+    hp__timer_cancel(c->s, &c->t_dack);
+    hp__timer_cancel(c->s, &c->t_misc);
+    c->rtx_tdue = 0;
+    c->dack_tdue = 0;
+}
+
 /* ---- retransmission timer ------------------------------------------------------ */
 
 void hp__tcp_rtx_restart(struct hp_tcp_sock *c)
@@ -54,11 +80,11 @@ void hp__tcp_rtx_restart(struct hp_tcp_sock *c)
         /* Data outstanding again: the timer times it, not the window. */
         c->flags &= ~HP__TCPF_PERSIST;
         c->persist_shift = 0;
-        (void)hp__timer_arm(s, &c->t_rtx, due);
+        rtx_arm(c, due);
         return;
     }
-    if (!hp__timer_armed(&c->t_rtx) || c->t_rtx.due > due)
-        (void)hp__timer_arm(s, &c->t_rtx, due);
+    if (c->rtx_tdue == 0 || c->rtx_tdue > due)
+        rtx_arm(c, due);
 }
 
 void hp__tcp_rtx_ensure(struct hp_tcp_sock *c)
@@ -80,20 +106,20 @@ void hp__tcp_rtx_stop(struct hp_tcp_sock *c)
  * (RFC 9293 3.8.6.1: exponential back-off, as for retransmissions). */
 static uint64_t persist_ns(const struct hp_tcp_sock *c)
 {
-    uint64_t max = (uint64_t)c->rtt.max_rto_us * 1000u;
+    uint64_t max = (uint64_t)hp__tcp_rtt_cfg_of(c)->max_rto_us * 1000u;
     uint64_t t = rto_ns(c) << c->persist_shift;
     return t < max ? t : max;
 }
 
 void hp__tcp_persist_start(struct hp_tcp_sock *c)
 {
-    if ((c->flags & HP__TCPF_PERSIST) && hp__timer_armed(&c->t_rtx))
+    if ((c->flags & HP__TCPF_PERSIST) && c->rtx_tdue != 0)
         return;
     c->flags |= HP__TCPF_PERSIST;
     c->flags &= ~HP__TCPF_RTT_TIMING;
     c->persist_shift = 0;
     c->rtx_count = 0; /* from now on: probes the peer has not answered */
-    (void)hp__timer_arm(c->s, &c->t_rtx, c->s->now + persist_ns(c));
+    rtx_arm(c, c->s->now + persist_ns(c));
 }
 
 static void persist_fire(struct hp_tcp_sock *c)
@@ -133,7 +159,7 @@ static void persist_fire(struct hp_tcp_sock *c)
         c->rtx_count++;
     if (c->persist_shift < PERSIST_SHIFT_MAX)
         c->persist_shift++;
-    (void)hp__timer_arm(s, &c->t_rtx, s->now + persist_ns(c));
+    rtx_arm(c, s->now + persist_ns(c));
 }
 
 /* ---- the retransmission timeout ------------------------------------------------ */
@@ -141,6 +167,7 @@ static void persist_fire(struct hp_tcp_sock *c)
 void hp__tcp_timer_rtx(struct hp_stack *s, void *arg)
 {
     struct hp_tcp_sock *c = arg;
+    c->rtx_tdue = 0; /* out of the heap */
     if (c->flags & HP__TCPF_PERSIST) {
         persist_fire(c);
         return;
@@ -149,7 +176,7 @@ void hp__tcp_timer_rtx(struct hp_stack *s, void *arg)
         return; /* stopped since it was armed (lazy stop) */
     if (s->now < c->rtx_due) {
         /* Restarted since it was armed (lazy restart). */
-        (void)hp__timer_arm(s, &c->t_rtx, c->rtx_due);
+        rtx_arm(c, c->rtx_due);
         return;
     }
     const struct hp_tcp_config *cfg = cfg_of(c);
@@ -163,7 +190,7 @@ void hp__tcp_timer_rtx(struct hp_stack *s, void *arg)
         }
         c->rtx_count++;
         c->flags |= HP__TCPF_SYN_LOST; /* RFC 5681 3.1 / RFC 6298 5.7 when established */
-        hp__tcp_rtt_timeout(&c->rtt);
+        hp__tcp_rtt_timeout(&c->rtt, hp__tcp_rtt_cfg_of(c));
         hp__ctr(s, HP_CTR_TCP_SYN_RETRANS);
         hp__tcp_rtx_restart(c);
         (void)hp__tcp_send_syn(c);
@@ -204,7 +231,7 @@ void hp__tcp_timer_rtx(struct hp_stack *s, void *arg)
      * allows resending everything not acknowledged). The FIN, if it was
      * outstanding, goes again after the last byte: hp__tcp_output sends
      * it whenever snd_nxt has not passed it. */
-    hp__tcp_rtt_timeout(&c->rtt);
+    hp__tcp_rtt_timeout(&c->rtt, hp__tcp_rtt_cfg_of(c));
     hp__tcp_cc_on_timeout(&c->cc, c->snd_una, c->snd_max, c->mss_eff, c->rtx_count > 0);
     c->snd_nxt = c->snd_una;
     c->flags &= ~HP__TCPF_RTT_TIMING; /* Karn: nothing sent before is timed */
@@ -224,17 +251,18 @@ void hp__tcp_dack_arm(struct hp_tcp_sock *c)
     uint64_t due = c->s->now + ms * NS_PER_MS;
     c->dack_due = due;
     /* A stale entry (lazily cancelled) due before then re-arms itself. */
-    if (!hp__timer_armed(&c->t_dack) || c->t_dack.due > due)
-        (void)hp__timer_arm(c->s, &c->t_dack, due);
+    if (c->dack_tdue == 0 || c->dack_tdue > due)
+        dack_arm(c, due);
 }
 
 void hp__tcp_timer_dack(struct hp_stack *s, void *arg)
 {
     struct hp_tcp_sock *c = arg;
+    c->dack_tdue = 0; /* out of the heap */
     if (!(c->flags & HP__TCPF_DACK))
         return; /* the ACK went with a segment since (lazy cancel) */
     if (s->now < c->dack_due) {
-        (void)hp__timer_arm(s, &c->t_dack, c->dack_due);
+        dack_arm(c, c->dack_due);
         return;
     }
     if (hp__tcp_send_ack(c) == 0)
@@ -353,8 +381,8 @@ void hp__tcp_time_wait(struct hp_tcp_sock *c)
         c->flags |= HP__TCPF_ACK_NOW;
     c->flags &= ~(HP__TCPF_DACK | HP__TCPF_RTT_TIMING);
     hp__tcp_rtx_stop(c);
-    if (hp__timer_armed(&c->t_dack))
-        hp__timer_cancel(s, &c->t_dack);
+    hp__timer_cancel(s, &c->t_dack);
+    c->dack_tdue = 0;
     /* Nothing the user could still read goes: the receive queue stays.
      * (Our side is all acknowledged; no data can follow the peer's FIN,
      * so the out-of-order list holds nothing worth keeping.) */

@@ -653,7 +653,7 @@ HP_TEST(tcp_life_active_data_and_close)
     HP_CHECK_EQ(hp_tcp_poll(t), HP_EV_OUT);
 
     /* Data in the receive queue (as tcp_input puts it there). */
-    struct hp_pool *pool = t->rt.ifc->pool;
+    struct hp_pool *pool = t->ifc->pool;
     uint8_t msg[100];
     for (int i = 0; i < 100; i++)
         msg[i] = (uint8_t)i;
@@ -719,7 +719,7 @@ HP_TEST(tcp_life_close_with_unread_data_resets)
     t->snd_una = t->snd_nxt = t->snd_max = t->iss + 1;
     HP_REQUIRE_EQ(hp__tcp_established(t), 0);
     uint8_t msg[10] = {0};
-    HP_REQUIRE_EQ(hp__tcp_bufq_append(&t->rcvq, t->rt.ifc->pool, msg, 10), 10);
+    HP_REQUIRE_EQ(hp__tcp_bufq_append(&t->rcvq, t->ifc->pool, msg, 10), 10);
     hp_tcp_close(t);
     HP_CHECK_EQ(nconns(&v), 0);
     HP_CHECK_EQ(hp_stack_counter(v.s, HP_CTR_TCP_ABORT_ON_CLOSE), 1);
@@ -761,7 +761,7 @@ HP_TEST(tcp_api_destroy_with_sockets_open)
         struct hp_sockaddr r = i & 1 ? sa(6, IP6[1], 80) : sa(4, IP4[1], 80);
         HP_REQUIRE_EQ(hp_tcp_connect(t, &r), -EINPROGRESS);
         HP_CHECK_GT(hp_tcp_send(t, data, sizeof data), 0);
-        HP_CHECK_EQ(hp__tcp_bufq_append(&t->rcvq, t->rt.ifc->pool, data, 3000), 3000);
+        HP_CHECK_EQ(hp__tcp_bufq_append(&t->rcvq, t->ifc->pool, data, 3000), 3000);
     }
     hp_tcp_open(v.s, 4, NULL);
     HP_CHECK_GT(hp_pools_in_use(), 0);

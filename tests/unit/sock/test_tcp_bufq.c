@@ -57,29 +57,36 @@ static void unref(struct hp_buf *b)
 static int invariants(const struct hp__tcp_bufq *q)
 {
     uint32_t n = 0, bytes = 0;
-    bool cur_found = q->cur == NULL;
-    uint64_t pos = q->start;
     const struct hp_buf *last = NULL;
     for (const struct hp_buf *b = q->head; b; b = b->next) {
         if (b->data_len == 0)
             return 1;
-        if (b == q->cur) {
-            if (q->cur_off != pos)
-                return 2;
-            cur_found = true;
-        }
         n++;
         bytes += b->data_len;
-        pos += b->data_len;
         last = b;
         if (n > 1000000)
             return 3;
     }
-    if (last != q->tail || n != q->nbufs || bytes != q->bytes || !cur_found)
+    if (last != q->tail || n != q->nbufs || bytes != q->bytes)
         return 4;
     if ((q->head == NULL) != (q->bytes == 0))
         return 5;
     return 0;
+}
+
+/* A cursor at or past the queue's start names a queued buffer beginning at
+ * its offset (a stale one, before start, is never followed). */
+static int cursor_ok(const struct hp__tcp_bufq *q, const struct hp__tcp_bufq_cur *cur)
+{
+    if (!cur->b || cur->off < q->start)
+        return 0;
+    uint64_t pos = q->start;
+    for (const struct hp_buf *b = q->head; b; b = b->next) {
+        if (b == cur->b)
+            return pos == cur->off ? 0 : 11;
+        pos += b->data_len;
+    }
+    return 10;
 }
 
 /* Compare the queue's whole content with ref (q->bytes bytes), copying
@@ -87,7 +94,7 @@ static int invariants(const struct hp__tcp_bufq *q)
 static bool same_as(struct hp__tcp_bufq *q, const uint8_t *ref)
 {
     uint8_t *tmp = malloc(q->bytes + 1);
-    hp__tcp_bufq_copy(q, q->start, q->bytes, tmp);
+    hp__tcp_bufq_copy(q, NULL, q->start, q->bytes, tmp);
     bool ok = memcmp(tmp, ref, q->bytes) == 0;
     free(tmp);
     return ok;
@@ -147,7 +154,7 @@ HP_TEST(tcp_bufq_push_read_pop_purge)
     HP_CHECK_EQ(q.bytes, 0);
     HP_CHECK_EQ(q.nbufs, 0);
     HP_CHECK_EQ(q.start, 805);
-    HP_CHECK(q.head == NULL && q.tail == NULL && q.cur == NULL);
+    HP_CHECK(q.head == NULL && q.tail == NULL);
     HP_CHECK_EQ(hp_pool_in_use(p), 0);
     hp__tcp_bufq_purge(&q); /* purging an empty queue is fine */
     HP_CHECK_EQ(invariants(&q), 0);
@@ -377,6 +384,7 @@ HP_TEST(tcp_bufq_copy_arbitrary_offsets)
     hp__tcp_bufq_init(&q);
     uint32_t total = fill_assorted(&q, p, src, sizeof src, &rng);
     HP_REQUIRE_EQ(total, sizeof src);
+    struct hp__tcp_bufq_cur cur = {0};
     /* Random ranges, forwards and backwards of the cursor. */
     for (int i = 0; i < 2000; i++) {
         uint64_t off = hp_test_rand(&rng) % total;
@@ -384,7 +392,7 @@ HP_TEST(tcp_bufq_copy_arbitrary_offsets)
         if (off + len > total)
             len = (uint32_t)(total - off);
         memset(dst, 0xEE, len + 1);
-        hp__tcp_bufq_copy(&q, off, len, dst);
+        hp__tcp_bufq_copy(&q, &cur, off, len, dst);
         if (memcmp(dst, src + off, len) != 0)
             hp_test_fail(__FILE__, __LINE__, "copy of [%llu, +%u) differs", (unsigned long long)off, len);
         HP_CHECK_EQ(dst[len], 0xEE); /* nothing past the range */
@@ -392,11 +400,11 @@ HP_TEST(tcp_bufq_copy_arbitrary_offsets)
         HP_STOP_IF_FAILED();
     }
     /* The whole queue, the last byte, nothing. */
-    hp__tcp_bufq_copy(&q, 0, total, dst);
+    hp__tcp_bufq_copy(&q, &cur, 0, total, dst);
     HP_CHECK_MEMEQ(dst, src, total);
-    hp__tcp_bufq_copy(&q, total - 1, 1, dst);
+    hp__tcp_bufq_copy(&q, &cur, total - 1, 1, dst);
     HP_CHECK_EQ(dst[0], src[total - 1]);
-    hp__tcp_bufq_copy(&q, 5, 0, dst);
+    hp__tcp_bufq_copy(&q, &cur, 5, 0, dst);
     HP_CHECK_EQ(invariants(&q), 0);
     hp__tcp_bufq_purge(&q);
     pool_done(p);
@@ -417,6 +425,7 @@ HP_TEST(tcp_bufq_copy_cursor_path)
     hp__tcp_bufq_init(&q);
     uint32_t appended = hp__tcp_bufq_append(&q, p, src, 262144);
     HP_REQUIRE_EQ(appended, 262144);
+    struct hp__tcp_bufq_cur cur = {0};
     uint64_t nxt = 0; /* stream offset of the next byte to send */
     const uint32_t mss = 1448;
     int rounds = 0;
@@ -425,19 +434,20 @@ HP_TEST(tcp_bufq_copy_cursor_path)
         uint32_t len = mss;
         if (nxt + len > q.start + q.bytes)
             len = (uint32_t)(q.start + q.bytes - nxt);
-        hp__tcp_bufq_copy(&q, nxt, len, seg);
+        hp__tcp_bufq_copy(&q, &cur, nxt, len, seg);
         if (memcmp(seg, src + nxt, len) != 0)
             hp_test_fail(__FILE__, __LINE__, "segment at %llu differs", (unsigned long long)nxt);
         nxt += len;
         /* The cursor is on the buffer holding the next byte (or the last
          * buffer, at the end of the queue). */
-        HP_REQUIRE(q.cur != NULL);
+        HP_REQUIRE(cur.b != NULL);
         if (nxt < q.start + q.bytes) {
-            HP_CHECK_LE(q.cur_off, nxt);
-            HP_CHECK_LT(nxt, q.cur_off + q.cur->data_len);
+            HP_CHECK_LE(cur.off, nxt);
+            HP_CHECK_LT(nxt, cur.off + cur.b->data_len);
         } else {
-            HP_CHECK(q.cur == q.tail);
+            HP_CHECK(cur.b == q.tail);
         }
+        HP_CHECK_EQ(cursor_ok(&q, &cur), 0);
         HP_CHECK_EQ(invariants(&q), 0);
         /* Now and then the peer acknowledges part of what was sent (the
          * buffer under the cursor included, sometimes), and the user
@@ -460,7 +470,7 @@ HP_TEST(tcp_bufq_copy_cursor_path)
     /* A retransmission from the front after all that. */
     if (q.bytes) {
         uint32_t len = q.bytes < mss ? q.bytes : mss;
-        hp__tcp_bufq_copy(&q, q.start, len, seg);
+        hp__tcp_bufq_copy(&q, &cur, q.start, len, seg);
         HP_CHECK_MEMEQ(seg, src + q.start, len);
     }
     hp__tcp_bufq_purge(&q);
@@ -477,6 +487,7 @@ HP_TEST(tcp_bufq_random_model)
     uint64_t rng = hp_test_seed() ^ 0x5EED;
     struct hp__tcp_bufq q;
     hp__tcp_bufq_init(&q);
+    struct hp__tcp_bufq_cur cur = {0};
     uint64_t end = 0; /* stream offset one past the last byte queued: src[off % size] is byte off */
     for (int i = 0; i < 20000; i++) {
         uint32_t op = (uint32_t)(hp_test_rand(&rng) % 7);
@@ -514,7 +525,7 @@ HP_TEST(tcp_bufq_random_model)
             uint32_t len = (uint32_t)((r >> 32) % sizeof out);
             if (off + len > end)
                 len = (uint32_t)(end - off);
-            hp__tcp_bufq_copy(&q, off, len, out);
+            hp__tcp_bufq_copy(&q, &cur, off, len, out);
             if (memcmp(out, src + off, len) != 0)
                 hp_test_fail(__FILE__, __LINE__, "op %d: copy differs", i);
             break;
@@ -544,12 +555,15 @@ HP_TEST(tcp_bufq_random_model)
         }
         HP_CHECK_EQ(q.start + q.bytes, end);
         int inv = invariants(&q);
+        if (!inv)
+            inv = cursor_ok(&q, &cur);
         if (inv)
             hp_test_fail(__FILE__, __LINE__, "op %d (%u): invariant %d broken", i, op, inv);
         HP_STOP_IF_FAILED();
         if (end > sizeof src - 4096) {
             hp__tcp_bufq_purge(&q);
-            hp__tcp_bufq_init(&q);
+            hp__tcp_bufq_init(&q); /* start back to 0: the cursor starts again with its queue */
+            cur = (struct hp__tcp_bufq_cur){0};
             end = 0;
         }
     }

@@ -17,10 +17,10 @@
  * touches 402 distinct bytes (7 lines at the very least) with the nested
  * structs as they are; the doc says what would take it further.
  */
-#define GROUPED_RX_LINES_MAX 8u
-#define GROUPED_TX_LINES_MAX 6u
-#define CHRONO_RX_LINES 10u
-#define CHRONO_TX_LINES 10u
+#define GROUPED_RX_LINES_MAX 6u
+#define GROUPED_TX_LINES_MAX 5u
+#define CHRONO_RX_LINES 9u
+#define CHRONO_TX_LINES 9u
 
 static const struct hp__tcp_field_span rx_fields[] = {HP__TCP_RX_FIELDS(HP__TCP_FIELD_SPAN)};
 static const struct hp__tcp_field_span tx_fields[] = {HP__TCP_TX_FIELDS(HP__TCP_FIELD_SPAN)};
