@@ -191,3 +191,68 @@ HP_TEST(timer_clock_is_monotonic)
     HP_CHECK_LE(a, b);
     HP_CHECK_EQ(hp_pools_in_use(), 0);
 }
+
+/* Every entry no earlier than its parent (the heap is 4-ary), every armed
+ * timer's slot pointing at its own entry, and its due time the entry's. */
+static bool heap_ok(const struct hp_stack *s)
+{
+    for (uint32_t i = 0; i < s->nheap; i++) {
+        const struct hp__heap_ent *e = &s->heap[i];
+        if (e->t->slot != (int32_t)i || e->t->due != e->due)
+            return false;
+        if (i > 0 && s->heap[(i - 1) / 4].due > e->due)
+            return false;
+    }
+    return true;
+}
+
+HP_TEST(timer_heap_shape_under_random_operations)
+{
+    struct hp_stack *s = hp_stack_create(NULL);
+    HP_REQUIRE(s != NULL);
+    enum { N = 3000 };
+    struct rec *r = calloc(N, sizeof *r);
+    HP_REQUIRE(r != NULL);
+    for (int i = 0; i < N; i++) {
+        r[i].id = i;
+        hp__timer_init(&r[i].t, record, &r[i]);
+    }
+    uint64_t seed = hp_test_seed() ^ 0x4a7;
+    uint64_t t0 = s->now;
+    int armed = 0, ran = 0;
+    norder = 0;
+    for (int op = 0; op < 60000; op++) {
+        struct rec *x = &r[hp_test_rand(&seed) % N];
+        unsigned what = (unsigned)(hp_test_rand(&seed) % 16);
+        if (what < 9) {
+            bool was = hp__timer_armed(&x->t);
+            HP_REQUIRE_EQ(hp__timer_arm(s, &x->t, s->now + hp_test_rand(&seed) % 100000), 0);
+            armed += was ? 0 : 1;
+        } else if (what < 14) {
+            armed -= hp__timer_armed(&x->t) ? 1 : 0;
+            hp__timer_cancel(s, &x->t);
+        } else {
+            s->now += hp_test_rand(&seed) % 20000;
+            int k = hp__timers_run(s);
+            ran += k;
+            armed -= k;
+            /* Nothing left that was due. */
+            HP_CHECK(s->nheap == 0 || s->heap[0].due > s->now);
+        }
+        if (op % 7 == 0)
+            HP_CHECK(heap_ok(s));
+        HP_CHECK_EQ(s->nheap, (uint32_t)armed);
+        HP_STOP_IF_FAILED();
+    }
+    HP_CHECK(heap_ok(s));
+    s->now = t0 + UINT32_MAX;
+    ran += hp__timers_run(s);
+    HP_CHECK_EQ(s->nheap, 0u);
+    int fired = 0;
+    for (int i = 0; i < N; i++)
+        fired += r[i].fired;
+    HP_CHECK_EQ(fired, ran);
+    free(r);
+    hp_stack_destroy(s);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
