@@ -372,5 +372,10 @@ void hp__udp_input(struct hp__iface *ifc, struct hp_buf *b, int family, const ui
 /* A TCP segment, data offset at the TCP header, l3_len set (src/sock/tcp_input.c). Consumes b. */
 void hp__tcp_input(struct hp__iface *ifc, struct hp_buf *b, int family, const uint8_t *src,
                    const uint8_t *dst);
+/* At the start of each poll: arm the delayed ACKs still owed since the
+ * last one (src/sock/tcp_timer.c). */
+void hp__tcp_poll_begin(struct hp_stack *s);
+/* The earliest deadline among them, 0 when there are none. */
+uint64_t hp__tcp_pending_due(const struct hp_stack *s);
 
 #endif

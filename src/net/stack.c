@@ -288,6 +288,7 @@ HP_API int hp_stack_poll(struct hp_stack *s)
     if (!s)
         return -EINVAL;
     s->now = hp__stack_clock(s);
+    hp__tcp_poll_begin(s);
     int work = 0;
     for (int i = 0; i < s->nifaces; i++) {
         struct hp__iface *ifc = s->ifaces[i];
@@ -315,9 +316,15 @@ void hp__stack_set_clock(struct hp_stack *s, uint64_t (*fn)(void *arg), void *ar
 
 HP_API int64_t hp_stack_next_timer_ns(const struct hp_stack *s)
 {
-    if (!s || s->nheap == 0)
+    if (!s)
         return -1;
-    uint64_t due = s->heap[0].due, now = hp__stack_clock(s);
+    /* The heap, and the delayed ACKs the next poll arms (never due at 0). */
+    uint64_t due = hp__tcp_pending_due(s);
+    if (s->nheap > 0 && (due == 0 || s->heap[0].due < due))
+        due = s->heap[0].due;
+    else if (due == 0)
+        return -1;
+    uint64_t now = hp__stack_clock(s);
     return due > now ? (int64_t)(due - now) : 0;
 }
 

@@ -166,6 +166,7 @@ void hp__tcp_fini(struct hp_stack *s)
     while (st->all)
         hp__tcp_conn_free(st->all);
     hp__tcp_table_destroy(st->table);
+    free(st->dack_pend);
     free(st);
     s->sock->tcp = NULL;
 }

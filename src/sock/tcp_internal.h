@@ -163,7 +163,7 @@ struct hp_buf *hp__tcp_bufq_pop(struct hp__tcp_bufq *q);
 
 /* c->flags */
 #define HP__TCPF_ACK_NOW       0x00000001u /* send an ACK at the next hp__tcp_output */
-#define HP__TCPF_DACK          0x00000002u /* an ACK is owed, delayed (t_dack armed) */
+#define HP__TCPF_DACK          0x00000002u /* an ACK is owed, delayed (until dack_due) */
 #define HP__TCPF_NODELAY       0x00000004u /* no Nagle */
 #define HP__TCPF_TS_OK         0x00000008u /* timestamps negotiated */
 #define HP__TCPF_WS_OK         0x00000010u /* window scaling negotiated */
@@ -187,6 +187,7 @@ struct hp_buf *hp__tcp_bufq_pop(struct hp__tcp_bufq *q);
 #define HP__TCPF_ACCEPTED      0x00400000u /* handed to the user by accept (or created by open) */
 #define HP__TCPF_SEND_SPACE    0x00800000u /* the user hit a full send buffer: raise OUT when room is back */
 #define HP__TCPF_ACCQ          0x01000000u /* on parent's accept queue (tcp.c); with a parent and without it: on the SYN queue if linked */
+#define HP__TCPF_DACK_PEND     0x02000000u /* on the stack's dack_pend list: t_dack armed at the next poll if still owed */
 
 /*
  * The connection block's fields, in blocks of fields that share both their
@@ -369,6 +370,11 @@ struct hp__tcp_state {
     struct hp_tcp_sock *all;      /* every TCP socket (anext/aprev) */
     uint32_t nconns;              /* sockets allocated (any state) */
     struct hp__bucket challenge;  /* RFC 5961 7: challenge ACK rate limit */
+    /* Delayed ACKs owed since the last poll began (tcp_timer.c): armed at
+     * the next one unless the application's reply carried them first. */
+    struct hp_tcp_sock **dack_pend;
+    uint32_t ndack_pend, dack_pend_cap;
+    uint64_t dack_pend_due; /* the first one's deadline, the earliest */
 };
 
 static inline struct hp__tcp_state *hp__tcp(struct hp_stack *s)
@@ -563,7 +569,8 @@ void hp__tcp_rtx_stop(struct hp_tcp_sock *c);
 void hp__tcp_persist_start(struct hp_tcp_sock *c);
 /* Take t_rtx, t_dack and t_misc out of the heap (teardown). */
 void hp__tcp_timers_cancel(struct hp_tcp_sock *c);
-/* Arm t_dack for delack_ms unless armed. */
+/* An ACK is owed, delayed (HP__TCPF_DACK just set): due in delack_ms. The
+ * heap entry is armed at the next poll if the ACK is still owed then. */
 void hp__tcp_dack_arm(struct hp_tcp_sock *c);
 /* Enter TIME_WAIT (sets the state, stops rtx/dack, arms t_misc for
  * time_wait_ms); or restart it (a retransmitted FIN arrived, RFC 9293

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* TCP timers: retransmission (RFC 6298, lazily restarted), SYN retries, persist (zero window probes), delayed ACK, keepalive, FIN_WAIT_2 and TIME_WAIT. */
 #include <errno.h>
+#include <stdlib.h>
 
 #include "tcp_internal.h"
 
@@ -23,6 +24,17 @@
  * an entry that fires early re-arms itself for the deadline, a stale one
  * does nothing. A restart or a stop costs a store; the heap moves at most
  * once per deadline.
+ *
+ * Even that is too often for the delayed ACK of a request/response flow:
+ * with thousands of flows each transaction's entry outlives the ACK it was
+ * armed for (a response carries it within microseconds; the entry fires
+ * 40 ms later to find nothing owed), and every insertion and removal sifts
+ * through log2(entries) levels, each writing the slot of a timer in another
+ * connection. So the receive path only records that an ACK is owed
+ * (HP__TCPF_DACK, dack_due) and puts the connection on the stack's
+ * dack_pend list; the next poll, after the application has had its turn
+ * to answer, arms the entries of the ACKs still owed (hp__tcp_poll_begin).
+ * hp_stack_next_timer_ns counts the list's earliest deadline.
  *
  * Every callback may end with the connection freed (hp__tcp_drop,
  * hp__tcp_closed free orphans and unaccepted blocks): they return at once
@@ -60,8 +72,20 @@ static void dack_arm(struct hp_tcp_sock *c, uint64_t due)
         c->dack_tdue = due;
 }
 
+/* Off the dack_pend list (a connection about to be freed). */
+static void dack_unpend(struct hp_tcp_sock *c)
+{
+    struct hp__tcp_state *st = hp__tcp(c->s);
+    c->flags &= ~HP__TCPF_DACK_PEND;
+    for (uint32_t i = 0; i < st->ndack_pend; i++)
+        if (st->dack_pend[i] == c)
+            st->dack_pend[i] = NULL;
+}
+
 void hp__tcp_timers_cancel(struct hp_tcp_sock *c)
 {
+    if (c->flags & HP__TCPF_DACK_PEND)
+        dack_unpend(c);
     hp__timer_cancel(c->s, &c->t_rtx);
     hp__timer_cancel(c->s, &c->t_dack);
     hp__timer_cancel(c->s, &c->t_misc);
@@ -245,14 +269,60 @@ void hp__tcp_timer_rtx(struct hp_stack *s, void *arg)
 
 /* ---- delayed ACK ------------------------------------------------------------------- */
 
+/* Put c on the dack_pend list; false when the list cannot grow. */
+static bool dack_pend(struct hp_tcp_sock *c)
+{
+    struct hp__tcp_state *st = hp__tcp(c->s);
+    if (st->ndack_pend == st->dack_pend_cap) {
+        uint32_t cap = st->dack_pend_cap ? st->dack_pend_cap * 2 : 64;
+        struct hp_tcp_sock **p = realloc(st->dack_pend, (size_t)cap * sizeof *p);
+        if (!p)
+            return false;
+        st->dack_pend = p;
+        st->dack_pend_cap = cap;
+    }
+    if (st->ndack_pend == 0)
+        st->dack_pend_due = c->dack_due;
+    st->dack_pend[st->ndack_pend++] = c;
+    c->flags |= HP__TCPF_DACK_PEND;
+    return true;
+}
+
 void hp__tcp_dack_arm(struct hp_tcp_sock *c)
 {
     uint64_t ms = cfg_of(c)->delack_ms ? cfg_of(c)->delack_ms : 40;
     uint64_t due = c->s->now + ms * NS_PER_MS;
     c->dack_due = due;
-    /* A stale entry (lazily cancelled) due before then re-arms itself. */
-    if (c->dack_tdue == 0 || c->dack_tdue > due)
+    /* An entry already due by then (a stale one, lazily cancelled, or
+     * still to be armed) fires in time and re-arms itself if need be. */
+    if ((c->dack_tdue != 0 && c->dack_tdue <= due) || (c->flags & HP__TCPF_DACK_PEND))
+        return;
+    if (!dack_pend(c))
         dack_arm(c, due);
+}
+
+void hp__tcp_poll_begin(struct hp_stack *s)
+{
+    struct hp__tcp_state *st = s->sock ? hp__tcp(s) : NULL;
+    if (!st || st->ndack_pend == 0)
+        return;
+    /* Nothing here runs user code or frees a connection: the list holds
+     * still. */
+    for (uint32_t i = 0; i < st->ndack_pend; i++) {
+        struct hp_tcp_sock *c = st->dack_pend[i];
+        if (!c)
+            continue; /* freed since */
+        c->flags &= ~HP__TCPF_DACK_PEND;
+        if ((c->flags & HP__TCPF_DACK) && (c->dack_tdue == 0 || c->dack_tdue > c->dack_due))
+            dack_arm(c, c->dack_due);
+    }
+    st->ndack_pend = 0;
+}
+
+uint64_t hp__tcp_pending_due(const struct hp_stack *s)
+{
+    const struct hp__tcp_state *st = s->sock ? s->sock->tcp : NULL;
+    return st && st->ndack_pend ? st->dack_pend_due : 0;
 }
 
 void hp__tcp_timer_dack(struct hp_stack *s, void *arg)

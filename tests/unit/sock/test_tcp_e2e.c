@@ -11,6 +11,7 @@
 
 #include "hp_test.h"
 #include "net/internal.h"
+#include "sock/tcp_internal.h"
 
 static const uint8_t IP4[2][4] = {{198, 18, 0, 1}, {198, 18, 0, 2}};
 static const uint8_t IP6[2][16] = {{0x20, 0x01, 0, 2, [15] = 1}, {0x20, 0x01, 0, 2, [15] = 2}};
@@ -558,4 +559,102 @@ HP_TEST(tcp_e2e_slow_reader_small_window)
     HP_STOP_IF_FAILED();
     fc.seed++;
     slow_reader(&fc, 6);
+}
+
+/*
+ * Request/response: the reply, sent before the next poll, carries the ACK
+ * the request was owed, and the delayed ACK never reaches the timer heap
+ * (tcp_timer.c arms it at the next poll only if still owed). An ACK still
+ * owed then goes after delack_ms; a connection freed while its ACK waits
+ * for the next poll is forgotten by it.
+ */
+HP_TEST(tcp_e2e_reply_before_next_poll_arms_no_delayed_ack)
+{
+    for (int family = 4; family <= 6; family += 2) {
+        struct net n;
+        HP_REQUIRE_EQ(net_up(&n, NULL, NULL), 0);
+        struct hp_tcp_sock *c, *srv, *l;
+        HP_REQUIRE(connect_pair(&n, family, 9, &c, &srv, &l));
+        /* A few exchanges first: the ACKs of the handshake and of the first
+         * data (which announces the scaled window at once) are not this
+         * test's business. */
+        char b[4];
+        for (int r = 0; r < 3; r++) {
+            HP_REQUIRE_EQ(hp_tcp_send(c, "q", 1), 1);
+            net_settle(&n, 1);
+            HP_REQUIRE_EQ(hp_tcp_recv(srv, b, sizeof b), 1);
+            HP_REQUIRE_EQ(hp_tcp_send(srv, "r", 1), 1);
+            hp_stack_poll(n.s[1]); /* sends what the call queued */
+            net_settle(&n, 1);
+            HP_REQUIRE_EQ(hp_tcp_recv(c, b, sizeof b), 1);
+        }
+        net_settle(&n, 100);
+        uint64_t out0[2], dack0[2];
+        for (int i = 0; i < 2; i++) {
+            out0[i] = hp_stack_counter(n.s[i], HP_CTR_TCP_OUT_SEGS);
+            dack0[i] = hp_stack_counter(n.s[i], HP_CTR_TCP_DELAYED_ACKS);
+        }
+        enum { ROUNDS = 200 };
+        int done = 0;
+        for (int r = 0; r < ROUNDS; r++) {
+            HP_REQUIRE_EQ(hp_tcp_send(c, "q", 1), 1);
+            hp_stack_poll(n.s[0]);
+            n.now += 20000;
+            hp_stack_poll(n.s[1]); /* the request: an ACK owed */
+            HP_CHECK(srv->flags & HP__TCPF_DACK);
+            HP_CHECK_GT(hp_stack_next_timer_ns(n.s[1]), 0); /* ... counted in the next deadline */
+            HP_CHECK_EQ(hp_tcp_recv(srv, b, sizeof b), 1);
+            HP_CHECK_EQ(hp_tcp_send(srv, "r", 1), 1); /* carries it */
+            hp_stack_poll(n.s[1]);
+            n.now += 20000;
+            hp_stack_poll(n.s[0]);
+            HP_CHECK_EQ(hp_tcp_recv(c, b, sizeof b), 1);
+            /* The next request, before the next poll, carries this ACK. */
+            HP_CHECK_EQ(srv->dack_tdue, 0u);
+            HP_CHECK_EQ(c->dack_tdue, 0u);
+            HP_STOP_IF_FAILED();
+            done++;
+            n.now += 1000000;
+        }
+        HP_CHECK_EQ(done, ROUNDS);
+        for (int i = 0; i < 2; i++) {
+            /* One segment per message, no ACK of its own, none delayed. */
+            HP_CHECK_EQ(hp_stack_counter(n.s[i], HP_CTR_TCP_OUT_SEGS) - out0[i], (uint64_t)ROUNDS);
+            HP_CHECK_EQ(hp_stack_counter(n.s[i], HP_CTR_TCP_DELAYED_ACKS), dack0[i]);
+        }
+
+        /* No reply: the next poll arms the entry, delack_ms (40) after the request. */
+        uint64_t t_req = n.now;
+        HP_REQUIRE_EQ(hp_tcp_send(c, "q", 1), 1);
+        hp_stack_poll(n.s[0]);
+        hp_stack_poll(n.s[1]);
+        HP_CHECK_EQ(srv->dack_tdue, 0u);
+        hp_stack_poll(n.s[1]);
+        HP_CHECK_EQ(srv->dack_tdue, t_req + 40000000u);
+        HP_CHECK_EQ(hp_stack_next_timer_ns(n.s[1]), 40000000);
+        n.now = t_req + 39999999u;
+        hp_stack_poll(n.s[1]);
+        HP_CHECK_EQ(hp_stack_counter(n.s[1], HP_CTR_TCP_DELAYED_ACKS), dack0[1]);
+        n.now++;
+        hp_stack_poll(n.s[1]);
+        HP_CHECK_EQ(hp_stack_counter(n.s[1], HP_CTR_TCP_DELAYED_ACKS), dack0[1] + 1);
+        HP_CHECK(!(srv->flags & HP__TCPF_DACK));
+        net_settle(&n, 10);
+        HP_CHECK_EQ(hp_tcp_recv(srv, b, sizeof b), 1);
+
+        /* Freed while its ACK waits for the next poll. */
+        HP_REQUIRE_EQ(hp_tcp_send(c, "q", 1), 1);
+        hp_stack_poll(n.s[0]);
+        hp_stack_poll(n.s[1]);
+        HP_CHECK(srv->flags & HP__TCPF_DACK_PEND);
+        HP_CHECK_EQ(hp_tcp_abort(srv), 0);
+        hp_stack_poll(n.s[1]);
+        HP_CHECK_EQ(hp__tcp_pending_due(n.s[1]), 0u);
+        net_settle(&n, 100);
+        HP_CHECK_EQ(hp_tcp_state(c), HP_TCP_CLOSED); /* the abort's reset */
+        hp_tcp_close(c);
+        hp_tcp_close(l);
+        net_down(&n);
+        HP_STOP_IF_FAILED();
+    }
 }
