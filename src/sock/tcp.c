@@ -161,6 +161,9 @@ void hp__tcp_fini(struct hp_stack *s)
     if (!s->sock || !s->sock->tcp)
         return;
     struct hp__tcp_state *st = hp__tcp(s);
+    /* Every connection goes: none needs taking off the delayed-ACK list
+     * one by one. */
+    st->ndack_pend = 0;
     /* A listener frees its children with it, and they may be next on the
      * list: always take the head again. */
     while (st->all)
