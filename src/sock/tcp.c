@@ -137,6 +137,7 @@ int hp__tcp_init(struct hp_stack *s)
         return -ENOMEM;
     fill_defaults(&st->cfg);
     rtt_cfg_set(st);
+    hp__tcp_blocks_init(&st->blocks, sizeof(struct hp_tcp_sock));
     st->table = hp__tcp_table_create(st->cfg.max_conns);
     if (!st->table) {
         int err = errno ? -errno : -ENOMEM;
@@ -170,6 +171,7 @@ void hp__tcp_fini(struct hp_stack *s)
         hp__tcp_conn_free(st->all);
     hp__tcp_table_destroy(st->table);
     free(st->dack_pend);
+    hp__tcp_blocks_fini(&st->blocks);
     free(st);
     s->sock->tcp = NULL;
 }
@@ -185,13 +187,12 @@ struct hp_tcp_sock *hp__tcp_conn_new(struct hp_stack *s, int family)
         return NULL;
     }
     /* 64-byte aligned: the block's fields are placed by cache line. */
-    size_t size = (sizeof(struct hp_tcp_sock) + 63u) & ~(size_t)63u;
-    struct hp_tcp_sock *c = aligned_alloc(64, size);
+    struct hp_tcp_sock *c = hp__tcp_block_alloc(&st->blocks);
     if (!c) {
         errno = ENOMEM;
         return NULL;
     }
-    memset(c, 0, size);
+    memset(c, 0, st->blocks.size);
     const struct hp_tcp_config *cfg = &st->cfg;
     c->s = s;
     c->family = (uint8_t)family;
@@ -310,7 +311,7 @@ void hp__tcp_conn_free(struct hp_tcp_sock *c)
     hp__sock_ev_remove(&c->ev);
     quiesce(c);
     hp__tcp_bufq_purge(&c->rcvq);
-    free(c);
+    hp__tcp_block_free(&st->blocks, c);
 }
 
 /* ---- transitions ---------------------------------------------------------------------- */

@@ -362,6 +362,25 @@ struct hp__tcp_listenq {
 };
 
 /* The stack's TCP state (s->sock->tcp). */
+/* Connection blocks (tcp_block.c): from 2 MiB chunks advised for
+ * transparent huge pages, freed blocks reused LIFO, the chunks unmapped at
+ * fini. */
+struct hp__tcp_blocks {
+    size_t size;              /* one block: sizeof(struct hp_tcp_sock), rounded up to 64 */
+    void *free;               /* freed blocks, linked through their first word */
+    uint8_t *next, *end;      /* the newest chunk's part never handed out */
+    void **chunks;
+    uint32_t nchunks, cap;
+    uint32_t nlive;           /* blocks handed out and not freed */
+};
+void hp__tcp_blocks_init(struct hp__tcp_blocks *b, size_t size);
+/* A block of b->size bytes, 64-byte aligned, contents undefined; NULL when
+ * out of memory. */
+void *hp__tcp_block_alloc(struct hp__tcp_blocks *b);
+void hp__tcp_block_free(struct hp__tcp_blocks *b, void *p);
+/* Unmap every chunk (blocks still handed out go with them). */
+void hp__tcp_blocks_fini(struct hp__tcp_blocks *b);
+
 struct hp__tcp_state {
     struct hp_tcp_config cfg;     /* defaults filled in */
     struct hp__tcp_rtt_cfg rtt_cfg; /* cfg's RTO bounds, for the estimators */
@@ -375,6 +394,7 @@ struct hp__tcp_state {
     struct hp_tcp_sock **dack_pend;
     uint32_t ndack_pend, dack_pend_cap;
     uint64_t dack_pend_due; /* the first one's deadline, the earliest */
+    struct hp__tcp_blocks blocks; /* every hp_tcp_sock of the stack */
 };
 
 static inline struct hp__tcp_state *hp__tcp(struct hp_stack *s)
