@@ -523,6 +523,27 @@ struct hp__tcp_key *hp__tcp_conn_lookup(struct hp__tcp_table *t, const struct hp
     return map_find(t, &t->conn, k, key_hash(t, k));
 }
 
+struct hp__tcp_key *hp__tcp_conn_lookup_hashed(struct hp__tcp_table *t, const struct hp__tcp_key *k,
+                                               uint64_t h)
+{
+    return map_find(t, &t->conn, k, h);
+}
+
+void hp__tcp_conn_prefetch(const struct hp__tcp_table *t, uint64_t h)
+{
+    __builtin_prefetch(&t->conn.b[(uint32_t)h & t->conn.mask], 0, 3);
+}
+
+struct hp__tcp_key *hp__tcp_conn_peek(const struct hp__tcp_table *t, uint64_t h)
+{
+    const struct bucket *b = &t->conn.b[(uint32_t)h & t->conn.mask];
+    uint32_t tag = tag_of(h);
+    for (unsigned s = 0; s < SLOTS; s++)
+        if (b->tag[s] == tag)
+            return b->ent[s];
+    return NULL;
+}
+
 int hp__tcp_conn_remove(struct hp__tcp_table *t, struct hp__tcp_key *k)
 {
     return map_remove(&t->conn, k);

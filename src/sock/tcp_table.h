@@ -112,6 +112,16 @@ void hp__tcp_table_destroy(struct hp__tcp_table *t);
 int hp__tcp_conn_insert(struct hp__tcp_table *t, struct hp__tcp_key *k);
 /** The entry with k's tuple (k->hash is not read), or NULL. No allocation. */
 struct hp__tcp_key *hp__tcp_conn_lookup(struct hp__tcp_table *t, const struct hp__tcp_key *k);
+/** The same, with h = hp__tcp_table_hash(t, k) computed by the caller
+ * (early demultiplexing hashes a burst's tuples before their lookups). */
+struct hp__tcp_key *hp__tcp_conn_lookup_hashed(struct hp__tcp_table *t, const struct hp__tcp_key *k,
+                                               uint64_t h);
+/** Start loading the home bucket of hash h (a prefetch: nothing is read). */
+void hp__tcp_conn_prefetch(const struct hp__tcp_table *t, uint64_t h);
+/** A guess, for prefetching only: the first entry of h's home bucket whose
+ * tag matches, or NULL; its key is not read, so it may be another tuple's
+ * (odds 2^-32) and, once the table changes, gone. */
+struct hp__tcp_key *hp__tcp_conn_peek(const struct hp__tcp_table *t, uint64_t h);
 /** Remove entry k (a pointer that was inserted, not a look-alike).
  * @return 0, or -ENOENT if k is not in the map. */
 int hp__tcp_conn_remove(struct hp__tcp_table *t, struct hp__tcp_key *k);
