@@ -51,7 +51,9 @@
  *                    before destroying (else destroy with all open)
  *             bit 7: NODELAY and QUICKACK on the three connections
  *   setup[1]  bit 0: the stack offers no timestamps; bit 1: no window
- *             scaling; bit 2: no SYN cookies; bit 3: the stack's MSS 536
+ *             scaling; bit 2: no SYN cookies; bit 3: the stack's MSS 536;
+ *             bit 4: early demultiplexing at the default threshold (off
+ *             with this few connections; else on from the first)
  *
  *   op & 3 == 0   a segment. op bits 2-4: the flow; bit 5: corrupt the
  *                 checksum; bit 6: leave out the default options (SYN
@@ -92,7 +94,9 @@
  *                 SYN-ACK the copy drew (accept queue overflow, cookie
  *                 connections); without bit 0 the
  *                 copies follow each other on the record's own flow
- *                 (numbers recomputed each time: a bulk transfer)
+ *                 (numbers recomputed each time: a bulk transfer); bit 2:
+ *                 the copies reach the stack as one burst, unserviced in
+ *                 between (bit 1 then does nothing)
  *
  * The application echoes: what it reads (automatically, while reading is
  * on) it checks against pattern(), then writes as many bytes of its own
@@ -199,6 +203,7 @@ static struct {
     /* the last segment record, for op 3 */
     const uint8_t *last_seg;
     uint8_t last_op;
+    bool batch; /* op 3 bit 2: segments queue up until the burst's end */
 } w;
 
 static uint64_t vclock(void *arg)
@@ -775,6 +780,7 @@ static void setup(uint8_t s0, uint8_t s1)
         .time_wait_ms = 2000, .fin_wait2_ms = 3000, .challenge_ack_limit = 10,
         .syn_backlog_max = 4, .mss = (s1 & 8) ? 536 : 0,
         .no_timestamps = s1 & 1, .no_window_scaling = s1 & 2, .no_syncookies = s1 & 4,
+        .early_demux_conns = (s1 & 16) ? 0 : 1,
     };
     if (hp_tcp_configure(w.s, &tc) < 0)
         fail("hp_tcp_configure");
@@ -885,6 +891,8 @@ static void op_segment(uint8_t op, const uint8_t *p, const uint8_t *opts, int co
         .olen = p[10],
     };
     send_seg(f, f->pport, &g);
+    if (w.batch)
+        return;
     service();
     if (copy >= 0 && (how & 2) && f->have_max) {
         struct seg a = {.flags = HP_TCP_F_ACK, .seq = f->nxt, .ack = f->max, .win = 65535};
@@ -1009,8 +1017,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if ((size_t)(data + size - (w.last_seg + 11)) < olen)
                 olen = (size_t)(data + size - (w.last_seg + 11));
             rec[10] = (uint8_t)olen;
+            w.batch = how & 4;
             for (int i = 0; i <= op >> 2; i++)
                 op_segment(w.last_op, rec, w.last_seg + 11, (how & 1) ? i : -1, how);
+            if (w.batch) {
+                w.batch = false;
+                service();
+            }
             break;
         }
         }

@@ -87,6 +87,10 @@ struct hp_tcp_config {
     uint32_t keepalive_probes; /**< unanswered probes before the connection is dropped; 0: 9 */
     uint32_t challenge_ack_limit; /**< RFC 5961 challenge ACKs per second, stack-wide; 0: 1000 */
     uint32_t syn_backlog_max;  /**< upper bound of every listen backlog; 0: 4096 */
+    uint32_t early_demux_conns;/**< from this many connections on, each receive burst is demultiplexed
+                                    ahead of its processing: its tuples hashed and the table buckets and
+                                    the connections' hot cache lines prefetched (docs/knobs.md);
+                                    0: 16384; UINT32_MAX: never */
     uint16_t mss;              /**< our MSS when smaller than the interface's MTU allows; 0: from the MTU */
     bool no_syncookies;        /**< never answer with SYN cookies when a SYN queue is full (drop instead) */
     bool no_timestamps;        /**< do not offer RFC 7323 timestamps */

@@ -372,6 +372,20 @@ void hp__udp_input(struct hp__iface *ifc, struct hp_buf *b, int family, const ui
 /* A TCP segment, data offset at the TCP header, l3_len set (src/sock/tcp_input.c). Consumes b. */
 void hp__tcp_input(struct hp__iface *ifc, struct hp_buf *b, int family, const uint8_t *src,
                    const uint8_t *dst);
+/* Early demultiplexing of a receive burst (src/sock/tcp_input.c). When
+ * hp__tcp_early_on() (enough connections: hp_tcp_config.early_demux_conns),
+ * hp_stack_poll peeks at the frames a few ahead of the one it processes:
+ * hp__tcp_early() for one that looks like a TCP segment (local = its
+ * destination) hashes its 4-tuple and starts loading the table bucket;
+ * hp__tcp_early_step(), before each frame, starts loading the hot lines of
+ * the connections the next few buckets name; hp__tcp_input() uses the hash
+ * when the tuple it parses equals the peeked one. hp__tcp_early_end()
+ * forgets the burst. */
+bool hp__tcp_early_on(const struct hp_stack *s);
+void hp__tcp_early(struct hp_stack *s, const struct hp_buf *b, int family, const uint8_t *laddr,
+                   uint16_t lport, const uint8_t *raddr, uint16_t rport);
+void hp__tcp_early_step(struct hp_stack *s);
+void hp__tcp_early_end(struct hp_stack *s);
 /* At the start of each poll: arm the delayed ACKs still owed since the
  * last one (src/sock/tcp_timer.c). */
 void hp__tcp_poll_begin(struct hp_stack *s);

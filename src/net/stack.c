@@ -283,6 +283,43 @@ bool hp__addr_is_ours(struct hp_stack *s, int family, const uint8_t *a)
     return false;
 }
 
+/*
+ * Early demultiplexing. With many thousands of connections their blocks and
+ * the table's buckets are out of the cache, and processing a burst frame by
+ * frame takes the misses one after another: the bucket, then the block's
+ * first line, then each hot line as the receive path reaches it. Peeking at
+ * the frames a few ahead of the one being processed, as Linux's early demux
+ * and DPDK's prefetching loops do, starts those loads early enough for them
+ * to overlap with the work on the frames before. A peek, not a parse:
+ * untagged IPv4 without fragmentation and IPv6 with TCP right after the
+ * fixed header, bounds-checked; it decides nothing (hp__tcp_input checks the
+ * tuple it parses against the peeked one). Below early_demux_conns
+ * connections (hp__tcp_early_on) it is skipped: with the blocks in the
+ * cache the peek costs more than it hides.
+ */
+#define PEEK_AHEAD 8 /* frames: a bucket's load has this long */
+static void rx_peek(struct hp_stack *s, const struct hp_buf *b)
+{
+    const uint8_t *p = hp_buf_data(b);
+    size_t len = b->data_len;
+    if (len < HP_ETH_HDR_LEN + 20 + 4)
+        return;
+    uint16_t type = hp_get_be16(p + 12);
+    p += HP_ETH_HDR_LEN;
+    len -= HP_ETH_HDR_LEN;
+    if (type == HP_ETHERTYPE_IPV4) {
+        size_t ihl = (size_t)(p[0] & 15) * 4;
+        if ((p[0] >> 4) != 4 || ihl < 20 || p[9] != HP_IPPROTO_TCP || len < ihl + 4 ||
+            (hp_get_be16(p + 6) & 0x3FFF) != 0)
+            return;
+        hp__tcp_early(s, b, 4, p + 16, hp_get_be16(p + ihl + 2), p + 12, hp_get_be16(p + ihl));
+    } else if (type == HP_ETHERTYPE_IPV6) {
+        if (len < 40 + 4 || (p[0] >> 4) != 6 || p[6] != HP_IPPROTO_TCP)
+            return;
+        hp__tcp_early(s, b, 6, p + 24, hp_get_be16(p + 42), p + 8, hp_get_be16(p + 40));
+    }
+}
+
 HP_API int hp_stack_poll(struct hp_stack *s)
 {
     if (!s)
@@ -294,10 +331,24 @@ HP_API int hp_stack_poll(struct hp_stack *s)
         struct hp__iface *ifc = s->ifaces[i];
         struct hp_buf *rx[HP__RX_BURST];
         int n = hp_link_rx_burst(ifc->link, rx, HP__RX_BURST);
+        bool early = n > 1 && hp__tcp_early_on(s);
+        if (early) {
+            for (int k = 0; k < n; k++)
+                __builtin_prefetch(hp_buf_data(rx[k]), 0, 3);
+            for (int k = 0; k < n && k < PEEK_AHEAD; k++)
+                rx_peek(s, rx[k]);
+        }
         for (int k = 0; k < n; k++) {
+            if (early) {
+                if (k + PEEK_AHEAD < n)
+                    rx_peek(s, rx[k + PEEK_AHEAD]);
+                hp__tcp_early_step(s);
+            }
             rx[k]->port = (uint16_t)ifc->index;
             hp__eth_input(ifc, rx[k]);
         }
+        if (early)
+            hp__tcp_early_end(s);
         if (n > 0)
             work += n;
     }

@@ -49,6 +49,7 @@ static void fill_defaults(struct hp_tcp_config *c)
     DEF(keepalive_probes, 9u);
     DEF(challenge_ack_limit, 1000u);
     DEF(syn_backlog_max, 4096u);
+    DEF(early_demux_conns, 16384u);
 #undef DEF
 }
 

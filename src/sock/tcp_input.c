@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "tcp_in.h"
+#include "tcp_layout.h"
 
 /*
  * The order of the checks on a connection follows RFC 9293 3.10.7.4, with
@@ -639,6 +640,75 @@ static bool time_wait_syn(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
     return true;
 }
 
+/* ---- early demultiplexing (net/stack.c's rx_peek) ---------------------------------------- */
+
+/* Frames ahead of the one being processed whose connections' lines are
+ * loading: far enough to cover a block's latency, near enough that they
+ * are still in L1 when their frame comes. */
+#define EARLY_LINES_AHEAD 4
+
+bool hp__tcp_early_on(const struct hp_stack *s)
+{
+    const struct hp__tcp_state *ts = s->sock ? s->sock->tcp : NULL;
+    return ts && hp__tcp_conn_count(ts->table) >= ts->cfg.early_demux_conns;
+}
+
+void hp__tcp_early(struct hp_stack *s, const struct hp_buf *b, int family, const uint8_t *laddr,
+                   uint16_t lport, const uint8_t *raddr, uint16_t rport)
+{
+    struct hp__tcp_state *ts = s->sock ? s->sock->tcp : NULL;
+    if (!ts || ts->nhint >= HP__RX_BURST)
+        return;
+    struct hp__tcp_hint *h = &ts->hint[ts->nhint++];
+    hp__tcp_key_init(&h->k, family, laddr, lport, raddr, rport);
+    h->b = b;
+    h->h = hp__tcp_table_hash(ts->table, &h->k);
+    hp__tcp_conn_prefetch(ts->table, h->h);
+}
+
+void hp__tcp_early_step(struct hp_stack *s)
+{
+    struct hp__tcp_state *ts = s->sock ? s->sock->tcp : NULL;
+    if (!ts)
+        return;
+    uint32_t end = ts->hint_at + EARLY_LINES_AHEAD;
+    if (end > ts->nhint)
+        end = ts->nhint;
+    for (; ts->lines_at < end; ts->lines_at++) {
+        struct hp__tcp_key *e = hp__tcp_conn_peek(ts->table, ts->hint[ts->lines_at].h);
+        if (e)
+            hp__tcp_prefetch_hot(HP__TCP_ENTRY(e, struct hp_tcp_sock, key));
+    }
+}
+
+void hp__tcp_early_end(struct hp_stack *s)
+{
+    struct hp__tcp_state *ts = s->sock ? s->sock->tcp : NULL;
+    if (ts)
+        ts->nhint = ts->hint_at = ts->lines_at = 0;
+}
+
+/* k's connection, with the hash early demultiplexing computed when b was
+ * peeked, if the peek read the same tuple. Frames are processed in burst
+ * order, so b's hint, if it has one, is at or after hint_at; a segment
+ * without one (reassembled, or from elsewhere) leaves hint_at alone. */
+static struct hp__tcp_key *conn_lookup(struct hp__tcp_state *ts, const struct hp_buf *b,
+                                       const struct hp__tcp_key *k)
+{
+    for (uint32_t i = ts->hint_at; i < ts->nhint; i++) {
+        const struct hp__tcp_hint *h = &ts->hint[i];
+        if (h->b != b)
+            continue;
+        ts->hint_at = i + 1;
+        if (memcmp(&h->k, k, offsetof(struct hp__tcp_key, hash)) == 0) {
+            ts->early_hits++;
+            return hp__tcp_conn_lookup_hashed(ts->table, k, h->h);
+        }
+        break;
+    }
+    return hp__tcp_conn_lookup(ts->table, k);
+}
+
 /* ---- arrival ------------------------------------------------------------------------------ */
 
 void hp__tcp_input(struct hp__iface *ifc, struct hp_buf *b, int family, const uint8_t *src,
@@ -702,7 +772,7 @@ void hp__tcp_input(struct hp__iface *ifc, struct hp_buf *b, int family, const ui
     /* Demultiplex: local = destination, remote = source. */
     struct hp__tcp_key k;
     hp__tcp_key_init(&k, family, dst, r->dst_port, src, r->src_port);
-    struct hp__tcp_key *e = hp__tcp_conn_lookup(ts->table, &k);
+    struct hp__tcp_key *e = conn_lookup(ts, b, &k);
     if (e) {
         struct hp_tcp_sock *c = HP__TCP_ENTRY(e, struct hp_tcp_sock, key);
         if (c->state != HP_TCP_CLOSED && c->state != HP_TCP_LISTEN) {

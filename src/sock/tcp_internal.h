@@ -395,6 +395,15 @@ struct hp__tcp_state {
     uint32_t ndack_pend, dack_pend_cap;
     uint64_t dack_pend_due; /* the first one's deadline, the earliest */
     struct hp__tcp_blocks blocks; /* every hp_tcp_sock of the stack */
+    /* Early demultiplexing of the receive burst being processed
+     * (tcp_input.c): the peeked tuples and their hashes, in burst order. */
+    struct hp__tcp_hint {
+        struct hp__tcp_key k; /* hash field unused */
+        const struct hp_buf *b;
+        uint64_t h;
+    } hint[HP__RX_BURST];
+    uint32_t nhint, hint_at, lines_at;
+    uint64_t early_hits; /* lookups that used a peeked hash (tests) */
 };
 
 static inline struct hp__tcp_state *hp__tcp(struct hp_stack *s)

@@ -47,6 +47,25 @@
     X(nexthop) X(rcv_wnd) X(last_ack_sent) X(segs_unacked)                    \
     X(st_tx) X(rtx_tdue) X(rtx_due)
 
+/*
+ * The lines either path touches, as a constant bit set (bit l: line l of the
+ * block), for prefetching them all as soon as a segment's connection is
+ * known (hp__tcp_prefetch_hot).
+ */
+#define HP__TCP_LINES_OF(off, size)                                                        \
+    ((~0ull << ((off) / HP_CACHELINE_SIZE)) & (~0ull >> (63 - ((off) + (size)-1) / HP_CACHELINE_SIZE)))
+#define HP__TCP_FIELD_LINES(m)                                                             \
+    | HP__TCP_LINES_OF(offsetof(struct hp_tcp_sock, m), sizeof(((struct hp_tcp_sock *)0)->m))
+#define HP__TCP_HOT_LINES (0ull HP__TCP_RX_FIELDS(HP__TCP_FIELD_LINES) HP__TCP_TX_FIELDS(HP__TCP_FIELD_LINES))
+
+/* Start loading every line of c either path touches (for writing). */
+static inline void hp__tcp_prefetch_hot(const struct hp_tcp_sock *c)
+{
+    for (unsigned l = 0; l < sizeof *c / HP_CACHELINE_SIZE; l++)
+        if ((HP__TCP_HOT_LINES >> l) & 1)
+            __builtin_prefetch((const char *)c + l * HP_CACHELINE_SIZE, 1, 3);
+}
+
 /* One touched field: its offset and size in the compiled layout. */
 struct hp__tcp_field_span {
     const char *name;

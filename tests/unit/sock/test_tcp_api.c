@@ -325,6 +325,7 @@ HP_TEST(tcp_api_configure)
     HP_CHECK_EQ(c.keepalive_probes, 9);
     HP_CHECK_EQ(c.challenge_ack_limit, 1000);
     HP_CHECK_EQ(c.syn_backlog_max, 4096);
+    HP_CHECK_EQ(c.early_demux_conns, 16384);
     HP_CHECK_EQ(c.mss, 0);
     HP_CHECK(!c.no_syncookies && !c.no_timestamps && !c.no_window_scaling && !c.tw_reuse);
 

@@ -8,6 +8,7 @@
 #include <hotpath/pool.h>
 #include <hotpath/stack.h>
 #include <hotpath/tcp.h>
+#include <hotpath/wire.h>
 
 #include "hp_test.h"
 #include "net/internal.h"
@@ -654,6 +655,211 @@ HP_TEST(tcp_e2e_reply_before_next_poll_arms_no_delayed_ack)
         HP_CHECK_EQ(hp_tcp_state(c), HP_TCP_CLOSED); /* the abort's reset */
         hp_tcp_close(c);
         hp_tcp_close(l);
+        net_down(&n);
+        HP_STOP_IF_FAILED();
+    }
+}
+
+/* ---- early demultiplexing (net/stack.c's rx_peek, tcp_input.c) ---------------------- */
+
+/* The thousand-connection exchange in bursts, with early demultiplexing on
+ * from the first connection and off: the same bytes arrive, and only the
+ * first uses peeked hashes. */
+HP_TEST(tcp_e2e_early_demux_bursts)
+{
+    enum { N = 256 };
+    for (int on = 0; on <= 1; on++) {
+        for (int family = 4; family <= 6; family += 2) {
+            struct net n;
+            struct hp_tcp_config tc = {.early_demux_conns = on ? 1 : 0};
+            HP_REQUIRE_EQ(net_up(&n, NULL, &tc), 0);
+            struct hp_tcp_config got;
+            hp_tcp_get_config(n.s[0], &got);
+            HP_CHECK_EQ(got.early_demux_conns, on ? 1u : 16384u);
+            struct hp_tcp_sock *l = hp_tcp_open(n.s[1], family, NULL);
+            struct hp_sockaddr any = addr_of(family, -1, 7), to = addr_of(family, 1, 7);
+            HP_REQUIRE(l && hp_tcp_bind(l, &any) == 0 && hp_tcp_listen(l, N) == 0);
+            static struct hp_tcp_sock *c[N], *s[N];
+            for (int i = 0; i < N; i++) {
+                c[i] = hp_tcp_open(n.s[0], family, NULL);
+                HP_REQUIRE(c[i] != NULL);
+                HP_REQUIRE_EQ(hp_tcp_connect(c[i], &to), -EINPROGRESS);
+            }
+            int accepted = 0;
+            for (int round = 0; round < 100000 && accepted < N; round++) {
+                net_settle(&n, 1);
+                struct hp_tcp_sock *a;
+                while (accepted < N && (a = hp_tcp_accept(l, NULL, NULL)) != NULL)
+                    s[accepted++] = a;
+            }
+            HP_REQUIRE_EQ(accepted, N);
+            uint64_t hits0[2] = {hp__tcp(n.s[0])->early_hits, hp__tcp(n.s[1])->early_hits};
+            /* Three rounds of request and echo, every connection's message
+             * queued before either stack polls: bursts of 32 frames. */
+            for (int r = 0; r < 3; r++) {
+                for (int i = 0; i < N; i++) {
+                    char msg[32];
+                    int len = snprintf(msg, sizeof msg, "round %d connection %d", r, i);
+                    HP_CHECK_EQ(hp_tcp_send(c[i], msg, (size_t)len), len);
+                }
+                net_settle(&n, 1);
+                int echoed = 0;
+                for (int i = 0; i < N; i++) {
+                    char buf[64];
+                    long k = hp_tcp_recv(s[i], buf, sizeof buf);
+                    if (k > 0 && hp_tcp_send(s[i], buf, (size_t)k) == k)
+                        echoed++;
+                }
+                HP_CHECK_EQ(echoed, N);
+                net_settle(&n, 1);
+                int ok = 0;
+                for (int i = 0; i < N; i++) {
+                    char buf[64], msg[32];
+                    int len = snprintf(msg, sizeof msg, "round %d connection %d", r, i);
+                    long k = hp_tcp_recv(c[i], buf, sizeof buf);
+                    if (k == len && memcmp(buf, msg, (size_t)len) == 0)
+                        ok++;
+                }
+                HP_CHECK_EQ(ok, N);
+            }
+            for (int i = 0; i < 2; i++) {
+                uint64_t hits = hp__tcp(n.s[i])->early_hits - hits0[i];
+                if (on)
+                    HP_CHECK_GE(hits, (uint64_t)(3 * N * 9 / 10)); /* all but bursts of one */
+                else
+                    HP_CHECK_EQ(hits, 0u);
+                HP_CHECK_EQ(hp__tcp(n.s[i])->nhint, 0u); /* forgotten after each burst */
+            }
+            for (int i = 0; i < N; i++) {
+                hp_tcp_close(c[i]);
+                hp_tcp_close(s[i]);
+            }
+            hp_tcp_close(l);
+            for (int round = 0; round < 100000 && hp_stack_next_timer_ns(n.s[0]) >= 0; round++)
+                net_step(&n);
+            check_clean(&n);
+            net_down(&n);
+            HP_STOP_IF_FAILED();
+        }
+    }
+}
+
+/* A copy of frame f, with len bytes of it (at most its length) and edit
+ * applied to the copy's bytes. */
+static struct hp_buf *frame_copy(struct hp_pool *pool, const struct hp_buf *f, uint32_t len,
+                                 void (*edit)(uint8_t *p, uint32_t len))
+{
+    struct hp_buf *b = hp_buf_alloc(pool);
+    if (!b)
+        return NULL;
+    if (len > f->data_len)
+        len = f->data_len;
+    uint8_t *p = hp_buf_append(b, len);
+    memcpy(p, hp_buf_data(f), len);
+    if (edit)
+        edit(p, len);
+    return b;
+}
+
+static size_t l4_at(const uint8_t *p)
+{
+    return hp_get_be16(p + 12) == 0x0800 ? 14u + (size_t)(p[14] & 15) * 4 : 14u + 40u;
+}
+
+static void edit_ports(uint8_t *p, uint32_t len)
+{
+    /* The ports swapped: the checksum still holds, the tuple is no
+     * connection's (and no listener has the client's port). */
+    (void)len;
+    uint8_t *t = p + l4_at(p), x[2] = {t[0], t[1]};
+    t[0] = t[2], t[1] = t[3], t[2] = x[0], t[3] = x[1];
+}
+
+static void edit_ip_bad(uint8_t *p, uint32_t len)
+{
+    (void)len;
+    if (hp_get_be16(p + 12) == 0x0800)
+        p[14 + 10] ^= 0xFF; /* the header checksum */
+    else
+        p[14 + 4] = 0xFF;   /* a payload length past the frame */
+}
+
+static void edit_vlan(uint8_t *p, uint32_t len)
+{
+    /* The EtherType becomes an 802.1Q tag: the rest shifts to no sense. */
+    (void)len;
+    p[12] = 0x81, p[13] = 0x00;
+}
+
+static void edit_frag(uint8_t *p, uint32_t len)
+{
+    (void)len;
+    if (hp_get_be16(p + 12) == 0x0800) {
+        p[14 + 6] |= 0x20; /* more fragments: held for reassembly, which never completes */
+    } else {
+        p[14 + 6] = 60;    /* a destination options header, not TCP, first */
+    }
+}
+
+/* One burst of real segments for three connections mixed with frames the
+ * peek must not trust: truncated ones, a tag, a fragment (IPv6: an
+ * extension header), a bad IP header, a tuple of no connection. Each real segment is delivered, the others are
+ * dropped and counted as without early demultiplexing, no buffer is lost,
+ * and exactly the frames the peek could read as TCP used its hash. */
+HP_TEST(tcp_e2e_early_demux_odd_frames)
+{
+    for (int family = 4; family <= 6; family += 2) {
+        struct net n;
+        struct hp_tcp_config tc = {.early_demux_conns = 1};
+        HP_REQUIRE_EQ(net_up(&n, NULL, &tc), 0);
+        struct hp_tcp_sock *c[3], *s[3], *l[3];
+        for (int i = 0; i < 3; i++)
+            HP_REQUIRE(connect_pair(&n, family, (uint16_t)(100 + i), &c[i], &s[i], &l[i]));
+        net_settle(&n, 100);
+        /* The client's three segments, taken off the server's link. */
+        for (int i = 0; i < 3; i++)
+            HP_REQUIRE_EQ(hp_tcp_send(c[i], "x", 1), 1);
+        hp_stack_poll(n.s[0]);
+        struct hp_buf *real[8];
+        HP_REQUIRE_EQ(hp_link_rx_burst(n.e[1], real, 8), 3);
+        uint32_t hlen = (uint32_t)l4_at(hp_buf_data(real[0]));
+        struct hp_buf *burst[16];
+        int k = 0;
+        burst[k++] = frame_copy(n.pool, real[0], 14, NULL);              /* no IP header */
+        burst[k++] = frame_copy(n.pool, real[0], hlen + 2, NULL);        /* ports cut in half */
+        burst[k++] = frame_copy(n.pool, real[1], 4096, edit_ip_bad);     /* peeked, then dropped by IP */
+        burst[k++] = real[0];
+        burst[k++] = frame_copy(n.pool, real[2], 4096, edit_vlan);
+        burst[k++] = frame_copy(n.pool, real[0], 4096, edit_ports);      /* peeked: no connection */
+        burst[k++] = frame_copy(n.pool, real[2], 4096, edit_frag);
+        burst[k++] = real[1];
+        burst[k++] = frame_copy(n.pool, real[1], 30, NULL);              /* IP header cut */
+        burst[k++] = real[2];
+        for (int i = 0; i < k; i++)
+            HP_REQUIRE(burst[i] != NULL);
+        HP_REQUIRE_EQ(hp_link_tx_burst(n.e[0], burst, (uint16_t)k), k);
+        uint64_t hits0 = hp__tcp(n.s[1])->early_hits;
+        uint64_t no_port0 = hp_stack_counter(n.s[1], HP_CTR_TCP_NO_PORT);
+        uint64_t vlan0 = hp_stack_counter(n.s[1], HP_CTR_ETH_IN_VLAN);
+        HP_CHECK_GE(hp_stack_poll(n.s[1]), k); /* one burst (and any timer due) */
+        HP_CHECK_EQ(hp_link_rx_burst(n.e[1], real, 8), 0);
+        HP_CHECK_EQ(hp__tcp(n.s[1])->early_hits - hits0, 4u);
+        HP_CHECK_EQ(hp_stack_counter(n.s[1], HP_CTR_TCP_NO_PORT) - no_port0, 1u);
+        HP_CHECK_EQ(hp_stack_counter(n.s[1], HP_CTR_ETH_IN_VLAN) - vlan0, 1u);
+        for (int i = 0; i < 3; i++) {
+            char b[8];
+            HP_CHECK_EQ(hp_tcp_recv(s[i], b, sizeof b), 1);
+            HP_CHECK_EQ(b[0], 'x');
+        }
+        net_settle(&n, 100);
+        for (int i = 0; i < 3; i++) {
+            HP_CHECK_EQ(hp_tcp_state(c[i]), HP_TCP_ESTABLISHED);
+            hp_tcp_close(c[i]);
+            hp_tcp_close(s[i]);
+            hp_tcp_close(l[i]);
+        }
+        for (int round = 0; round < 100000 && hp_stack_next_timer_ns(n.s[0]) >= 0; round++)
+            net_step(&n);
         net_down(&n);
         HP_STOP_IF_FAILED();
     }

@@ -62,6 +62,18 @@ HP_TEST(tcp_layout_tx_lines)
         HP_CHECK_LE(n, GROUPED_TX_LINES_MAX);
 }
 
+/* The constant set early demultiplexing prefetches is the union of the
+ * lines both lists touch (7 grouped, 9 chrono). */
+HP_TEST(tcp_layout_hot_lines_prefetched)
+{
+    uint64_t rx, tx;
+    hp__tcp_lines_touched(rx_fields, N(rx_fields), &rx);
+    hp__tcp_lines_touched(tx_fields, N(tx_fields), &tx);
+    uint64_t hot = HP__TCP_HOT_LINES;
+    HP_CHECK_EQ(hot, rx | tx);
+    HP_CHECK_EQ(__builtin_popcountll(hot), chrono() ? 9 : 7);
+}
+
 #if !(defined(HP_LAYOUT_CHRONO) && HP_LAYOUT_CHRONO)
 /* Grouped: every field a path touches is in one of its groups (demux and
  * rxtx for both; tx or rx for one), never in the other direction's group
