@@ -293,7 +293,8 @@ static int pair_open(const struct rr_opts *o, struct rr_net *net, unsigned k, st
      * namespace made for the run. */
     bool dad = net && !net->own && fam == 6;
     struct hp_tcp_config tc = {.max_conns = n + 1024, .sndbuf = o->sockbuf, .rcvbuf = o->sockbuf,
-                               .syn_backlog_max = n + 1024 > 65535 ? 65535 : n + 1024};
+                               .syn_backlog_max = n + 1024 > 65535 ? 65535 : n + 1024,
+                               .early_demux_conns = o->early_demux};
     int ifx[2];
     for (int i = 0; i < 2; i++) {
         struct hp_stack_config sc = {.name = i ? "rr-server" : "rr-client", .flags = dad ? 0 : HP_STACK_F_NO_DAD,
@@ -638,6 +639,11 @@ int rr_mem_run(const struct rr_opts *o, struct rr_result *r)
         }
         r->flows_reached += p->accepted;
         r->max_conns = o->udp ? 0 : n + 1024;
+        if (!o->udp) {
+            struct hp_tcp_config tc;
+            hp_tcp_get_config(p->st[0], &tc);
+            r->early_demux = tc.early_demux_conns;
+        }
     }
     r->setup_s = tool_now_s() - t_setup;
     r->ticks_per_us = rr_ticks_per_us();
@@ -750,6 +756,9 @@ static void usage(FILE *f)
             "                    skipped on mem and in rr's namespace, run with --iface\n"
             "  --sockbuf B       hotpath TCP: send and receive buffer of every connection\n"
             "                    (default 16Ki: bounds the memory of 30,000 flows)\n"
+            "  --early-demux N   hotpath TCP: demultiplex receive bursts early (prefetching\n"
+            "                    the connections) from N connections per stack on, or\n"
+            "                    'off' (default: the library's, 16384)\n"
             "  --cpu LIST        pin the threads, client and server alternating over LIST\n"
             "                    (e.g. 0,1 or 0-3): client 0, server 0, client 1, ...\n"
             "  --json            one JSON object: proto, link, flows, tps, cpu_s_per_txn,\n"
@@ -806,8 +815,8 @@ static void print_report(const struct rr_opts *o, const struct rr_result *r)
             if (r->ring_size)
                 printf(", \"ring_size\": %u", r->ring_size);
             if (!o->udp)
-                printf(", \"sockbuf\": %u, \"listen_ports_per_pair\": %u, \"max_conns\": %u", o->sockbuf,
-                       r->listen_ports, r->max_conns);
+                printf(", \"sockbuf\": %u, \"listen_ports_per_pair\": %u, \"max_conns\": %u, "
+                       "\"early_demux_conns\": %u", o->sockbuf, r->listen_ports, r->max_conns, r->early_demux);
         }
         if (real) {
             printf(", \"iface\": ");
@@ -861,7 +870,10 @@ static void print_report(const struct rr_opts *o, const struct rr_result *r)
             printf(" and rings of %u", r->ring_size);
         printf(" per pair");
         if (!o->udp)
-            printf(", sockbuf %u B, %u listening ports, max_conns %u", o->sockbuf, r->listen_ports, r->max_conns);
+            printf(", sockbuf %u B, %u listening ports, max_conns %u, early demux %s", o->sockbuf, r->listen_ports,
+                   r->max_conns, r->early_demux == UINT32_MAX ? "off" : "");
+        if (!o->udp && r->early_demux != UINT32_MAX)
+            printf("from %u connections", r->early_demux);
         printf("\n");
     }
     if (r->processes)
@@ -904,6 +916,7 @@ int cmd_rr(int argc, char **argv)
         {"duration", required_argument, NULL, 'd'}, {"ipv6", no_argument, NULL, '6'},
         {"cpu", required_argument, NULL, 'c'},     {"json", no_argument, NULL, 'j'},
         {"sockbuf", required_argument, NULL, 'b'}, {"help", no_argument, NULL, 'h'},
+        {"early-demux", required_argument, NULL, 'e'},
         {"iface", required_argument, NULL, 'i'},   {"peer-iface", required_argument, NULL, 'I'},
         {NULL, 0, NULL, 0},
     };
@@ -954,6 +967,12 @@ int cmd_rr(int argc, char **argv)
             break;
         case 'b':
             rc = parse_size("--sockbuf", optarg, 2048, &o.sockbuf);
+            break;
+        case 'e':
+            if (strcmp(optarg, "off") == 0)
+                o.early_demux = UINT32_MAX;
+            else
+                rc = parse_uint("--early-demux", optarg, 1, 1u << 30, &o.early_demux);
             break;
         case 'd':
             errno = 0;

@@ -26,6 +26,7 @@ struct rr_opts {
     double duration;      /* measured seconds */
     double warm;          /* unmeasured seconds after every flow is up */
     uint32_t sockbuf;     /* hotpath TCP: sndbuf and rcvbuf of every connection */
+    uint32_t early_demux; /* hotpath TCP: hp_tcp_config.early_demux_conns (0: default, UINT32_MAX: off) */
     int cpus[RR_MAX_CPUS];
     int ncpus;            /* 0: no pinning */
 };
@@ -95,6 +96,7 @@ struct rr_result {
                            * not built in, unsupported): exit code 2 */
     /* configuration reported (hotpath stacks) */
     uint32_t pool_bufs, ring_size, listen_ports, max_conns;
+    uint32_t early_demux; /* hotpath TCP: early_demux_conns in force (UINT32_MAX: off) */
     /* real links: the interfaces of the first pair, the namespace made for
      * the run ("" with --iface), and what the links and stacks dropped */
     char iface[16], peer_iface[16], netns[48];
