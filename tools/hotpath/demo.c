@@ -35,6 +35,7 @@ struct layout_opts {
     int families;           /* --family: bit 0 IPv4, bit 1 IPv6 */
     double duration;        /* --duration S */
     int reps;               /* --reps N */
+    const char *early_demux;/* --early-demux N|off for the hotpath runs, NULL: rr's default */
 };
 
 struct demo_ctx {
@@ -322,6 +323,7 @@ struct layout_report {
     int nflows, families, reps;
     double duration;
     char cpus[32];             /* --cpu of the children, "" when not pinned */
+    const char *early_demux;   /* --early-demux of the hotpath children, NULL: their default */
     char self[4096], chrono[4096]; /* the binaries' paths, for the report */
     /* What the children exec: this very binary, and the chrono binary through
      * a descriptor opened once, so that a rebuild of build/ or build-chrono/
@@ -479,6 +481,10 @@ static void layout_run_one(const struct layout_report *r, struct layout_cell *c,
     argv[n++] = dur;
     if (c->ipv6)
         argv[n++] = "--ipv6";
+    if (cfg != CFG_KERNEL && r->early_demux) {
+        argv[n++] = "--early-demux";
+        argv[n++] = (char *)r->early_demux;
+    }
     if (r->cpus[0]) {
         argv[n++] = "--cpu";
         argv[n++] = (char *)r->cpus;
@@ -975,6 +981,7 @@ static int exp_layout(struct demo_ctx *d)
     r->nflows = lo->nflows ? lo->nflows : r->sw->nflows;
     r->families = lo->families ? lo->families : r->sw->families;
     r->duration = lo->duration > 0 ? lo->duration : r->sw->duration;
+    r->early_demux = lo->early_demux;
     r->reps = lo->reps ? lo->reps : r->sw->reps;
     r->sweep = lo->nflows || lo->families || lo->duration > 0 || lo->reps ? "custom" : r->sw->name;
 
@@ -1023,6 +1030,8 @@ static int exp_layout(struct demo_ctx *d)
     printf(", %s, %g s per run, %d rep%s, threads on CPUs %s\n",
            r->families == 3 ? "IPv4 and IPv6" : r->families == 2 ? "IPv6" : "IPv4", r->duration, r->reps,
            r->reps == 1 ? "" : "s", r->cpus[0] ? r->cpus : "(not pinned)");
+    if (r->early_demux)
+        printf("  hotpath runs: --early-demux %s\n", r->early_demux);
     printf("  grouped and kernel: %s\n", r->self);
     if (r->chrono[0])
         printf("  chrono: %s%s\n", r->chrono,
@@ -1094,6 +1103,9 @@ static int exp_layout(struct demo_ctx *d)
                 "configurations, and only a ratio of runs done together cancels that.\n\n",
             r->duration, r->cpus[0] ? r->cpus : "(none)", r->sweep, r->reps, r->reps == 1 ? "" : "s",
             r->seconds, LAYOUT_MIN_BUSY * 100, LAYOUT_RETRIES);
+    if (r->early_demux)
+        fprintf(md, "The hotpath runs had `--early-demux %s` (hp_tcp_config.early_demux_conns).\n\n",
+                r->early_demux);
     if (r->chrono[0])
         fprintf(md, "Binaries: grouped and kernel `%s`, chrono `%s`%s.\n\n", r->self, r->chrono,
                 r->chrono_stale ? " (older than a file of src/ or include/: it may be stale)" : "");
@@ -1176,7 +1188,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: hotpath demo [--report DIR] [--quick] [--only NAME] [--cpu N]\n"
                "                    [--full] [--chrono-binary PATH|none] [--flows LIST]\n"
-               "                    [--family 4|6|both] [--duration S] [--reps N]\n\n"
+               "                    [--family 4|6|both] [--duration S] [--reps N]\n"
+               "                    [--early-demux N|off]\n\n"
                "Runs the experiments with a progress display, prints their tables and writes\n"
                "DIR (default report/): report.md, NAME.json and NAME.png per experiment.\n\n"
                "experiments:\n");
@@ -1194,6 +1207,8 @@ static void usage(FILE *f)
                "  --family 4|6|both    address families\n"
                "  --duration S         measured seconds per run (0.1 to 60)\n"
                "  --reps N             repetitions per cell, the median is reported (1 to %d)\n"
+               "  --early-demux N|off  passed to the hotpath runs (grouped and chrono): early\n"
+               "                       demultiplexing from N connections, or never\n"
                "  --cpu N              client and server threads on the CPU before N and on N\n"
                "                       (default: the last two CPUs; -1: not pinned)\n",
             LAYOUT_MAX_FLOWS, LAYOUT_MAX_REPS);
@@ -1233,6 +1248,7 @@ int cmd_demo(int argc, char **argv)
         {"full", no_argument, NULL, 'F'},           {"chrono-binary", required_argument, NULL, 'B'},
         {"flows", required_argument, NULL, 'f'},    {"family", required_argument, NULL, 'a'},
         {"duration", required_argument, NULL, 'd'}, {"reps", required_argument, NULL, 'r'},
+        {"early-demux", required_argument, NULL, 'E'},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
     struct layout_opts *lo = &d.layout;
@@ -1291,6 +1307,15 @@ int cmd_demo(int argc, char **argv)
                 return tool_usage_error("demo", "--reps wants a number from 1 to %d, not '%s'",
                                         LAYOUT_MAX_REPS, optarg);
             break;
+        case 'E': {
+            errno = 0;
+            unsigned long v = strcmp(optarg, "off") == 0 ? 1 : strtoul(optarg, &end, 10);
+            if (strcmp(optarg, "off") != 0 && (!*optarg || *end || errno || v < 1 || v > (1ul << 30)))
+                return tool_usage_error("demo", "--early-demux wants a number from 1 to %lu or 'off', not '%s'",
+                                        1ul << 30, optarg);
+            lo->early_demux = optarg;
+            break;
+        }
         case 'h':
             usage(stdout);
             return 0;
