@@ -700,7 +700,7 @@ static struct hp__tcp_key *conn_lookup(struct hp__tcp_state *ts, const struct hp
         if (h->b != b)
             continue;
         ts->hint_at = i + 1;
-        if (memcmp(&h->k, k, offsetof(struct hp__tcp_key, hash)) == 0) {
+        if (hp__tcp_key_eq(&h->k, k)) {
             ts->early_hits++;
             return hp__tcp_conn_lookup_hashed(ts->table, k, h->h);
         }

@@ -14,7 +14,7 @@
  * lists as a table, with the functions): an ESTABLISHED connection with
  * timestamps exchanging small requests and responses.
  *
- * Receive: hp__tcp_input (lookup: key_eq reads the key's first 40 bytes)
+ * Receive: hp__tcp_input (lookup: hp__tcp_key_eq reads the key's first 40 bytes)
  * -> hp__tcp_conn_input (PAWS, acceptability, trim) -> ts_recent_update ->
  * ack_in / ack_new (send queue drop, RTT sample, NewReno, timer stop: a store, the
  * send window) -> hp__tcp_rcv_text / in_order (receive queue, delayed ACK

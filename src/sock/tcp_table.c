@@ -252,20 +252,6 @@ void hp__tcp_key_init(struct hp__tcp_key *k, int family, const uint8_t *laddr, u
     k->family = (uint8_t)family;
 }
 
-static inline bool key_eq(const struct hp__tcp_key *a, const struct hp__tcp_key *b)
-{
-    /* Five word compares folded into one test: no early exit, no memcmp call. */
-    const unsigned char *pa = (const unsigned char *)a, *pb = (const unsigned char *)b;
-    uint64_t x = 0;
-    for (int i = 0; i < 5; i++) {
-        uint64_t u, v;
-        memcpy(&u, pa + 8 * i, 8);
-        memcpy(&v, pb + 8 * i, 8);
-        x |= u ^ v;
-    }
-    return x == 0;
-}
-
 /* ---- one map ------------------------------------------------------------------- */
 
 static struct bucket *buckets_new(uint32_t n)
@@ -322,7 +308,7 @@ static struct hp__tcp_key *map_find(struct hp__tcp_table *t, const struct map *m
         for (unsigned s = 0; s < SLOTS; s++) {
             if (b->tag[s] == tag) {
                 t->key_cmps++;
-                if (key_eq(b->ent[s], k))
+                if (hp__tcp_key_eq(b->ent[s], k))
                     return b->ent[s];
             }
         }
