@@ -196,6 +196,8 @@ expect "rr --duration -1 is refused"         2 "--duration wants"          -- "$
 expect "rr --threads above --flows"          2 "more than --flows"         -- "$HP" rr --threads 4 --flows 2
 expect "rr --cpu bad list"                   2 "--cpu"                     -- "$HP" rr --cpu 0-x
 expect "rr extra argument"                   2 "unexpected argument 'x'"   -- "$HP" rr x
+expect "rr --early-demux 0 is refused"       2 "--early-demux wants"       -- "$HP" rr --early-demux 0
+expect "rr --early-demux abc is refused"     2 "--early-demux wants.*'abc'" -- "$HP" rr --early-demux abc
 rr_json() { # NAME LINK ARGS...: JSON with the keys, tps > 0, every flow up
   local name=$1; shift
   if timeout 60 "$HP" rr --flows 100 --duration 1 --json "$@" >"$tmp/rr.json" 2>"$tmp/err" &&
@@ -212,6 +214,10 @@ PY
 rr_json "rr mem tcp: JSON, tps > 0"          --link mem
 rr_json "rr mem udp: JSON, tps > 0"          --link mem --proto udp
 rr_json "rr mem tcp IPv6: JSON, tps > 0"     --link mem --ipv6
+# Early demultiplexing from the first connection: 100 flows make bursts.
+rr_json "rr mem tcp --early-demux 1: JSON, tps > 0" --link mem --early-demux 1
+if grep -q '"early_demux_conns": 1[,}]' "$tmp/rr.json"; then ok "rr --early-demux 1: in force, in the JSON"
+else ko "rr --early-demux 1: in force, in the JSON" "$(tr ',' '\n' <"$tmp/rr.json" | grep early)"; fi
 rr_json "rr kernel tcp: JSON, tps > 0"       --link kernel
 rr_json "rr kernel udp IPv6: JSON, tps > 0"  --link kernel --proto udp --ipv6
 
@@ -365,6 +371,7 @@ if python3 -c "import matplotlib" 2>/dev/null; then
 else
   skip=$((skip + 1)); echo "SKIP  demo layout plot: matplotlib is not installed"
 fi
+expect "demo --early-demux 0 is refused"     2 "--early-demux wants"       -- "$HP" demo --only layout --early-demux 0
 if timeout 60 "$HP" demo --only layout --chrono-binary none --flows 100 --duration 0.2 --reps 1 --report "$lay-none" \
      >"$tmp/lay-none.out" 2>&1 && layout_check "$lay-none" "$tmp/lay-none.out" 2>"$tmp/err" \
    && grep -q "chrono column skipped" "$lay-none/report.md"; then
