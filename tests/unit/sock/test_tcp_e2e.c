@@ -205,6 +205,34 @@ static bool connect_pair(struct net *n, int family, uint16_t port, struct hp_tcp
     return *srv && hp_tcp_state(*c) == HP_TCP_ESTABLISHED;
 }
 
+/* N clients connected to a listener on port 7 of the server, c[i] and the
+ * accepted s[i] ESTABLISHED; the listener, or NULL (nothing closed) when
+ * that failed. */
+static struct hp_tcp_sock *connect_many(struct net *n, int family, int N, struct hp_tcp_sock **c,
+                                        struct hp_tcp_sock **s)
+{
+    struct hp_tcp_sock *l = hp_tcp_open(n->s[1], family, NULL);
+    struct hp_sockaddr any = addr_of(family, -1, 7), to = addr_of(family, 1, 7);
+    if (!l || hp_tcp_bind(l, &any) != 0 || hp_tcp_listen(l, N) != 0)
+        return NULL;
+    for (int i = 0; i < N; i++) {
+        c[i] = hp_tcp_open(n->s[0], family, NULL);
+        if (!c[i] || hp_tcp_connect(c[i], &to) != -EINPROGRESS)
+            return NULL;
+    }
+    int accepted = 0;
+    for (int round = 0; round < 100000 && accepted < N; round++) {
+        net_settle(n, 1);
+        struct hp_tcp_sock *a;
+        while (accepted < N && (a = hp_tcp_accept(l, NULL, NULL)) != NULL)
+            s[accepted++] = a;
+    }
+    for (int i = 0; i < N; i++)
+        if (i >= accepted || hp_tcp_state(c[i]) != HP_TCP_ESTABLISHED)
+            return NULL;
+    return l;
+}
+
 /* Counters that are zero on a clean link. */
 static void check_clean(struct net *n)
 {
@@ -340,23 +368,9 @@ HP_TEST(tcp_e2e_thousand_connections)
     for (int family = 4; family <= 6; family += 2) {
         struct net n;
         HP_REQUIRE_EQ(net_up(&n, NULL, NULL), 0);
-        struct hp_tcp_sock *l = hp_tcp_open(n.s[1], family, NULL);
-        struct hp_sockaddr any = addr_of(family, -1, 7), to = addr_of(family, 1, 7);
-        HP_REQUIRE(l && hp_tcp_bind(l, &any) == 0 && hp_tcp_listen(l, N) == 0);
         static struct hp_tcp_sock *c[N], *s[N];
-        for (int i = 0; i < N; i++) {
-            c[i] = hp_tcp_open(n.s[0], family, NULL);
-            HP_REQUIRE(c[i] != NULL);
-            HP_REQUIRE_EQ(hp_tcp_connect(c[i], &to), -EINPROGRESS);
-        }
-        int accepted = 0;
-        for (int round = 0; round < 100000 && accepted < N; round++) {
-            net_settle(&n, 1);
-            struct hp_tcp_sock *a;
-            while (accepted < N && (a = hp_tcp_accept(l, NULL, NULL)) != NULL)
-                s[accepted++] = a;
-        }
-        HP_REQUIRE_EQ(accepted, N);
+        struct hp_tcp_sock *l = connect_many(&n, family, N, c, s);
+        HP_REQUIRE(l != NULL);
         for (int i = 0; i < N; i++) {
             char msg[32];
             int len = snprintf(msg, sizeof msg, "connection %d", i);
@@ -676,23 +690,9 @@ HP_TEST(tcp_e2e_early_demux_bursts)
             struct hp_tcp_config got;
             hp_tcp_get_config(n.s[0], &got);
             HP_CHECK_EQ(got.early_demux_conns, on ? 1u : 16384u);
-            struct hp_tcp_sock *l = hp_tcp_open(n.s[1], family, NULL);
-            struct hp_sockaddr any = addr_of(family, -1, 7), to = addr_of(family, 1, 7);
-            HP_REQUIRE(l && hp_tcp_bind(l, &any) == 0 && hp_tcp_listen(l, N) == 0);
             static struct hp_tcp_sock *c[N], *s[N];
-            for (int i = 0; i < N; i++) {
-                c[i] = hp_tcp_open(n.s[0], family, NULL);
-                HP_REQUIRE(c[i] != NULL);
-                HP_REQUIRE_EQ(hp_tcp_connect(c[i], &to), -EINPROGRESS);
-            }
-            int accepted = 0;
-            for (int round = 0; round < 100000 && accepted < N; round++) {
-                net_settle(&n, 1);
-                struct hp_tcp_sock *a;
-                while (accepted < N && (a = hp_tcp_accept(l, NULL, NULL)) != NULL)
-                    s[accepted++] = a;
-            }
-            HP_REQUIRE_EQ(accepted, N);
+            struct hp_tcp_sock *l = connect_many(&n, family, N, c, s);
+            HP_REQUIRE(l != NULL);
             uint64_t hits0[2] = {hp__tcp(n.s[0])->early_hits, hp__tcp(n.s[1])->early_hits};
             /* Three rounds of request and echo, every connection's message
              * queued before either stack polls: bursts of 32 frames. */
