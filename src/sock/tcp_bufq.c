@@ -56,7 +56,8 @@ static inline void fl_add(struct freelist *f, struct hp_buf *b)
 
 void hp__tcp_bufq_purge(struct hp__tcp_bufq *q)
 {
-    struct freelist f = {.n = 0};
+    struct freelist f;
+    f.n = 0; /* not an initializer: that would zero all of b[], 256 bytes, per call */
     struct hp_buf *b = q->head;
     while (b) {
         struct hp_buf *next = b->next;
@@ -177,7 +178,8 @@ void hp__tcp_bufq_drop(struct hp__tcp_bufq *q, uint32_t n)
         n = q->bytes;
     q->start += n;
     q->bytes -= n;
-    struct freelist f = {.n = 0};
+    struct freelist f;
+    f.n = 0;
     while (n) {
         struct hp_buf *b = q->head;
         if (n < b->data_len) {
