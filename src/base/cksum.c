@@ -252,13 +252,29 @@ static uint32_t sum_skipping(uint32_t sum, const unsigned char *seg, size_t len,
     return hp_cksum_partial(seg + off + 2, len - off - 2, sum);
 }
 
+/* A 20-byte header (no options: nearly every one) as five 32-bit words in
+ * memory order, without a call; skip_csum zeroes the checksum field. */
+static inline uint32_t sum_hdr20(const unsigned char *h, bool skip_csum)
+{
+    unsigned char c[20];
+    memcpy(c, h, 20);
+    if (skip_csum)
+        c[10] = c[11] = 0;
+    uint64_t acc = (uint64_t)load32(c) + load32(c + 4) + load32(c + 8) + load32(c + 12) + load32(c + 16);
+    return hp__fold64(acc);
+}
+
 HP_API uint16_t hp_cksum_ipv4_hdr(const void *hdr, size_t len)
 {
+    if (len == 20)
+        return hp_cksum_fold(sum_hdr20(hdr, true));
     return hp_cksum_fold(sum_skipping(0, hdr, len, 10));
 }
 
 HP_API bool hp_cksum_ipv4_hdr_ok(const void *hdr, size_t len)
 {
+    if (len == 20)
+        return hp_cksum_fold(sum_hdr20(hdr, false)) == 0;
     return hp_cksum_fold(hp_cksum_partial(hdr, len, 0)) == 0;
 }
 
