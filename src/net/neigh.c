@@ -36,6 +36,7 @@ struct hp__neigh_table {
     uint16_t ethertype;
     uint32_t max, mask;     /* mask: buckets - 1 */
     int32_t free_head;
+    int32_t last;           /* the entry lookup found last (a hint: checked like any entry), or -1 */
     int32_t *buckets;
     struct neigh *ents;
 };
@@ -108,6 +109,7 @@ static struct hp__neigh_table *table_new(struct hp_stack *s, int family)
         hp__timer_init(&t->ents[i].timer, NULL, NULL);
     }
     t->free_head = 0;
+    t->last = -1;
     return t;
 }
 
@@ -152,24 +154,49 @@ static struct hp__neigh_table *table_of(struct hp_stack *s, int family)
     return family == 4 ? s->neigh4 : s->neigh6;
 }
 
-/* FNV-1a over the interface index and the address. */
+/* The address as 32-bit words (4 or 16 bytes), for hashing and comparing
+ * without a byte loop or a memcmp call per packet sent. */
+static inline uint32_t word(const uint8_t *a, unsigned i)
+{
+    uint32_t w;
+    memcpy(&w, a + 4 * i, 4);
+    return w;
+}
+
+static inline bool addr_eq(const struct hp__neigh_table *t, const uint8_t *x, const uint8_t *y)
+{
+    uint32_t d = word(x, 0) ^ word(y, 0);
+    if (t->alen == 16)
+        d |= (word(x, 1) ^ word(y, 1)) | (word(x, 2) ^ word(y, 2)) | (word(x, 3) ^ word(y, 3));
+    return d == 0;
+}
+
+/* The interface index and the address's words, multiplied and folded
+ * (the table is bounded: a flood of addresses fills it and is counted,
+ * whatever its spread over the buckets). */
 static uint32_t hash(const struct hp__neigh_table *t, const struct hp__iface *ifc, const uint8_t *a)
 {
-    uint32_t h = 2166136261u ^ (uint32_t)ifc->index;
-    h *= 16777619u;
-    for (unsigned i = 0; i < t->alen; i++) {
-        h ^= a[i];
-        h *= 16777619u;
-    }
-    return (h ^ (h >> 16)) & t->mask;
+    uint64_t h = (uint64_t)(uint32_t)ifc->index * 0x9E3779B97F4A7C15ull;
+    for (unsigned i = 0; i < t->alen / 4; i++)
+        h = (h ^ word(a, i)) * 0xBF58476D1CE4E5B9ull;
+    return (uint32_t)(h >> 32) & t->mask;
 }
 
 static struct neigh *lookup(struct hp__neigh_table *t, struct hp__iface *ifc, const uint8_t *a)
 {
+    /* Most packets go to the neighbour the last one went to (a gateway,
+     * the one peer): try it before hashing. A free entry has no ifc. */
+    if (t->last >= 0) {
+        struct neigh *e = &t->ents[t->last];
+        if (e->ifc == ifc && addr_eq(t, e->addr, a))
+            return e;
+    }
     for (int32_t i = t->buckets[hash(t, ifc, a)]; i >= 0; i = t->ents[i].next) {
         struct neigh *e = &t->ents[i];
-        if (e->ifc == ifc && memcmp(e->addr, a, t->alen) == 0)
+        if (e->ifc == ifc && addr_eq(t, e->addr, a)) {
+            t->last = i;
             return e;
+        }
     }
     return NULL;
 }

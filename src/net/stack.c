@@ -469,14 +469,16 @@ const uint8_t *hp__src4_for(const struct hp__iface *ifc, const uint8_t peer[4])
 
 bool hp__is_bcast4(const struct hp__iface *ifc, const uint8_t a[4])
 {
-    if (a[0] == 255 && a[1] == 255 && a[2] == 255 && a[3] == 255)
+    uint32_t d = hp_get_be32(a);
+    if (d == 0xFFFFFFFFu)
         return true;
     for (int i = 0; i < ifc->n4; i++) {
         unsigned plen = ifc->v4[i].plen;
-        if (plen > 30 || !prefix_match(ifc->v4[i].addr, a, plen))
+        if (plen > 30)
             continue;
         uint32_t hostmask = 0xFFFFFFFFu >> plen; /* plen <= 30 */
-        if ((hp_get_be32(a) & hostmask) == hostmask)
+        /* In the prefix, with every host bit set (words: no byte loop). */
+        if ((d | hostmask) == (hp_get_be32(ifc->v4[i].addr) | hostmask) && (d & hostmask) == hostmask)
             return true;
     }
     return false;

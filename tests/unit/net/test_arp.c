@@ -393,3 +393,122 @@ HP_TEST(arp_probe_without_answer_forgets_the_neighbour)
     ct_close(&e);
     HP_CHECK_EQ(hp_pools_in_use(), 0);
 }
+
+/* Receive every frame the stack sent; count the IPv4 ones, checking each
+ * went to mac with the payload byte fill; ARP frames are dropped. */
+static int recv_ip4_to(struct ct_env *e, const uint8_t mac[6], uint8_t fill, int *bad)
+{
+    struct hp_buf *out[16];
+    int n = ct_recv(e, out, 16), ip = 0;
+    for (int i = 0; i < n; i++) {
+        struct hp_eth_repr eth;
+        const uint8_t *p = ct_eth(out[i], &eth);
+        if (p && eth.ethertype == HP_ETHERTYPE_IPV4) {
+            ip++;
+            if (memcmp(eth.dst, mac, 6) != 0 || p[20] != fill)
+                (*bad)++;
+        }
+    }
+    hp_buf_free_bulk(out, n > 0 ? (unsigned)n : 0);
+    return ip;
+}
+
+/* Lookups try the neighbour the last packet went to first: packets to many
+ * neighbours in any order each reach their own MAC, and an entry that was
+ * forgotten or reused is never taken for the address it had. */
+HP_TEST(arp_many_neighbours_each_get_their_own_mac)
+{
+    struct ct_env e;
+    HP_REQUIRE_EQ(open4(&e, NULL), 0);
+    enum { N = 16 };
+    uint8_t ip[N][4], mac[N][6];
+    for (int i = 0; i < N; i++) {
+        memcpy(ip[i], (uint8_t[]){198, 18, 0, (uint8_t)(10 + i)}, 4);
+        memcpy(mac[i], (uint8_t[]){0x02, 0, 0, 0, 0x01, (uint8_t)i}, 6);
+        struct hp_arp_repr req = {.op = HP_ARP_OP_REQUEST};
+        memcpy(req.sha, mac[i], 6);
+        memcpy(req.spa, ip[i], 4);
+        memcpy(req.tpa, CT_OUR4, 4);
+        ct_send_arp(&e, CT_BCAST, &req); /* learned STALE */
+    }
+    ct_step(&e);
+    ct_drain(&e);
+    static const int order[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 15, 14, 3, 3, 3, 0, 0, 9, 1, 9};
+    int bad = 0, got = 0;
+    for (size_t k = 0; k < sizeof order / sizeof order[0]; k++) {
+        int i = order[k];
+        hp__neigh_output4(e.ifc, ip[i], ct_ip4_packet(&e, CT_OUR4, ip[i], 8, (uint8_t)i));
+        ct_step(&e);
+        got += recv_ip4_to(&e, mac[i], (uint8_t)i, &bad);
+    }
+    HP_CHECK_EQ(got, (int)(sizeof order / sizeof order[0]));
+    HP_CHECK_EQ(bad, 0);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_QUEUED), 0);
+
+    /* Nobody answers the probes: every entry is forgotten. The last one
+     * used (9) was the hint. */
+    for (int s = 0; s < 5; s++)
+        ct_advance_ms(&e, 1000);
+    ct_drain(&e);
+    for (int i = 0; i < N; i++)
+        HP_CHECK(!hp__neigh_exists(e.ifc, 4, ip[i]));
+    /* 9 again: queued behind a broadcast request, not sent to its old MAC. */
+    hp__neigh_output4(e.ifc, ip[9], ct_ip4_packet(&e, CT_OUR4, ip[9], 8, 9));
+    ct_step(&e);
+    HP_CHECK_EQ(recv_ip4_to(&e, mac[9], 9, &bad), 0);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_QUEUED), 1);
+    /* A new neighbour answers from the MAC 9 had: it takes a freed entry,
+     * and packets to it go there, while 9 still waits. */
+    static const uint8_t ip_new[4] = {198, 18, 0, 99};
+    struct hp_arp_repr req = {.op = HP_ARP_OP_REQUEST};
+    memcpy(req.sha, mac[9], 6);
+    memcpy(req.spa, ip_new, 4);
+    memcpy(req.tpa, CT_OUR4, 4);
+    ct_send_arp(&e, CT_BCAST, &req);
+    ct_step(&e);
+    ct_drain(&e);
+    hp__neigh_output4(e.ifc, ip_new, ct_ip4_packet(&e, CT_OUR4, ip_new, 8, 99));
+    ct_step(&e);
+    HP_CHECK_EQ(recv_ip4_to(&e, mac[9], 99, &bad), 1);
+    hp__neigh_output4(e.ifc, ip[9], ct_ip4_packet(&e, CT_OUR4, ip[9], 8, 9));
+    ct_step(&e);
+    HP_CHECK_EQ(recv_ip4_to(&e, mac[9], 9, &bad), 0);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_QUEUED), 2);
+    HP_CHECK_EQ(bad, 0);
+    ct_close(&e);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+/* Directed broadcasts of every prefix of the interface map to the broadcast
+ * MAC; an address with host bits not all set does not, nor anything in a
+ * /31 (RFC 3021) or /32. */
+HP_TEST(arp_directed_broadcasts_of_every_prefix)
+{
+    struct ct_env e;
+    HP_REQUIRE_EQ(open4(&e, NULL), 0);
+    HP_REQUIRE_EQ(hp_stack_add_addr(e.s, 0, 4, (uint8_t[]){198, 19, 4, 1}, 22), 0);
+    HP_REQUIRE_EQ(hp_stack_add_addr(e.s, 0, 4, (uint8_t[]){198, 19, 9, 0}, 31), 0);
+    HP_REQUIRE_EQ(hp_stack_add_addr(e.s, 0, 4, (uint8_t[]){198, 19, 10, 7}, 32), 0);
+    ct_step(&e);
+    ct_drain(&e);
+    static const struct {
+        uint8_t a[4];
+        bool bcast;
+    } cases[] = {
+        {{198, 18, 0, 255}, true},  {{198, 19, 7, 255}, true},  {{198, 19, 5, 255}, false},
+        {{198, 19, 4, 255}, false}, {{198, 19, 9, 1}, false},   {{198, 19, 10, 7}, false},
+        {{198, 18, 1, 255}, false}, {{255, 255, 255, 255}, true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint64_t queued = hp_stack_counter(e.s, HP_CTR_NEIGH_QUEUED);
+        HP_CHECK_EQ(hp__is_bcast4(e.ifc, cases[i].a), cases[i].bcast);
+        hp__neigh_output4(e.ifc, cases[i].a, ct_ip4_packet(&e, CT_OUR4, cases[i].a, 8, (uint8_t)i));
+        ct_step(&e);
+        int bad = 0;
+        HP_CHECK_EQ(recv_ip4_to(&e, CT_BCAST, (uint8_t)i, &bad), cases[i].bcast ? 1 : 0);
+        HP_CHECK_EQ(bad, 0);
+        HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_QUEUED) - queued, cases[i].bcast ? 0u : 1u);
+    }
+    ct_close(&e);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
