@@ -12,6 +12,12 @@ int hp__sock_init(struct hp_stack *s)
     if (!st)
         return -ENOMEM;
     hp__sock_ev_init(st);
+    st->udp_hash = calloc(HP__UDP_HASH_MIN, sizeof *st->udp_hash);
+    if (!st->udp_hash) {
+        free(st);
+        return -ENOMEM;
+    }
+    st->udp_mask = HP__UDP_HASH_MIN - 1;
     /* Start the ephemeral search somewhere that depends on the stack, so
      * that two stacks in one process do not pick the same ports in step
      * (RFC 6056 3.2 argues for less predictable ports; tests want determinism:
@@ -20,6 +26,7 @@ int hp__sock_init(struct hp_stack *s)
     s->sock = st;
     int err = hp__tcp_init(s);
     if (err < 0) {
+        free(st->udp_hash);
         free(st);
         s->sock = NULL;
         return err;
@@ -33,6 +40,7 @@ void hp__sock_fini(struct hp_stack *s)
         return;
     hp__udp_fini(s);
     hp__tcp_fini(s);
+    free(s->sock->udp_hash);
     free(s->sock);
     s->sock = NULL;
 }

@@ -22,14 +22,19 @@ struct hp__sock_ev {
     bool queued;
 };
 
-#define HP__UDP_HASH 1024u /* port table buckets (a power of two) */
+/* The UDP port table's buckets (powers of two): it starts at the minimum and
+ * doubles whenever there are more bound sockets than buckets, up to one
+ * bucket per port, so a lookup walks about one socket however many are bound. */
+#define HP__UDP_HASH_MIN 1024u
+#define HP__UDP_HASH_MAX 65536u
 
 struct hp_udp_sock;
 struct hp__tcp_state;
 
 struct hp__sock_state {
     struct hp__sock_ev ready;        /* list head (circular) */
-    struct hp_udp_sock *udp_hash[HP__UDP_HASH]; /* bound sockets, by local port */
+    struct hp_udp_sock **udp_hash;   /* bound sockets, by local port: udp_mask + 1 chains */
+    uint32_t udp_mask, udp_bound;    /* udp_bound: sockets in the table */
     struct hp_udp_sock *all;         /* every open UDP socket (for fini) */
     uint16_t ephemeral_next;         /* where the search for a free port starts */
     struct hp__tcp_state *tcp;       /* tcp.c */

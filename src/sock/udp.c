@@ -121,7 +121,36 @@ static void chain_strip(struct hp_buf *b, uint32_t n)
 
 static struct hp_udp_sock **bucket(struct hp__sock_state *st, uint16_t port)
 {
-    return &st->udp_hash[port & (HP__UDP_HASH - 1)];
+    return &st->udp_hash[port & st->udp_mask];
+}
+
+/* Twice the buckets, when there are more bound sockets than buckets: with
+ * a fixed 1024, 30,000 flows made every datagram walk ~15 sockets, a cache
+ * miss each. Ports are the binder's choice (sequential, ephemeral or
+ * chosen), not the network's, so the port's low bits spread them. Without
+ * memory for a larger table the smaller one stays: slower, still right. */
+static void table_grow(struct hp__sock_state *st)
+{
+    uint32_t n = st->udp_mask + 1;
+    if (st->udp_bound <= n || n >= HP__UDP_HASH_MAX)
+        return;
+    uint32_t nn = 2 * n;
+    struct hp_udp_sock **h = calloc(nn, sizeof *h);
+    if (!h)
+        return;
+    for (uint32_t i = 0; i < n; i++) {
+        struct hp_udp_sock *u = st->udp_hash[i];
+        while (u) {
+            struct hp_udp_sock *next = u->hnext;
+            struct hp_udp_sock **b = &h[u->local.port & (nn - 1)];
+            u->hnext = *b;
+            *b = u;
+            u = next;
+        }
+    }
+    free(st->udp_hash);
+    st->udp_hash = h;
+    st->udp_mask = nn - 1;
 }
 
 /* Would binding (family, addr or wildcard, port) clash with a bound socket?
@@ -175,7 +204,10 @@ static struct hp_udp_sock *lookup(struct hp__sock_state *st, int family, const u
 
 static void table_insert(struct hp_udp_sock *u)
 {
-    struct hp_udp_sock **h = bucket(u->s->sock, u->local.port);
+    struct hp__sock_state *st = u->s->sock;
+    st->udp_bound++;
+    table_grow(st);
+    struct hp_udp_sock **h = bucket(st, u->local.port);
     u->hnext = *h;
     *h = u;
     u->bound = true;
@@ -188,6 +220,7 @@ static void table_remove(struct hp_udp_sock *u)
     for (struct hp_udp_sock **p = bucket(u->s->sock, u->local.port); *p; p = &(*p)->hnext)
         if (*p == u) {
             *p = u->hnext;
+            u->s->sock->udp_bound--;
             break;
         }
     u->hnext = NULL;

@@ -9,6 +9,7 @@
 #include <hotpath/udp.h>
 
 #include "net/internal.h"
+#include "sock/internal.h"
 #include "hp_test.h"
 
 /* A stack built by hand around one interface: enough for the sock layer,
@@ -502,6 +503,80 @@ HP_TEST(udp_recv_buf_zero_copy)
     HP_CHECK_MEMEQ(small, "0123", 4);
     hp_buf_free(b);
     hp_udp_close(u);
+    fake_free(f);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+/* The port table grows with the sockets bound: 5,000 sockets on ports that
+ * share their low 10 bits in runs (a fixed 1,024-bucket table would chain
+ * them), IPv4 and IPv6, connected and not; every datagram reaches its own
+ * socket, binds still clash, and closing half keeps the rest reachable. */
+HP_TEST(udp_port_table_grows_with_the_sockets)
+{
+    struct fake *f = fake_new();
+    HP_REQUIRE(f != NULL);
+    enum { N = 5000 };
+    struct hp_udp_sock **u = calloc(N, sizeof *u);
+    int *tag = calloc(N, sizeof *tag);
+    HP_REQUIRE(u && tag);
+    for (int i = 0; i < N && !hp_test_failed(); i++) {
+        int fam = i % 3 == 2 ? 6 : 4;
+        uint16_t port = (uint16_t)(2000 + (i % 50) * 1024 + i / 50); /* 50 runs 1,024 apart */
+        tag[i] = i;
+        u[i] = hp_udp_open(&f->s, fam, &tag[i]);
+        HP_REQUIRE(u[i] != NULL);
+        struct hp_sockaddr l = sa(fam, fam == 4 ? A4 : A6, port);
+        HP_REQUIRE_EQ(hp_udp_bind(u[i], &l), 0);
+        if (i % 2) {
+            struct hp_sockaddr peer = sa(fam, fam == 4 ? P4 : P6, (uint16_t)(7000 + i));
+            HP_REQUIRE_EQ(hp_udp_connect(u[i], &peer), 0);
+        }
+    }
+    HP_CHECK_EQ(f->s.sock->udp_bound, (uint32_t)N);
+    HP_CHECK_GE(f->s.sock->udp_mask + 1, (uint32_t)N); /* grown: at most one socket per bucket on average */
+    /* A second bind of a bound port and address clashes. */
+    struct hp_udp_sock *dup = hp_udp_open(&f->s, 4, NULL);
+    struct hp_sockaddr again = sa(4, A4, 2000);
+    HP_CHECK_EQ(hp_udp_bind(dup, &again), -EADDRINUSE);
+    hp_udp_close(dup);
+
+    for (int round = 0; round < 2 && !hp_test_failed(); round++) {
+        int delivered = 0, wrong = 0;
+        for (int i = 0; i < N; i++) {
+            if (round == 1 && i % 4 == 0)
+                continue; /* closed below */
+            int fam = i % 3 == 2 ? 6 : 4;
+            uint16_t port = (uint16_t)(2000 + (i % 50) * 1024 + i / 50);
+            uint32_t v = (uint32_t)i;
+            struct hp_buf *b = dgram(f, fam, fam == 4 ? P4 : P6, (uint16_t)(7000 + i), fam == 4 ? A4 : A6, port,
+                                     &v, sizeof v, 1);
+            HP_REQUIRE(b != NULL);
+            hp__udp_input(&f->ifc, b, fam, fam == 4 ? P4 : P6, fam == 4 ? A4 : A6);
+            uint32_t got = 0;
+            if (hp_udp_recvfrom(u[i], &got, sizeof got, NULL) == (int)sizeof got && got == v)
+                delivered++;
+            else
+                wrong++;
+        }
+        HP_CHECK_EQ(wrong, 0);
+        HP_CHECK_EQ(delivered, round == 0 ? N : N - N / 4);
+        if (round == 0)
+            for (int i = 0; i < N; i += 4) {
+                hp_udp_close(u[i]);
+                u[i] = NULL;
+            }
+    }
+    HP_CHECK_EQ(f->s.sock->udp_bound, (uint32_t)(N - N / 4));
+    /* A datagram for a closed socket's port finds nobody. */
+    uint64_t noport = ctr(f, HP_CTR_UDP_NO_PORTS);
+    input(f, 4, P4, 7000, A4, 2000, "gone", 1);
+    HP_CHECK_EQ(ctr(f, HP_CTR_UDP_NO_PORTS), noport + 1);
+    for (int i = 0; i < N; i++)
+        if (u[i])
+            hp_udp_close(u[i]);
+    HP_CHECK_EQ(f->s.sock->udp_bound, 0u);
+    free(u);
+    free(tag);
     fake_free(f);
     HP_CHECK_EQ(hp_pools_in_use(), 0);
 }
