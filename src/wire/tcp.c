@@ -111,9 +111,18 @@ HP_API int hp_tcp_parse(const void *pkt, size_t len, const struct hp_l4_addrs *a
         return -HP_WIRE_TRUNCATED;
     struct hp_tcp_opts o;
     memset(&o, 0, sizeof o);
-    int rc = walk_options(p + HP_TCP_HDR_LEN, hlen - HP_TCP_HDR_LEN, &o);
-    if (rc)
-        return rc;
+    if (hlen == HP_TCP_HDR_LEN + 12 && hp_get_be32(p + HP_TCP_HDR_LEN) == 0x0101080Au) {
+        /* NOP, NOP, timestamps: what every segment of a connection with
+         * timestamps carries (RFC 7323 appendix A's layout), read without
+         * the walk. */
+        o.has_ts = true;
+        o.ts_val = hp_get_be32(p + HP_TCP_HDR_LEN + 4);
+        o.ts_ecr = hp_get_be32(p + HP_TCP_HDR_LEN + 8);
+    } else {
+        int rc = walk_options(p + HP_TCP_HDR_LEN, hlen - HP_TCP_HDR_LEN, &o);
+        if (rc)
+            return rc;
+    }
     if (flags & HP_WIRE_VERIFY_CKSUM) {
         if (!hp_l4_addrs_valid(a))
             return -HP_WIRE_BAD_ADDRESS;

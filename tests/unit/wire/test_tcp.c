@@ -314,6 +314,45 @@ HP_TEST(tcp_option_values)
     HP_CHECK_EQ(hp_pools_in_use(), 0);
 }
 
+/* The 12 option bytes of nearly every segment with timestamps, NOP NOP TS,
+ * are read without the walk: the same result as the walk gives for the same
+ * option in other places, and anything that only resembles them still gets
+ * the walk (and its errors). */
+HP_TEST(tcp_aligned_timestamps)
+{
+    struct hp_tcp_repr fast, walked;
+    static const uint8_t aligned[12] = {1, 1, 8, 10, 0x80, 0, 0, 1, 0, 0, 0xff, 0xfe};
+    static const uint8_t moved[12] = {8, 10, 0x80, 0, 0, 1, 0, 0, 0xff, 0xfe, 1, 1};
+    HP_REQUIRE_EQ(parse_opts(aligned, 12, &fast), 0);
+    HP_REQUIRE_EQ(parse_opts(moved, 12, &walked), 0);
+    HP_CHECK(fast.opt.has_ts);
+    HP_CHECK_EQ(fast.opt.ts_val, 0x80000001u);
+    HP_CHECK_EQ(fast.opt.ts_ecr, 0xfffeu);
+    HP_CHECK(opts_equal(&fast.opt, &walked.opt));
+    HP_CHECK_EQ(fast.data_off, 32);
+    HP_CHECK_EQ(fast.seq, walked.seq);
+    /* Resemblances: a TS length of 11 (past the header: an error), of 9
+     * (an error), NOP NOP then a kind that is not TS, EOL first. */
+    static const uint8_t len11[12] = {1, 1, 8, 11, 0, 0, 0, 1, 0, 0, 0, 2};
+    static const uint8_t len9[12] = {1, 1, 8, 9, 0, 0, 0, 1, 0, 0, 0, 2};
+    static const uint8_t mss[12] = {1, 1, 2, 4, 0x05, 0xb4, 1, 1, 1, 1, 1, 1};
+    static const uint8_t eol[12] = {0, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2};
+    struct hp_tcp_repr r;
+    HP_CHECK_EQ(parse_opts(len11, 12, &r), -HP_WIRE_BAD_OPTION);
+    HP_CHECK_EQ(parse_opts(len9, 12, &r), -HP_WIRE_BAD_OPTION);
+    HP_REQUIRE_EQ(parse_opts(mss, 12, &r), 0);
+    HP_CHECK(!r.opt.has_ts);
+    HP_CHECK_EQ(r.opt.mss, 1460);
+    HP_REQUIRE_EQ(parse_opts(eol, 12, &r), 0);
+    HP_CHECK(!r.opt.has_ts);
+    /* The same 12 bytes in a longer header (then EOL padding): the walk. */
+    static const uint8_t longer[16] = {1, 1, 8, 10, 0x80, 0, 0, 1, 0, 0, 0xff, 0xfe, 0, 0, 0, 0};
+    HP_REQUIRE_EQ(parse_opts(longer, 16, &r), 0);
+    HP_CHECK(opts_equal(&r.opt, &fast.opt));
+    HP_CHECK_EQ(r.data_off, 36);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
 /* RFC 9293 3.1: every control-bit combination is a well-formed header; the
  * reserved bits are ignored on receipt and sent as zero. */
 HP_TEST(tcp_flags_and_reserved_bits)
