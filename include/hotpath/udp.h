@@ -77,7 +77,7 @@ HP_API uint32_t hp_udp_poll(const struct hp_udp_sock *u);
 /** The bound local address (port 0 when unbound). */
 HP_API void hp_udp_local(const struct hp_udp_sock *u, struct hp_sockaddr *out);
 
-/** Set the receive queue bound in datagrams (default 256); beyond it datagrams are dropped and counted (UDP_RCVBUF_ERRORS). */
+/** Set the receive queue bound in datagrams (default 256); beyond it datagrams are dropped and counted (UDP_RCVBUF_ERRORS). The queue's memory grows toward the bound only as datagrams wait (a few entries live in the socket); a datagram that finds no memory to grow into is dropped and counted the same way. 0, or -EINVAL for 0 or more than 65536. */
 HP_API int hp_udp_set_rcvq(struct hp_udp_sock *u, unsigned max);
 
 /** Close: queued datagrams are freed. NULL is a no-op. @return 0. */

@@ -12,6 +12,12 @@
 #define UDP_MAX4 65507u /* 65535 - 20 (IPv4 header) - 8 */
 #define UDP_MAX6 65527u /* 65535 - 8: IPv6's payload length field does not count its header */
 #define RCVQ_DEFAULT 256u
+/* Receive queue entries inside the socket itself. The ring starts there and
+ * doubles on the heap only when more datagrams wait, up to the bound: a
+ * request/response flow never leaves them, so 30,000 sockets take 30,000
+ * small blocks, not 30,000 rings of RCVQ_DEFAULT entries (8 KiB each, whose
+ * rotating slot was a cold line per datagram). */
+#define RCVQ_INLINE 4u
 #define RCVQ_MAX 65536u
 #define EPHEMERAL_LO 49152u /* RFC 6335 6: the dynamic ports, 49152-65535 */
 #define EPHEMERAL_N 16384u
@@ -29,8 +35,9 @@ struct hp_udp_sock {
     uint8_t family;
     bool bound, wildcard, connected;
     struct hp_sockaddr local, remote;
-    struct rq_entry *q;      /* ring of qcap entries */
+    struct rq_entry *q;      /* ring of qcap entries: inl, or from the heap once it grew */
     uint32_t qcap, qhead, qlen, qmax;
+    struct rq_entry inl[RCVQ_INLINE];
 };
 
 static size_t alen(int family)
@@ -281,6 +288,27 @@ static int check_chain(const struct hp_buf *b, int family, const uint8_t *src, c
     return hp_cksum_fold(sum) == 0 ? 0 : -2;
 }
 
+/* Room for one more datagram in a full ring: twice the entries, up to qmax,
+ * in order from entry 0; false without memory (the datagram is dropped and
+ * counted like one beyond the bound). */
+static bool rq_grow(struct hp_udp_sock *u)
+{
+    uint32_t cap = 2 * u->qcap < u->qmax ? 2 * u->qcap : u->qmax;
+    if (cap <= u->qcap)
+        return false;
+    struct rq_entry *q = malloc(cap * sizeof *q);
+    if (!q)
+        return false;
+    for (uint32_t i = 0; i < u->qlen; i++)
+        q[i] = u->q[(u->qhead + i) % u->qcap];
+    if (u->q != u->inl)
+        free(u->q);
+    u->q = q;
+    u->qcap = cap;
+    u->qhead = 0;
+    return true;
+}
+
 void hp__udp_input(struct hp__iface *ifc, struct hp_buf *b, int family, const uint8_t *src,
                    const uint8_t *dst)
 {
@@ -333,13 +361,14 @@ void hp__udp_input(struct hp__iface *ifc, struct hp_buf *b, int family, const ui
         hp_buf_free(b);
         return;
     }
-    if (u->qlen >= u->qmax) {
+    if (u->qlen >= u->qmax || (u->qlen == u->qcap && !rq_grow(u))) {
         hp__ctr(s, HP_CTR_UDP_RCVBUF_ERRORS);
         drop(s, b, false);
         return;
     }
     chain_strip(b, HP_UDP_HDR_LEN);
-    struct rq_entry *e = &u->q[(u->qhead + u->qlen) % u->qcap];
+    uint32_t at = u->qhead + u->qlen;
+    struct rq_entry *e = &u->q[at < u->qcap ? at : at - u->qcap];
     e->b = b;
     e->from.family = (uint8_t)family;
     e->from.port = sport;
@@ -361,13 +390,9 @@ HP_API struct hp_udp_sock *hp_udp_open(struct hp_stack *s, int family, void *use
     struct hp_udp_sock *u = calloc(1, sizeof *u);
     if (!u)
         return NULL;
-    u->q = malloc(RCVQ_DEFAULT * sizeof *u->q);
-    if (!u->q) {
-        free(u);
-        errno = ENOMEM;
-        return NULL;
-    }
-    u->qcap = u->qmax = RCVQ_DEFAULT;
+    u->q = u->inl;
+    u->qcap = RCVQ_INLINE;
+    u->qmax = RCVQ_DEFAULT;
     u->s = s;
     u->family = (uint8_t)family;
     u->local.family = u->remote.family = (uint8_t)family;
@@ -456,19 +481,8 @@ HP_API int hp_udp_set_rcvq(struct hp_udp_sock *u, unsigned max)
 {
     if (!u || max == 0 || max > RCVQ_MAX)
         return -EINVAL;
-    /* What is queued stays queued, even beyond a smaller bound. */
-    uint32_t cap = max > u->qlen ? max : u->qlen;
-    if (cap != u->qcap) {
-        struct rq_entry *q = malloc(cap * sizeof *q);
-        if (!q)
-            return -ENOMEM;
-        for (uint32_t i = 0; i < u->qlen; i++)
-            q[i] = u->q[(u->qhead + i) % u->qcap];
-        free(u->q);
-        u->q = q;
-        u->qcap = cap;
-        u->qhead = 0;
-    }
+    /* What is queued stays queued, even beyond a smaller bound; the ring
+     * grows to a larger one as datagrams wait (rq_grow). */
     u->qmax = max;
     return 0;
 }
@@ -486,7 +500,8 @@ static void close_one(struct hp_udp_sock *u)
         u->anext->aprev = u->aprev;
     for (uint32_t i = 0; i < u->qlen; i++)
         hp_buf_free(u->q[(u->qhead + i) % u->qcap].b);
-    free(u->q);
+    if (u->q != u->inl)
+        free(u->q);
     free(u);
 }
 
@@ -512,7 +527,8 @@ static struct hp_buf *dequeue(struct hp_udp_sock *u, struct hp_sockaddr *from)
     if (from)
         *from = e->from;
     u->qhead = u->qhead + 1 == u->qcap ? 0 : u->qhead + 1;
-    u->qlen--;
+    if (--u->qlen == 0)
+        u->qhead = 0; /* the next datagram in the first entry again, a line already used */
     return b;
 }
 

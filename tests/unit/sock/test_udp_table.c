@@ -429,6 +429,69 @@ HP_TEST(udp_rcvq_overflow_and_close_frees)
     HP_CHECK_EQ(hp_pools_in_use(), 0);
 }
 
+/* The receive queue starts inside the socket and grows on the heap as
+ * datagrams wait: whatever the ring's position when it grows (wrapped or
+ * not), datagrams come out in arrival order; an emptied queue starts again
+ * at its first entry; the bound still drops the excess, counted. */
+HP_TEST(udp_rcvq_grows_in_order)
+{
+    struct fake *f = fake_new();
+    HP_REQUIRE(f != NULL);
+    struct hp_udp_sock *u = hp_udp_open(&f->s, 4, NULL);
+    struct hp_sockaddr a = sa(4, NULL, 7);
+    HP_REQUIRE_EQ(hp_udp_bind(u, &a), 0);
+    unsigned sent = 0, got = 0, bad = 0;
+    uint32_t v;
+    /* Ping-pong: one waits at a time. */
+    for (int i = 0; i < 10; i++) {
+        v = sent++;
+        struct hp_buf *b = dgram(f, 4, P4, 9, A4, 7, &v, sizeof v, 1);
+        HP_REQUIRE(b != NULL);
+        hp__udp_input(&f->ifc, b, 4, P4, A4);
+        uint32_t w = 0;
+        HP_REQUIRE_EQ(hp_udp_recvfrom(u, &w, sizeof w, NULL), (int)sizeof w);
+        bad += w != got++;
+    }
+    /* Wrap the ring, then make it grow several times while wrapped: 3 in, 2
+     * out, then bursts of 5, 9 and 17 with reads between. */
+    static const int burst[] = {3, -2, 5, -3, 9, -7, 17, -22};
+    for (size_t k = 0; k < sizeof burst / sizeof burst[0]; k++) {
+        for (int i = 0; i < burst[k]; i++) {
+            v = sent++;
+            struct hp_buf *b = dgram(f, 4, P4, 9, A4, 7, &v, sizeof v, 1);
+            HP_REQUIRE(b != NULL);
+            hp__udp_input(&f->ifc, b, 4, P4, A4);
+        }
+        for (int i = 0; i < -burst[k]; i++) {
+            uint32_t w = 0;
+            HP_REQUIRE_EQ(hp_udp_recvfrom(u, &w, sizeof w, NULL), (int)sizeof w);
+            bad += w != got++;
+        }
+    }
+    HP_CHECK_EQ(bad, 0u);
+    HP_CHECK_EQ(got, sent);
+    HP_CHECK_EQ(hp_udp_recvfrom(u, &v, sizeof v, NULL), -EAGAIN);
+    HP_CHECK_EQ(ctr(f, HP_CTR_UDP_RCVBUF_ERRORS), 0);
+    /* The default bound, 256: 300 in, 256 kept, in order. */
+    for (int i = 0; i < 300; i++) {
+        v = (uint32_t)i;
+        struct hp_buf *b = dgram(f, 4, P4, 9, A4, 7, &v, sizeof v, 1);
+        HP_REQUIRE(b != NULL);
+        hp__udp_input(&f->ifc, b, 4, P4, A4);
+    }
+    HP_CHECK_EQ(ctr(f, HP_CTR_UDP_RCVBUF_ERRORS), 44);
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t w = UINT32_MAX;
+        HP_REQUIRE_EQ(hp_udp_recvfrom(u, &w, sizeof w, NULL), (int)sizeof w);
+        bad += w != i;
+    }
+    HP_CHECK_EQ(bad, 0u);
+    HP_CHECK_EQ(hp_udp_recvfrom(u, &v, sizeof v, NULL), -EAGAIN);
+    hp_udp_close(u);
+    fake_free(f);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
 HP_TEST(udp_events_edge)
 {
     struct fake *f = fake_new();
