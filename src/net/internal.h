@@ -386,6 +386,15 @@ void hp__tcp_early(struct hp_stack *s, const struct hp_buf *b, int family, const
                    uint16_t lport, const uint8_t *raddr, uint16_t rport);
 void hp__tcp_early_step(struct hp_stack *s);
 void hp__tcp_early_end(struct hp_stack *s);
+/* The same for UDP datagrams (src/sock/udp.c), from as many bound sockets
+ * as early_demux_conns: hp__udp_early() notes frame k's destination port
+ * and starts loading its port-table chain head; hp__udp_early_step(s, k)
+ * then starts loading the socket that chain begins with (a guess: the
+ * lookup decides); hp__udp_early_end() forgets the burst's first n frames. */
+bool hp__udp_early_on(const struct hp_stack *s);
+void hp__udp_early(struct hp_stack *s, unsigned k, uint16_t dport);
+void hp__udp_early_step(struct hp_stack *s, unsigned k);
+void hp__udp_early_end(struct hp_stack *s, unsigned n);
 /* At the start of each poll: arm the delayed ACKs still owed since the
  * last one (src/sock/tcp_timer.c). */
 void hp__tcp_poll_begin(struct hp_stack *s);

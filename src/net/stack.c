@@ -298,7 +298,8 @@ bool hp__addr_is_ours(struct hp_stack *s, int family, const uint8_t *a)
  * cache the peek costs more than it hides.
  */
 #define PEEK_AHEAD 8 /* frames: a bucket's load has this long */
-static void rx_peek(struct hp_stack *s, const struct hp_buf *b)
+#define UDP_STEP_AHEAD 4 /* frames: the chain head's load, then the socket's */
+static void rx_peek(struct hp_stack *s, const struct hp_buf *b, unsigned k, bool tcp, bool udp)
 {
     const uint8_t *p = hp_buf_data(b);
     size_t len = b->data_len;
@@ -309,14 +310,19 @@ static void rx_peek(struct hp_stack *s, const struct hp_buf *b)
     len -= HP_ETH_HDR_LEN;
     if (type == HP_ETHERTYPE_IPV4) {
         size_t ihl = (size_t)(p[0] & 15) * 4;
-        if ((p[0] >> 4) != 4 || ihl < 20 || p[9] != HP_IPPROTO_TCP || len < ihl + 4 ||
-            (hp_get_be16(p + 6) & 0x3FFF) != 0)
+        if ((p[0] >> 4) != 4 || ihl < 20 || len < ihl + 4 || (hp_get_be16(p + 6) & 0x3FFF) != 0)
             return;
-        hp__tcp_early(s, b, 4, p + 16, hp_get_be16(p + ihl + 2), p + 12, hp_get_be16(p + ihl));
+        if (p[9] == HP_IPPROTO_TCP && tcp)
+            hp__tcp_early(s, b, 4, p + 16, hp_get_be16(p + ihl + 2), p + 12, hp_get_be16(p + ihl));
+        else if (p[9] == HP_IPPROTO_UDP && udp)
+            hp__udp_early(s, k, hp_get_be16(p + ihl + 2));
     } else if (type == HP_ETHERTYPE_IPV6) {
-        if (len < 40 + 4 || (p[0] >> 4) != 6 || p[6] != HP_IPPROTO_TCP)
+        if (len < 40 + 4 || (p[0] >> 4) != 6)
             return;
-        hp__tcp_early(s, b, 6, p + 24, hp_get_be16(p + 42), p + 8, hp_get_be16(p + 40));
+        if (p[6] == HP_IPPROTO_TCP && tcp)
+            hp__tcp_early(s, b, 6, p + 24, hp_get_be16(p + 42), p + 8, hp_get_be16(p + 40));
+        else if (p[6] == HP_IPPROTO_UDP && udp)
+            hp__udp_early(s, k, hp_get_be16(p + 42));
     }
 }
 
@@ -331,24 +337,31 @@ HP_API int hp_stack_poll(struct hp_stack *s)
         struct hp__iface *ifc = s->ifaces[i];
         struct hp_buf *rx[HP__RX_BURST];
         int n = hp_link_rx_burst(ifc->link, rx, HP__RX_BURST);
-        bool early = n > 1 && hp__tcp_early_on(s);
+        bool tearly = n > 1 && hp__tcp_early_on(s), uearly = n > 1 && hp__udp_early_on(s);
+        bool early = tearly || uearly;
+        int ustep = 0; /* the next frame whose UDP socket to load */
         if (early) {
             for (int k = 0; k < n; k++)
                 __builtin_prefetch(hp_buf_data(rx[k]), 0, 3);
             for (int k = 0; k < n && k < PEEK_AHEAD; k++)
-                rx_peek(s, rx[k]);
+                rx_peek(s, rx[k], (unsigned)k, tearly, uearly);
         }
         for (int k = 0; k < n; k++) {
             if (early) {
                 if (k + PEEK_AHEAD < n)
-                    rx_peek(s, rx[k + PEEK_AHEAD]);
-                hp__tcp_early_step(s);
+                    rx_peek(s, rx[k + PEEK_AHEAD], (unsigned)(k + PEEK_AHEAD), tearly, uearly);
+                if (tearly)
+                    hp__tcp_early_step(s);
+                for (; uearly && ustep < n && ustep <= k + UDP_STEP_AHEAD; ustep++)
+                    hp__udp_early_step(s, (unsigned)ustep);
             }
             rx[k]->port = (uint16_t)ifc->index;
             hp__eth_input(ifc, rx[k]);
         }
-        if (early)
+        if (tearly)
             hp__tcp_early_end(s);
+        if (uearly)
+            hp__udp_early_end(s, (unsigned)n);
         if (n > 0)
             work += n;
     }

@@ -8,6 +8,7 @@
 #include <hotpath/udp.h>
 
 #include "internal.h"
+#include "tcp_internal.h"
 
 #define UDP_MAX4 65507u /* 65535 - 20 (IPv4 header) - 8 */
 #define UDP_MAX6 65527u /* 65535 - 8: IPv6's payload length field does not count its header */
@@ -286,6 +287,47 @@ static int check_chain(const struct hp_buf *b, int family, const uint8_t *src, c
         return 0;
     uint32_t sum = hp_cksum_add(pseudo_sum(family, src, dst, ulen), chain_sum(b, ulen));
     return hp_cksum_fold(sum) == 0 ? 0 : -2;
+}
+
+/* ---- early demultiplexing ---------------------------------------------------------- */
+
+bool hp__udp_early_on(const struct hp_stack *s)
+{
+    const struct hp__sock_state *st = s->sock;
+    return st && st->tcp && st->udp_bound >= st->tcp->cfg.early_demux_conns;
+}
+
+void hp__udp_early(struct hp_stack *s, unsigned k, uint16_t dport)
+{
+    struct hp__sock_state *st = s->sock;
+    if (k >= HP__RX_BURST)
+        return;
+    st->udp_early_port[k] = (uint32_t)dport + 1u;
+    __builtin_prefetch(bucket(st, dport), 0, 3);
+}
+
+void hp__udp_early_step(struct hp_stack *s, unsigned k)
+{
+    struct hp__sock_state *st = s->sock;
+    if (k >= HP__RX_BURST || !st->udp_early_port[k])
+        return;
+    const struct hp_udp_sock *u = *bucket(st, (uint16_t)(st->udp_early_port[k] - 1u));
+    st->udp_early_port[k] = 0;
+    if (!u)
+        return;
+    /* The whole socket: the lookup's fields, the queue's and its first
+     * inline entries (a few lines, written by the input path). */
+    for (size_t off = 0; off < sizeof *u; off += 64)
+        __builtin_prefetch((const char *)u + off, 1, 3);
+    st->udp_early_prefetches++;
+}
+
+void hp__udp_early_end(struct hp_stack *s, unsigned n)
+{
+    struct hp__sock_state *st = s->sock;
+    if (n > HP__RX_BURST)
+        n = HP__RX_BURST;
+    memset(st->udp_early_port, 0, n * sizeof st->udp_early_port[0]);
 }
 
 /* Room for one more datagram in a full ring: twice the entries, up to qmax,

@@ -218,6 +218,10 @@ rr_json "rr mem tcp IPv6: JSON, tps > 0"     --link mem --ipv6
 rr_json "rr mem tcp --early-demux 1: JSON, tps > 0" --link mem --early-demux 1
 if grep -q '"early_demux_conns": 1[,}]' "$tmp/rr.json"; then ok "rr --early-demux 1: in force, in the JSON"
 else ko "rr --early-demux 1: in force, in the JSON" "$(tr ',' '\n' <"$tmp/rr.json" | grep early)"; fi
+# UDP: the same knob counts bound sockets.
+rr_json "rr mem udp IPv6 --early-demux 1: JSON, tps > 0" --link mem --proto udp --ipv6 --early-demux 1
+if grep -q '"early_demux_conns": 1[,}]' "$tmp/rr.json"; then ok "rr udp --early-demux 1: in force, in the JSON"
+else ko "rr udp --early-demux 1: in force, in the JSON" "$(tr ',' '\n' <"$tmp/rr.json" | grep early)"; fi
 rr_json "rr kernel tcp: JSON, tps > 0"       --link kernel
 rr_json "rr kernel udp IPv6: JSON, tps > 0"  --link kernel --proto udp --ipv6
 

@@ -303,7 +303,7 @@ static int pair_open(const struct rr_opts *o, struct rr_net *net, unsigned k, st
         ifx[i] = p->st[i] ? hp_stack_add_iface(p->st[i], p->e[i]) : -ENOMEM;
         const uint8_t *a = fam == 6 ? (i ? SRV6 : CLI6) : (i ? SRV4 : CLI4);
         int rc = ifx[i] < 0 ? ifx[i] : hp_stack_add_addr(p->st[i], ifx[i], fam, a, fam == 6 ? 64 : 24);
-        if (rc == 0 && !o->udp)
+        if (rc == 0) /* UDP too: early_demux_conns also counts bound UDP sockets */
             rc = hp_tcp_configure(p->st[i], &tc);
         if (rc < 0) {
             snprintf(why, len, "cannot set up the %s stack: %s", i ? "server" : "client", hp_strerror(rc));
@@ -639,11 +639,9 @@ int rr_mem_run(const struct rr_opts *o, struct rr_result *r)
         }
         r->flows_reached += p->accepted;
         r->max_conns = o->udp ? 0 : n + 1024;
-        if (!o->udp) {
-            struct hp_tcp_config tc;
-            hp_tcp_get_config(p->st[0], &tc);
-            r->early_demux = tc.early_demux_conns;
-        }
+        struct hp_tcp_config tc;
+        hp_tcp_get_config(p->st[0], &tc);
+        r->early_demux = tc.early_demux_conns;
     }
     r->setup_s = tool_now_s() - t_setup;
     r->ticks_per_us = rr_ticks_per_us();
@@ -756,9 +754,10 @@ static void usage(FILE *f)
             "                    skipped on mem and in rr's namespace, run with --iface\n"
             "  --sockbuf B       hotpath TCP: send and receive buffer of every connection\n"
             "                    (default 16Ki: bounds the memory of 30,000 flows)\n"
-            "  --early-demux N   hotpath TCP: demultiplex receive bursts early (prefetching\n"
-            "                    the connections) from N connections per stack on, or\n"
-            "                    'off' (default: the library's, 16384)\n"
+            "  --early-demux N   hotpath: demultiplex receive bursts early (prefetching the\n"
+            "                    connections or sockets) from N TCP connections, or N\n"
+            "                    bound UDP sockets, per stack on, or 'off' (default: the\n"
+            "                    library's, 16384)\n"
             "  --cpu LIST        pin the threads, client and server alternating over LIST\n"
             "                    (e.g. 0,1 or 0-3): client 0, server 0, client 1, ...\n"
             "  --json            one JSON object: proto, link, flows, tps, cpu_s_per_txn,\n"
@@ -815,8 +814,9 @@ static void print_report(const struct rr_opts *o, const struct rr_result *r)
             if (r->ring_size)
                 printf(", \"ring_size\": %u", r->ring_size);
             if (!o->udp)
-                printf(", \"sockbuf\": %u, \"listen_ports_per_pair\": %u, \"max_conns\": %u, "
-                       "\"early_demux_conns\": %u", o->sockbuf, r->listen_ports, r->max_conns, r->early_demux);
+                printf(", \"sockbuf\": %u, \"listen_ports_per_pair\": %u, \"max_conns\": %u", o->sockbuf,
+                       r->listen_ports, r->max_conns);
+            printf(", \"early_demux_conns\": %u", r->early_demux);
         }
         if (real) {
             printf(", \"iface\": ");
@@ -870,10 +870,10 @@ static void print_report(const struct rr_opts *o, const struct rr_result *r)
             printf(" and rings of %u", r->ring_size);
         printf(" per pair");
         if (!o->udp)
-            printf(", sockbuf %u B, %u listening ports, max_conns %u, early demux %s", o->sockbuf, r->listen_ports,
-                   r->max_conns, r->early_demux == UINT32_MAX ? "off" : "");
-        if (!o->udp && r->early_demux != UINT32_MAX)
-            printf("from %u connections", r->early_demux);
+            printf(", sockbuf %u B, %u listening ports, max_conns %u", o->sockbuf, r->listen_ports, r->max_conns);
+        printf(", early demux %s", r->early_demux == UINT32_MAX ? "off" : "");
+        if (r->early_demux != UINT32_MAX)
+            printf("from %u %s", r->early_demux, o->udp ? "bound sockets" : "connections");
         printf("\n");
     }
     if (r->processes)
