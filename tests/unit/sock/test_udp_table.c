@@ -429,6 +429,15 @@ HP_TEST(udp_rcvq_overflow_and_close_frees)
     HP_CHECK_EQ(hp_pools_in_use(), 0);
 }
 
+/* A datagram to port 7 from P4:9 carrying v; false without a buffer. */
+static bool input_u32(struct fake *f, uint32_t v)
+{
+    struct hp_buf *b = dgram(f, 4, P4, 9, A4, 7, &v, sizeof v, 1);
+    if (b)
+        hp__udp_input(&f->ifc, b, 4, P4, A4);
+    return b != NULL;
+}
+
 /* The receive queue starts inside the socket and grows on the heap as
  * datagrams wait: whatever the ring's position when it grows (wrapped or
  * not), datagrams come out in arrival order; an emptied queue starts again
@@ -444,10 +453,7 @@ HP_TEST(udp_rcvq_grows_in_order)
     uint32_t v;
     /* Ping-pong: one waits at a time. */
     for (int i = 0; i < 10; i++) {
-        v = sent++;
-        struct hp_buf *b = dgram(f, 4, P4, 9, A4, 7, &v, sizeof v, 1);
-        HP_REQUIRE(b != NULL);
-        hp__udp_input(&f->ifc, b, 4, P4, A4);
+        HP_REQUIRE(input_u32(f, sent++));
         uint32_t w = 0;
         HP_REQUIRE_EQ(hp_udp_recvfrom(u, &w, sizeof w, NULL), (int)sizeof w);
         bad += w != got++;
@@ -457,10 +463,7 @@ HP_TEST(udp_rcvq_grows_in_order)
     static const int burst[] = {3, -2, 5, -3, 9, -7, 17, -22};
     for (size_t k = 0; k < sizeof burst / sizeof burst[0]; k++) {
         for (int i = 0; i < burst[k]; i++) {
-            v = sent++;
-            struct hp_buf *b = dgram(f, 4, P4, 9, A4, 7, &v, sizeof v, 1);
-            HP_REQUIRE(b != NULL);
-            hp__udp_input(&f->ifc, b, 4, P4, A4);
+            HP_REQUIRE(input_u32(f, sent++));
         }
         for (int i = 0; i < -burst[k]; i++) {
             uint32_t w = 0;
@@ -474,10 +477,7 @@ HP_TEST(udp_rcvq_grows_in_order)
     HP_CHECK_EQ(ctr(f, HP_CTR_UDP_RCVBUF_ERRORS), 0);
     /* The default bound, 256: 300 in, 256 kept, in order. */
     for (int i = 0; i < 300; i++) {
-        v = (uint32_t)i;
-        struct hp_buf *b = dgram(f, 4, P4, 9, A4, 7, &v, sizeof v, 1);
-        HP_REQUIRE(b != NULL);
-        hp__udp_input(&f->ifc, b, 4, P4, A4);
+        HP_REQUIRE(input_u32(f, (uint32_t)i));
     }
     HP_CHECK_EQ(ctr(f, HP_CTR_UDP_RCVBUF_ERRORS), 44);
     for (uint32_t i = 0; i < 256; i++) {
