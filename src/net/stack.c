@@ -291,11 +291,12 @@ bool hp__addr_is_ours(struct hp_stack *s, int family, const uint8_t *a)
  * the frames a few ahead of the one being processed, as Linux's early demux
  * and DPDK's prefetching loops do, starts those loads early enough for them
  * to overlap with the work on the frames before. A peek, not a parse:
- * untagged IPv4 without fragmentation and IPv6 with TCP right after the
- * fixed header, bounds-checked; it decides nothing (hp__tcp_input checks the
- * tuple it parses against the peeked one). Below early_demux_conns
- * connections (hp__tcp_early_on) it is skipped: with the blocks in the
- * cache the peek costs more than it hides.
+ * untagged IPv4 without fragmentation and IPv6 with TCP or UDP right after
+ * the fixed header, bounds-checked; it decides nothing (hp__tcp_input checks
+ * the tuple it parses against the peeked one; for UDP only the socket is
+ * prefetched). Below early_demux_conns connections (hp__tcp_early_on), or
+ * bound UDP sockets (hp__udp_early_on), it is skipped: with the blocks in
+ * the cache the peek costs more than it hides.
  */
 #define PEEK_AHEAD 8 /* frames: a bucket's load has this long */
 #define UDP_STEP_AHEAD 4 /* frames: the chain head's load, then the socket's */
