@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libFuzzer target: whole frames into a stack with UDP sockets open; nothing may crash, leak or keep a buffer. */
+/* libFuzzer target: whole frames into a stack with UDP sockets open, one at a time or in bursts; nothing may crash, leak or keep a buffer. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include <hotpath/link.h>
 #include <hotpath/pool.h>
 #include <hotpath/stack.h>
+#include <hotpath/tcp.h>
 #include <hotpath/udp.h>
 
 /*
@@ -15,7 +17,13 @@
  * length past the end takes what is left). Each frame is transmitted from
  * the peer end of a mem pair into the stack, which is then polled; what the
  * stack sends back and what its sockets receive is drained and freed (port
- * 7 echoes with send_buf, so the output path runs too).
+ * 7 echoes with send_buf, so the output path runs too). A length with its
+ * top bit set (0x8000 | length) holds the poll: the frame waits in the ring
+ * with those after it until a frame without the bit (or the input's end), so
+ * the stack takes them in one receive burst. An input of odd size turns
+ * early demultiplexing on from the first bound socket (early_demux_conns 1),
+ * so a burst's frames are peeked at before they are parsed (stack.c
+ * rx_peek, udp.c hp__udp_early).
  *
  * The stack's MAC changes with every pair, so the seeds use placeholders:
  * a destination of 02:00:00:00:00:01 becomes the stack's MAC, and the same
@@ -85,6 +93,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct hp_stack *s = hp_stack_create(&sc);
     if (!s)
         fail("no stack");
+    if (size & 1) {
+        struct hp_tcp_config tc = {.early_demux_conns = 1};
+        if (hp_tcp_configure(s, &tc) < 0)
+            fail("hp_tcp_configure");
+    }
     int ifx = hp_stack_add_iface(s, e[0]);
     if (ifx < 0 || hp_stack_add_addr(s, ifx, 4, IP4, 24) < 0 || hp_stack_add_addr(s, ifx, 6, IP6, 64) < 0)
         fail("stack setup");
@@ -119,7 +132,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     size_t off = 0;
     for (int f = 0; f < MAX_FRAMES && off + 2 <= size; f++) {
-        size_t len = (size_t)data[off] << 8 | data[off + 1];
+        size_t len = (size_t)(data[off] & 0x7F) << 8 | data[off + 1];
+        bool hold = data[off] & 0x80;
         off += 2;
         if (len > size - off)
             len = size - off;
@@ -135,6 +149,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             memcpy(p, mac, 6);
         if (hp_link_tx_burst(e[1], &b, 1) != 1)
             hp_buf_free(b);
+        if (hold && off < size)
+            continue;
         hp_stack_poll(s);
         drain_socks(u, 5);
         hp_stack_poll(s);
@@ -143,6 +159,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
          * state the frames left (a resolved or pending neighbour). */
         if (f % 8 == 7)
             hp_udp_sendto(u[4], data, size < 100 ? size : 100, NULL);
+    }
+    /* Frames still held when the input ran out of frames (MAX_FRAMES), in
+     * as many bursts as they take. */
+    for (int i = 0; i < MAX_FRAMES / 16; i++) {
+        hp_stack_poll(s);
+        drain_socks(u, 5);
+        drain_link(e[1]);
     }
     for (int i = 0; i < 5; i++)
         hp_udp_close(u[i]);

@@ -80,11 +80,29 @@ def frags6(dport, size):
     return [eth6(f) for f in fragment6(pkt, 1280)]
 
 
-def seed(frames):
+class Held:
+    """A frame the harness transmits without polling: it joins the frames
+    after it in one receive burst."""
+
+    def __init__(self, pkt):
+        self.pkt = pkt
+
+
+def burst(*pkts):
+    return [Held(p) for p in pkts[:-1]] + [pkts[-1]]
+
+
+def seed(frames, early=False):
+    """The input: each frame as its length (top bit: held) and its bytes. An
+    odd-sized input runs with early demultiplexing on (a byte of padding
+    after the last frame makes it odd, or keeps it even, as asked)."""
     out = b""
     for f in frames:
-        raw = bytes(f)
-        out += struct.pack(">H", len(raw)) + raw
+        hold = isinstance(f, Held)
+        raw = bytes(f.pkt if hold else f)
+        out += struct.pack(">H", len(raw) | (0x8000 if hold else 0)) + raw
+    if early is not None and early != bool(len(out) & 1):
+        out += b"\0"
     return out
 
 
@@ -109,13 +127,32 @@ SEEDS = {
     "mixed": [arp_request(), ns6(), ping4(), ping6(), udp4(7), udp6(53), udp4(9), udp6(9)],
 }
 
+# Bursts (several frames in one poll), with early demultiplexing on (early)
+# or off. Each has frames the peek must leave alone: cut after the ports,
+# cut inside them, a fragment, another protocol.
+BURST4 = [arp_reply()] + burst(udp4(7), udp4(53), udp4(9), ping4(), udp4(7, b"x" * 300),
+                               bytes(udp4(53))[:14 + 20 + 4], bytes(udp4(7))[:14 + 20 + 2],
+                               *frags4(53, 1500), udp4(53, chksum=0), udp4(7))
+BURST6 = [na6()] + burst(udp6(7), udp6(53), udp6(9), ping6(), bytes(udp6(53))[:14 + 40 + 4],
+                         bytes(udp6(7))[:14 + 40 + 2], *frags6(7, 1500), udp6(7), udp6(53))
+BURSTS = {
+    "burst4-early": (BURST4, True),
+    "burst4": (BURST4, False),
+    "burst6-early": (BURST6, True),
+    "burst-mixed-early": ([arp_reply(), na6()] + burst(udp4(7), udp6(7), arp_request(), udp4(53),
+                                                       udp6(53), ping4(), ping6(), udp4(9), udp6(9)), True),
+}
+
 
 def main():
     outdir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "stack")
     os.makedirs(outdir, exist_ok=True)
     for name, frames in SEEDS.items():
         with open(os.path.join(outdir, "seed-" + name), "wb") as f:
-            f.write(seed(frames))
+            f.write(seed(frames, early=None))
+    for name, (frames, early) in BURSTS.items():
+        with open(os.path.join(outdir, "seed-" + name), "wb") as f:
+            f.write(seed(frames, early))
 
 
 if __name__ == "__main__":
