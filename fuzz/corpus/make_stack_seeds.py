@@ -92,10 +92,11 @@ def burst(*pkts):
     return [Held(p) for p in pkts[:-1]] + [pkts[-1]]
 
 
-def seed(frames, early=False):
+def seed(frames, early=None):
     """The input: each frame as its length (top bit: held) and its bytes. An
-    odd-sized input runs with early demultiplexing on (a byte of padding
-    after the last frame makes it odd, or keeps it even, as asked)."""
+    odd-sized input runs with early demultiplexing on: with early True or
+    False a byte of padding after the last frame makes the size odd or even;
+    with None the size is left as it comes."""
     out = b""
     for f in frames:
         hold = isinstance(f, Held)
@@ -149,7 +150,7 @@ def main():
     os.makedirs(outdir, exist_ok=True)
     for name, frames in SEEDS.items():
         with open(os.path.join(outdir, "seed-" + name), "wb") as f:
-            f.write(seed(frames, early=None))
+            f.write(seed(frames))
     for name, (frames, early) in BURSTS.items():
         with open(os.path.join(outdir, "seed-" + name), "wb") as f:
             f.write(seed(frames, early))
