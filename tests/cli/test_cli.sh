@@ -222,6 +222,14 @@ else ko "rr --early-demux 1: in force, in the JSON" "$(tr ',' '\n' <"$tmp/rr.jso
 rr_json "rr mem udp IPv6 --early-demux 1: JSON, tps > 0" --link mem --proto udp --ipv6 --early-demux 1
 if grep -q '"early_demux_conns": 1[,}]' "$tmp/rr.json"; then ok "rr udp --early-demux 1: in force, in the JSON"
 else ko "rr udp --early-demux 1: in force, in the JSON" "$(tr ',' '\n' <"$tmp/rr.json" | grep early)"; fi
+# --rto-min: hotpath TCP's RTO floor.
+expect "rr --rto-min 0 is refused"           2 "--rto-min wants"           -- "$HP" rr --rto-min 0
+expect "rr --rto-min 60001 is refused"       2 "--rto-min wants.*'60001'"  -- "$HP" rr --rto-min 60001
+expect "rr --rto-min is not for UDP"         2 "--rto-min is for hotpath's TCP, not UDP" -- "$HP" rr --proto udp --rto-min 300
+expect "rr --rto-min is not for the kernel"  2 "--rto-min is for hotpath's TCP, not the kernel's" -- "$HP" rr --link kernel --rto-min 300
+rr_json "rr mem tcp --rto-min 5000: JSON, tps > 0" --link mem --rto-min 5000
+if grep -q '"rto_min_ms": 5000[,}]' "$tmp/rr.json"; then ok "rr --rto-min 5000: in force, in the JSON"
+else ko "rr --rto-min 5000: in force, in the JSON" "$(tr ',' '\n' <"$tmp/rr.json" | grep rto)"; fi
 rr_json "rr kernel tcp: JSON, tps > 0"       --link kernel
 rr_json "rr kernel udp IPv6: JSON, tps > 0"  --link kernel --proto udp --ipv6
 

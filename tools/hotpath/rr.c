@@ -294,7 +294,7 @@ static int pair_open(const struct rr_opts *o, struct rr_net *net, unsigned k, st
     bool dad = net && !net->own && fam == 6;
     struct hp_tcp_config tc = {.max_conns = n + 1024, .sndbuf = o->sockbuf, .rcvbuf = o->sockbuf,
                                .syn_backlog_max = n + 1024 > 65535 ? 65535 : n + 1024,
-                               .early_demux_conns = o->early_demux};
+                               .early_demux_conns = o->early_demux, .rto_min_ms = o->rto_min_ms};
     int ifx[2];
     for (int i = 0; i < 2; i++) {
         struct hp_stack_config sc = {.name = i ? "rr-server" : "rr-client", .flags = dad ? 0 : HP_STACK_F_NO_DAD,
@@ -642,6 +642,7 @@ int rr_mem_run(const struct rr_opts *o, struct rr_result *r)
         struct hp_tcp_config tc;
         hp_tcp_get_config(p->st[0], &tc);
         r->early_demux = tc.early_demux_conns;
+        r->rto_min_ms = tc.rto_min_ms;
     }
     r->setup_s = tool_now_s() - t_setup;
     r->ticks_per_us = rr_ticks_per_us();
@@ -758,6 +759,8 @@ static void usage(FILE *f)
             "                    connections or sockets) from N TCP connections, or N\n"
             "                    bound UDP sockets, per stack on, or 'off' (default: the\n"
             "                    library's, 16384)\n"
+            "  --rto-min MS      hotpath TCP: the retransmission timeout's lower bound\n"
+            "                    (default the library's, 200 ms; at most 60000)\n"
             "  --cpu LIST        pin the threads, client and server alternating over LIST\n"
             "                    (e.g. 0,1 or 0-3): client 0, server 0, client 1, ...\n"
             "  --json            one JSON object: proto, link, flows, tps, cpu_s_per_txn,\n"
@@ -817,6 +820,8 @@ static void print_report(const struct rr_opts *o, const struct rr_result *r)
                 printf(", \"sockbuf\": %u, \"listen_ports_per_pair\": %u, \"max_conns\": %u", o->sockbuf,
                        r->listen_ports, r->max_conns);
             printf(", \"early_demux_conns\": %u", r->early_demux);
+            if (!o->udp)
+                printf(", \"rto_min_ms\": %u", r->rto_min_ms);
         }
         if (real) {
             printf(", \"iface\": ");
@@ -874,6 +879,8 @@ static void print_report(const struct rr_opts *o, const struct rr_result *r)
         printf(", early demux %s", r->early_demux == UINT32_MAX ? "off" : "");
         if (r->early_demux != UINT32_MAX)
             printf("from %u %s", r->early_demux, o->udp ? "bound sockets" : "connections");
+        if (!o->udp)
+            printf(", rto_min %u ms", r->rto_min_ms);
         printf("\n");
     }
     if (r->processes)
@@ -916,7 +923,7 @@ int cmd_rr(int argc, char **argv)
         {"duration", required_argument, NULL, 'd'}, {"ipv6", no_argument, NULL, '6'},
         {"cpu", required_argument, NULL, 'c'},     {"json", no_argument, NULL, 'j'},
         {"sockbuf", required_argument, NULL, 'b'}, {"help", no_argument, NULL, 'h'},
-        {"early-demux", required_argument, NULL, 'e'},
+        {"early-demux", required_argument, NULL, 'e'}, {"rto-min", required_argument, NULL, 'R'},
         {"iface", required_argument, NULL, 'i'},   {"peer-iface", required_argument, NULL, 'I'},
         {NULL, 0, NULL, 0},
     };
@@ -973,6 +980,9 @@ int cmd_rr(int argc, char **argv)
                 o.early_demux = UINT32_MAX;
             else
                 rc = parse_uint("--early-demux", optarg, 1, 1u << 30, &o.early_demux);
+            break;
+        case 'R':
+            rc = parse_uint("--rto-min", optarg, 1, 60000, &o.rto_min_ms);
             break;
         case 'd':
             errno = 0;
@@ -1031,6 +1041,8 @@ int cmd_rr(int argc, char **argv)
                                                                : "");
     }
 
+    if (o.rto_min_ms && (o.udp || !rr_hotpath_link(&o)))
+        return tool_usage_error(CMD, "--rto-min is for hotpath's TCP, not %s", o.udp ? "UDP" : "the kernel's");
     if (o.udp && (o.request > 65507 - (o.ipv6 ? 20 : 0) || o.response > 65507 - (o.ipv6 ? 20 : 0)))
         return tool_usage_error(CMD, "UDP messages are at most %u bytes", o.ipv6 ? 65487u : 65507u);
     o.warm = o.duration / 5 < 1 ? o.duration / 5 : 1;

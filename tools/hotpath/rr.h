@@ -27,6 +27,7 @@ struct rr_opts {
     double warm;          /* unmeasured seconds after every flow is up */
     uint32_t sockbuf;     /* hotpath TCP: sndbuf and rcvbuf of every connection */
     uint32_t early_demux; /* hotpath TCP: hp_tcp_config.early_demux_conns (0: default, UINT32_MAX: off) */
+    uint32_t rto_min_ms;  /* hotpath TCP: hp_tcp_config.rto_min_ms (0: the library's) */
     int cpus[RR_MAX_CPUS];
     int ncpus;            /* 0: no pinning */
 };
@@ -97,6 +98,7 @@ struct rr_result {
     /* configuration reported (hotpath stacks) */
     uint32_t pool_bufs, ring_size, listen_ports, max_conns;
     uint32_t early_demux; /* hotpath TCP: early_demux_conns in force (UINT32_MAX: off) */
+    uint32_t rto_min_ms;  /* hotpath TCP: rto_min_ms in force */
     /* real links: the interfaces of the first pair, the namespace made for
      * the run ("" with --iface), and what the links and stacks dropped */
     char iface[16], peer_iface[16], netns[48];
