@@ -21,7 +21,7 @@ optional_check=(clang:/usr/bin/clang libclang-rt-14-dev:/usr/lib/llvm-14/lib/cla
                 libdpdk-dev:/usr/include/dpdk/rte_ip.h libxdp-dev:/usr/include/xdp/xsk.h
                 libbpf-dev:/usr/include/bpf/libbpf.h iproute2:/usr/sbin/ip tshark:/usr/bin/tshark
                 libssl-dev:/usr/include/openssl/evp.h libdw-dev:/usr/include/elfutils/libdw.h
-                iputils-ping:/usr/bin/ping
+                iputils-ping:/usr/bin/ping valgrind:/usr/include/valgrind/callgrind.h
                 gcc-aarch64-linux-gnu:/usr/bin/aarch64-linux-gnu-gcc qemu-user:/usr/bin/qemu-aarch64)
 declare -A why=(
   [libdpdk-dev]="the dpdk and dpdk-native rows of 'hotpath bench cksum'"
@@ -37,6 +37,7 @@ declare -A why=(
   [libdw-dev]="'hotpath layout' (it reads DWARF with libdw) and its tests"
   [tshark]="reading our pcap files back with Wireshark's dissectors"
   [iputils-ping]="the kernel's ping and ping -6 against hotpath serve (root interop tests)"
+  [valgrind]="the test of scripts/rr_cachesim.py (simulated cache misses per rr transaction)"
 )
 
 pkgs=("${required[@]}")

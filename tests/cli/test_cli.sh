@@ -222,7 +222,7 @@ else ko "rr --early-demux 1: in force, in the JSON" "$(tr ',' '\n' <"$tmp/rr.jso
 rr_json "rr mem udp IPv6 --early-demux 1: JSON, tps > 0" --link mem --proto udp --ipv6 --early-demux 1
 if grep -q '"early_demux_conns": 1[,}]' "$tmp/rr.json"; then ok "rr udp --early-demux 1: in force, in the JSON"
 else ko "rr udp --early-demux 1: in force, in the JSON" "$(tr ',' '\n' <"$tmp/rr.json" | grep early)"; fi
-# --rto-min: hotpath TCP's RTO floor.
+# --rto-min: hotpath TCP's RTO floor (scripts/rr_cachesim.py raises it under valgrind).
 expect "rr --rto-min 0 is refused"           2 "--rto-min wants"           -- "$HP" rr --rto-min 0
 expect "rr --rto-min 60001 is refused"       2 "--rto-min wants.*'60001'"  -- "$HP" rr --rto-min 60001
 expect "rr --rto-min is not for UDP"         2 "--rto-min is for hotpath's TCP, not UDP" -- "$HP" rr --proto udp --rto-min 300
@@ -232,6 +232,31 @@ if grep -q '"rto_min_ms": 5000[,}]' "$tmp/rr.json"; then ok "rr --rto-min 5000: 
 else ko "rr --rto-min 5000: in force, in the JSON" "$(tr ',' '\n' <"$tmp/rr.json" | grep rto)"; fi
 rr_json "rr kernel tcp: JSON, tps > 0"       --link kernel
 rr_json "rr kernel udp IPv6: JSON, tps > 0"  --link kernel --proto udp --ipv6
+
+# scripts/rr_cachesim.py: rr under callgrind's cache simulator; rr zeroes the
+# counters as its window opens and dumps them as it closes (valgrind's header
+# compiled in), so the misses divide by the window's transactions alone.
+root=$(cd "$(dirname "$0")/../.." && pwd)
+if ! command -v valgrind >/dev/null 2>&1 || [ ! -e /usr/include/valgrind/callgrind.h ]; then
+  skip=$((skip + 1)); echo "SKIP  rr_cachesim: valgrind is not installed"
+elif timeout 300 python3 "$root/scripts/rr_cachesim.py" "$HP" --flows 300 --duration 2 --json >"$tmp/cs.json" 2>"$tmp/err" &&
+     python3 - "$tmp/cs.json" <<'PY' 2>>"$tmp/err"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert len(rows) == 1, rows
+d = rows[0]
+assert d["flows"] == 300 and d["transactions"] > 1000, d
+# A steady transaction (two 1-byte segments, each received and answered) costs
+# thousands of instructions; set-up counted in would add a handshake per flow.
+assert 3000 < d["ir_per_txn"] < 20000, d
+assert 0 < d["ll_miss_per_txn"] <= d["d1_miss_per_txn"], d
+assert abs(d["ll_rd_per_txn"] + d["ll_wr_per_txn"] - d["ll_miss_per_txn"]) < 1e-6, d
+assert d["ll_timer_per_txn"] < 0.5, d  # --rto-min 60000: the RTO timer rests
+assert d["top"] and d["top"][0][1] + d["top"][0][2] > 0, d
+PY
+then ok "rr_cachesim: misses per transaction of rr's measured window"
+else ko "rr_cachesim: misses per transaction of rr's measured window" "$(tail -3 "$tmp/err")"; fi
+expect "rr_cachesim: --flows 0 is refused"   1 "must be positive"          -- python3 "$root/scripts/rr_cachesim.py" "$HP" --flows 0
 
 # hotpath layout: the hot structures from this binary's own DWARF (libdw). A
 # build without libdw must say so and exit 2; the rest is skipped then.
