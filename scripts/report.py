@@ -400,6 +400,52 @@ def plot_layout(data, png):
     plt.close(fig)
 
 
+def plot_layout_sim(data, png):
+    """Bars: simulated misses per transaction (L1d and the last level) and
+    instructions per transaction, one bar per layout, grouped/chrono written
+    above chrono's bar. The counts come from valgrind's cache simulator and do
+    not move with the host's load."""
+    rows = [r for r in data.get("rows", []) if r.get("transactions")]
+    if not rows:
+        raise ValueError("no simulated run to plot")
+    metrics = (("d1_miss_per_txn", "L1d misses"), ("ll_miss_per_txn", "last-level misses"),
+               ("ir_per_txn", "instructions"))
+    fig, axes = plt.subplots(1, 3, figsize=FIGSIZE, dpi=DPI)
+    ref = rows[0]
+    for ax, (key, label) in zip(axes, metrics):
+        xs = range(len(rows))
+        ys = [float(r[key]) for r in rows]
+        colours = [LAYOUT_STYLE.get(r["layout"], {}).get("color", "#333333") for r in rows]
+        ax.bar(xs, ys, 0.6, color=colours, zorder=3)
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels([r["layout"] for r in rows], fontsize=9)
+        ax.set_title(f"{label} per transaction", fontsize=10)
+        ax.grid(axis="y", alpha=0.3, zorder=0)
+        top = max(ys) if ys else 1
+        ax.set_ylim(0, top * 1.18 if top >= 0.1 else 1)
+        for x, y, r in zip(xs, ys, rows):
+            text = f"{y:.1f}" if key != "ir_per_txn" else f"{y:.0f}"
+            ref_v = float(ref[key])
+            if r is not ref and ref_v > 0 and y > 0 and (key != "ll_miss_per_txn" or min(y, ref_v) >= 0.1):
+                text += f"\n{ref['layout']}/{r['layout']} {ref_v / y:.2f}x"
+            ax.annotate(text, (x, y), textcoords="offset points", xytext=(0, 3), ha="center", va="bottom",
+                        fontsize=8)
+        if key == "ll_miss_per_txn" and top < 0.1:
+            ax.text(0.5, 0.5, "all in the last level", transform=ax.transAxes, ha="center", fontsize=8,
+                    color="#555555")
+    ll = data.get("last_level") or {}
+    l1 = data.get("l1d") or {}
+    fig.suptitle(f"tcp_rr, {flows_label(int(data.get('flows', 0)))} flows {data.get('family', '')}: "
+                 "simulated cache misses per transaction, by layout (callgrind; host-independent)",
+                 fontsize=11, fontweight="bold", y=0.985)
+    fig.text(0.5, 0.905, f"L1d {int(l1.get('bytes', 0)) // 1024} KiB {l1.get('assoc', '?')}-way, last level "
+             f"{int(ll.get('bytes', 0)) >> 20} MiB {ll.get('assoc', '?')}-way, no prefetcher; rr's window "
+             f"{data.get('window_s')} s of valgrind time", ha="center", fontsize=8.5, color="#333333")
+    fig.subplots_adjust(left=0.05, right=0.98, top=0.8, bottom=0.1, wspace=0.25)
+    fig.savefig(png, dpi=DPI)
+    plt.close(fig)
+
+
 # ---- driver ----------------------------------------------------------------
 
 PLOTTERS = {
@@ -407,6 +453,7 @@ PLOTTERS = {
     "pool": plot_pool,
     "txcomp": plot_txcomp,
     "layout": plot_layout,
+    "layout_sim": plot_layout_sim,
 }
 
 

@@ -409,6 +409,49 @@ else
   skip=$((skip + 1)); echo "SKIP  demo layout plot: matplotlib is not installed"
 fi
 expect "demo --early-demux 0 is refused"     2 "--early-demux wants"       -- "$HP" demo --only layout --early-demux 0
+expect "demo --sim-duration 0 is refused"    2 "--sim-duration wants"      -- "$HP" demo --only layout --sim-duration 0
+expect "demo --sim-duration x is refused"    2 "--sim-duration wants"      -- "$HP" demo --only layout --sim-duration x
+# A custom sweep leaves the simulated step out unless asked, and says so.
+if grep -q "simulated cache misses skipped: not by default in a custom sweep" "$tmp/lay.out" \
+   && grep -q "^Not run: not by default in a custom sweep" "$lay/report.md" && [ ! -e "$lay/layout_sim.json" ]; then
+  ok "demo layout: a custom sweep skips the simulated step and says so"
+else
+  ko "demo layout: a custom sweep skips the simulated step and says so" "$(tail -5 "$tmp/lay.out")"
+fi
+# The simulated step: scripts/rr_cachesim.py per build (here the grouped one only).
+if ! command -v valgrind >/dev/null 2>&1; then
+  skip=$((skip + 1)); echo "SKIP  demo layout simulated step: valgrind is not installed"
+elif timeout 240 "$HP" demo --only layout --chrono-binary none --flows 200 --duration 0.2 --reps 1 --sim-duration 2 \
+       --report "$lay-sim" >"$tmp/lay-sim.out" 2>&1 \
+     && grep -q "simulated cache misses per transaction (callgrind" "$tmp/lay-sim.out" \
+     && grep -q "^### Simulated cache misses per transaction" "$lay-sim/report.md" \
+     && python3 - "$lay-sim/layout_sim.json" 2>"$tmp/err" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["experiment"] == "layout_sim" and d["flows"] == 200 and d["family"] == "IPv4", d
+assert d["last_level"] == {"bytes": 33554432, "assoc": 16}, d["last_level"]
+rows = d["rows"]
+assert len(rows) == 1 and rows[0]["layout"] == "grouped", rows
+r = rows[0]
+assert r["transactions"] > 100 and 1000 < r["ir_per_txn"] < 100000, r
+assert 0 < r["d1_miss_per_txn"] < 1000 and 0 <= r["ll_miss_per_txn"] <= r["d1_miss_per_txn"], r
+PY
+then
+  ok "demo layout --sim-duration 2: simulated misses per transaction in the table, report.md, layout_sim.json"
+else
+  ko "demo layout --sim-duration 2: simulated misses per transaction in the table, report.md, layout_sim.json" \
+     "$(tail -3 "$tmp/err"; tail -5 "$tmp/lay-sim.out")"
+fi
+# Without valgrind the step is skipped with the reason, and the demo still succeeds.
+nov="$tmp/novalgrind"; mkdir -p "$nov"; ln -sf "$(python3 -c "import sys; print(sys.executable)")" "$nov/python3"
+if timeout 60 env PATH="$nov" "$HP" demo --only layout --chrono-binary none --flows 100 --duration 0.2 --reps 1 \
+     --sim-duration 2 --report "$lay-nov" >"$tmp/lay-nov.out" 2>&1 \
+   && grep -q "simulated cache misses skipped: rr_cachesim.py grouped: exit 1: rr_cachesim: valgrind is not installed" \
+        "$tmp/lay-nov.out" && [ ! -e "$lay-nov/layout_sim.json" ]; then
+  ok "demo layout --sim-duration without valgrind: skipped, said why"
+else
+  ko "demo layout --sim-duration without valgrind: skipped, said why" "$(tail -5 "$tmp/lay-nov.out")"
+fi
 if timeout 60 "$HP" demo --only layout --chrono-binary none --flows 100 --duration 0.2 --reps 1 --report "$lay-none" \
      >"$tmp/lay-none.out" 2>&1 && layout_check "$lay-none" "$tmp/lay-none.out" 2>"$tmp/err" \
    && grep -q "chrono column skipped" "$lay-none/report.md"; then

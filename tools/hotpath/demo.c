@@ -36,6 +36,7 @@ struct layout_opts {
     double duration;        /* --duration S */
     int reps;               /* --reps N */
     const char *early_demux;/* --early-demux N|off for the hotpath runs, NULL: rr's default */
+    double sim_duration;    /* --sim-duration: > 0 seconds, < 0 off, 0 the sweep's default */
 };
 
 struct demo_ctx {
@@ -266,10 +267,11 @@ static const struct layout_sweep {
     int families; /* bit 0: IPv4, bit 1: IPv6 */
     double duration;
     int reps;
+    double sim_duration; /* the simulated step's window (layout_simulate), 0: not run */
 } sweeps[] = {
-    {"quick", {1000, 10000}, 2, 1, 1, 1},
-    {"demo", {1000, 10000, 30000}, 3, 1, 2, 3},
-    {"full", {1000, 5000, 10000, 20000, 30000}, 5, 3, 3, 5},
+    {"quick", {1000, 10000}, 2, 1, 1, 1, 0},
+    {"demo", {1000, 10000, 30000}, 3, 1, 2, 3, 20},
+    {"full", {1000, 5000, 10000, 20000, 30000}, 5, 3, 3, 5, 20},
 };
 
 /* The seed's goals (SEEDS.md part 3, the issue). */
@@ -849,6 +851,15 @@ static void layout_print_notes(const struct layout_report *r, FILE *f, bool md)
     }
 }
 
+/* S as a JSON string, or null when it is empty. */
+static void json_str_or_null(FILE *f, const char *s)
+{
+    if (s[0])
+        tool_json_str(f, s);
+    else
+        fprintf(f, "null");
+}
+
 static void layout_print_json(const struct layout_report *r, FILE *f)
 {
     char cpu[256];
@@ -867,17 +878,11 @@ static void layout_print_json(const struct layout_report *r, FILE *f)
     fprintf(f, ",\n  \"binaries\": {\"grouped\": ");
     tool_json_str(f, r->self);
     fprintf(f, ", \"chrono\": ");
-    if (r->chrono[0])
-        tool_json_str(f, r->chrono);
-    else
-        fprintf(f, "null");
+    json_str_or_null(f, r->chrono);
     fprintf(f, ", \"kernel\": ");
     tool_json_str(f, r->self);
     fprintf(f, "},\n  \"chrono_skipped\": ");
-    if (r->chrono_why[0])
-        tool_json_str(f, r->chrono_why);
-    else
-        fprintf(f, "null");
+    json_str_or_null(f, r->chrono_why);
     fprintf(f, ",\n  \"chrono_maybe_stale\": %s,\n  \"goal_layout_max_ratio\": %.2f, "
                "\"goal_kernel_max_ratio\": %.2f,\n  \"min_busy\": %.2f, \"retries\": %d,\n  \"ratios\": "
                "\"median over the repetitions of grouped/X of the same repetition (pairs: how many)\",\n"
@@ -968,6 +973,177 @@ static void layout_free(struct layout_report *r)
         close(r->chrono_fd);
     free(r->cells);
     free(r);
+}
+
+/* ---- the layout experiment's simulated step -------------------------------
+ * CPU time on a shared host moves by tens of percent between runs; what a
+ * field order changes is the cache misses, and those a cache simulator counts
+ * the same on any host. scripts/rr_cachesim.py runs one `hotpath rr` under
+ * valgrind's callgrind (rr zeroes and dumps its counters at the measured
+ * window's edges) and prints the misses per transaction; this step runs it
+ * for each build at the sweep's largest flow count. */
+
+#define SIM_L1 32768          /* a Zen 3 core's L1d, 8-way (the script's default) */
+#define SIM_LL (32u << 20)    /* last level modelled: a Zen 3 CCX's L3, 32 MiB */
+#define SIM_LL_ASSOC 16
+
+struct layout_sim_row {
+    const char *layout;
+    double txns, ir, d1, ll, ll_rd, ll_wr;
+};
+
+struct layout_sim {
+    unsigned flows;
+    bool ipv6;
+    double window;
+    int n;
+    struct layout_sim_row row[2]; /* grouped, then chrono when there is one */
+    char why[300];                /* why it did not run (or stopped), "" when it ran */
+};
+
+static const char *find_cachesim(void)
+{
+    static const char *candidates[] = {HP_SOURCE_DIR "/scripts/rr_cachesim.py", HP_DATA_DIR "/rr_cachesim.py"};
+    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++)
+        if (access(candidates[i], R_OK) == 0)
+            return candidates[i];
+    return NULL;
+}
+
+/* Runs the step into *sim; sim->why says why when it could not. */
+static void layout_simulate(const struct layout_report *r, double window, struct progress *pr,
+                            struct layout_sim *sim)
+{
+    memset(sim, 0, sizeof *sim);
+    sim->window = window;
+    for (int fi = 0; fi < r->nflows; fi++)
+        if (r->flows[fi] > sim->flows)
+            sim->flows = r->flows[fi];
+    sim->ipv6 = !(r->families & 1);
+    const char *script = find_cachesim();
+    if (!script) {
+        snprintf(sim->why, sizeof sim->why, "scripts/rr_cachesim.py not found");
+        return;
+    }
+    const char *bins[2] = {r->self, r->chrono[0] ? r->chrono : NULL};
+    char flows[16], dur[32], l1[16], ll[16], lla[8];
+    snprintf(flows, sizeof flows, "%u", sim->flows);
+    snprintf(dur, sizeof dur, "%g", window);
+    snprintf(l1, sizeof l1, "%d", SIM_L1);
+    snprintf(ll, sizeof ll, "%u", SIM_LL);
+    snprintf(lla, sizeof lla, "%d", SIM_LL_ASSOC);
+    int total = bins[1] ? 2 : 1;
+    for (int b = 0; b < total; b++) {
+        const char *name = cfg_name[b == 0 ? CFG_GROUPED : CFG_CHRONO];
+        char what[80];
+        snprintf(what, sizeof what, "simulated misses: %s flows %s %s (valgrind)", flows_label(sim->flows),
+                 sim->ipv6 ? "IPv6" : "IPv4", name);
+        progress_update(pr, b, total, what);
+        char *argv[24];
+        int n = 0;
+        argv[n++] = "/usr/bin/env";
+        argv[n++] = "python3";
+        argv[n++] = (char *)script;
+        argv[n++] = (char *)bins[b];
+        argv[n++] = "--flows";
+        argv[n++] = flows;
+        argv[n++] = "--duration";
+        argv[n++] = dur;
+        argv[n++] = "--l1";
+        argv[n++] = l1;
+        argv[n++] = "--ll";
+        argv[n++] = ll;
+        argv[n++] = "--ll-assoc";
+        argv[n++] = lla;
+        argv[n++] = "--top";
+        argv[n++] = "0";
+        argv[n++] = "--json";
+        if (sim->ipv6 || r->early_demux) {
+            argv[n++] = "--";
+            if (sim->ipv6)
+                argv[n++] = "--ipv6";
+            if (r->early_demux) {
+                argv[n++] = "--early-demux";
+                argv[n++] = (char *)r->early_demux;
+            }
+        }
+        argv[n] = NULL;
+        /* Under valgrind rr sets up about 3,000 flows a second; the window
+         * is valgrind's (slow) time. Twice that and two minutes more. */
+        double timeout = 2 * (window + sim->flows / 3000.0) + 120;
+        char *out, err[200];
+        if (run_child(argv, timeout, &out, err, sizeof err) < 0) {
+            snprintf(sim->why, sizeof sim->why, "rr_cachesim.py %s: %s", name, err);
+            return;
+        }
+        struct layout_sim_row *row = &sim->row[sim->n];
+        row->layout = name;
+        char *obj = strstr(out, "{\"binary\"");
+        if (obj)
+            obj[strcspn(obj, "\n")] = 0;
+        if (!obj || !json_is(obj, "layout", name) || !json_num(obj, "transactions", &row->txns) ||
+            !json_num(obj, "ir_per_txn", &row->ir) || !json_num(obj, "d1_miss_per_txn", &row->d1) ||
+            !json_num(obj, "ll_miss_per_txn", &row->ll) || !json_num(obj, "ll_rd_per_txn", &row->ll_rd) ||
+            !json_num(obj, "ll_wr_per_txn", &row->ll_wr) || row->txns <= 0) {
+            snprintf(sim->why, sizeof sim->why, "rr_cachesim.py %s: no %s result in its output", name, name);
+            free(out);
+            return;
+        }
+        free(out);
+        sim->n++;
+        progress_update(pr, b + 1, total, what);
+    }
+}
+
+static void layout_sim_print(const struct layout_sim *sim, FILE *f, bool md)
+{
+    if (md)
+        fprintf(f, "| layout | transactions | instructions | L1d misses | last-level misses |\n"
+                   "|---|---:|---:|---:|---:|\n");
+    else
+        fprintf(f, "  %-16s %12s %12s %10s %17s\n", "layout", "transactions", "instructions", "L1d misses",
+                "last-level misses");
+    for (int i = 0; i < sim->n; i++) {
+        const struct layout_sim_row *w = &sim->row[i];
+        fprintf(f, md ? "| %s | %.0f | %.0f | %.1f | %.2f |\n" : "  %-16s %12.0f %12.0f %10.1f %17.2f\n",
+                w->layout, w->txns, w->ir, w->d1, w->ll);
+    }
+    if (sim->n == 2) {
+        const struct layout_sim_row *g = &sim->row[0], *c = &sim->row[1];
+        /* Below a tenth of a miss per transaction everything fits the last
+         * level: a ratio of such counts says nothing. */
+        char ll[32];
+        if (g->ll >= 0.1 && c->ll >= 0.1)
+            snprintf(ll, sizeof ll, "%.2fx", g->ll / c->ll);
+        else
+            snprintf(ll, sizeof ll, "- (all cached)");
+        if (md)
+            fprintf(f, "| grouped/chrono | | %.2fx | %.2fx | %s |\n", g->ir / c->ir, g->d1 / c->d1, ll);
+        else
+            fprintf(f, "  %-16s %12s %11.2fx %9.2fx %17s\n", "grouped/chrono", "", g->ir / c->ir,
+                    g->d1 / c->d1, ll);
+    }
+}
+
+static void layout_sim_json(const struct layout_report *r, const struct layout_sim *sim, FILE *f)
+{
+    fprintf(f, "{\n  \"experiment\": \"layout_sim\",\n  \"workload\": \"tcp_rr\",\n  \"tool\": "
+               "\"scripts/rr_cachesim.py (valgrind --tool=callgrind --cache-sim=yes)\",\n  \"flows\": %u, "
+               "\"family\": \"%s\", \"window_s\": %g,\n  \"l1d\": {\"bytes\": %d, \"assoc\": 8}, "
+               "\"last_level\": {\"bytes\": %u, \"assoc\": %d},\n  \"binaries\": {\"grouped\": ",
+            sim->flows, sim->ipv6 ? "IPv6" : "IPv4", sim->window, SIM_L1, SIM_LL, SIM_LL_ASSOC);
+    tool_json_str(f, r->self);
+    fprintf(f, ", \"chrono\": ");
+    json_str_or_null(f, r->chrono);
+    fprintf(f, "},\n  \"rows\": [");
+    for (int i = 0; i < sim->n; i++) {
+        const struct layout_sim_row *w = &sim->row[i];
+        fprintf(f, "%s\n    {\"layout\": \"%s\", \"transactions\": %.0f, \"ir_per_txn\": %.1f, "
+                   "\"d1_miss_per_txn\": %.3f, \"ll_miss_per_txn\": %.3f, \"ll_rd_per_txn\": %.3f, "
+                   "\"ll_wr_per_txn\": %.3f}",
+                i ? "," : "", w->layout, w->txns, w->ir, w->d1, w->ll, w->ll_rd, w->ll_wr);
+    }
+    fprintf(f, "\n  ]\n}\n");
 }
 
 static int exp_layout(struct demo_ctx *d)
@@ -1075,6 +1251,23 @@ static int exp_layout(struct demo_ctx *d)
     progress_done(&pr);
     layout_summarise(r);
 
+    /* The simulated step: by default in the demo and full sweeps only
+     * (about a minute per build at 30k flows). */
+    struct layout_sim sim = {.n = 0};
+    double simw = lo->sim_duration > 0 ? lo->sim_duration
+                  : lo->sim_duration < 0 || strcmp(r->sweep, "custom") == 0 ? 0
+                                                                            : r->sw->sim_duration;
+    if (simw > 0) {
+        progress_init(&pr, "layout-sim");
+        layout_simulate(r, simw, &pr, &sim);
+        progress_done(&pr);
+    } else {
+        snprintf(sim.why, sizeof sim.why, "%s",
+                 lo->sim_duration < 0 ? "--sim-duration off"
+                 : d->quick           ? "not in --quick (--sim-duration S runs it)"
+                                      : "not by default in a custom sweep (--sim-duration S runs it)");
+    }
+
     printf("\n== 4. tcp_rr over many flows: CPU per transaction, layout grouped vs chrono, vs the kernel ==\n");
     layout_print(r, stdout, false);
     printf("  ratios: median over the repetitions of grouped / X within one repetition (runs back to back)\n");
@@ -1083,6 +1276,15 @@ static int exp_layout(struct demo_ctx *d)
         printf("  chrono column skipped: %s\n", r->chrono_why);
     printf("goals:\n");
     layout_print_goals(r, stdout, false);
+    if (sim.n) {
+        printf("\n  simulated cache misses per transaction (callgrind, host-independent): %s flows %s, "
+               "rr's window %g s of valgrind time;\n  L1d 32 KiB 8-way, last level 32 MiB 16-way "
+               "(a Zen 3 L3); not a goal, the cause the layout acts on\n",
+               flows_label(sim.flows), sim.ipv6 ? "IPv6" : "IPv4", sim.window);
+        layout_sim_print(&sim, stdout, false);
+    }
+    if (sim.why[0])
+        printf("  simulated cache misses %s: %s\n", sim.n ? "stopped" : "skipped", sim.why);
 
     FILE *md = d->md;
     fprintf(md, "## 4. Hot structures by cache line: tcp_rr over many flows\n\n"
@@ -1118,12 +1320,33 @@ static int exp_layout(struct demo_ctx *d)
     fprintf(md, "\n![layout: CPU per transaction against flows](layout.png)\n\nGoals:\n\n");
     layout_print_goals(r, md, true);
     fputc('\n', md);
+    fprintf(md, "### Simulated cache misses per transaction\n\n");
+    if (sim.n) {
+        fprintf(md, "What a field order changes is the cache misses, and valgrind's cache simulator counts "
+                    "them the same on any host, busy or not (`scripts/rr_cachesim.py`: `hotpath rr` under "
+                    "callgrind, which rr tells when its measured window opens and closes). %s flows, %s, "
+                    "rr's window %g s of valgrind time, `--rto-min 60000` (under valgrind a round trip takes "
+                    "about a hundred times longer; the floor keeps the retransmission timer as rare as in a "
+                    "native run). L1d 32 KiB 8-way, last level 32 MiB 16-way (a Zen 3 L3); no hardware "
+                    "prefetcher. Per transaction:\n\n",
+                flows_label(sim.flows), sim.ipv6 ? "IPv6" : "IPv4", sim.window);
+        layout_sim_print(&sim, md, true);
+        fprintf(md, "\nNot a goal: the goal is CPU time, of which misses are one part; docs/experiments.md "
+                    "(\"Simulated cache misses per transaction\") works out the CPU ratio these counts allow."
+                    "\n\n![layout: simulated misses per transaction](layout_sim.png)\n\n");
+    }
+    if (sim.why[0])
+        fprintf(md, "%s: %s.\n\n", sim.n ? "Stopped" : "Not run", sim.why);
     for (int g = 0; g < 2; g++)
         d->missed += r->goal[g] == 0;
 
     FILE *j = report_file(d, "layout.json");
     if (j) {
         layout_print_json(r, j);
+        fclose(j);
+    }
+    if (sim.n && (j = report_file(d, "layout_sim.json"))) {
+        layout_sim_json(r, &sim, j);
         fclose(j);
     }
     bool any = false;
@@ -1189,7 +1412,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: hotpath demo [--report DIR] [--quick] [--only NAME] [--cpu N]\n"
                "                    [--full] [--chrono-binary PATH|none] [--flows LIST]\n"
                "                    [--family 4|6|both] [--duration S] [--reps N]\n"
-               "                    [--early-demux N|off]\n\n"
+               "                    [--early-demux N|off] [--sim-duration S|off]\n\n"
                "Runs the experiments with a progress display, prints their tables and writes\n"
                "DIR (default report/): report.md, NAME.json and NAME.png per experiment.\n\n"
                "experiments:\n");
@@ -1209,6 +1432,12 @@ static void usage(FILE *f)
                "  --reps N             repetitions per cell, the median is reported (1 to %d)\n"
                "  --early-demux N|off  passed to the hotpath runs (grouped and chrono): early\n"
                "                       demultiplexing from N connections, or never\n"
+               "  --sim-duration S|off the simulated step: after the sweep, scripts/rr_cachesim.py\n"
+               "                       counts cache misses per transaction of each build under\n"
+               "                       valgrind at the sweep's largest flow count, over S seconds of\n"
+               "                       valgrind time (default 20 in the demo and full sweeps, not\n"
+               "                       run with --quick or when --flows/--family/--duration/--reps\n"
+               "                       change the sweep)\n"
                "  --cpu N              client and server threads on the CPU before N and on N\n"
                "                       (default: the last two CPUs; -1: not pinned)\n",
             LAYOUT_MAX_FLOWS, LAYOUT_MAX_REPS);
@@ -1248,7 +1477,7 @@ int cmd_demo(int argc, char **argv)
         {"full", no_argument, NULL, 'F'},           {"chrono-binary", required_argument, NULL, 'B'},
         {"flows", required_argument, NULL, 'f'},    {"family", required_argument, NULL, 'a'},
         {"duration", required_argument, NULL, 'd'}, {"reps", required_argument, NULL, 'r'},
-        {"early-demux", required_argument, NULL, 'E'},
+        {"early-demux", required_argument, NULL, 'E'}, {"sim-duration", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
     struct layout_opts *lo = &d.layout;
@@ -1316,6 +1545,14 @@ int cmd_demo(int argc, char **argv)
             lo->early_demux = optarg;
             break;
         }
+        case 'S':
+            errno = 0;
+            lo->sim_duration = strcmp(optarg, "off") == 0 ? -1 : strtod(optarg, &end);
+            if (strcmp(optarg, "off") != 0 &&
+                (!*optarg || *end || errno || !(lo->sim_duration >= 1 && lo->sim_duration <= 600)))
+                return tool_usage_error("demo", "--sim-duration wants seconds from 1 to 600 or 'off', not '%s'",
+                                        optarg);
+            break;
         case 'h':
             usage(stdout);
             return 0;
