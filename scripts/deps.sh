@@ -21,7 +21,7 @@ optional_check=(clang:/usr/bin/clang libclang-rt-14-dev:/usr/lib/llvm-14/lib/cla
                 libdpdk-dev:/usr/include/dpdk/rte_ip.h libxdp-dev:/usr/include/xdp/xsk.h
                 libbpf-dev:/usr/include/bpf/libbpf.h iproute2:/usr/sbin/ip tshark:/usr/bin/tshark
                 libssl-dev:/usr/include/openssl/evp.h libdw-dev:/usr/include/elfutils/libdw.h
-                iputils-ping:/usr/bin/ping valgrind:/usr/include/valgrind/callgrind.h
+                iputils-ping:/usr/bin/ping ethtool:/usr/sbin/ethtool valgrind:/usr/include/valgrind/callgrind.h
                 gcc-aarch64-linux-gnu:/usr/bin/aarch64-linux-gnu-gcc qemu-user:/usr/bin/qemu-aarch64)
 declare -A why=(
   [libdpdk-dev]="the dpdk and dpdk-native rows of 'hotpath bench cksum'"
@@ -36,6 +36,7 @@ declare -A why=(
   [libssl-dev]="SHA-256 digests in 'hotpath connect' (its byte-by-byte check runs without)"
   [libdw-dev]="'hotpath layout' (it reads DWARF with libdw) and its tests"
   [tshark]="reading our pcap files back with Wireshark's dissectors"
+  [ethtool]="the afxdp interop tests with the kernel's TCP and UDP (its veth's tx checksum offload must be off)"
   [iputils-ping]="the kernel's ping and ping -6 against hotpath serve (root interop tests)"
   [valgrind]="simulated cache misses per rr transaction (scripts/rr_cachesim.py: the demo's layout step and its test)"
 )
