@@ -22,13 +22,15 @@ optional_check=(clang:/usr/bin/clang libclang-rt-14-dev:/usr/lib/llvm-14/lib/cla
                 libbpf-dev:/usr/include/bpf/libbpf.h iproute2:/usr/sbin/ip tshark:/usr/bin/tshark
                 libssl-dev:/usr/include/openssl/evp.h libdw-dev:/usr/include/elfutils/libdw.h
                 iputils-ping:/usr/bin/ping ethtool:/usr/sbin/ethtool valgrind:/usr/include/valgrind/callgrind.h
-                gcc-aarch64-linux-gnu:/usr/bin/aarch64-linux-gnu-gcc qemu-user:/usr/bin/qemu-aarch64)
+                gcc-aarch64-linux-gnu:/usr/bin/aarch64-linux-gnu-gcc
+                libc6-dev-arm64-cross:/usr/aarch64-linux-gnu/lib/crti.o qemu-user:/usr/bin/qemu-aarch64)
 declare -A why=(
   [libdpdk-dev]="the dpdk and dpdk-native rows of 'hotpath bench cksum'"
   [libelf-dev]="code sizes in the benchmark tables"
   [clang]="the clang -Werror build and the libFuzzer smoke runs"
   [libclang-rt-14-dev]="the libFuzzer smoke runs"
   [gcc-aarch64-linux-gnu]="the aarch64 (NEON) cross-build"
+  [libc6-dev-arm64-cross]="the aarch64 (NEON) cross-build (the C library to link against)"
   [qemu-user]="running the aarch64 unit tests under emulation"
   [libxdp-dev]="the afxdp link (AF_XDP), its tests and benchmarks"
   [libbpf-dev]="the afxdp link (AF_XDP), its tests and benchmarks"
