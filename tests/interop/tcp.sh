@@ -621,13 +621,7 @@ run_kind() {
 }
 
 for kind in "${KINDS[@]}"; do
-  # A veth leaves the kernel's checksums partial while its tx offload is on,
-  # and AF_XDP gives no checksum status to tell those from bad ones: without
-  # ethtool to turn the offload off, every segment would be (rightly) dropped.
-  if [ "$kind" = afxdp ] && [ $have_ethtool = 0 ]; then
-    sk "afxdp: ethtool is not installed (apt-get install ethtool): the kernel's tx checksum offload cannot be turned off, and AF_XDP cannot tell its partial checksums from bad ones"
-    continue
-  fi
+  interop_kind_skipped "$kind" && continue
   case "$kind" in
     afxdp|afpacket|tap) run_kind "$kind" ;;
     *) ko "unknown link kind '$kind' (afxdp, afpacket or tap)" ;;

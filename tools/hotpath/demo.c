@@ -975,6 +975,20 @@ static void layout_free(struct layout_report *r)
     free(r);
 }
 
+/* A script of scripts/ by NAME: in the source tree, else where `make install`
+ * put it. NULL when neither has it. A static buffer: the next call reuses it. */
+static const char *find_data_script(const char *name)
+{
+    static char path[4096];
+    const char *dirs[] = {HP_SOURCE_DIR "/scripts", HP_DATA_DIR};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dirs[i], name);
+        if (access(path, R_OK) == 0)
+            return path;
+    }
+    return NULL;
+}
+
 /* ---- the layout experiment's simulated step -------------------------------
  * CPU time on a shared host moves by tens of percent between runs; what a
  * field order changes is the cache misses, and those a cache simulator counts
@@ -1001,15 +1015,6 @@ struct layout_sim {
     char why[300];                /* why it did not run (or stopped), "" when it ran */
 };
 
-static const char *find_cachesim(void)
-{
-    static const char *candidates[] = {HP_SOURCE_DIR "/scripts/rr_cachesim.py", HP_DATA_DIR "/rr_cachesim.py"};
-    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++)
-        if (access(candidates[i], R_OK) == 0)
-            return candidates[i];
-    return NULL;
-}
-
 /* Runs the step into *sim; sim->why says why when it could not. */
 static void layout_simulate(const struct layout_report *r, double window, struct progress *pr,
                             struct layout_sim *sim)
@@ -1020,7 +1025,7 @@ static void layout_simulate(const struct layout_report *r, double window, struct
         if (r->flows[fi] > sim->flows)
             sim->flows = r->flows[fi];
     sim->ipv6 = !(r->families & 1);
-    const char *script = find_cachesim();
+    const char *script = find_data_script("rr_cachesim.py");
     if (!script) {
         snprintf(sim->why, sizeof sim->why, "scripts/rr_cachesim.py not found");
         return;
@@ -1374,19 +1379,9 @@ static const struct {
 };
 #define NEXP (sizeof experiments / sizeof experiments[0])
 
-static const char *find_script(void)
-{
-    static const char *candidates[] = {HP_SOURCE_DIR "/scripts/report.py",
-                                       HP_DATA_DIR "/report.py"};
-    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++)
-        if (access(candidates[i], R_OK) == 0)
-            return candidates[i];
-    return NULL;
-}
-
 static void plot(const char *dir)
 {
-    const char *script = find_script();
+    const char *script = find_data_script("report.py");
     if (!script) {
         printf("plots skipped: scripts/report.py not found\n");
         return;
