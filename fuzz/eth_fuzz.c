@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc != rp)
         fail("check and parse disagree");
     if (rc < 0) {
-        if (rc <= -HP_WIRE_NREASONS || rc == -HP_WIRE_NO_SPACE)
+        if (!hp_wire_is_reason(rc) || rc == -HP_WIRE_NO_SPACE)
             fail("not a receive reason");
         return 0;
     }

@@ -41,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc != rp)
         fail("check and parse disagree");
     if (rc < 0) {
-        if (rc <= -HP_WIRE_NREASONS || rc == -HP_WIRE_NO_SPACE || rc == -HP_WIRE_BAD_CHECKSUM)
+        if (!hp_wire_is_reason(rc) || rc == -HP_WIRE_NO_SPACE || rc == -HP_WIRE_BAD_CHECKSUM)
             fail("not a reason check gives");
         return 0;
     }

@@ -129,6 +129,8 @@ else
       fail=$((fail + 1)); note "FAIL  headers-$cxx (log: $LOGS/headers-$cxx.log)"
     fi
   done
+  # 4b. Compile tests: names that must not be confused (tests/compile).
+  tests compile tests/compile/run.sh
   # 5. Fuzz smoke runs.
   fuzz_suite
   # 6. aarch64: portable and NEON code paths, run under qemu.

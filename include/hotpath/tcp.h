@@ -229,9 +229,13 @@ HP_API int hp_tcp_close(struct hp_tcp_sock *t);
 /** Reset the connection at once (RFC 9293 3.10.5 ABORT) and close the handle. NULL is a no-op. @return 0. */
 HP_API int hp_tcp_abort(struct hp_tcp_sock *t);
 
-/** Per-socket options. */
+/**
+ * Per-socket options. Their values start at 0x100, above every TCP option
+ * kind of the wire layer (HP_TCP_KIND_*, one byte), so that a kind passed
+ * here by mistake is refused with -EINVAL instead of setting another option.
+ */
 enum hp_tcp_opt {
-    HP_TCP_OPT_NODELAY = 1,  /**< 1: no Nagle (RFC 9293 3.7.4); default 0 */
+    HP_TCP_OPT_NODELAY = 0x100, /**< 1: no Nagle (RFC 9293 3.7.4); default 0 */
     HP_TCP_OPT_SNDBUF,       /**< send buffer bytes (2048 .. 1 GiB) */
     HP_TCP_OPT_RCVBUF,       /**< receive buffer bytes (2048 .. 1 GiB); set before connect/listen for the window scale */
     HP_TCP_OPT_KEEPALIVE,    /**< 1: send keepalive probes (RFC 9293 3.8.4); default 0 */

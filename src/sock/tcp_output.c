@@ -198,9 +198,9 @@ static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
     memset(h + 16, 0, 4); /* checksum (computed below), urgent pointer */
     if (ts) {
         /* RFC 7323 3.2: TSval our clock, TSecr the TS.Recent we hold. */
-        h[20] = HP_TCP_OPT_NOP;
-        h[21] = HP_TCP_OPT_NOP;
-        h[22] = HP_TCP_OPT_TS;
+        h[20] = HP_TCP_KIND_NOP;
+        h[21] = HP_TCP_KIND_NOP;
+        h[22] = HP_TCP_KIND_TS;
         h[23] = 10;
         hp_put_be32(h + 24, hp__tcp_ts_now(c));
         hp_put_be32(h + 28, c->ts_recent);

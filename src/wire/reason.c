@@ -5,18 +5,13 @@
 HP_API const char *hp_wire_reason(int reason)
 {
     static const char *const names[HP_WIRE_NREASONS] = {
-        [HP_WIRE_OK] = "ok",
-        [HP_WIRE_TRUNCATED] = "truncated",
-        [HP_WIRE_BAD_VERSION] = "bad-version",
-        [HP_WIRE_BAD_LENGTH] = "bad-length",
-        [HP_WIRE_BAD_CHECKSUM] = "bad-checksum",
-        [HP_WIRE_BAD_OPTION] = "bad-option",
-        [HP_WIRE_BAD_ADDRESS] = "bad-address",
-        [HP_WIRE_BAD_FIELD] = "bad-field",
-        [HP_WIRE_UNSUPPORTED] = "unsupported",
-        [HP_WIRE_NO_SPACE] = "no-space",
+        "truncated",   "bad-version", "bad-length",  "bad-checksum", "bad-option",
+        "bad-address", "bad-field",   "unsupported", "no-space",
     };
+    _Static_assert(HP_WIRE_NO_SPACE - HP_WIRE_REASON_BASE == HP_WIRE_NREASONS, "one name per reason");
     if (reason < 0)
         reason = -reason;
-    return reason < HP_WIRE_NREASONS ? names[reason] : "unknown";
+    if (reason == HP_WIRE_OK)
+        return "ok";
+    return hp_wire_is_reason(reason) ? names[reason - HP_WIRE_REASON_BASE - 1] : "unknown";
 }

@@ -19,9 +19,9 @@ static int walk_options(const uint8_t *p, size_t n, struct hp_tcp_opts *o)
     size_t i = 0;
     while (i < n) {
         uint8_t kind = p[i];
-        if (kind == HP_TCP_OPT_EOL)
+        if (kind == HP_TCP_KIND_EOL)
             break;
-        if (kind == HP_TCP_OPT_NOP) {
+        if (kind == HP_TCP_KIND_NOP) {
             i++;
             continue;
         }
@@ -32,7 +32,7 @@ static int walk_options(const uint8_t *p, size_t n, struct hp_tcp_opts *o)
             return -HP_WIRE_BAD_OPTION;
         const uint8_t *v = p + i + 2;
         switch (kind) {
-        case HP_TCP_OPT_MSS: /* RFC 9293 3.2 */
+        case HP_TCP_KIND_MSS: /* RFC 9293 3.2 */
             if (olen != 4)
                 return -HP_WIRE_BAD_OPTION;
             if (o) {
@@ -40,7 +40,7 @@ static int walk_options(const uint8_t *p, size_t n, struct hp_tcp_opts *o)
                 o->mss = hp_get_be16(v);
             }
             break;
-        case HP_TCP_OPT_WS: /* RFC 7323 2.2 */
+        case HP_TCP_KIND_WS: /* RFC 7323 2.2 */
             if (olen != 3)
                 return -HP_WIRE_BAD_OPTION;
             if (o) {
@@ -50,13 +50,13 @@ static int walk_options(const uint8_t *p, size_t n, struct hp_tcp_opts *o)
                 o->ws = o->ws_clamped ? HP_TCP_MAX_WS : v[0];
             }
             break;
-        case HP_TCP_OPT_SACK_PERM: /* RFC 2018 2 */
+        case HP_TCP_KIND_SACK_PERM: /* RFC 2018 2 */
             if (olen != 2)
                 return -HP_WIRE_BAD_OPTION;
             if (o)
                 o->sack_perm = true;
             break;
-        case HP_TCP_OPT_SACK: { /* RFC 2018 3: 2 + 8n bytes, n >= 1 */
+        case HP_TCP_KIND_SACK: { /* RFC 2018 3: 2 + 8n bytes, n >= 1 */
             size_t nb = (olen - 2) / 8;
             if ((olen - 2) % 8 || nb < 1 || nb > HP_TCP_MAX_SACK)
                 return -HP_WIRE_BAD_OPTION;
@@ -69,7 +69,7 @@ static int walk_options(const uint8_t *p, size_t n, struct hp_tcp_opts *o)
             }
             break;
         }
-        case HP_TCP_OPT_TS: /* RFC 7323 3.2 */
+        case HP_TCP_KIND_TS: /* RFC 7323 3.2 */
             if (olen != 10)
                 return -HP_WIRE_BAD_OPTION;
             if (o) {
@@ -170,39 +170,39 @@ HP_API size_t hp_tcp_repr_len(const struct hp_tcp_repr *r)
 static void write_options(const struct hp_tcp_opts *o, uint8_t *p)
 {
     if (o->has_mss) {
-        p[0] = HP_TCP_OPT_MSS;
+        p[0] = HP_TCP_KIND_MSS;
         p[1] = 4;
         hp_put_be16(p + 2, o->mss);
         p += 4;
     }
     if (o->has_ts) {
         if (o->sack_perm) {
-            p[0] = HP_TCP_OPT_SACK_PERM;
+            p[0] = HP_TCP_KIND_SACK_PERM;
             p[1] = 2;
         } else {
-            p[0] = p[1] = HP_TCP_OPT_NOP;
+            p[0] = p[1] = HP_TCP_KIND_NOP;
         }
-        p[2] = HP_TCP_OPT_TS;
+        p[2] = HP_TCP_KIND_TS;
         p[3] = 10;
         hp_put_be32(p + 4, o->ts_val);
         hp_put_be32(p + 8, o->ts_ecr);
         p += 12;
     } else if (o->sack_perm) {
-        p[0] = p[1] = HP_TCP_OPT_NOP;
-        p[2] = HP_TCP_OPT_SACK_PERM;
+        p[0] = p[1] = HP_TCP_KIND_NOP;
+        p[2] = HP_TCP_KIND_SACK_PERM;
         p[3] = 2;
         p += 4;
     }
     if (o->has_ws) {
-        p[0] = HP_TCP_OPT_NOP;
-        p[1] = HP_TCP_OPT_WS;
+        p[0] = HP_TCP_KIND_NOP;
+        p[1] = HP_TCP_KIND_WS;
         p[2] = 3;
         p[3] = o->ws;
         p += 4;
     }
     if (o->n_sack) {
-        p[0] = p[1] = HP_TCP_OPT_NOP;
-        p[2] = HP_TCP_OPT_SACK;
+        p[0] = p[1] = HP_TCP_KIND_NOP;
+        p[2] = HP_TCP_KIND_SACK;
         p[3] = (uint8_t)(2 + 8 * o->n_sack);
         p += 4;
         for (unsigned b = 0; b < o->n_sack; b++) {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <hotpath/common.h>
+#include <hotpath/err.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -21,11 +22,16 @@ extern "C" {
  *   int    hp_X_emit(const struct hp_X_repr *r, void *out, size_t cap, ...);
  * and static inline accessors that are safe once check returned 0 for the
  * same (pkt, len). Failures return the negative of a reason below, which the
- * stack counts per reason; hp_wire_reason() names it.
+ * stack counts per reason; hp_wire_reason() and hp_strerror() name it.
+ *
+ * The reasons live above the errno range (Linux's errno values end at 4095,
+ * MAX_ERRNO), so that a -HP_WIRE_* value can never be mistaken for a -errno
+ * one, nor the reverse (err.h: one error space).
  */
+#define HP_WIRE_REASON_BASE HP_ERR_WIRE_BASE
 enum hp_wire_reason {
     HP_WIRE_OK = 0,
-    HP_WIRE_TRUNCATED,      /* shorter than its header, or than a length field says */
+    HP_WIRE_TRUNCATED = HP_WIRE_REASON_BASE + 1, /* shorter than its header, or than a length field says */
     HP_WIRE_BAD_VERSION,    /* IP version, ARP hardware/protocol type... */
     HP_WIRE_BAD_LENGTH,     /* a length field that is impossible (too small, inconsistent) */
     HP_WIRE_BAD_CHECKSUM,
@@ -34,8 +40,18 @@ enum hp_wire_reason {
     HP_WIRE_BAD_FIELD,      /* any other field with a value the RFC forbids */
     HP_WIRE_UNSUPPORTED,    /* well formed, but not something we handle */
     HP_WIRE_NO_SPACE,       /* emit: the output buffer is too small */
-    HP_WIRE_NREASONS
+    HP_WIRE_END,            /* one past the last reason */
 };
+/** How many reasons there are besides HP_WIRE_OK. */
+#define HP_WIRE_NREASONS (HP_WIRE_END - HP_WIRE_REASON_BASE - 1)
+
+/** True when err (negative or positive) is one of the wire layer's reasons. */
+static inline int hp_wire_is_reason(int err)
+{
+    if (err < 0)
+        err = -err;
+    return err > HP_WIRE_REASON_BASE && err < HP_WIRE_END;
+}
 
 /**
  * Parse flag: verify the checksum (IPv4 header, UDP, TCP, ICMP, ICMPv6) and
@@ -44,7 +60,8 @@ enum hp_wire_reason {
  */
 #define HP_WIRE_VERIFY_CKSUM 0x1u
 
-/** A short name for a reason ("truncated", "bad-checksum"...); never NULL. */
+/** A short name for a reason ("truncated", "bad-checksum"...; 0 is "ok"); never NULL: "unknown"
+ * for anything that is not a reason. */
 HP_API const char *hp_wire_reason(int reason);
 
 /* Unaligned reads and writes of network-order fields, through memcpy. */

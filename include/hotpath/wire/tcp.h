@@ -28,14 +28,14 @@ extern "C" {
 #define HP_TCP_F_ECE 0x40u
 #define HP_TCP_F_CWR 0x80u
 
-/* Option kinds. */
-#define HP_TCP_OPT_EOL 0u
-#define HP_TCP_OPT_NOP 1u
-#define HP_TCP_OPT_MSS 2u       /* RFC 9293 3.2, length 4 */
-#define HP_TCP_OPT_WS 3u        /* RFC 7323 2.2, length 3 */
-#define HP_TCP_OPT_SACK_PERM 4u /* RFC 2018 2, length 2 */
-#define HP_TCP_OPT_SACK 5u      /* RFC 2018 3, length 2 + 8n */
-#define HP_TCP_OPT_TS 8u        /* RFC 7323 3.2, length 10 */
+/* Option kinds (the byte on the wire; socket options are HP_TCP_OPT_* in tcp.h). */
+#define HP_TCP_KIND_EOL 0u
+#define HP_TCP_KIND_NOP 1u
+#define HP_TCP_KIND_MSS 2u       /* RFC 9293 3.2, length 4 */
+#define HP_TCP_KIND_WS 3u        /* RFC 7323 2.2, length 3 */
+#define HP_TCP_KIND_SACK_PERM 4u /* RFC 2018 2, length 2 */
+#define HP_TCP_KIND_SACK 5u      /* RFC 2018 3, length 2 + 8n */
+#define HP_TCP_KIND_TS 8u        /* RFC 7323 3.2, length 10 */
 
 /* RFC 7323 section 2.3: the largest window shift. */
 #define HP_TCP_MAX_WS 14u

@@ -439,6 +439,16 @@ HP_TEST(tcp_api_options)
     HP_CHECK_EQ(hp_tcp_setopt(t, (enum hp_tcp_opt)0, 1), -EINVAL);
     HP_CHECK_EQ(hp_tcp_setopt(t, (enum hp_tcp_opt)99, 1), -EINVAL);
     HP_CHECK_EQ(hp_tcp_getopt(t, (enum hp_tcp_opt)99, &val), -EINVAL);
+    /* A wire option kind given as a socket option is refused, never taken
+     * for another option (MSS was SNDBUF's value, TS LINGER0's). */
+    long sndbuf_before = 0;
+    HP_CHECK_EQ(hp_tcp_getopt(t, HP_TCP_OPT_SNDBUF, &sndbuf_before), 0);
+    for (unsigned kind = 0; kind < 256; kind++) {
+        HP_CHECK_EQ(hp_tcp_setopt(t, (enum hp_tcp_opt)kind, 1400), -EINVAL);
+        HP_CHECK_EQ(hp_tcp_getopt(t, (enum hp_tcp_opt)kind, &val), -EINVAL);
+    }
+    HP_CHECK_EQ(hp_tcp_getopt(t, HP_TCP_OPT_SNDBUF, &val), 0);
+    HP_CHECK_EQ(val, sndbuf_before);
     HP_CHECK_EQ(hp_tcp_setopt(t, HP_TCP_OPT_NODELAY, 0), 0);
     HP_CHECK_EQ(hp_tcp_getopt(t, HP_TCP_OPT_NODELAY, &val), 0);
     HP_CHECK_EQ(val, 0);

@@ -37,7 +37,7 @@ int l2l3_reason(const char *name)
 {
     if (strcmp(name, "ok") == 0)
         return 0;
-    for (int r = 1; r < HP_WIRE_NREASONS; r++)
+    for (int r = HP_WIRE_TRUNCATED; r < HP_WIRE_END; r++)
         if (strcmp(name, hp_wire_reason(r)) == 0)
             return -r;
     return 1;

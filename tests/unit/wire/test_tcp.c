@@ -226,8 +226,8 @@ HP_TEST(tcp_option_lengths)
     static const struct {
         uint8_t kind;
         int ok_len; /* -1: 2 + 8n for n 1..4; -2: any length >= 2 */
-    } kinds[] = {{HP_TCP_OPT_MSS, 4}, {HP_TCP_OPT_WS, 3}, {HP_TCP_OPT_SACK_PERM, 2},
-                 {HP_TCP_OPT_SACK, -1}, {HP_TCP_OPT_TS, 10}, {253, -2}, {30, -2}};
+    } kinds[] = {{HP_TCP_KIND_MSS, 4}, {HP_TCP_KIND_WS, 3}, {HP_TCP_KIND_SACK_PERM, 2},
+                 {HP_TCP_KIND_SACK, -1}, {HP_TCP_KIND_TS, 10}, {253, -2}, {30, -2}};
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
         for (int len = 0; len <= 40; len++) {
             uint8_t o[40] = {0};
@@ -253,7 +253,7 @@ HP_TEST(tcp_option_lengths)
         }
     }
     /* A kind with no room for its length byte. */
-    static const uint8_t last[4] = {1, 1, 1, HP_TCP_OPT_MSS};
+    static const uint8_t last[4] = {1, 1, 1, HP_TCP_KIND_MSS};
     struct hp_tcp_repr r;
     HP_CHECK_EQ(parse_opts(last, 4, &r), -HP_WIRE_BAD_OPTION);
     HP_CHECK_EQ(hp_pools_in_use(), 0);
@@ -420,13 +420,13 @@ HP_TEST(tcp_emit_option_combinations)
             /* Alignment: walk the emitted options. */
             for (size_t i = 20; i < 20 + olen;) {
                 uint8_t kind = d[i];
-                if (kind == HP_TCP_OPT_NOP) {
+                if (kind == HP_TCP_KIND_NOP) {
                     i++;
                     continue;
                 }
-                if (kind == HP_TCP_OPT_TS || kind == HP_TCP_OPT_SACK)
+                if (kind == HP_TCP_KIND_TS || kind == HP_TCP_KIND_SACK)
                     HP_CHECK_EQ((i + 2) % 4, 0);
-                if (kind == HP_TCP_OPT_MSS)
+                if (kind == HP_TCP_KIND_MSS)
                     HP_CHECK_EQ(i % 4, 0);
                 i += d[i + 1];
             }
