@@ -15,6 +15,7 @@
 
 #include "netopts.h"
 #include "tcp_app.h"
+#include "cmd.h"
 #include "tool.h"
 
 #define MAX_CONNS 16384   /* one client address's ephemeral ports (RFC 6056: 49152-65535) */

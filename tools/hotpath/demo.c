@@ -21,6 +21,8 @@
 #include "bench_cksum.h"
 #include "bench_pool.h"
 #include "bench_txcomp.h"
+#include "bench.h"
+#include "cmd.h"
 #include "tool.h"
 
 #define LAYOUT_MAX_FLOWS 16

@@ -16,6 +16,7 @@
 #include <hotpath/pool.h>
 
 #include "gen.h"
+#include "cmd.h"
 #include "tool.h"
 
 #define MAX_BATCH 256

@@ -7,6 +7,7 @@
 #include <hotpath/cpu.h>
 #include <hotpath/pool.h>
 
+#include "cmd.h"
 #include "tool.h"
 
 static const struct {

@@ -19,6 +19,7 @@
 #include <hotpath/udp.h>
 
 #include "rr.h"
+#include "cmd.h"
 #include "tool.h"
 
 /* Under callgrind (scripts/rr_cachesim.py), the counters are zeroed as the measured

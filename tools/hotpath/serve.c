@@ -17,6 +17,7 @@
 
 #include "netopts.h"
 #include "tcp_app.h"
+#include "cmd.h"
 #include "tool.h"
 
 #define MAX_TCP_PORTS 16

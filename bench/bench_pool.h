@@ -9,6 +9,7 @@
 
 #include <hotpath/pool.h>
 
+#include "bench.h"
 #include "tool.h"
 
 #define POOL_MAX_REPS 64

@@ -16,6 +16,7 @@
 #include <hotpath/tcp.h>
 
 #include "tcp_kernel.h"
+#include "bench.h"
 #include "tool.h"
 
 #define PORT 5201

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "bench.h"
 #include "tool.h"
 
 struct udp_echo_opts {

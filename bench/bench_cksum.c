@@ -9,6 +9,7 @@
 
 #include "base/internal.h"
 #include "bench_cksum.h"
+#include "bench.h"
 #include "tool.h"
 
 static const size_t sizes[] = {20, 21, 100, 101, 1500, 1501, 9000, 65536};

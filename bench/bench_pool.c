@@ -16,6 +16,7 @@
 #include <hotpath/pool.h>
 
 #include "bench_pool.h"
+#include "bench.h"
 #include "tool.h"
 
 /* The setup, equal for every row. */

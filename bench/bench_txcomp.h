@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "bench.h"
 #include "tool.h"
 
 #define TXCOMP_NPOL 3 /* local, defer, adaptive */

@@ -14,6 +14,7 @@
 
 #include "afxdp_raw.h"
 #include "gen.h"
+#include "bench.h"
 #include "tool.h"
 
 /*

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 
 #include "base/internal.h"
+#include "bench.h"
 #include "tool.h"
 
 #define CKSUM_MAX_IMPLS 12

@@ -12,6 +12,7 @@
 
 #include "bench_txcomp.h"
 #include "gen.h"
+#include "bench.h"
 #include "tool.h"
 
 /*

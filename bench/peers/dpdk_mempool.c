@@ -18,7 +18,7 @@
 #include <rte_mempool.h>
 #include <rte_version.h>
 
-#include "../tool.h" /* the API below, declared under HP_HAVE_DPDK */
+#include "../bench.h" /* the API below, declared under HP_HAVE_DPDK */
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_rc = -EAGAIN;

@@ -2,6 +2,7 @@
 /* Benchmark peers written here as baselines: the RFC 1071 loop and the seed patch's 64-byte unrolling. */
 #include <string.h>
 
+#include "bench.h"
 #include "tool.h"
 
 /* RFC 1071 section 4.1, with memcpy instead of a cast so that any alignment

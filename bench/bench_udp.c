@@ -17,6 +17,7 @@
 #include <hotpath/udp.h>
 
 #include "bench_udp.h"
+#include "bench.h"
 #include "tool.h"
 #include "udp_kernel.h"
 

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench.h"
+#include "cmd.h"
 #include "tool.h"
 
 static const struct {

@@ -210,7 +210,8 @@ static void usage(FILE *f)
             "(for the others, the RX and TX columns of their docs/cachelines table), one column per binary.\n"
             "It warns where a field one path writes shares a line with fields only the other path reads.\n"
             "\n"
-            "  --binary PATH   a binary to read (repeatable). Default: this executable and, when it\n"
+            "  --binary PATH   a binary to read (repeatable). Default: the hotpath that ran this tool\n"
+            "                  (or the one beside hotpath-layout) and, when it\n"
             "                  exists, the other layout's build in the source tree (build-chrono/hotpath,\n"
             "                  or build/hotpath when this one is chrono). A binary's layout is 'grouped'\n"
             "                  when its struct hp_tcp_sock has group markers, else 'chrono'.\n"
@@ -316,15 +317,27 @@ static int open_one(struct lt_binary *b, const char *path, bool quiet)
     return 0;
 }
 
-/* This executable, and the other layout's build beside it when there is one. */
+/* The hotpath binary to read by default: the one that ran us (`hotpath
+ * layout` sets HOTPATH_BINARY), else the hotpath beside this executable. */
+static void default_binary(char *self, size_t len)
+{
+    const char *env = getenv("HOTPATH_BINARY");
+    if (env && *env) {
+        snprintf(self, len, "%s", env);
+        return;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = 0;
+    char *slash = strrchr(exe, '/');
+    snprintf(self, len, "%.*s/hotpath", slash ? (int)(slash - exe) : 1, slash ? exe : ".");
+}
+
+/* The hotpath binary, and the other layout's build beside it when there is one. */
 static int open_default(struct lt_binary *bins, int *nbins)
 {
     char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0)
-        snprintf(self, sizeof self, "/proc/self/exe");
-    else
-        self[n] = 0;
+    default_binary(self, sizeof self);
     int rc = open_one(&bins[0], self, false);
     if (rc < 0)
         return rc;
@@ -697,7 +710,7 @@ static bool listed(const char **v, int n, const char *s)
     return false;
 }
 
-int cmd_layout(int argc, char **argv)
+int main(int argc, char **argv)
 {
     struct opts o;
     int rc = parse(argc, argv, &o);
