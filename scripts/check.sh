@@ -139,7 +139,7 @@ else
   elif command -v aarch64-linux-gnu-gcc >/dev/null 2>&1; then
     if build build-aarch64 build-aarch64 -DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR=aarch64 \
          -DCMAKE_C_COMPILER=aarch64-linux-gnu-gcc -DCMAKE_BUILD_TYPE=Release \
-         -DPKG_CONFIG_EXECUTABLE=/bin/false; then
+         -DPKG_CONFIG_EXECUTABLE=/bin/false -DHP_BUILD_TOOLS=OFF; then
       if command -v qemu-aarch64 >/dev/null 2>&1; then
         # Emulation is ~10x slower: a tenth of the stress operations.
         HP_STRESS_OPS=1e7 unit_all unit-aarch64 build-aarch64 qemu-aarch64 -L /usr/aarch64-linux-gnu

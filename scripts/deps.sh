@@ -13,7 +13,8 @@ mode=${1:-check}
 
 # Debian package -> a file or command that shows it is installed.
 required=(cmake:/usr/bin/cmake ninja-build:/usr/bin/ninja gcc:/usr/bin/gcc
-          pkg-config:/usr/bin/pkg-config libelf-dev:/usr/include/libelf.h)
+          pkg-config:/usr/bin/pkg-config libelf-dev:/usr/include/libelf.h
+          libjansson-dev:/usr/include/jansson.h)
 optional_demo=(libdpdk-dev:/usr/include/dpdk/rte_ip.h libxdp-dev:/usr/include/xdp/xsk.h
                libbpf-dev:/usr/include/bpf/libbpf.h iproute2:/usr/sbin/ip libssl-dev:/usr/include/openssl/evp.h
                libdw-dev:/usr/include/elfutils/libdw.h valgrind:/usr/include/valgrind/callgrind.h)

@@ -10,6 +10,7 @@
 #include <hotpath/cpu.h>
 #include <hotpath/err.h>
 #include <hotpath/link.h>
+#include <hotpath/log.h>
 #include <hotpath/pool.h>
 #include <hotpath/sock.h>
 #include <hotpath/stack.h>

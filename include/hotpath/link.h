@@ -226,6 +226,8 @@ HP_API void hp_link_stats(const struct hp_link *l, struct hp_link_stats *out);
  * The reason for the last failure of hp_link_open(), hp_link_mem_pair() or a
  * decorator on this thread, as a sentence naming the interface and what to
  * do ("afxdp: needs CAP_NET_ADMIN and CAP_NET_RAW: run as root"). Never NULL.
+ * The same text as hp_last_error() (log.h), which covers every layer: link
+ * failures are recorded there and logged at HP_LOG_DEBUG like any other.
  */
 HP_API const char *hp_link_error(void);
 

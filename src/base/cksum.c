@@ -9,6 +9,7 @@
 #include <hotpath/cksum.h>
 #include <hotpath/cpu.h>
 
+#include "debug.h"
 #include "internal.h"
 
 static const struct hp__cksum_variant variants[] = {
@@ -72,7 +73,7 @@ __attribute__((constructor)) static void cksum_init(void)
             use(i);
             return;
         }
-        fprintf(stderr, "hotpath: HP_CKSUM_IMPL=%s: %s; using %s\n", env,
+        hp__log(HP_LOG_WARN, "cksum", "HP_CKSUM_IMPL=%s: %s; using %s", env,
                 i < 0 ? "no such variant" : "not supported by this CPU", variants[b].name);
     }
     use(b);

@@ -10,6 +10,7 @@
 
 #include <hotpath/pool.h>
 
+#include "../base/debug.h"
 #include "internal.h"
 
 #define MAX_POOLS HP__MAX_POOLS
@@ -94,7 +95,7 @@ struct hp_pool *hp__pool_lookup(const void *b)
 
 void hp__pool_report(struct hp_pool *pool, const void *b, const char *what)
 {
-    fprintf(stderr, "hotpath: pool '%s': %s: buffer %p\n", pool ? pool->name : "(none)", what, b);
+    hp__log(HP_LOG_ERR, "pool", "'%s': %s: buffer %p", pool ? pool->name : "(none)", what, b);
     if (!pool)
         return;
     int t = hp__tid();
@@ -209,9 +210,7 @@ static uint32_t ring_get(struct hp__ring *r, struct hp_buf **objs, uint32_t n)
 
 static struct hp_pool *bad(const char *what)
 {
-    fprintf(stderr, "hotpath: hp_pool_create: %s\n", what);
-    errno = EINVAL;
-    return NULL;
+    return hp__fail_null(EINVAL, "pool", "hp_pool_create: %s", what);
 }
 
 static void *map_region(size_t len, unsigned flags, bool *huge)
@@ -246,7 +245,7 @@ static int default_policy(void)
         int p = hp_alien_policy_parse(e);
         if (p >= 0)
             return p;
-        fprintf(stderr, "hotpath: HP_ALIEN_POLICY=%s: not local, defer or adaptive; using adaptive\n", e);
+        hp__log(HP_LOG_WARN, "pool", "HP_ALIEN_POLICY=%s: not local, defer or adaptive; using adaptive", e);
     }
     return HP_ALIEN_ADAPTIVE;
 }
@@ -391,11 +390,10 @@ HP_API int hp_pool_destroy(struct hp_pool *p)
         for (uint32_t i = 0; i < p->n; i++) {
             struct hp_buf *b = (struct hp_buf *)(p->region + (size_t)i * p->elt_size);
             if (!(b->flags & HP_BUF_F_FREE) && shown++ < 16)
-                fprintf(stderr, "hotpath: pool '%s': destroyed with buffer %p still in use\n",
-                        p->name, (void *)b);
+                hp__log(HP_LOG_ERR, "pool", "'%s': destroyed with buffer %p still in use", p->name,
+                        (void *)b);
         }
-        fprintf(stderr, "hotpath: pool '%s': not destroyed: %ld buffer(s) still in use\n", p->name,
-                out);
+        hp__log(HP_LOG_ERR, "pool", "'%s': not destroyed: %ld buffer(s) still in use", p->name, out);
         return -EBUSY;
     }
     pthread_mutex_lock(&registry_lock);

@@ -10,37 +10,34 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "../base/debug.h"
 #include "internal.h"
 
-static _Thread_local char last_error[256] = "no error";
-
+/* The reasons of failed link calls go through the library's one log
+ * channel (log.h): hp_last_error() keeps them per thread. */
 HP_API const char *hp_link_error(void)
 {
-    return last_error;
-}
-
-static void set_error(const char *fmt, va_list ap)
-{
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    return hp_last_error();
 }
 
 int hp__link_fail(int err, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    set_error(fmt, ap);
+    char msg[384];
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return -err;
+    return hp__fail(err, "link", "%s", msg);
 }
 
 void *hp__link_fail_null(int err, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    set_error(fmt, ap);
+    char msg[384];
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    errno = err;
-    return NULL;
+    return hp__fail_null(err, "link", "%s", msg);
 }
 
 /* ---- single-producer, single-consumer rings ---------------------------- */
