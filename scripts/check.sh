@@ -121,6 +121,9 @@ else
   fi
   # 4. The command line; the public headers as C++.
   tests cli tests/cli/test_cli.sh build/hotpath
+  for t in tests/cli/test_*.sh; do
+    [ "$t" = tests/cli/test_cli.sh ] || tests "cli-$(basename "$t" .sh)" "$t" build/hotpath
+  done
   for cxx in g++ clang++; do
     if ! command -v $cxx >/dev/null 2>&1; then skipped "headers as C++: $cxx is not installed"; continue; fi
     if step "headers-$cxx" $cxx -std=c++17 -Wall -Wextra -Werror -Iinclude -c tests/headers/all.cc -o /dev/null; then

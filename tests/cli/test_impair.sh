@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# hotpath impair's command line: every bad argument refused with a message naming it, exit 2; --help.
+#
+# usage: tests/cli/test_impair.sh path/to/hotpath   (no privileges needed: nothing is opened)
+set -u
+HP=${1:?usage: $0 path/to/hotpath}
+pass=0 fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+expect() { # NAME CODE PATTERN -- cmd...
+  local name=$1 code=$2 pattern=$3; shift 4
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -eq "$code" ] && grep -qE -- "$pattern" "$tmp/err" "$tmp/out"; then
+    pass=$((pass + 1)); echo "PASS  $name"
+  else
+    fail=$((fail + 1)); echo "FAIL  $name"; echo "      exit $rc (want $code): $(head -2 "$tmp/err" "$tmp/out")"
+  fi
+}
+
+I=(--link afpacket --iface-a x0 --iface-b x1)
+expect "impair --help"                   0 "usage: hotpath impair"            -- "$HP" impair --help
+expect "impair lists in --help"          0 "impair +bridge two interfaces"    -- "$HP" --help
+expect "impair without --link"           2 "--link wants afxdp or afpacket"   -- "$HP" impair --iface-a x0 --iface-b x1
+expect "impair --link tap refused"       2 "--link wants afxdp or afpacket"   -- "$HP" impair --link tap --iface-a x0 --iface-b x1
+expect "impair one interface"            2 "two different interfaces"         -- "$HP" impair --link afpacket --iface-a x0
+expect "impair the same interface twice" 2 "two different interfaces"         -- "$HP" impair --link afpacket --iface-a x0 --iface-b x0
+expect "impair --loss 1.5"               2 "--loss wants a probability.*'1.5'" -- "$HP" impair "${I[@]}" --loss 1.5
+expect "impair --dup -0.1"               2 "--dup wants a probability"        -- "$HP" impair "${I[@]}" --dup -0.1
+expect "impair --reorder abc"            2 "--reorder wants a probability"    -- "$HP" impair "${I[@]}" --reorder abc
+expect "impair --delay jitter > delay"   2 "--delay wants MS\[,JITTER\]"      -- "$HP" impair "${I[@]}" --delay 5,6
+expect "impair --delay negative"         2 "--delay wants"                    -- "$HP" impair "${I[@]}" --delay -1
+expect "impair --rate 0"                 2 "--rate wants"                     -- "$HP" impair "${I[@]}" --rate 0
+expect "impair --mtu 20"                 2 "--mtu wants a number in \[68"     -- "$HP" impair "${I[@]}" --mtu 20
+expect "impair --queue without --rate"   2 "--queue needs --rate"             -- "$HP" impair "${I[@]}" --queue 100000
+expect "impair --ecn without --rate"     2 "--ecn-mark-above needs --rate"    -- "$HP" impair "${I[@]}" --ecn-mark-above 3000
+expect "impair --a2b with --b2a"         2 "exclude each other"               -- "$HP" impair "${I[@]}" --a2b --b2a
+expect "impair --duration 0"             2 "--duration wants"                 -- "$HP" impair "${I[@]}" --duration 0
+expect "impair stray argument"           2 "unexpected argument 'extra'"      -- "$HP" impair "${I[@]}" extra
+# A missing interface is a clear error, not a crash (no privileges needed to find out).
+expect "impair missing interface"        1 "nosuchif0"                        -- "$HP" impair --link afpacket --iface-a nosuchif0 --iface-b nosuchif1 --duration 0.1
+echo "$pass passed, $fail failed, 0 skipped"
+[ "$fail" = 0 ]
