@@ -240,18 +240,7 @@ static void print_setup(const struct afxdp_report *r, FILE *f)
         f,
         "hotpath:    hotpath gen txonly on the afxdp link: hp_buf_alloc_bulk from the UMEM pool, "
         "64 B copied\n            into each, hp_link_tx_burst (completions freed by the link)\n");
-    if (r->h.retried)
-        fprintf(
-            f,
-            "note:       %d rounds run again: another process held the CPU for over %.0f%% of the "
-            "window\n",
-            r->h.retried, 100 * MAX_DISTURBED);
-    if (r->h.worst_disturbed > MAX_DISTURBED)
-        fprintf(f,
-                "note:       in the worst round kept, the sender was off its CPU %.0f%% of the "
-                "time: this "
-                "machine is busy,\n            compare with care\n",
-                100 * r->h.worst_disturbed);
+    hb_rounds_notes(f, &r->h, "other processes held the sender's CPU");
 }
 
 static void print_table(const struct afxdp_report *r, FILE *f)

@@ -128,6 +128,20 @@ static bool events_for(struct hp_stack *s, const void *tag, uint32_t bits)
     return hit;
 }
 
+/* One send (tx) or receive of up to cap bytes while *ready: the bytes
+ * moved (> 0); 0 when the socket has no more (EAGAIN: *ready cleared until
+ * its next event); -errno on a failure (*ready cleared). */
+static long io_ready(struct hp_tcp_sock *t, bool tx, uint8_t *buf, size_t cap, bool *ready)
+{
+    if (!*ready)
+        return 0;
+    long n = tx ? hp_tcp_send(t, buf, cap) : hp_tcp_recv(t, buf, cap);
+    if (n > 0)
+        return n;
+    *ready = false;
+    return n == -EAGAIN ? 0 : n ? n : -EPIPE;
+}
+
 /* ---- tcp-stream, hotpath: a sender thread and a receiver thread -------------------- */
 
 struct sside {
@@ -156,15 +170,12 @@ static void *stream_thread(void *arg)
         hp_stack_poll(st);
         if (events_for(st, tag, bits))
             ready = true;
-        while (ready && !s->err) {
-            long r = tx ? hp_tcp_send(t, s->buf, CHUNK) : hp_tcp_recv(t, s->buf, CHUNK);
-            if (r > 0) {
-                s->bytes += (uint64_t)r;
-                continue;
-            }
-            ready = false;
-            if (r != -EAGAIN)
-                s->err = r ? (int)-r : EPIPE;
+        long n;
+        while (!s->err && (n = io_ready(t, tx, s->buf, CHUNK, &ready)) != 0) {
+            if (n < 0)
+                s->err = (int)-n;
+            else
+                s->bytes += (uint64_t)n;
         }
     }
     hp_pool_thread_flush(s->p->pool);
@@ -242,31 +253,20 @@ static bool pin_for_round(int cpu, cpu_set_t *saved)
 static int stream_step_1t(struct pair *p, uint8_t *buf, bool *tx_ready, bool *rx_ready,
                           uint64_t *bytes)
 {
-    while (*tx_ready) {
-        long n = hp_tcp_send(p->t[0], buf, CHUNK);
-        if (n <= 0) {
-            *tx_ready = false;
-            if (n != -EAGAIN)
-                return n ? (int)n : -EPIPE;
-        }
-    }
+    long n;
+    while ((n = io_ready(p->t[0], true, buf, CHUNK, tx_ready)) > 0)
+        ;
+    if (n < 0)
+        return (int)n;
     hp_stack_poll(p->st[0]);
     if (events_for(p->st[0], &p->tag[0], HP_EV_OUT))
         *tx_ready = true;
     hp_stack_poll(p->st[1]);
     if (events_for(p->st[1], &p->tag[1], HP_EV_IN))
         *rx_ready = true;
-    while (*rx_ready) {
-        long n = hp_tcp_recv(p->t[1], buf, CHUNK);
-        if (n > 0) {
-            *bytes += (uint64_t)n;
-            continue;
-        }
-        *rx_ready = false;
-        if (n != -EAGAIN)
-            return n ? (int)n : -EPIPE;
-    }
-    return 0;
+    while ((n = io_ready(p->t[1], false, buf, CHUNK, rx_ready)) > 0)
+        *bytes += (uint64_t)n;
+    return (int)n;
 }
 
 /* The same flow with both stacks on this thread, polled in turn: no
@@ -426,8 +426,7 @@ static json_t *stream_json(const struct stream_report *s)
     json_object_set_new(j, "ratio_gbps", ratio_or_null(s->both, s->ratio_g));
     json_object_set_new(j, "ratio_cpu_per_byte", ratio_or_null(s->both, s->ratio_c));
     json_object_set_new(j, "ratio_cpu_per_byte_one_cpu", ratio_or_null(s->both1, s->ratio_c1));
-    json_object_set_new(j, "goal_met", json_boolean(s->goals.g[0].met));
-    json_object_set_new(j, "goals", hb_goals_json(&s->goals));
+    hb_json_goals(j, &s->goals);
     return j;
 }
 
@@ -520,18 +519,12 @@ static int rr_client_step(struct pair *p, uint8_t *buf, size_t cap, bool *outsta
     hp_stack_poll(p->st[0]);
     if (events_for(p->st[0], &p->tag[0], HP_EV_IN))
         *ready = true;
-    while (*ready) {
-        long n = hp_tcp_recv(p->t[0], buf, cap);
-        if (n > 0) {
-            *tx += (uint64_t)n;
-            *outstanding = false;
-            continue;
-        }
-        *ready = false;
-        if (n != -EAGAIN)
-            return n ? (int)n : -EPIPE;
+    long n;
+    while ((n = io_ready(p->t[0], false, buf, cap, ready)) > 0) {
+        *tx += (uint64_t)n;
+        *outstanding = false;
     }
-    return 0;
+    return (int)n;
 }
 
 /* The server: echo what came. */
@@ -540,18 +533,11 @@ static int rr_server_step(struct pair *p, uint8_t *buf, size_t cap, bool *ready)
     hp_stack_poll(p->st[1]);
     if (events_for(p->st[1], &p->tag[1], HP_EV_IN))
         *ready = true;
-    while (*ready) {
-        long n = hp_tcp_recv(p->t[1], buf, cap);
-        if (n > 0) {
-            if (hp_tcp_send(p->t[1], buf, (size_t)n) != n)
-                return -EIO;
-            continue;
-        }
-        *ready = false;
-        if (n != -EAGAIN)
-            return n ? (int)n : -EPIPE;
-    }
-    return 0;
+    long n;
+    while ((n = io_ready(p->t[1], false, buf, cap, ready)) > 0)
+        if (hp_tcp_send(p->t[1], buf, (size_t)n) != n)
+            return -EIO;
+    return (int)n;
 }
 
 /* A round's values in the rr table. */
@@ -643,8 +629,7 @@ static json_t *rr_json(const struct rr_report *s)
     json_object_set_new(j, "rows", rows);
     json_object_set_new(j, "ratio_cpu_per_transaction", ratio_or_null(s->both, s->ratio_c));
     json_object_set_new(j, "ratio_transactions_per_s", ratio_or_null(s->both, s->ratio_t));
-    json_object_set_new(j, "goal_met", json_boolean(s->goals.g[0].met));
-    json_object_set_new(j, "goals", hb_goals_json(&s->goals));
+    hb_json_goals(j, &s->goals);
     return j;
 }
 

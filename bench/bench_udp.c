@@ -292,8 +292,7 @@ static json_t *udp_json(const struct udp_report *u)
     json_object_set_new(j, "rows", rows);
     json_object_set_new(j, "veth", udp_veth_json(&u->veth));
     /* goal_met: the mem goal, as before; goals: each goal line. */
-    json_object_set_new(j, "goal_met", json_boolean(u->goals.g[0].met));
-    json_object_set_new(j, "goals", hb_goals_json(&u->goals));
+    hb_json_goals(j, &u->goals);
     return j;
 }
 

@@ -72,10 +72,7 @@ struct hp_server {
     const char *kind;
     unsigned link_flags;
     bool wait; /* sleep in poll(2) on the link when a round finds nothing */
-    pthread_t th;
-    bool started;
-    _Atomic int state; /* 0 starting, 1 serving, -1 failed */
-    _Atomic int stop;
+    struct hb_server srv;
     uint64_t echoed;
     long leaked; /* buffers still in use after closing */
     char why[200];
@@ -117,11 +114,11 @@ static void *hp_server_main(void *arg)
             goto out;
         }
     }
-    atomic_store(&sv->state, 1);
+    atomic_store(&sv->srv.state, 1);
     struct hp_event ev[16];
     uint64_t echoed = 0;
     int fd = sv->wait ? hp_link_fd(link) : -1;
-    while (!atomic_load_explicit(&sv->stop, memory_order_relaxed)) {
+    while (!hb_server_stopping(&sv->srv)) {
         int n = hp_stack_poll(s);
         hp_stack_events(s, ev, 16);
         uint64_t e = tool_udp_echo(u[0]) + tool_udp_echo(u[1]);
@@ -147,38 +144,21 @@ out:
     }
     hp_thread_exit();
     sv->leaked = hp_pools_in_use();
-    if (atomic_load(&sv->state) != 1)
-        atomic_store(&sv->state, -1);
+    if (atomic_load(&sv->srv.state) != 1)
+        atomic_store(&sv->srv.state, -1);
     return NULL;
 }
 
-static void hp_server_stop(struct hp_server *sv)
-{
-    if (!sv->started)
-        return;
-    atomic_store(&sv->stop, 1);
-    pthread_join(sv->th, NULL);
-    sv->started = false;
-}
-
+/* Opening an AF_XDP socket attaches an XDP program: allow it time. */
 static int hp_server_start(struct hp_server *sv)
 {
-    atomic_init(&sv->state, 0);
-    atomic_init(&sv->stop, 0);
-    if (pthread_create(&sv->th, NULL, hp_server_main, sv) != 0) {
-        snprintf(sv->why, sizeof sv->why, "cannot start the server thread");
-        return -1;
-    }
-    sv->started = true;
-    /* Opening an AF_XDP socket attaches an XDP program: allow it time. */
-    double deadline = tool_now_s() + 10;
-    while (atomic_load(&sv->state) == 0 && tool_now_s() < deadline)
-        usleep(1000);
-    if (atomic_load(&sv->state) == 1)
+    int rc = hb_server_start(&sv->srv, hp_server_main, sv, 10);
+    if (rc == 0)
         return 0;
     if (!sv->why[0])
-        snprintf(sv->why, sizeof sv->why, "the server was not ready within 10 s");
-    hp_server_stop(sv);
+        snprintf(sv->why, sizeof sv->why, "%s",
+                 rc == -ETIMEDOUT ? "the server was not ready within 10 s"
+                                  : "cannot start the server thread");
     return -1;
 }
 
@@ -242,7 +222,7 @@ static int veth_round(struct udp_veth_report *v, int row, double *out, double *f
             snprintf(why, whylen, "%s", ks.why);
             return -1;
         }
-        sth = ks.th;
+        sth = ks.srv.th;
     } else {
         bool xdp = row == V_AFXDP || row == V_AFXDP_WAIT;
         hs.kind = xdp ? "afxdp" : "afpacket";
@@ -252,7 +232,7 @@ static int veth_round(struct udp_veth_report *v, int row, double *out, double *f
             snprintf(why, whylen, "%s", hs.why);
             return 1;
         }
-        sth = hs.th;
+        sth = hs.srv.th;
     }
     struct client_job j = {.o = {.ns = &v->ns,
                                  .side = 0,
@@ -283,7 +263,7 @@ static int veth_round(struct udp_veth_report *v, int row, double *out, double *f
     if (row == V_KERNEL) {
         udpk_server_stop(&ks);
     } else {
-        hp_server_stop(&hs);
+        hb_server_stop(&hs.srv);
         if (rc == 0 && hs.leaked != 0) {
             snprintf(why, whylen, "%s: %ld buffers still in use after the round",
                      udp_veth_rows[row], hs.leaked);
@@ -450,17 +430,7 @@ static void veth_print_setup(const struct udp_veth_report *v, FILE *f)
 
 static void veth_print_notes(const struct udp_veth_report *v, FILE *f)
 {
-    if (v->h.retried)
-        fprintf(
-            f,
-            "note:       %d rounds run again: other processes used over %.0f%% of the two CPUs\n",
-            v->h.retried, 100 * V_MAX_FOREIGN);
-    if (v->h.worst_disturbed > V_MAX_FOREIGN)
-        fprintf(f,
-                "note:       in the worst round kept, other processes used %.0f%% of the two CPUs: "
-                "this machine\n"
-                "            is busy, compare with care\n",
-                100 * v->h.worst_disturbed);
+    hb_rounds_notes(f, &v->h, "other processes used the two CPUs");
     if (v->worst_steal > V_MAX_FOREIGN)
         fprintf(f,
                 "note:       the hypervisor took up to %.0f%% of the two CPUs (steal time) in a "

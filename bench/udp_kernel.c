@@ -176,9 +176,9 @@ static void *server_main(void *arg)
         b->m[i].msg_hdr.msg_iovlen = 1;
         b->m[i].msg_hdr.msg_name = &b->from[i];
     }
-    atomic_store(&s->state, 1);
+    atomic_store(&s->srv.state, 1);
     uint64_t echoed = 0;
-    while (!atomic_load_explicit(&s->stop, memory_order_relaxed)) {
+    while (!hb_server_stopping(&s->srv)) {
         for (int i = 0; i < UDPK_BATCH; i++) {
             b->iov[i].iov_len = MAX_DGRAM;
             b->m[i].msg_hdr.msg_namelen = sizeof b->from[i];
@@ -208,40 +208,26 @@ fail:
     if (fd >= 0)
         close(fd);
     free(b);
-    atomic_store(&s->state, -1);
+    atomic_store(&s->srv.state, -1);
     return NULL;
 }
 
 int udpk_server_start(struct udpk_server *s)
 {
-    atomic_init(&s->state, 0);
-    atomic_init(&s->stop, 0);
     s->echoed = 0;
     s->why[0] = '\0';
-    s->started = false;
-    if (pthread_create(&s->th, NULL, server_main, s) != 0) {
-        snprintf(s->why, sizeof s->why, "kernel server: cannot start a thread");
-        return -1;
-    }
-    s->started = true;
-    double deadline = tool_now_s() + 5;
-    while (atomic_load(&s->state) == 0 && tool_now_s() < deadline)
-        usleep(1000);
-    if (atomic_load(&s->state) == 1)
+    int rc = hb_server_start(&s->srv, server_main, s, 5);
+    if (rc == 0)
         return 0;
     if (!s->why[0])
-        snprintf(s->why, sizeof s->why, "kernel server: not ready within 5 s");
-    udpk_server_stop(s);
+        snprintf(s->why, sizeof s->why, "kernel server: %s",
+                 rc == -ETIMEDOUT ? "not ready within 5 s" : "cannot start a thread");
     return -1;
 }
 
 void udpk_server_stop(struct udpk_server *s)
 {
-    if (!s->started)
-        return;
-    atomic_store(&s->stop, 1);
-    pthread_join(s->th, NULL);
-    s->started = false;
+    hb_server_stop(&s->srv);
 }
 
 /* ---- the client ------------------------------------------------------------ */

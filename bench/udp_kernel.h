@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "harness.h"
 #include "tool.h"
 
 #define UDPK_BATCH 32 /* datagrams per recvmmsg / sendmmsg */
@@ -42,10 +43,7 @@ struct udpk_server {
     uint8_t addr[4];
     uint16_t port;
     /* filled in */
-    pthread_t th;
-    bool started;
-    _Atomic int state; /* 0 starting, 1 serving, -1 failed */
-    _Atomic int stop;
+    struct hb_server srv;
     uint64_t echoed; /* by the time it stopped */
     char why[200];
 };

@@ -86,6 +86,15 @@ const char *lt_lines_fmt(const struct lt_lines *l, char *buf, size_t n)
     return buf;
 }
 
+json_t *lt_lines_json(const struct lt_lines *l)
+{
+    json_t *a = json_array();
+    for (unsigned i = 0; i < LT_MAX_LINES; i++)
+        if (lt_lines_has(l, i))
+            json_array_append_new(a, json_integer(i));
+    return a;
+}
+
 const char *lt_range_fmt(uint64_t off, uint64_t size, char *buf, size_t n)
 {
     if (size == 0)
@@ -665,15 +674,6 @@ static void print_struct_text(const char *name, struct view *vs, int nv)
     printf("\n");
 }
 
-static json_t *lines_json(const struct lt_lines *l)
-{
-    json_t *a = json_array();
-    for (unsigned i = 0; i < LT_MAX_LINES; i++)
-        if (lt_lines_has(l, i))
-            json_array_append_new(a, json_integer(i));
-    return a;
-}
-
 static json_t *groups_json(const struct lt_struct *s)
 {
     json_t *a = json_array();
@@ -719,7 +719,7 @@ static json_t *layout_json(struct view *v)
         json_object_set_new(paths, lt_path_name[p],
                             json_pack("{s:s, s:i, s:o}", "source", v->path_src, "count",
                                       (int)lt_lines_count(&v->lines[p]), "lines",
-                                      lines_json(&v->lines[p])));
+                                      lt_lines_json(&v->lines[p])));
     json_object_set_new(j, "paths", paths);
     return j;
 }

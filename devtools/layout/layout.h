@@ -85,6 +85,8 @@ unsigned lt_lines_count(const struct lt_lines *l);
 bool lt_lines_has(const struct lt_lines *l, unsigned line);
 /* "0, 2-8" into buf. */
 const char *lt_lines_fmt(const struct lt_lines *l, char *buf, size_t n);
+/* The lines as a JSON array of numbers. */
+json_t *lt_lines_json(const struct lt_lines *l);
 /* The lines of [off, off + size) as "3" or "2-4"; "-" for size 0. */
 const char *lt_range_fmt(uint64_t off, uint64_t size, char *buf, size_t n);
 

@@ -390,15 +390,6 @@ static int cmp_new_off(const void *a, const void *b)
     return x->new_off < y->new_off ? -1 : x->new_off > y->new_off;
 }
 
-static json_t *json_lines(const struct lt_lines *l)
-{
-    json_t *a = json_array();
-    for (unsigned i = 0; i < LT_MAX_LINES; i++)
-        if (lt_lines_has(l, i))
-            json_array_append_new(a, json_integer(i));
-    return a;
-}
-
 /* The code's lists against the profile, top-level member by member. */
 static void list_diffs(const struct lt_struct *s, const struct fld *f, size_t nf,
                        struct lt_msgs *out)
@@ -576,7 +567,7 @@ static json_t *profile_json(const struct lt_profile *p, const struct lt_struct *
             lines, lt_path_name[q],
             json_pack("{s:i, s:i, s:o, s:o}", "before", (int)lt_lines_count(&pr->before[q]),
                       "after", (int)lt_lines_count(&pr->after[q]), "before_lines",
-                      json_lines(&pr->before[q]), "after_lines", json_lines(&pr->after[q])));
+                      lt_lines_json(&pr->before[q]), "after_lines", lt_lines_json(&pr->after[q])));
     json_object_set_new(j, "entries", entries);
     json_object_set_new(j, "members", members);
     json_object_set_new(j, "proposed_order", order);

@@ -72,6 +72,36 @@ bool hb_window_poll(struct hb_window *w, _Atomic int *phase, const uint64_t *cou
                            ncounters);
 }
 
+int hb_server_start(struct hb_server *s, void *(*fn)(void *), void *arg, double timeout_s)
+{
+    atomic_init(&s->state, 0);
+    atomic_init(&s->stop, 0);
+    s->started = pthread_create(&s->th, NULL, fn, arg) == 0;
+    if (!s->started)
+        return -EAGAIN;
+    double deadline = tool_now_s() + timeout_s;
+    while (atomic_load(&s->state) == 0 && tool_now_s() < deadline)
+        hb_sleep(0.001);
+    if (atomic_load(&s->state) == 1)
+        return 0;
+    hb_server_stop(s);
+    return -ETIMEDOUT;
+}
+
+void hb_server_stop(struct hb_server *s)
+{
+    if (!s->started)
+        return;
+    atomic_store(&s->stop, 1);
+    pthread_join(s->th, NULL);
+    s->started = false;
+}
+
+bool hb_server_stopping(struct hb_server *s)
+{
+    return atomic_load_explicit(&s->stop, memory_order_relaxed) != 0;
+}
+
 void hb_clock_start(struct hb_clock *c, double warm_s, double secs, unsigned every)
 {
     memset(c, 0, sizeof *c);
@@ -224,6 +254,18 @@ int hb_rounds_run(struct hb_rounds *h, struct hb_row *rows, hb_round_fn fn, void
     return h->failed[0] ? -1 : 0;
 }
 
+void hb_rounds_notes(FILE *f, const struct hb_rounds *h, const char *who)
+{
+    if (h->retried)
+        fprintf(f, "note:       %d rounds run again: %s over %.0f%% of the time\n", h->retried, who,
+                100 * h->max_disturbed);
+    if (h->worst_disturbed > h->max_disturbed)
+        fprintf(f,
+                "note:       in the worst round kept, %s %.0f%% of the time: this machine is "
+                "busy,\n            compare with care\n",
+                who, 100 * h->worst_disturbed);
+}
+
 /* ---- goals, JSON and tables --------------------------------------------- */
 
 void hb_goal(struct hb_goals *gs, bool met, const char *fmt, ...)
@@ -252,6 +294,12 @@ json_t *hb_goals_json(const struct hb_goals *gs)
         json_array_append_new(a,
                               json_pack("{s:s, s:b}", "goal", gs->g[i].text, "met", gs->g[i].met));
     return a;
+}
+
+void hb_json_goals(json_t *j, const struct hb_goals *gs)
+{
+    json_object_set_new(j, "goal_met", json_boolean(gs->n > 0 && gs->g[0].met));
+    json_object_set_new(j, "goals", hb_goals_json(gs));
 }
 
 void hb_goals_table(const struct hb_goals *gs, FILE *f)

@@ -3,6 +3,7 @@
 #ifndef HOTPATH_HARNESS_H
 #define HOTPATH_HARNESS_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -59,6 +60,26 @@ bool hb_window_watch(struct hb_window *w, int phase, const uint64_t *counters, i
 /* hb_window_watch on an atomic phase (acquire). */
 bool hb_window_poll(struct hb_window *w, _Atomic int *phase, const uint64_t *counters,
                     int ncounters);
+
+/* ---- a server thread ---- */
+
+/* A thread that serves until stopped: it sets state to 1 once ready (or
+ * -1 when it fails) and returns once stop is set. */
+struct hb_server {
+    pthread_t th;
+    bool started;
+    _Atomic int state; /* 0 starting, 1 serving, -1 failed */
+    _Atomic int stop;
+};
+
+/* Start fn(arg) and wait up to timeout_s until it is ready. 0, -EAGAIN
+ * when no thread could start, -ETIMEDOUT when it failed or was late (then
+ * it is stopped again). */
+int hb_server_start(struct hb_server *s, void *(*fn)(void *), void *arg, double timeout_s);
+/* Set stop and join (a no-op when it is not running). */
+void hb_server_stop(struct hb_server *s);
+/* Whether the server should stop (relaxed: polled in its loop). */
+bool hb_server_stopping(struct hb_server *s);
 
 /* ---- a loop that times itself ---- */
 
@@ -134,6 +155,11 @@ struct hb_rounds {
  * h->failed set. */
 int hb_rounds_run(struct hb_rounds *h, struct hb_row *rows, hb_round_fn fn, void *ctx);
 
+/* The table's notes on disturbed rounds: how many were run again and, when
+ * even the kept ones were disturbed, that the machine is busy. who says by
+ * whom ("other processes held the sender's CPU"). */
+void hb_rounds_notes(FILE *f, const struct hb_rounds *h, const char *who);
+
 /* ---- goals, and the JSON and table writer ---- */
 
 #define HB_MAX_GOALS 12
@@ -152,6 +178,8 @@ void hb_goal(struct hb_goals *gs, bool met, const char *fmt, ...)
 int hb_goals_missed(const struct hb_goals *gs);
 /* [{"goal": text, "met": bool}, ...] */
 json_t *hb_goals_json(const struct hb_goals *gs);
+/* Add "goal_met" (the first goal's) and "goals" to j. */
+void hb_json_goals(json_t *j, const struct hb_goals *gs);
 /* "\ngoals\n  [ met ] text\n  [MISSED] text\n..." */
 void hb_goals_table(const struct hb_goals *gs, FILE *f);
 

@@ -332,6 +332,24 @@ static const char *flows_label(unsigned f)
     return b;
 }
 
+/* Goal g with cell i's ratio q (0: not measured) against its bound. */
+static void goal_update(struct layout_report *r, int g, double q, double bound, int i)
+{
+    if (!q) {
+        r->goal_measured[g] = false;
+        r->goal[g] = 0;
+        return;
+    }
+    if (r->goal[g] < 0)
+        r->goal[g] = 1;
+    if (q > bound)
+        r->goal[g] = 0;
+    if (q > r->worst[g]) {
+        r->worst[g] = q;
+        r->worst_cell[g] = i;
+    }
+}
+
 static void layout_summarise(struct layout_report *r)
 {
     for (int g = 0; g < 2; g++) {
@@ -368,37 +386,10 @@ static void layout_summarise(struct layout_report *r)
         layout_pair(r, c, CFG_CHRONO);
         layout_pair(r, c, CFG_KERNEL);
         /* Goal 1: the layout, where the state no longer fits in cache. */
-        if (c->flows >= LAYOUT_GOAL_MIN && c->flows <= LAYOUT_GOAL_MAX) {
-            double q = c->q[CFG_CHRONO];
-            if (!q) {
-                r->goal_measured[0] = false;
-                r->goal[0] = 0;
-            } else {
-                if (r->goal[0] < 0)
-                    r->goal[0] = 1;
-                if (q > GOAL_LAYOUT)
-                    r->goal[0] = 0;
-                if (q > r->worst[0]) {
-                    r->worst[0] = q;
-                    r->worst_cell[0] = i;
-                }
-            }
-        }
+        if (c->flows >= LAYOUT_GOAL_MIN && c->flows <= LAYOUT_GOAL_MAX)
+            goal_update(r, 0, c->q[CFG_CHRONO], GOAL_LAYOUT, i);
         /* Goal 2: against the kernel, at every flow count. */
-        double q = c->q[CFG_KERNEL];
-        if (!q) {
-            r->goal_measured[1] = false;
-            r->goal[1] = 0;
-        } else {
-            if (r->goal[1] < 0)
-                r->goal[1] = 1;
-            if (q > GOAL_KERNEL)
-                r->goal[1] = 0;
-            if (q > r->worst[1]) {
-                r->worst[1] = q;
-                r->worst_cell[1] = i;
-            }
-        }
+        goal_update(r, 1, c->q[CFG_KERNEL], GOAL_KERNEL, i);
     }
 }
 
