@@ -5,65 +5,18 @@
 #include <string.h>
 
 #include "afxdp_raw.h"
+#include "harness.h"
 #include "tool.h"
-
-/* RFC 1071 sum of len bytes (len even here), folded, not complemented. */
-static uint32_t sum16(const uint8_t *p, unsigned len, uint32_t sum)
-{
-    for (unsigned i = 0; i + 1 < len; i += 2)
-        sum += (uint32_t)(p[i] << 8 | p[i + 1]);
-    if (len & 1)
-        sum += (uint32_t)p[len - 1] << 8;
-    while (sum >> 16)
-        sum = (sum & 0xffff) + (sum >> 16);
-    return sum;
-}
-
-void afxdp_raw_frame(uint8_t *f, unsigned len, const uint8_t dst[6], const uint8_t src[6])
-{
-    memset(f, 0, len);
-    memcpy(f, dst, 6);
-    memcpy(f + 6, src, 6);
-    f[12] = 0x08; /* IPv4 */
-    uint8_t *ip = f + 14;
-    unsigned ip_len = len - 14, udp_len = ip_len - 20;
-    ip[0] = 0x45;
-    ip[2] = (uint8_t)(ip_len >> 8);
-    ip[3] = (uint8_t)ip_len;
-    ip[6] = 0x40; /* don't fragment */
-    ip[8] = 64;
-    ip[9] = 17;
-    const uint8_t saddr[4] = {198, 18, 0, 1}, daddr[4] = {198, 18, 0, 2};
-    memcpy(ip + 12, saddr, 4);
-    memcpy(ip + 16, daddr, 4);
-    uint16_t c = (uint16_t)~sum16(ip, 20, 0);
-    ip[10] = (uint8_t)(c >> 8);
-    ip[11] = (uint8_t)c;
-    uint8_t *udp = ip + 20;
-    udp[1] = 9;
-    udp[3] = 9;
-    udp[4] = (uint8_t)(udp_len >> 8);
-    udp[5] = (uint8_t)udp_len;
-    for (unsigned i = 8; i < udp_len; i++)
-        udp[i] = (uint8_t)i;
-    /* RFC 768: the pseudo-header, then the datagram; 0 is sent as 0xffff. */
-    uint32_t s = sum16(saddr, 4, 0);
-    s = sum16(daddr, 4, s);
-    s += 17 + udp_len;
-    c = (uint16_t)~sum16(udp, udp_len, s);
-    if (c == 0)
-        c = 0xffff;
-    udp[6] = (uint8_t)(c >> 8);
-    udp[7] = (uint8_t)c;
-}
 
 #ifndef HP_HAVE_LIBXDP
 
-int afxdp_raw_txonly(const struct afxdp_raw_opts *o, struct afxdp_raw_result *r, char *why, size_t why_len)
+int afxdp_raw_txonly(const struct afxdp_raw_opts *o, struct afxdp_raw_result *r, char *why,
+                     size_t why_len)
 {
     (void)o;
     memset(r, 0, sizeof *r);
-    snprintf(why, why_len, "this hotpath command was built without libxdp (HP_HAVE_LIBXDP undefined)");
+    snprintf(why, why_len,
+             "this hotpath command was built without libxdp (HP_HAVE_LIBXDP undefined)");
     return -EOPNOTSUPP;
 }
 
@@ -113,11 +66,16 @@ static int quiet_bpf(enum libbpf_print_level level, const char *fmt, va_list ap)
 /* A UMEM and a socket bound in copy mode with need-wakeup, xdpsock -t -c. */
 static int try_open(struct raw *x, const struct afxdp_raw_opts *o, uint32_t xdp_flags)
 {
-    struct xsk_umem_config uc = {.fill_size = RING_SIZE, .comp_size = RING_SIZE, .frame_size = FRAME_SIZE};
-    int rc = xsk_umem__create(&x->umem, x->area, (uint64_t)NUM_FRAMES * FRAME_SIZE, &x->fq, &x->cq, &uc);
+    struct xsk_umem_config uc = {.fill_size = RING_SIZE,
+                                 .comp_size = RING_SIZE,
+                                 .frame_size = FRAME_SIZE};
+    int rc =
+        xsk_umem__create(&x->umem, x->area, (uint64_t)NUM_FRAMES * FRAME_SIZE, &x->fq, &x->cq, &uc);
     if (rc)
         return rc;
-    struct xsk_socket_config sc = {.rx_size = RING_SIZE, .tx_size = RING_SIZE, .xdp_flags = xdp_flags,
+    struct xsk_socket_config sc = {.rx_size = RING_SIZE,
+                                   .tx_size = RING_SIZE,
+                                   .xdp_flags = xdp_flags,
                                    .bind_flags = XDP_COPY | XDP_USE_NEED_WAKEUP};
     rc = xsk_socket__create(&x->xsk, o->iface, o->queue, x->umem, &x->rx, &x->tx, &sc);
     if (rc) {
@@ -181,7 +139,56 @@ static int if_mac(const char *ifname, uint8_t mac[6])
     return rc;
 }
 
-int afxdp_raw_txonly(const struct afxdp_raw_opts *o, struct afxdp_raw_result *r, char *why, size_t why_len)
+/* The loop, as xdpsock's tx_only and complete_tx_only: reserve a batch,
+ * point the descriptors at the pre-written frames, submit, kick when the
+ * ring asks, reap completions. */
+static void raw_loop(struct raw *x, const struct afxdp_raw_opts *o, struct afxdp_raw_result *r)
+{
+    const unsigned batch = o->batch, len_f = o->frame_len;
+    uint32_t frame_nb = 0, outstanding = 0;
+    uint64_t sent = 0, kicks = 0;
+    struct hb_clock c;
+    hb_clock_start(&c, o->warmup_s, o->seconds, 16);
+    for (;;) {
+        int tick = hb_clock_tick(&c);
+        if (tick == HB_TICK_CLOSE)
+            break;
+        if (tick == HB_TICK_OPEN)
+            sent = kicks = 0;
+        uint32_t idx = 0;
+        if (xsk_ring_prod__reserve(&x->tx, batch, &idx) == batch) {
+            for (unsigned i = 0; i < batch; i++) {
+                struct xdp_desc *d = xsk_ring_prod__tx_desc(&x->tx, idx + i);
+                d->addr = (uint64_t)((frame_nb + i) & (NUM_FRAMES - 1)) << FRAME_SHIFT;
+                d->len = len_f;
+            }
+            xsk_ring_prod__submit(&x->tx, batch);
+            frame_nb += batch;
+            outstanding += batch;
+            sent += batch;
+        }
+        if (outstanding) {
+            if (xsk_ring_prod__needs_wakeup(&x->tx)) {
+                kicks++;
+                (void)sendto(x->fd, NULL, 0, MSG_DONTWAIT, NULL, 0);
+            }
+            uint32_t cidx;
+            unsigned done = xsk_ring_cons__peek(&x->cq, batch, &cidx);
+            if (done) {
+                xsk_ring_cons__release(&x->cq, done);
+                outstanding -= done;
+            }
+        }
+    }
+    r->cpu_s = c.cpu_s;
+    r->packets = sent;
+    r->kicks = kicks;
+    r->seconds = c.secs;
+    r->pps = r->seconds > 0 ? (double)r->packets / r->seconds : 0;
+}
+
+int afxdp_raw_txonly(const struct afxdp_raw_opts *o, struct afxdp_raw_result *r, char *why,
+                     size_t why_len)
 {
     memset(r, 0, sizeof *r);
     if (o->batch < 1 || o->batch > MAX_BATCH || o->frame_len < 60 || o->frame_len > 1514) {
@@ -204,66 +211,16 @@ int afxdp_raw_txonly(const struct afxdp_raw_opts *o, struct afxdp_raw_result *r,
     /* Every frame written once, before the socket exists: the loop never
      * touches packet data, as in xdpsock. */
     for (uint32_t i = 0; i < NUM_FRAMES; i++)
-        afxdp_raw_frame(x.area + ((size_t)i << FRAME_SHIFT), o->frame_len, dst, src);
-    int rc = raw_open(&x, o, &r->skb_mode);
+        tool_udp_frame(x.area + ((size_t)i << FRAME_SHIFT), o->frame_len, dst, src);
+    bool skb = false;
+    int rc = raw_open(&x, o, &skb);
     if (rc) {
         snprintf(why, why_len, "AF_XDP socket on %s: %s", o->iface, strerror(-rc));
         munmap(x.area, len);
         return rc;
     }
-
-    const unsigned batch = o->batch, len_f = o->frame_len;
-    uint32_t frame_nb = 0, outstanding = 0;
-    uint64_t sent = 0, kicks = 0, sent0 = 0, kicks0 = 0;
-    double t0 = tool_now_s(), start = 0, end = 0, c0 = 0;
-    bool measuring = false;
-    for (unsigned iter = 0;; iter++) {
-        if ((iter & 15) == 0) {
-            double t = tool_now_s();
-            if (!measuring && t >= t0 + o->warmup_s) {
-                measuring = true;
-                start = t;
-                c0 = tool_thread_cpu_s();
-                sent0 = sent;
-                kicks0 = kicks;
-            }
-            if (measuring && t >= start + o->seconds) {
-                end = t;
-                break;
-            }
-        }
-        /* Transmit a batch when the ring has room. */
-        uint32_t idx = 0;
-        if (xsk_ring_prod__reserve(&x.tx, batch, &idx) == batch) {
-            for (unsigned i = 0; i < batch; i++) {
-                struct xdp_desc *d = xsk_ring_prod__tx_desc(&x.tx, idx + i);
-                d->addr = (uint64_t)((frame_nb + i) & (NUM_FRAMES - 1)) << FRAME_SHIFT;
-                d->len = len_f;
-            }
-            xsk_ring_prod__submit(&x.tx, batch);
-            frame_nb += batch;
-            outstanding += batch;
-            sent += batch;
-        }
-        /* Kick and take completions back, as xdpsock's complete_tx_only. */
-        if (outstanding) {
-            if (xsk_ring_prod__needs_wakeup(&x.tx)) {
-                kicks++;
-                (void)sendto(x.fd, NULL, 0, MSG_DONTWAIT, NULL, 0);
-            }
-            uint32_t cidx;
-            unsigned done = xsk_ring_cons__peek(&x.cq, batch, &cidx);
-            if (done) {
-                xsk_ring_cons__release(&x.cq, done);
-                outstanding -= done;
-            }
-        }
-    }
-    r->cpu_s = tool_thread_cpu_s() - c0;
-    r->packets = sent - sent0;
-    r->kicks = kicks - kicks0;
-    r->seconds = end - start;
-    r->pps = r->seconds > 0 ? (double)r->packets / r->seconds : 0;
+    raw_loop(&x, o, r);
+    r->skb_mode = skb;
     raw_close(&x);
     munmap(x.area, len);
     return 0;

@@ -16,31 +16,27 @@
 struct afxdp_raw_opts {
     const char *iface;
     unsigned queue;
-    unsigned frame_len;  /* bytes without FCS, 60 .. 1514 */
-    unsigned batch;      /* descriptors per burst, 1 .. 256 */
-    bool skb_mode;       /* generic XDP; otherwise native, and generic if the driver lacks it */
-    double warmup_s;     /* run unmeasured first */
-    double seconds;      /* then measure this long */
+    unsigned frame_len; /* bytes without FCS, 60 .. 1514 */
+    unsigned batch;     /* descriptors per burst, 1 .. 256 */
+    bool skb_mode;      /* generic XDP; otherwise native, and generic if the driver lacks it */
+    double warmup_s;    /* run unmeasured first */
+    double seconds;     /* then measure this long */
 };
 
 struct afxdp_raw_result {
-    uint64_t packets;    /* descriptors handed to the kernel in the measured window */
-    double seconds;      /* the window's wall time */
+    uint64_t packets; /* descriptors handed to the kernel in the measured window */
+    double seconds;   /* the window's wall time */
     double pps;
-    double cpu_s;        /* CPU time of the calling thread in the window (system time included) */
-    uint64_t kicks;      /* sendto() calls in the window */
-    bool skb_mode;       /* the XDP mode the socket got */
+    double cpu_s;   /* CPU time of the calling thread in the window (system time included) */
+    uint64_t kicks; /* sendto() calls in the window */
+    bool skb_mode;  /* the XDP mode the socket got */
 };
 
 /* Run the loop on the calling thread (pin it first if wanted). 0, or -errno
  * with the reason in why: -EOPNOTSUPP when hotpath was built without
  * libxdp, -EPERM without root's capabilities, -ENODEV without the
  * interface. */
-int afxdp_raw_txonly(const struct afxdp_raw_opts *o, struct afxdp_raw_result *r, char *why, size_t why_len);
-
-/* The frame both rows send (as `hotpath gen` builds it): Ethernet to dst
- * from src, IPv4 198.18.0.1 -> 198.18.0.2, UDP 9 -> 9, a counting payload,
- * both checksums right. len >= 42. */
-void afxdp_raw_frame(uint8_t *f, unsigned len, const uint8_t dst[6], const uint8_t src[6]);
+int afxdp_raw_txonly(const struct afxdp_raw_opts *o, struct afxdp_raw_result *r, char *why,
+                     size_t why_len);
 
 #endif

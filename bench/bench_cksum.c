@@ -8,8 +8,9 @@
 #include <hotpath/cpu.h>
 
 #include "base/internal.h"
-#include "bench_cksum.h"
 #include "bench.h"
+#include "bench_cksum.h"
+#include "harness.h"
 #include "tool.h"
 
 static const size_t sizes[] = {20, 21, 100, 101, 1500, 1501, 9000, 65536};
@@ -88,70 +89,87 @@ __attribute__((noinline, aligned(64))) static uint64_t timed(hp__cksum_fn fn,
     return t1 - t0;
 }
 
+/* One cell (a size and an offset) under test: the harness's round is one
+ * timed loop of one row. */
+struct cell_run {
+    const struct cksum_report *r;
+    const unsigned char *p;
+    size_t len, iters;
+    uint32_t sink;
+};
+
+static int cell_round(void *ctx, int row, double *v, double *disturbed, char *why, size_t len)
+{
+    (void)disturbed, (void)why, (void)len;
+    struct cell_run *c = ctx;
+    uint64_t t = timed(c->r->impls[row].fn, c->p, c->len, c->iters, &c->sink);
+    v[0] = (double)t / ((double)c->iters * (double)c->len);
+    return 0;
+}
+
+/* Measure one cell: every row must compute the same checksum before it is
+ * timed; then rounds that interleave the rows, so that drift on a shared
+ * machine hits every row alike, the first round a warm-up. */
+static int measure_cell(struct cksum_report *r, struct cksum_cell *cell, const unsigned char *p,
+                        size_t len, struct hb_row *rows)
+{
+    uint16_t want = hp_cksum_fold(hp__cksum_scalar(p, len, 0));
+    for (int k = 0; k < r->nimpls; k++) {
+        if (hp_cksum_fold(r->impls[k].fn(p, len, 0)) != want)
+            r->impls[k].wrong = true;
+        rows[k] = (struct hb_row){.name = r->impls[k].name};
+    }
+    /* Enough calls per repetition to cover 256 KiB, at least 64. */
+    struct cell_run c = {.r = r, .p = p, .len = len, .iters = 262144 / len < 64 ? 64 : 262144 / len};
+    struct hb_rounds h = {.reps = r->reps, .nrows = r->nimpls, .nvalues = 1, .warm_round = true};
+    if (hb_rounds_run(&h, rows, cell_round, &c) < 0)
+        return -EIO;
+    for (int k = 0; k < r->nimpls; k++)
+        cell->cpb[k] = rows[k].median[0];
+    r->sink += c.sink;
+    return 0;
+}
+
 int cksum_report_run(struct cksum_report *r, const struct bench_opts *o)
 {
     memset(r, 0, sizeof *r);
     collect_impls(r);
     int reps = o->reps > 0 ? o->reps : (o->quick ? 7 : 15);
-    if (reps > CKSUM_MAX_REPS)
-        reps = CKSUM_MAX_REPS;
-    r->reps = reps;
-    if (o->cpu >= 0) {
-        int rc = tool_pin(o->cpu);
-        if (rc)
-            fprintf(stderr, "hotpath bench cksum: cannot pin to CPU %d: %s (continuing unpinned)\n",
-                    o->cpu, strerror(-rc));
-    }
+    r->reps = reps > CKSUM_MAX_REPS ? CKSUM_MAX_REPS : reps;
+    int rc = o->cpu >= 0 ? tool_pin(o->cpu) : 0;
+    if (rc)
+        fprintf(stderr, "hotpath bench cksum: cannot pin to CPU %d: %s (continuing unpinned)\n",
+                o->cpu, strerror(-rc));
     r->cpu_pinned = o->cpu;
-
     size_t bufsz = 65536 + 4096;
     unsigned char *buf = aligned_alloc(4096, bufsz);
-    if (!buf)
+    struct hb_row *rows = calloc(CKSUM_MAX_IMPLS, sizeof *rows);
+    if (!buf || !rows) {
+        free(buf);
+        free(rows);
         return -ENOMEM;
+    }
     uint64_t s = 0x243F6A8885A308D3ull;
     for (size_t i = 0; i < bufsz; i++) {
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         buf[i] = (unsigned char)(s >> 56);
     }
-
     int total = NSIZES * NOFFS, done = 0;
-    for (int si = 0; si < NSIZES; si++) {
-        for (int oi = 0; oi < NOFFS; oi++) {
-            size_t len = sizes[si];
-            const unsigned char *p = buf + offsets[oi];
+    for (int si = 0; si < NSIZES && rc == 0; si++)
+        for (int oi = 0; oi < NOFFS && rc == 0; oi++) {
             struct cksum_cell *cell = &r->cells[si][oi];
-            cell->size = len;
+            cell->size = sizes[si];
             cell->offset = offsets[oi];
-            /* Every row must compute the same checksum before it is timed. */
-            uint16_t want = hp_cksum_fold(hp__cksum_scalar(p, len, 0));
-            for (int k = 0; k < r->nimpls; k++)
-                if (hp_cksum_fold(r->impls[k].fn(p, len, 0)) != want)
-                    r->impls[k].wrong = true;
-            /* Enough calls per repetition to cover 256 KiB, at least 64. */
-            size_t iters = 262144 / len;
-            if (iters < 64)
-                iters = 64;
-            double samples[CKSUM_MAX_IMPLS][CKSUM_MAX_REPS];
-            /* Rounds interleave the rows, so that drift on a shared machine
-             * hits every row alike; the first round warms up and is dropped. */
-            for (int rep = -1; rep < reps; rep++) {
-                for (int k = 0; k < r->nimpls; k++) {
-                    uint64_t t = timed(r->impls[k].fn, p, len, iters, &r->sink);
-                    if (rep >= 0)
-                        samples[k][rep] = (double)t / ((double)iters * (double)len);
-                }
-            }
-            for (int k = 0; k < r->nimpls; k++)
-                cell->cpb[k] = tool_median(samples[k], reps);
+            rc = measure_cell(r, cell, buf + offsets[oi], sizes[si], rows);
             if (o->progress) {
                 char what[64];
-                snprintf(what, sizeof what, "%zu B, offset %d", len, offsets[oi]);
+                snprintf(what, sizeof what, "%zu B, offset %d", sizes[si], offsets[oi]);
                 o->progress(o->progress_ctx, ++done, total, what);
             }
         }
-    }
+    free(rows);
     free(buf);
-    return 0;
+    return rc;
 }
 
 int cksum_report_find(const struct cksum_report *r, const char *name)
@@ -164,27 +182,14 @@ int cksum_report_find(const struct cksum_report *r, const char *name)
 
 /* ---- goals -------------------------------------------------------------- */
 
-static void goal(struct cksum_report *r, bool met, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void goal(struct cksum_report *r, bool met, const char *fmt, ...)
-{
-    if (r->ngoals == CKSUM_MAX_GOALS)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(r->goals[r->ngoals].text, sizeof r->goals[0].text, fmt, ap);
-    va_end(ap);
-    r->goals[r->ngoals++].met = met;
-}
-
 void cksum_report_goals(struct cksum_report *r)
 {
     int hp = cksum_report_find(r, "hotpath");
     int dp = cksum_report_find(r, "dpdk"), dn = cksum_report_find(r, "dpdk-native");
-    r->ngoals = 0;
+    r->goals.n = 0;
     for (int k = 0; k < r->nimpls; k++)
         if (r->impls[k].wrong)
-            goal(r, false, "%s computes a wrong checksum", r->impls[k].name);
+            hb_goal(&r->goals, false, "%s computes a wrong checksum", r->impls[k].name);
     if (dp >= 0 && dn >= 0) {
         double worst_dp = 0, worst_dn = 1e9;
         for (int si = 4; si < NSIZES; si++)
@@ -194,9 +199,10 @@ void cksum_report_goals(struct cksum_report *r)
                 worst_dp = a > worst_dp ? a : worst_dp;
                 worst_dn = b < worst_dn ? b : worst_dn;
             }
-        goal(r, worst_dp <= 1.0 / 3, "1500-65536 B: hotpath <= 1/3 of dpdk (worst %.3fx)", worst_dp);
-        goal(r, worst_dn >= 1.3, "1500-65536 B: hotpath >= 1.3x faster than dpdk-native (worst %.2fx)",
-             worst_dn);
+        hb_goal(&r->goals, worst_dp <= 1.0 / 3,
+                "1500-65536 B: hotpath <= 1/3 of dpdk (worst %.3fx)", worst_dp);
+        hb_goal(&r->goals, worst_dn >= 1.3,
+                "1500-65536 B: hotpath >= 1.3x faster than dpdk-native (worst %.2fx)", worst_dn);
         double worst_small = 0;
         for (int si = 0; si < 4; si++)
             for (int oi = 0; oi < NOFFS; oi++) {
@@ -204,9 +210,12 @@ void cksum_report_goals(struct cksum_report *r)
                 double a = c->cpb[hp] / c->cpb[dp];
                 worst_small = a > worst_small ? a : worst_small;
             }
-        goal(r, worst_small <= 0.75, "20-101 B: hotpath <= 0.75x dpdk (worst %.3fx)", worst_small);
+        hb_goal(&r->goals, worst_small <= 0.75, "20-101 B: hotpath <= 0.75x dpdk (worst %.3fx)",
+                worst_small);
     } else {
-        goal(r, false, "dpdk rows missing (libdpdk-dev not installed at build time): DPDK goals not measured");
+        hb_goal(
+            &r->goals, false,
+            "dpdk rows missing (libdpdk-dev not installed at build time): DPDK goals not measured");
     }
     /* "Never slower than any row", with 3% for the noise of a shared VM. */
     double worst = 0;
@@ -221,18 +230,20 @@ void cksum_report_goals(struct cksum_report *r)
                     who = r->impls[k].name;
                 }
             }
-    goal(r, worst <= 1.03, "20-101 B: hotpath never slower than any row (worst %.3fx of %s; 3%% noise allowed)",
-         worst, who);
+    hb_goal(&r->goals, worst <= 1.03,
+            "20-101 B: hotpath never slower than any row (worst %.3fx of %s; 3%% noise allowed)",
+            worst, who);
     int dv = cksum_report_find(r, r->dispatched);
     long vb = dv >= 0 ? r->impls[dv].code_bytes : -1;
-    goal(r, vb >= 0 && vb <= 1024,
-         "the dispatched variant's function (%s) <= 1024 bytes (%ld; with the entry "
-         "hp_cksum_partial, which sums inputs under 128 B inline, %ld)",
-         r->dispatched, vb, r->impls[hp].code_bytes);
+    hb_goal(&r->goals, vb >= 0 && vb <= 1024,
+            "the dispatched variant's function (%s) <= 1024 bytes (%ld; with the entry "
+            "hp_cksum_partial, which sums inputs under 128 B inline, %ld)",
+            r->dispatched, vb, r->impls[hp].code_bytes);
     double c9000 = r->cells[6][0].cpb[hp] > r->cells[6][1].cpb[hp] ? r->cells[6][0].cpb[hp]
-                                                                  : r->cells[6][1].cpb[hp];
-    goal(r, c9000 <= 2 * LOAD_PORT_LIMIT, "9000 B: within 2x of the load-port limit %.3f (%.4f, %.2fx)",
-         LOAD_PORT_LIMIT, c9000, c9000 / LOAD_PORT_LIMIT);
+                                                                   : r->cells[6][1].cpb[hp];
+    hb_goal(&r->goals, c9000 <= 2 * LOAD_PORT_LIMIT,
+            "9000 B: within 2x of the load-port limit %.3f (%.4f, %.2fx)", LOAD_PORT_LIMIT, c9000,
+            c9000 / LOAD_PORT_LIMIT);
 }
 
 /* ---- output ------------------------------------------------------------- */
@@ -282,49 +293,35 @@ void cksum_report_print_table(const struct cksum_report *r, FILE *f)
         else
             fprintf(f, "  %s n/a", r->impls[k].name);
     }
-    fprintf(f, "\n\ngoals\n");
-    for (int i = 0; i < r->ngoals; i++)
-        fprintf(f, "  [%s] %s\n", r->goals[i].met ? " met " : "MISSED", r->goals[i].text);
+    fputc('\n', f);
+    hb_goals_table(&r->goals, f);
 }
 
-void cksum_report_print_json(const struct cksum_report *r, FILE *f)
+json_t *cksum_report_json(const struct cksum_report *r)
 {
-    char cpu[256];
-    hp_cpu_describe(cpu, sizeof cpu);
-    fprintf(f, "{\"bench\": \"cksum\", \"dispatched\": ");
-    tool_json_str(f, r->dispatched);
-    fprintf(f, ", \"cpu\": ");
-    tool_json_str(f, cpu);
-    fprintf(f, ", \"compiler\": ");
-    tool_json_str(f, tool_compiler());
-    fprintf(f, ", \"flags\": ");
-    tool_json_str(f, tool_build_flags());
-    fprintf(f, ", \"unit\": ");
-    tool_json_str(f, tool_ticks_unit());
-    fprintf(f, ", \"reps\": %d,\n \"results\": [", r->reps);
-    bool first = true;
+    json_t *j = hb_json_head("cksum");
+    json_object_set_new(j, "dispatched", json_string(r->dispatched));
+    json_object_set_new(j, "unit", json_string(tool_ticks_unit()));
+    json_object_set_new(j, "reps", json_integer(r->reps));
+    json_t *res = json_array(), *code = json_object(), *skipped = json_array();
     for (int k = 0; k < r->nimpls; k++)
         for (int si = 0; si < NSIZES; si++)
             for (int oi = 0; oi < NOFFS; oi++) {
                 const struct cksum_cell *c = &r->cells[si][oi];
-                fprintf(f, "%s\n  {\"impl\": \"%s\", \"size\": %zu, \"offset\": %d, "
-                        "\"cycles_per_byte\": %.5f}",
-                        first ? "" : ",", r->impls[k].name, c->size, c->offset, c->cpb[k]);
-                first = false;
+                json_array_append_new(res,
+                                      json_pack("{s:s, s:I, s:i, s:o}", "impl", r->impls[k].name,
+                                                "size", (json_int_t)c->size, "offset", c->offset,
+                                                "cycles_per_byte", tool_json_num(c->cpb[k], 5)));
             }
-    fprintf(f, "],\n \"code_bytes\": {");
     for (int k = 0; k < r->nimpls; k++)
-        fprintf(f, "%s\"%s\": %ld", k ? ", " : "", r->impls[k].name, r->impls[k].code_bytes);
-    fprintf(f, "},\n \"skipped\": [");
+        json_object_set_new(code, r->impls[k].name, json_integer(r->impls[k].code_bytes));
     for (int i = 0; i < r->nskipped; i++)
-        fprintf(f, "%s\"%s\"", i ? ", " : "", r->skipped[i]);
-    fprintf(f, "],\n \"goals\": [");
-    for (int i = 0; i < r->ngoals; i++) {
-        fprintf(f, "%s\n  {\"goal\": ", i ? "," : "");
-        tool_json_str(f, r->goals[i].text);
-        fprintf(f, ", \"met\": %s}", r->goals[i].met ? "true" : "false");
-    }
-    fprintf(f, "]}\n");
+        json_array_append_new(skipped, json_string(r->skipped[i]));
+    json_object_set_new(j, "results", res);
+    json_object_set_new(j, "code_bytes", code);
+    json_object_set_new(j, "skipped", skipped);
+    json_object_set_new(j, "goals", hb_goals_json(&r->goals));
+    return j;
 }
 
 int bench_cksum(const struct bench_opts *o, FILE *table)
@@ -339,12 +336,10 @@ int bench_cksum(const struct bench_opts *o, FILE *table)
         return 1;
     }
     cksum_report_goals(r);
-    if (o->json)
-        cksum_report_print_json(r, stdout);
-    else
+    if (!o->json)
         cksum_report_print_table(r, table);
-    if (o->json_out)
-        cksum_report_print_json(r, o->json_out);
+    if (o->json || o->json_out)
+        hb_json_emit(cksum_report_json(r), o->json, o->json_out);
     free(r);
     return 0;
 }

@@ -7,11 +7,11 @@
 
 #include "base/internal.h"
 #include "bench.h"
+#include "harness.h"
 #include "tool.h"
 
 #define CKSUM_MAX_IMPLS 12
-#define CKSUM_MAX_REPS 64
-#define CKSUM_MAX_GOALS 12
+#define CKSUM_MAX_REPS HB_MAX_REPS
 
 struct cksum_impl {
     const char *name, *symbol, *note;
@@ -36,11 +36,7 @@ struct cksum_report {
     long entry_bytes; /* size of hp_cksum_partial */
     int reps, cpu_pinned;
     struct cksum_cell cells[8][2]; /* [size][offset] */
-    struct {
-        char text[200];
-        bool met;
-    } goals[CKSUM_MAX_GOALS];
-    int ngoals;
+    struct hb_goals goals;
     uint32_t sink;
 };
 
@@ -49,6 +45,7 @@ void cksum_report_goals(struct cksum_report *r);
 int cksum_report_find(const struct cksum_report *r, const char *name);
 void cksum_report_print_header(const struct cksum_report *r, FILE *f);
 void cksum_report_print_table(const struct cksum_report *r, FILE *f);
-void cksum_report_print_json(const struct cksum_report *r, FILE *f);
+/* The report as JSON (the demo writes it to cksum.json). */
+json_t *cksum_report_json(const struct cksum_report *r);
 
 #endif

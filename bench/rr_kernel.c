@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "harness.h"
 #include "rr.h"
 #include "tool.h"
 
@@ -24,9 +25,9 @@
 #define IP_BIND_ADDRESS_NO_PORT 24
 #endif
 
-#define KPORTS 8             /* TCP listening ports per server thread */
-#define NADDR 16             /* IPv4 client (and UDP server) addresses */
-#define BATCH 1000           /* handshakes in flight per client thread */
+#define KPORTS 8   /* TCP listening ports per server thread */
+#define NADDR 16   /* IPv4 client (and UDP server) addresses */
+#define BATCH 1000 /* handshakes in flight per client thread */
 #define EVN 512
 #define SCRATCH (64 * 1024)
 
@@ -34,25 +35,25 @@
  * the phase, then one struct kshared per shard. */
 struct kglobal {
     _Atomic int phase;
-    _Atomic int clients_ready;  /* client processes done with their setup */
+    _Atomic int clients_ready; /* client processes done with their setup */
     _Atomic unsigned flows_up;
 };
 
 /* One shard: a server process and a client process. */
 struct kshared {
     struct kglobal *g;
-    _Atomic int server_state;   /* 0 starting, 1 ready, -1 failed */
-    unsigned flows_ok;          /* UDP: server sockets opened */
+    _Atomic int server_state; /* 0 starting, 1 ready, -1 failed */
+    unsigned flows_ok;        /* UDP: server sockets opened */
     uint16_t lport[RR_MAX_THREADS][KPORTS];
     char why[200];
-    uint16_t uport[];           /* UDP: the server port of flow i */
+    uint16_t uport[]; /* UDP: the server port of flow i */
 };
 
 /* What each process sends back over its pipe. */
 struct kreport {
     double cpu_s;
-    uint64_t txns, timeouts;    /* client: completed; server: served */
-    struct rr_hist hist;        /* client */
+    uint64_t txns, timeouts; /* client: completed; server: served */
+    struct rr_hist hist;     /* client */
 };
 
 enum { K_LIS = 1, K_CONN };
@@ -72,14 +73,14 @@ struct kthr {
     bool client;
     int ep;
     int cpu;
-    struct kconn *c;       /* client: flows of this thread; server (UDP): its sockets */
+    struct kconn *c; /* client: flows of this thread; server (UDP): its sockets */
     unsigned n, up;
     struct kconn lis[KPORTS];
     uint64_t txns, timeouts, errors;
     uint64_t timeout_ticks;
     uint8_t *buf;
     _Atomic int *setup_done;
-    struct rr_thr_result res;
+    struct hb_window win; /* the measured window: n[RR_TXNS], n[RR_TIMEOUTS] */
     struct rr_hist hist;
 };
 
@@ -184,7 +185,8 @@ static void k_in(struct kthr *t, struct kconn *c, bool measuring)
         for (;;) {
             struct sockaddr_storage from;
             socklen_t fl = sizeof from;
-            ssize_t n = recvfrom(c->fd, t->buf, SCRATCH, MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
+            ssize_t n =
+                recvfrom(c->fd, t->buf, SCRATCH, MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
             if (n < 0)
                 return;
             if (t->client) {
@@ -253,18 +255,19 @@ static void k_accept(struct kthr *t, struct kconn *l)
 static void k_loop(struct kthr *t)
 {
     struct epoll_event ev[EVN];
-    struct rr_window win = {.seen = RR_SETUP};
+    hb_window_init(&t->win);
     uint64_t next_scan = tool_ticks() + t->timeout_ticks / 10;
     bool started = !t->client;
     for (;;) {
         int ph = atomic_load_explicit(&t->sh->g->phase, memory_order_acquire);
-        if (!started && ph >= RR_WARM) {
+        if (!started && ph >= HB_WARM) {
             for (unsigned i = 0; i < t->n; i++)
                 if (t->c[i].up)
                     k_request(t, &t->c[i]);
             started = true;
         }
-        if (ph != RR_SETUP && rr_window_step(&win, ph, t->txns, t->timeouts, &t->res))
+        uint64_t counts[2] = {[RR_TXNS] = t->txns, [RR_TIMEOUTS] = t->timeouts};
+        if (hb_window_watch(&t->win, ph, counts, 2))
             break;
         if (t->o->udp && t->client && started && tool_ticks() > next_scan) {
             uint64_t now = tool_ticks();
@@ -275,7 +278,7 @@ static void k_loop(struct kthr *t)
                 }
             next_scan = now + t->timeout_ticks / 10;
         }
-        bool measuring = win.seen == RR_MEASURE;
+        bool measuring = t->win.seen == HB_MEASURE;
         int n = epoll_wait(t->ep, ev, EVN, 10);
         for (int i = 0; i < n; i++) {
             struct kconn *c = ev[i].data.ptr;
@@ -298,76 +301,70 @@ static void k_loop(struct kthr *t)
 
 /* ---- client threads: connect their flows, then run ---------------------------------- */
 
-static void k_client_setup_tcp(struct kthr *t)
+/* Handshakes that ended (EPOLLOUT on a connecting socket): up, or closed.
+ * Returns how many ended. */
+static unsigned k_connected(struct kthr *t, int timeout_ms)
+{
+    struct epoll_event ev[EVN];
+    int n = epoll_wait(t->ep, ev, EVN, timeout_ms);
+    for (int i = 0; i < n; i++) {
+        struct kconn *c = ev[i].data.ptr;
+        int err = 0;
+        socklen_t el = sizeof err;
+        getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el);
+        if (err) {
+            k_close(t, c);
+            continue;
+        }
+        c->up = true;
+        t->up++;
+        ep_mod(t->ep, c->fd, EPOLLIN, c);
+    }
+    return n > 0 ? (unsigned)n : 0;
+}
+
+/* Start flow i's handshake. false when no more can start (EMFILE,
+ * ENFILE, ENOBUFS: flows_reached says it). */
+static bool k_connect_one(struct kthr *t, unsigned i)
 {
     const struct rr_opts *o = t->o;
-    struct epoll_event ev[EVN];
-    unsigned started = 0, done = 0;
-    double deadline = tool_now_s() + 60;
-    while (done < started || started < t->n) {
-        while (started < t->n && started - done < BATCH) {
-            struct kconn *c = &t->c[started];
-            c->kind = K_CONN;
-            c->fd = socket(o->ipv6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-            if (c->fd < 0)
-                goto stop; /* EMFILE, ENFILE, ENOBUFS: flows_reached says it */
-            int one = 1;
-            setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-            struct sockaddr_storage ss;
-            if (!o->ipv6) {
-                /* Several client addresses, the port chosen at connect() by the
-                 * whole 4-tuple (IP_BIND_ADDRESS_NO_PORT). */
-                setsockopt(c->fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
-                socklen_t l = mk_addr(&ss, false, 0x7f000002u + (started % NADDR), 0);
-                bind(c->fd, (struct sockaddr *)&ss, l);
-            }
-            unsigned flow = t->k + started * o->threads;
-            socklen_t l = mk_addr(&ss, o->ipv6, 0x7f000001u, t->sh->lport[t->k][(flow / o->threads) % KPORTS]);
-            if (connect(c->fd, (struct sockaddr *)&ss, l) < 0 && errno != EINPROGRESS) {
-                close(c->fd);
-                c->fd = -1;
-                goto stop;
-            }
-            ep_add(t->ep, c->fd, EPOLLOUT, c);
-            started++;
-        }
-        if (tool_now_s() > deadline)
-            break;
-        int n = epoll_wait(t->ep, ev, EVN, 100);
-        for (int i = 0; i < n; i++) {
-            struct kconn *c = ev[i].data.ptr;
-            int err = 0;
-            socklen_t el = sizeof err;
-            getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el);
-            done++;
-            if (err) {
-                k_close(t, c);
-                continue;
-            }
-            c->up = true;
-            t->up++;
-            ep_mod(t->ep, c->fd, EPOLLIN, c);
-        }
+    struct kconn *c = &t->c[i];
+    c->kind = K_CONN;
+    c->fd = socket(o->ipv6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    if (c->fd < 0)
+        return false;
+    int one = 1;
+    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct sockaddr_storage ss;
+    if (!o->ipv6) {
+        /* Several client addresses, the port chosen at connect() by the
+         * whole 4-tuple (IP_BIND_ADDRESS_NO_PORT). */
+        setsockopt(c->fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+        socklen_t l = mk_addr(&ss, false, 0x7f000002u + (i % NADDR), 0);
+        bind(c->fd, (struct sockaddr *)&ss, l);
     }
-    return;
-stop:
-    /* Wait for the handshakes already started. */
-    while (done < started && tool_now_s() < deadline) {
-        int n = epoll_wait(t->ep, ev, EVN, 100);
-        for (int i = 0; i < n; i++) {
-            struct kconn *c = ev[i].data.ptr;
-            int err = 0;
-            socklen_t el = sizeof err;
-            getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el);
-            done++;
-            if (err) {
-                k_close(t, c);
-                continue;
-            }
-            c->up = true;
-            t->up++;
-            ep_mod(t->ep, c->fd, EPOLLIN, c);
-        }
+    unsigned flow = t->k + i * o->threads;
+    socklen_t l =
+        mk_addr(&ss, o->ipv6, 0x7f000001u, t->sh->lport[t->k][(flow / o->threads) % KPORTS]);
+    if (connect(c->fd, (struct sockaddr *)&ss, l) < 0 && errno != EINPROGRESS) {
+        close(c->fd);
+        c->fd = -1;
+        return false;
+    }
+    ep_add(t->ep, c->fd, EPOLLOUT, c);
+    return true;
+}
+
+static void k_client_setup_tcp(struct kthr *t)
+{
+    unsigned started = 0, done = 0;
+    bool more = true;
+    double deadline = tool_now_s() + 60;
+    while ((done < started || (more && started < t->n)) && tool_now_s() <= deadline) {
+        while (more && started < t->n && started - done < BATCH)
+            if ((more = k_connect_one(t, started)))
+                started++;
+        done += k_connected(t, 100);
     }
 }
 
@@ -444,9 +441,10 @@ static int server_setup(const struct rr_opts *o, struct kshared *sh, struct kthr
             l->fd = socket(o->ipv6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
             struct sockaddr_storage ss;
             socklen_t len = mk_addr(&ss, o->ipv6, 0x7f000001u, 0);
-            if (l->fd < 0 || bind(l->fd, (struct sockaddr *)&ss, len) < 0 || listen(l->fd, 65535) < 0 ||
-                ep_add(th[k].ep, l->fd, EPOLLIN, l) < 0) {
-                snprintf(sh->why, sizeof sh->why, "server: listen on loopback: %s", strerror(errno));
+            if (l->fd < 0 || bind(l->fd, (struct sockaddr *)&ss, len) < 0 ||
+                listen(l->fd, 65535) < 0 || ep_add(th[k].ep, l->fd, EPOLLIN, l) < 0) {
+                snprintf(sh->why, sizeof sh->why, "server: listen on loopback: %s",
+                         strerror(errno));
                 return -1;
             }
             sh->lport[k][j] = local_port(l->fd);
@@ -523,8 +521,8 @@ static bool read_all(int fd, void *p, size_t n, double timeout_s)
 
 /* A shard's process: its threads (k0: the first global thread index, for
  * --cpu), then its report on wfd. Never returns. */
-static void shard_main(const struct rr_opts *all, const struct rr_opts *o, struct kshared *sh, unsigned k0,
-                       bool client, int wfd)
+static void shard_main(const struct rr_opts *all, const struct rr_opts *o, struct kshared *sh,
+                       unsigned k0, bool client, int wfd)
 {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     unsigned T = o->threads;
@@ -570,10 +568,10 @@ static void shard_main(const struct rr_opts *all, const struct rr_opts *o, struc
         if (pthread_create(&tid[started], NULL, client ? k_client : k_server, &th[started]) != 0)
             break;
     if (started < T)
-        atomic_store(&sh->g->phase, RR_STOP);
+        atomic_store(&sh->g->phase, HB_STOP);
     if (client) {
         while (atomic_load(&setup_done) < (int)started)
-            rr_sleep(0.001);
+            hb_sleep(0.001);
         unsigned up = 0;
         for (unsigned k = 0; k < started; k++)
             up += th[k].up;
@@ -584,9 +582,9 @@ static void shard_main(const struct rr_opts *all, const struct rr_opts *o, struc
     }
     for (unsigned k = 0; k < started; k++) {
         pthread_join(tid[k], NULL);
-        rep->cpu_s += th[k].res.cpu_s;
-        rep->txns += th[k].res.txns;
-        rep->timeouts += th[k].res.timeouts;
+        rep->cpu_s += th[k].win.cpu_s;
+        rep->txns += th[k].win.n[RR_TXNS];
+        rep->timeouts += th[k].win.n[RR_TIMEOUTS];
         rr_hist_merge(&rep->hist, &th[k].hist);
     }
     write_all(wfd, rep, sizeof *rep);
@@ -602,11 +600,12 @@ static unsigned fd_budget(unsigned need)
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
         return 1024;
-    return rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (1u << 30) ? (1u << 30) : (unsigned)rl.rlim_cur;
+    return rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (1u << 30) ? (1u << 30)
+                                                                    : (unsigned)rl.rlim_cur;
 }
 
-static pid_t spawn(const struct rr_opts *all, const struct rr_opts *o, struct kshared *sh, unsigned k0, bool client,
-                   int *rfd)
+static pid_t spawn(const struct rr_opts *all, const struct rr_opts *o, struct kshared *sh,
+                   unsigned k0, bool client, int *rfd)
 {
     int pfd[2];
     if (pipe(pfd) < 0)
@@ -626,103 +625,114 @@ static pid_t spawn(const struct rr_opts *all, const struct rr_opts *o, struct ks
     return pid;
 }
 
-int rr_kernel_run(const struct rr_opts *o, struct rr_result *r)
-{
-    /* Shards: as many client / server process pairs as the descriptor limit
-     * needs (each process holds its flows' sockets, the epoll and listening
-     * sockets, and a margin). */
-    unsigned budget = fd_budget(o->flows + 1024 + 16 * o->threads);
-    unsigned per = budget > 1024 + 16 * o->threads ? budget - 512 - 16 * o->threads : 256;
-    unsigned S = (o->flows + per - 1) / per;
-    if (S < 1)
-        S = 1;
-    if (S > RR_MAX_THREADS)
-        S = RR_MAX_THREADS;
-    unsigned Tp = (o->threads + S - 1) / S; /* threads per process */
-    unsigned maxf = o->flows / S + 1;
-    size_t one = (sizeof(struct kshared) + (size_t)maxf * sizeof(uint16_t) + 63) & ~(size_t)63;
-    size_t shlen = 64 + (size_t)S * one;
-    char *map = mmap(NULL, shlen, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (map == MAP_FAILED) {
-        snprintf(r->note, sizeof r->note, "mmap: %s", strerror(errno));
-        return -1;
-    }
-    struct kglobal *g = (struct kglobal *)map;
+/* The run's processes: S shards of a server and a client process, with
+ * the shared mapping they watch. */
+struct kproc {
+    unsigned S, Tp, budget;
+    size_t one, shlen;
+    char *map;
+    struct kglobal *g;
     struct rr_opts so[RR_MAX_THREADS];
     pid_t pid[2 * RR_MAX_THREADS];
     int rfd[2 * RR_MAX_THREADS];
-    unsigned np = 0;
-    int rc = -1;
-    r->processes = 2 * S;
-    r->threads_used = S * Tp;
-    double t_setup = tool_now_s();
-    /* Servers first: the clients need their ports. */
-    for (unsigned s = 0; s < S; s++) {
-        struct kshared *sh = (struct kshared *)(map + 64 + s * one);
-        sh->g = g;
-        so[s] = *o;
-        so[s].flows = rr_flows_of(o->flows, S, s);
-        so[s].threads = Tp < so[s].flows ? Tp : so[s].flows;
-        if ((pid[np] = spawn(o, &so[s], sh, s * Tp, false, &rfd[np])) < 0) {
+    unsigned np;
+};
+
+static struct kshared *shard(const struct kproc *k, unsigned s)
+{
+    return (struct kshared *)(k->map + 64 + s * k->one);
+}
+
+/* Shards: as many client / server process pairs as the descriptor limit
+ * needs (each process holds its flows' sockets, the epoll and listening
+ * sockets, and a margin). */
+static int plan(const struct rr_opts *o, struct kproc *k, struct rr_result *r)
+{
+    k->budget = fd_budget(o->flows + 1024 + 16 * o->threads);
+    unsigned per = k->budget > 1024 + 16 * o->threads ? k->budget - 512 - 16 * o->threads : 256;
+    unsigned S = (o->flows + per - 1) / per;
+    k->S = S < 1 ? 1 : S > RR_MAX_THREADS ? RR_MAX_THREADS : S;
+    k->Tp = (o->threads + k->S - 1) / k->S; /* threads per process */
+    unsigned maxf = o->flows / k->S + 1;
+    k->one = (sizeof(struct kshared) + (size_t)maxf * sizeof(uint16_t) + 63) & ~(size_t)63;
+    k->shlen = 64 + (size_t)k->S * k->one;
+    k->map = mmap(NULL, k->shlen, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (k->map == MAP_FAILED) {
+        snprintf(r->note, sizeof r->note, "mmap: %s", strerror(errno));
+        return -1;
+    }
+    k->g = (struct kglobal *)k->map;
+    r->processes = 2 * k->S;
+    r->threads_used = k->S * k->Tp;
+    return 0;
+}
+
+/* Servers first, each ready before the next: the clients need their ports. */
+static int start_servers(const struct rr_opts *o, struct kproc *k, struct rr_result *r)
+{
+    for (unsigned s = 0; s < k->S; s++) {
+        struct kshared *sh = shard(k, s);
+        sh->g = k->g;
+        k->so[s] = *o;
+        k->so[s].flows = rr_flows_of(o->flows, k->S, s);
+        k->so[s].threads = k->Tp < k->so[s].flows ? k->Tp : k->so[s].flows;
+        if ((k->pid[k->np] = spawn(o, &k->so[s], sh, s * k->Tp, false, &k->rfd[k->np])) < 0) {
             snprintf(r->note, sizeof r->note, "fork: %s", strerror(errno));
-            goto out;
+            return -1;
         }
-        np++;
+        pid_t pid = k->pid[k->np++];
         double deadline = tool_now_s() + 60;
         while (atomic_load(&sh->server_state) == 0 && tool_now_s() < deadline &&
-               waitpid(pid[np - 1], NULL, WNOHANG) == 0)
-            rr_sleep(0.001);
+               waitpid(pid, NULL, WNOHANG) == 0)
+            hb_sleep(0.001);
         if (atomic_load(&sh->server_state) != 1) {
             snprintf(r->note, sizeof r->note, "the server process failed: %.200s",
                      sh->why[0] ? sh->why : "no reason given");
-            goto out;
+            return -1;
         }
     }
-    for (unsigned s = 0; s < S; s++) {
-        struct kshared *sh = (struct kshared *)(map + 64 + s * one);
-        if ((pid[np] = spawn(o, &so[s], sh, s * Tp, true, &rfd[np])) < 0) {
+    return 0;
+}
+
+/* The clients, and their flows up (within 120 s). */
+static int start_clients(const struct rr_opts *o, struct kproc *k, struct rr_result *r)
+{
+    for (unsigned s = 0; s < k->S; s++) {
+        if ((k->pid[k->np] = spawn(o, &k->so[s], shard(k, s), s * k->Tp, true, &k->rfd[k->np])) <
+            0) {
             snprintf(r->note, sizeof r->note, "fork: %s", strerror(errno));
-            goto out;
+            return -1;
         }
-        np++;
+        k->np++;
     }
     double deadline = tool_now_s() + 120;
-    while (atomic_load(&g->clients_ready) < (int)S && atomic_load(&g->phase) != RR_STOP) {
+    while (atomic_load(&k->g->clients_ready) < (int)k->S && atomic_load(&k->g->phase) != HB_STOP) {
         if (tool_now_s() > deadline) {
             snprintf(r->note, sizeof r->note, "the flows were not set up within 120 s");
-            goto out;
+            return -1;
         }
-        for (unsigned i = 0; i < np; i++) {
-            if (waitpid(pid[i], NULL, WNOHANG) == pid[i]) {
-                pid[i] = -1;
-                snprintf(r->note, sizeof r->note, "a %s process died during setup", i >= S ? "client" : "server");
-                goto out;
+        for (unsigned i = 0; i < k->np; i++)
+            if (waitpid(k->pid[i], NULL, WNOHANG) == k->pid[i]) {
+                k->pid[i] = -1;
+                snprintf(r->note, sizeof r->note, "a %s process died during setup",
+                         i >= k->S ? "client" : "server");
+                return -1;
             }
-        }
-        rr_sleep(0.001);
+        hb_sleep(0.001);
     }
-    r->setup_s = tool_now_s() - t_setup;
-    r->flows_reached = atomic_load(&g->flows_up);
-    if (r->flows_reached < o->flows) {
-        const char *why = ((struct kshared *)(map + 64))->why;
-        snprintf(r->note, sizeof r->note,
-                 "only %u of %u flows could be set up (RLIMIT_NOFILE %u per process, %u processes)%s%.200s",
-                 r->flows_reached, o->flows, budget, 2 * S, why[0] ? "; " : "", why);
-    }
-    r->ticks_per_us = rr_ticks_per_us();
-    atomic_store(&g->phase, RR_WARM);
-    rr_sleep(o->warm);
-    double t0 = tool_now_s();
-    atomic_store(&g->phase, RR_MEASURE);
-    rr_sleep(o->duration);
-    atomic_store(&g->phase, RR_STOP);
-    r->seconds = tool_now_s() - t0;
-    rc = 0;
+    return 0;
+}
+
+/* Every process's report into r. 0, or -1 when one reported nothing. */
+static int collect(struct kproc *k, struct rr_result *r)
+{
     struct kreport *rep = malloc(sizeof *rep);
-    for (unsigned i = 0; i < np && rep; i++) {
-        bool client = i >= S;
-        if (!read_all(rfd[i], rep, sizeof *rep, 15)) {
-            snprintf(r->note, sizeof r->note, "a %s process reported nothing", client ? "client" : "server");
+    int rc = rep ? 0 : -1;
+    for (unsigned i = 0; i < k->np && rep; i++) {
+        bool client = i >= k->S;
+        if (!read_all(k->rfd[i], rep, sizeof *rep, 15)) {
+            snprintf(r->note, sizeof r->note, "a %s process reported nothing",
+                     client ? "client" : "server");
             rc = -1;
             continue;
         }
@@ -737,25 +747,55 @@ int rr_kernel_run(const struct rr_opts *o, struct rr_result *r)
         }
     }
     free(rep);
-out:
-    atomic_store(&g->phase, RR_STOP);
-    for (unsigned i = 0; i < np; i++) {
+    return rc;
+}
+
+/* Stop every process (SIGKILL after 10 s) and unmap. */
+static void reap(struct kproc *k)
+{
+    atomic_store(&k->g->phase, HB_STOP);
+    for (unsigned i = 0; i < k->np; i++) {
         int st;
-        if (pid[i] < 0) {
-            close(rfd[i]);
-            continue;
-        }
         double end = tool_now_s() + 10;
-        while (waitpid(pid[i], &st, WNOHANG) == 0) {
+        while (k->pid[i] >= 0 && waitpid(k->pid[i], &st, WNOHANG) == 0) {
             if (tool_now_s() > end) {
-                kill(pid[i], SIGKILL);
-                waitpid(pid[i], &st, 0);
+                kill(k->pid[i], SIGKILL);
+                waitpid(k->pid[i], &st, 0);
                 break;
             }
-            rr_sleep(0.005);
+            hb_sleep(0.005);
         }
-        close(rfd[i]);
+        close(k->rfd[i]);
     }
-    munmap(map, shlen);
+    munmap(k->map, k->shlen);
+}
+
+int rr_kernel_run(const struct rr_opts *o, struct rr_result *r)
+{
+    struct kproc *k = calloc(1, sizeof *k);
+    if (!k || plan(o, k, r) < 0) {
+        if (!k)
+            snprintf(r->note, sizeof r->note, "out of memory");
+        free(k);
+        return -1;
+    }
+    int rc = -1;
+    double t_setup = tool_now_s();
+    if (start_servers(o, k, r) == 0 && start_clients(o, k, r) == 0) {
+        r->setup_s = tool_now_s() - t_setup;
+        r->flows_reached = atomic_load(&k->g->flows_up);
+        if (r->flows_reached < o->flows) {
+            const char *why = shard(k, 0)->why;
+            snprintf(r->note, sizeof r->note,
+                     "only %u of %u flows could be set up (RLIMIT_NOFILE %u per process, %u "
+                     "processes)%s%.200s",
+                     r->flows_reached, o->flows, k->budget, 2 * k->S, why[0] ? "; " : "", why);
+        }
+        r->ticks_per_us = rr_ticks_per_us();
+        r->seconds = hb_phases_run(&k->g->phase, o->warm, o->duration, NULL, NULL);
+        rc = collect(k, r);
+    }
+    reap(k);
+    free(k);
     return rc;
 }

@@ -11,24 +11,19 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "harness.h"
 #include "tcp_kernel.h"
 #include "tool.h"
 
-enum { PH_WARM = 0, PH_MEASURE = 1, PH_STOP = 2 };
-
 struct side {
     int fd, cpu;
-    bool tx;              /* stream: the sender; rr: the client */
+    bool tx; /* stream: the sender; rr: the client */
     size_t chunk;
     _Atomic int *phase;
     uint64_t count;       /* bytes or transactions */
-    /* over the measured interval */
-    uint64_t m_count;
-    double m_s, m_cpu;
-    bool measured;
+    struct hb_window win; /* the measured interval, as this side saw it */
     int err;              /* errno of a failure, 0 */
 };
 
@@ -74,24 +69,10 @@ static int loopback_pair(int fds[2], bool nodelay, char *why, size_t len)
     return 0;
 }
 
-/* Phase changes as the side sees them: start and end of its measured interval. */
-static void observe(struct side *s, int *seen, double *t0, double *c0, uint64_t *n0)
+/* The phase as the side sees it: true once the window closed. */
+static bool observe(struct side *s)
 {
-    int ph = atomic_load_explicit(s->phase, memory_order_acquire);
-    if (ph == *seen)
-        return;
-    if (ph >= PH_MEASURE && *seen == PH_WARM) {
-        *t0 = tool_now_s();
-        *c0 = tool_thread_cpu_s();
-        *n0 = s->count;
-    }
-    if (ph == PH_STOP && !s->measured) {
-        s->m_s = tool_now_s() - *t0;
-        s->m_cpu = tool_thread_cpu_s() - *c0;
-        s->m_count = s->count - *n0;
-        s->measured = true;
-    }
-    *seen = ph;
+    return hb_window_poll(&s->win, s->phase, &s->count, 1);
 }
 
 static void *stream_side(void *arg)
@@ -105,13 +86,11 @@ static void *stream_side(void *arg)
         return NULL;
     }
     memset(buf, 0x5a, s->chunk);
-    int seen = PH_WARM;
-    double t0 = 0, c0 = 0;
-    uint64_t n0 = 0;
+    hb_window_init(&s->win);
     for (;;) {
-        observe(s, &seen, &t0, &c0, &n0);
+        bool stop = observe(s);
         if (s->tx) {
-            if (seen == PH_STOP)
+            if (stop)
                 break;
             ssize_t n = write(s->fd, buf, s->chunk);
             if (n < 0 && errno == EINTR)
@@ -122,7 +101,7 @@ static void *stream_side(void *arg)
             }
             s->count += (uint64_t)n;
         } else {
-            /* Keep reading to the end (the sender stops at PH_STOP). */
+            /* Keep reading to the end (the sender stops at HB_STOP). */
             ssize_t n = read(s->fd, buf, s->chunk);
             if (n < 0 && errno == EINTR)
                 continue;
@@ -137,7 +116,7 @@ static void *stream_side(void *arg)
     }
     if (s->tx)
         shutdown(s->fd, SHUT_WR);
-    observe(s, &seen, &t0, &c0, &n0);
+    observe(s);
     free(buf);
     return NULL;
 }
@@ -147,14 +126,12 @@ static void *rr_side(void *arg)
     struct side *s = arg;
     if (s->cpu >= 0)
         tool_pin(s->cpu);
-    int seen = PH_WARM;
-    double t0 = 0, c0 = 0;
-    uint64_t n0 = 0;
+    hb_window_init(&s->win);
     char b = 'x';
     for (;;) {
-        observe(s, &seen, &t0, &c0, &n0);
+        bool stop = observe(s);
         if (s->tx) {
-            if (seen == PH_STOP)
+            if (stop)
                 break;
             if (write(s->fd, &b, 1) != 1 || read(s->fd, &b, 1) != 1) {
                 s->err = errno ? errno : EPIPE;
@@ -174,7 +151,7 @@ static void *rr_side(void *arg)
     }
     if (s->tx)
         shutdown(s->fd, SHUT_WR);
-    observe(s, &seen, &t0, &c0, &n0);
+    observe(s);
     return NULL;
 }
 
@@ -195,7 +172,7 @@ static int run(const struct tcpk_opts *o, struct tcpk_result *r, bool rr)
     if (loopback_pair(fds, rr, r->why, sizeof r->why) < 0)
         return -1;
     _Atomic int phase;
-    atomic_init(&phase, PH_WARM);
+    atomic_init(&phase, HB_SETUP);
     struct side a = {.fd = fds[0], .cpu = o->cpu_a, .tx = true, .chunk = o->chunk, .phase = &phase};
     struct side b = {.fd = fds[1], .cpu = o->cpu_b, .tx = false, .chunk = o->chunk, .phase = &phase};
     pthread_t ta, tb;
@@ -214,30 +191,24 @@ static int run(const struct tcpk_opts *o, struct tcpk_result *r, bool rr)
         close(fds[1]);
         return -1;
     }
-    struct timespec w = {.tv_sec = (time_t)o->warm_s, .tv_nsec = (long)((o->warm_s - (double)(time_t)o->warm_s) * 1e9)};
-    nanosleep(&w, NULL);
-    atomic_store_explicit(&phase, PH_MEASURE, memory_order_release);
-    struct timespec m = {.tv_sec = (time_t)o->seconds,
-                         .tv_nsec = (long)((o->seconds - (double)(time_t)o->seconds) * 1e9)};
-    nanosleep(&m, NULL);
-    atomic_store_explicit(&phase, PH_STOP, memory_order_release);
+    hb_phases_run(&phase, o->warm_s, o->seconds, NULL, NULL);
     pthread_join(ta, NULL);
     pthread_join(tb, NULL);
     r->retrans = retrans_of(fds[0]);
     close(fds[0]);
     close(fds[1]);
     if (a.err || b.err) {
-        snprintf(r->why, sizeof r->why, "kernel: %s failed: %s", a.err ? (rr ? "the client" : "the sender")
-                                                                        : (rr ? "the server" : "the receiver"),
+        snprintf(r->why, sizeof r->why, "kernel: %s failed: %s",
+                 a.err ? (rr ? "the client" : "the sender") : (rr ? "the server" : "the receiver"),
                  strerror(a.err ? a.err : b.err));
         return -1;
     }
     /* Bytes as the receiver counted them; transactions as the client did. */
     const struct side *m_side = rr ? &a : &b;
-    r->count = m_side->m_count;
-    r->seconds = m_side->m_s;
-    r->cpu_a_s = a.m_cpu;
-    r->cpu_b_s = b.m_cpu;
+    r->count = m_side->win.n[0];
+    r->seconds = m_side->win.secs;
+    r->cpu_a_s = a.win.cpu_s;
+    r->cpu_b_s = b.win.cpu_s;
     if (!r->count || !(r->seconds > 0)) {
         snprintf(r->why, sizeof r->why, "kernel: nothing was measured");
         return -1;

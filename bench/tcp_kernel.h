@@ -7,18 +7,18 @@
 #include <stdint.h>
 
 struct tcpk_opts {
-    int cpu_a, cpu_b;   /* sender / client, receiver / server; -1: leave */
-    size_t chunk;       /* stream: bytes per write and read (128 KiB) */
-    double warm_s;      /* unmeasured start */
-    double seconds;     /* measured interval */
+    int cpu_a, cpu_b; /* sender / client, receiver / server; -1: leave */
+    size_t chunk;     /* stream: bytes per write and read (128 KiB) */
+    double warm_s;    /* unmeasured start */
+    double seconds;   /* measured interval */
 };
 
 struct tcpk_result {
-    uint64_t count;     /* stream: bytes received; rr: transactions completed */
-    double seconds;     /* the measuring side's interval */
-    double cpu_a_s;     /* thread CPU time (CLOCK_THREAD_CPUTIME_ID) over the interval */
+    uint64_t count; /* stream: bytes received; rr: transactions completed */
+    double seconds; /* the measuring side's interval */
+    double cpu_a_s; /* thread CPU time (CLOCK_THREAD_CPUTIME_ID) over the interval */
     double cpu_b_s;
-    uint64_t retrans;   /* the connection's retransmitted segments (tcp_info), sender / client */
+    uint64_t retrans; /* the connection's retransmitted segments (tcp_info), sender / client */
     char why[200];
 };
 

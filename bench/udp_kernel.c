@@ -5,17 +5,16 @@
 #include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <hotpath/err.h>
 
+#include "harness.h"
 #include "tool.h"
 #include "udp_kernel.h"
 
@@ -30,17 +29,6 @@ static double clock_s(clockid_t c)
     if (clock_gettime(c, &ts) < 0)
         return 0;
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-int udpk_sh(const char *fmt, ...)
-{
-    char cmd[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int rc = system(cmd);
-    return rc == -1 ? -1 : WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
 /* ---- CPU accounting --------------------------------------------------- */
@@ -65,8 +53,8 @@ int udpk_cpustat_read(int cpu, struct udpk_cpustat *out)
         unsigned long long v[8] = {0};
         /* user nice system idle iowait irq softirq steal (guest time is
          * already inside user and nice) */
-        if (sscanf(line + wl, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
-                   &v[5], &v[6], &v[7]) >= 7) {
+        if (sscanf(line + wl, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                   &v[4], &v[5], &v[6], &v[7]) >= 7) {
             out->busy = v[0] + v[1] + v[2] + v[5] + v[6];
             out->steal = v[7];
             out->total = out->busy + v[3] + v[4] + v[7];
@@ -109,8 +97,9 @@ double udpk_foreign_cpu_s(void)
         char state;
         long ppid, pgrp, session, tty, tpgid;
         unsigned long flags, minflt, cminflt, majflt, cmajflt, ut, st;
-        if (sscanf(p + 1, " %c %ld %ld %ld %ld %ld %lu %lu %lu %lu %lu %lu %lu", &state, &ppid, &pgrp, &session,
-                   &tty, &tpgid, &flags, &minflt, &cminflt, &majflt, &cmajflt, &ut, &st) != 13)
+        if (sscanf(p + 1, " %c %ld %ld %ld %ld %ld %lu %lu %lu %lu %lu %lu %lu", &state, &ppid,
+                   &pgrp, &session, &tty, &tpgid, &flags, &minflt, &cminflt, &majflt, &cmajflt, &ut,
+                   &st) != 13)
             continue;
         if (flags & PF_KTHREAD_FLAG)
             continue;
@@ -164,7 +153,8 @@ static void *server_main(void *arg)
         goto fail;
     }
     if ((rc = tool_netns_enter(s->ns, s->side)) < 0) {
-        snprintf(s->why, sizeof s->why, "kernel server: cannot enter %s: %s", s->ns->ns[s->side], hp_strerror(rc));
+        snprintf(s->why, sizeof s->why, "kernel server: cannot enter %s: %s", s->ns->ns[s->side],
+                 hp_strerror(rc));
         goto fail;
     }
     if (s->cpu >= 0)
@@ -174,8 +164,8 @@ static void *server_main(void *arg)
     int one = 1;
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
         bind(fd, (struct sockaddr *)&local, sizeof local) < 0) {
-        snprintf(s->why, sizeof s->why, "kernel server: cannot bind %u.%u.%u.%u:%u: %s", s->addr[0], s->addr[1],
-                 s->addr[2], s->addr[3], s->port, strerror(errno));
+        snprintf(s->why, sizeof s->why, "kernel server: cannot bind %u.%u.%u.%u:%u: %s", s->addr[0],
+                 s->addr[1], s->addr[2], s->addr[3], s->port, strerror(errno));
         goto fail;
     }
     big_buffers(fd);
@@ -186,9 +176,9 @@ static void *server_main(void *arg)
         b->m[i].msg_hdr.msg_iovlen = 1;
         b->m[i].msg_hdr.msg_name = &b->from[i];
     }
-    atomic_store(&s->state, 1);
+    atomic_store(&s->srv.state, 1);
     uint64_t echoed = 0;
-    while (!atomic_load_explicit(&s->stop, memory_order_relaxed)) {
+    while (!hb_server_stopping(&s->srv)) {
         for (int i = 0; i < UDPK_BATCH; i++) {
             b->iov[i].iov_len = MAX_DGRAM;
             b->m[i].msg_hdr.msg_namelen = sizeof b->from[i];
@@ -218,40 +208,26 @@ fail:
     if (fd >= 0)
         close(fd);
     free(b);
-    atomic_store(&s->state, -1);
+    atomic_store(&s->srv.state, -1);
     return NULL;
 }
 
 int udpk_server_start(struct udpk_server *s)
 {
-    atomic_init(&s->state, 0);
-    atomic_init(&s->stop, 0);
     s->echoed = 0;
     s->why[0] = '\0';
-    s->started = false;
-    if (pthread_create(&s->th, NULL, server_main, s) != 0) {
-        snprintf(s->why, sizeof s->why, "kernel server: cannot start a thread");
-        return -1;
-    }
-    s->started = true;
-    double deadline = tool_now_s() + 5;
-    while (atomic_load(&s->state) == 0 && tool_now_s() < deadline)
-        usleep(1000);
-    if (atomic_load(&s->state) == 1)
+    int rc = hb_server_start(&s->srv, server_main, s, 5);
+    if (rc == 0)
         return 0;
     if (!s->why[0])
-        snprintf(s->why, sizeof s->why, "kernel server: not ready within 5 s");
-    udpk_server_stop(s);
+        snprintf(s->why, sizeof s->why, "kernel server: %s",
+                 rc == -ETIMEDOUT ? "not ready within 5 s" : "cannot start a thread");
     return -1;
 }
 
 void udpk_server_stop(struct udpk_server *s)
 {
-    if (!s->started)
-        return;
-    atomic_store(&s->stop, 1);
-    pthread_join(s->th, NULL);
-    s->started = false;
+    hb_server_stop(&s->srv);
 }
 
 /* ---- the client ------------------------------------------------------------ */
@@ -284,32 +260,18 @@ static void take(const struct udpk_client_opts *o, struct snap *s, bool start)
         s->foreign = udpk_foreign_cpu_s();
 }
 
-int udpk_client_run(const struct udpk_client_opts *o, struct udpk_client_result *r)
+/* The socket, bound and connected, and the message vectors. -1 with r->why. */
+static int client_socket(const struct udpk_client_opts *o, struct cli_bufs *b,
+                         struct udpk_client_result *r)
 {
-    memset(r, 0, sizeof *r);
-    if (o->window < 1 || o->window > 4096 || o->payload > 1472 || o->cpu < 0 || o->cpu_server < 0) {
-        snprintf(r->why, sizeof r->why, "client: window 1..4096, payload 0..1472, two CPUs");
-        return -1;
-    }
-    struct cli_bufs *b = calloc(1, sizeof *b);
-    if (!b) {
-        snprintf(r->why, sizeof r->why, "client: out of memory");
-        return -1;
-    }
-    int fd = -1, rc = tool_netns_enter(o->ns, o->side);
-    if (rc < 0) {
-        snprintf(r->why, sizeof r->why, "client: cannot enter %s: %s", o->ns->ns[o->side], hp_strerror(rc));
-        free(b);
-        return -1;
-    }
-    tool_pin(o->cpu);
     struct sockaddr_in src = sin4(o->src, 0), dst = sin4(o->dst, o->port);
-    fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || bind(fd, (struct sockaddr *)&src, sizeof src) < 0 ||
         connect(fd, (struct sockaddr *)&dst, sizeof dst) < 0) {
         snprintf(r->why, sizeof r->why, "client: socket: %s", strerror(errno));
-        rc = -1;
-        goto out;
+        if (fd >= 0)
+            close(fd);
+        return -1;
     }
     big_buffers(fd);
     set_rcvtimeo(fd, (long)(STALL_S * 1e6));
@@ -323,84 +285,121 @@ int udpk_client_run(const struct udpk_client_opts *o, struct udpk_client_result 
         b->rx[i].msg_hdr.msg_iov = &b->rxv[i];
         b->rx[i].msg_hdr.msg_iovlen = 1;
     }
+    return fd;
+}
 
-    /* Warm-up: one datagram at a time until one comes back (the server
-     * resolves our address first), within 5 s. */
-    double t = tool_now_s(), deadline = t + 5;
-    bool echoed = false;
-    while (!echoed && t < deadline) {
+/* One datagram at a time until one comes back (the server resolves our
+ * address first), within 5 s. */
+static bool first_echo(int fd, const struct udpk_client_opts *o, const struct cli_bufs *b)
+{
+    double deadline = tool_now_s() + 5;
+    while (tool_now_s() < deadline) {
         (void)send(fd, b->payload, o->payload, 0);
         char one[MAX_DGRAM];
-        ssize_t n = recv(fd, one, sizeof one, 0);
-        echoed = n == (ssize_t)o->payload;
-        t = tool_now_s();
+        if (recv(fd, one, sizeof one, 0) == (ssize_t)o->payload)
+            return true;
     }
-    if (!echoed) {
-        snprintf(r->why, sizeof r->why, "no echo within 5 s");
-        rc = -1;
-        goto out;
-    }
-    /* Then the window, unmeasured for warm_s, measured for seconds. */
-    unsigned in_flight = 0;
-    uint64_t echoes = 0, lost = 0, refused = 0;
-    struct snap s0 = {0}, s1 = {0};
-    bool measuring = false;
-    double warm_end = t + o->warm_s, end = 0;
-    for (;;) {
-        t = tool_now_s();
-        if (!measuring && t >= warm_end) {
-            take(o, &s0, true);
-            measuring = true;
-            echoes = lost = refused = 0;
-            end = s0.t + o->seconds;
-        } else if (measuring && t >= end) {
-            take(o, &s1, false);
+    return false;
+}
+
+struct window_counts {
+    unsigned in_flight;
+    uint64_t echoes, lost, refused;
+};
+
+/* Top the window up with sendmmsg, then a blocking recvmmsg. 0, or -1
+ * with r->why on an error that is not a stall or a refusal. */
+static int client_step(int fd, const struct udpk_client_opts *o, struct cli_bufs *b,
+                       struct window_counts *w, struct udpk_client_result *r)
+{
+    while (w->in_flight < o->window) {
+        unsigned want = o->window - w->in_flight;
+        int k = sendmmsg(fd, b->tx, want < UDPK_BATCH ? want : UDPK_BATCH, MSG_DONTWAIT);
+        if (k <= 0) {
+            if (k < 0 && errno == ECONNREFUSED)
+                w->refused++;
             break;
         }
-        while (in_flight < o->window) {
-            unsigned want = o->window - in_flight;
-            int k = sendmmsg(fd, b->tx, want < UDPK_BATCH ? want : UDPK_BATCH, MSG_DONTWAIT);
-            if (k <= 0) {
-                if (k < 0 && errno == ECONNREFUSED)
-                    refused++;
-                break;
-            }
-            in_flight += (unsigned)k;
-        }
-        int n = recvmmsg(fd, b->rx, UDPK_BATCH, MSG_WAITFORONE, NULL);
-        if (n < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                /* Stalled: whatever is in flight is not coming back. */
-                lost += in_flight;
-                in_flight = 0;
-            } else if (errno == ECONNREFUSED) {
-                refused++;
-            } else if (errno != EINTR) {
-                snprintf(r->why, sizeof r->why, "client: recvmmsg: %s", strerror(errno));
-                rc = -1;
-                goto out;
-            }
-            continue;
-        }
-        for (int i = 0; i < n; i++)
-            echoes += b->rx[i].msg_len == o->payload;
-        in_flight = (unsigned)n < in_flight ? in_flight - (unsigned)n : 0;
+        w->in_flight += (unsigned)k;
     }
+    int n = recvmmsg(fd, b->rx, UDPK_BATCH, MSG_WAITFORONE, NULL);
+    if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            /* Stalled: whatever is in flight is not coming back. */
+            w->lost += w->in_flight;
+            w->in_flight = 0;
+        } else if (errno == ECONNREFUSED) {
+            w->refused++;
+        } else if (errno != EINTR) {
+            snprintf(r->why, sizeof r->why, "client: recvmmsg: %s", strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
+    for (int i = 0; i < n; i++)
+        w->echoes += b->rx[i].msg_len == o->payload;
+    w->in_flight = (unsigned)n < w->in_flight ? w->in_flight - (unsigned)n : 0;
+    return 0;
+}
+
+static void client_result(const struct udpk_client_opts *o, const struct window_counts *w,
+                          const struct snap *s0, const struct snap *s1,
+                          struct udpk_client_result *r)
+{
+    (void)o;
     double tick = udpk_tick_s();
-    r->echoes = echoes;
-    r->lost = lost;
-    r->refused = refused;
-    r->seconds = s1.t - s0.t;
-    r->server_busy_s = (double)(s1.srv.busy - s0.srv.busy) * tick;
-    r->client_busy_s = (double)(s1.cli.busy - s0.cli.busy) * tick;
-    r->server_thread_s = s1.srv_thread - s0.srv_thread;
-    r->client_thread_s = s1.cli_thread - s0.cli_thread;
-    r->foreign_s = s1.foreign > s0.foreign ? s1.foreign - s0.foreign : 0;
-    r->steal_s = (double)(s1.srv.steal - s0.srv.steal + s1.cli.steal - s0.cli.steal) * tick;
-    rc = 0;
-out:
+    r->echoes = w->echoes;
+    r->lost = w->lost;
+    r->refused = w->refused;
+    r->seconds = s1->t - s0->t;
+    r->server_busy_s = (double)(s1->srv.busy - s0->srv.busy) * tick;
+    r->client_busy_s = (double)(s1->cli.busy - s0->cli.busy) * tick;
+    r->server_thread_s = s1->srv_thread - s0->srv_thread;
+    r->client_thread_s = s1->cli_thread - s0->cli_thread;
+    r->foreign_s = s1->foreign > s0->foreign ? s1->foreign - s0->foreign : 0;
+    r->steal_s = (double)(s1->srv.steal - s0->srv.steal + s1->cli.steal - s0->cli.steal) * tick;
+}
+
+int udpk_client_run(const struct udpk_client_opts *o, struct udpk_client_result *r)
+{
+    memset(r, 0, sizeof *r);
+    if (o->window < 1 || o->window > 4096 || o->payload > 1472 || o->cpu < 0 || o->cpu_server < 0) {
+        snprintf(r->why, sizeof r->why, "client: window 1..4096, payload 0..1472, two CPUs");
+        return -1;
+    }
+    struct cli_bufs *b = calloc(1, sizeof *b);
+    int rc = b ? tool_netns_enter(o->ns, o->side) : -ENOMEM;
+    if (rc < 0) {
+        snprintf(r->why, sizeof r->why, "client: cannot enter %s: %s", o->ns->ns[o->side],
+                 hp_strerror(rc));
+        free(b);
+        return -1;
+    }
+    tool_pin(o->cpu);
+    int fd = client_socket(o, b, r);
+    if (fd >= 0 && !first_echo(fd, o, b)) {
+        snprintf(r->why, sizeof r->why, "no echo within 5 s");
+        rc = -1;
+    }
+    /* Then the window, unmeasured for warm_s, measured for seconds. */
+    struct window_counts w = {0};
+    struct snap s0 = {0}, s1 = {0};
+    struct hb_clock c;
+    hb_clock_start(&c, o->warm_s, o->seconds, 1);
+    while (fd >= 0 && rc == 0) {
+        int tick = hb_clock_tick(&c);
+        if (tick == HB_TICK_OPEN) {
+            take(o, &s0, true);
+            w = (struct window_counts){.in_flight = w.in_flight};
+        } else if (tick == HB_TICK_CLOSE) {
+            take(o, &s1, false);
+            client_result(o, &w, &s0, &s1, r);
+            break;
+        }
+        rc = client_step(fd, o, b, &w, r);
+    }
     if (fd >= 0)
         close(fd);
     free(b);
-    return rc;
+    return fd < 0 ? -1 : rc;
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "harness.h"
 #include "tool.h"
 
 #define UDPK_BATCH 32 /* datagrams per recvmmsg / sendmmsg */
@@ -42,11 +43,8 @@ struct udpk_server {
     uint8_t addr[4];
     uint16_t port;
     /* filled in */
-    pthread_t th;
-    bool started;
-    _Atomic int state;   /* 0 starting, 1 serving, -1 failed */
-    _Atomic int stop;
-    uint64_t echoed;     /* by the time it stopped */
+    struct hb_server srv;
+    uint64_t echoed; /* by the time it stopped */
     char why[200];
 };
 /* Start and wait (up to 5 s) until it is bound. 0, or -1 with s->why. */
@@ -78,22 +76,18 @@ struct udpk_client_opts {
 
 struct udpk_client_result {
     uint64_t echoes, lost, refused;
-    double seconds;          /* wall time of the measured interval */
-    double server_busy_s;    /* busy time of the server's CPU (/proc/stat) */
-    double client_busy_s;    /* of the client's CPU */
-    double server_thread_s;  /* the server thread's own CPU time */
-    double client_thread_s;  /* the client thread's own CPU time */
-    double foreign_s;        /* other processes' CPU time meanwhile */
-    double steal_s;          /* steal time of the two CPUs */
+    double seconds;         /* wall time of the measured interval */
+    double server_busy_s;   /* busy time of the server's CPU (/proc/stat) */
+    double client_busy_s;   /* of the client's CPU */
+    double server_thread_s; /* the server thread's own CPU time */
+    double client_thread_s; /* the client thread's own CPU time */
+    double foreign_s;       /* other processes' CPU time meanwhile */
+    double steal_s;         /* steal time of the two CPUs */
     char why[200];
 };
 
 /* Run the client on the calling thread (it enters the namespace and pins
  * itself: call it on a thread of its own). 0, or -1 with r->why. */
 int udpk_client_run(const struct udpk_client_opts *o, struct udpk_client_result *r);
-
-/* ---- helpers ---- */
-/* Run a shell command (formatted); its exit status, or -1. */
-int udpk_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -6,7 +6,8 @@
 # env:   FUZZ_SECONDS (default 10; CI uses 30), JOBS (ninja -j)
 #
 # Suites: gcc Release build + unit tests; Debug ASan+UBSan build + unit tests;
-# clang -Werror build + unit tests; command-line tests; libFuzzer smoke runs;
+# clang -Werror build + unit tests; command-line tests; function lengths and
+# the C style (scripts/funclen.py, scripts/style.sh); libFuzzer smoke runs;
 # aarch64 cross-build with its unit tests under qemu; root-only suites when
 # root. A suite whose tools are missing is reported as skipped, with why.
 set -u
@@ -58,6 +59,20 @@ build() { # name builddir cmake-args...
 }
 
 skipped() { skip=$((skip + 1)); note "SKIP  $1"; }
+
+# A check whose last line sums it up: PASS or FAIL by its exit status (2:
+# skipped, its tool is missing).
+lint() { # name cmd...
+  local name=$1; shift
+  step "$name" "$@"
+  local rc=$? last
+  last=$(tail -1 "$LOGS/$name.log")
+  case $rc in
+    0) pass=$((pass + 1)); note "PASS  $name: $last" ;;
+    2) skipped "$name: $last" ;;
+    *) fail=$((fail + 1)); note "FAIL  $name: $last (log: $LOGS/$name.log)" ;;
+  esac
+}
 
 unit_all() { # prefix builddir [runner...]
   local prefix=$1 dir=$2; shift 2
@@ -134,6 +149,10 @@ else
   done
   # 4b. Compile tests: names that must not be confused (tests/compile).
   tests compile tests/compile/run.sh
+  # 4c. The sources' shape: no function of the tool, the benchmarks or the
+  # developer tools over 80 lines; every C file as .clang-format has it.
+  lint funclen python3 scripts/funclen.py tools bench devtools
+  lint style scripts/style.sh
   # 5. Fuzz smoke runs.
   fuzz_suite
   # 6. aarch64: portable and NEON code paths, run under qemu.

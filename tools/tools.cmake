@@ -8,9 +8,11 @@
 # compiled into the library.
 file(GLOB HP_TOOL_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tools/hotpath/*.c
      ${CMAKE_SOURCE_DIR}/bench/*.c)
-add_library(hp_tool_common STATIC ${CMAKE_SOURCE_DIR}/tools/common/util.c ${CMAKE_SOURCE_DIR}/tools/common/netns.c)
+add_library(hp_tool_common STATIC ${CMAKE_SOURCE_DIR}/tools/common/util.c ${CMAKE_SOURCE_DIR}/tools/common/json.c
+            ${CMAKE_SOURCE_DIR}/tools/common/harness.c ${CMAKE_SOURCE_DIR}/tools/common/frame.c
+            ${CMAKE_SOURCE_DIR}/tools/common/echo.c)
 target_include_directories(hp_tool_common PUBLIC ${CMAKE_SOURCE_DIR}/tools/common)
-target_link_libraries(hp_tool_common PUBLIC hotpath_static)
+target_link_libraries(hp_tool_common PUBLIC hotpath_static hp_netns m)
 # JSON in the tool (reports, --json, the demo reading its runs back): jansson
 # from the distribution (libjansson-dev), never in the library.
 pkg_check_modules(JANSSON REQUIRED jansson)

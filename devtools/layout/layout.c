@@ -86,6 +86,15 @@ const char *lt_lines_fmt(const struct lt_lines *l, char *buf, size_t n)
     return buf;
 }
 
+json_t *lt_lines_json(const struct lt_lines *l)
+{
+    json_t *a = json_array();
+    for (unsigned i = 0; i < LT_MAX_LINES; i++)
+        if (lt_lines_has(l, i))
+            json_array_append_new(a, json_integer(i));
+    return a;
+}
+
 const char *lt_range_fmt(uint64_t off, uint64_t size, char *buf, size_t n)
 {
     if (size == 0)
@@ -102,14 +111,8 @@ const char *lt_range_fmt(uint64_t off, uint64_t size, char *buf, size_t n)
 
 void lt_msg_add(struct lt_msgs *m, const char *fmt, ...)
 {
-    if (m->n == m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 16;
-        char **v = realloc(m->v, cap * sizeof *v);
-        if (!v)
-            return;
-        m->v = v;
-        m->cap = cap;
-    }
+    if (tool_grow(&m->v, &m->cap, m->n, sizeof *m->v, 16) < 0)
+        return;
     va_list ap;
     va_start(ap, fmt);
     if (vasprintf(&m->v[m->n], fmt, ap) >= 0) {
@@ -133,14 +136,12 @@ void lt_msgs_free(struct lt_msgs *m)
     memset(m, 0, sizeof *m);
 }
 
-void lt_json_msgs(FILE *f, const char *key, const struct lt_msgs *m)
+json_t *lt_json_msgs(const struct lt_msgs *m)
 {
-    fprintf(f, "\"%s\": [", key);
-    for (size_t i = 0; i < m->n; i++) {
-        fprintf(f, "%s", i ? ", " : "");
-        tool_json_str(f, m->v[i]);
-    }
-    fprintf(f, "]");
+    json_t *a = json_array();
+    for (size_t i = 0; i < m->n; i++)
+        json_array_append_new(a, json_string(m->v[i]));
+    return a;
 }
 
 /* ---- false sharing between paths ---- */
@@ -179,8 +180,10 @@ void lt_false_sharing(const struct lt_struct *s, const char *where, const struct
                     list_add(rd, sizeof rd, s, v);
             }
             if (*wr && *rd)
-                lt_msg_add(out, "struct %s (%s) line %u: %s writes %s beside read-mostly fields %s reads: %s",
-                           s->name, where, line, lt_path_name[pa], wr, lt_path_name[pb], rd);
+                lt_msg_add(
+                    out,
+                    "struct %s (%s) line %u: %s writes %s beside read-mostly fields %s reads: %s",
+                    s->name, where, line, lt_path_name[pa], wr, lt_path_name[pb], rd);
         }
     }
 }
@@ -200,37 +203,52 @@ struct opts {
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: hotpath layout [--binary PATH]... [--struct NAME]... [--profile FILE] [--check-docs]\n"
-            "                      [--docs DIR] [--hot RATE] [--json]\n"
-            "\n"
-            "Reads the DWARF of hotpath binaries (libdw) and prints, for each hot structure, its size,\n"
-            "alignment, cache lines, holes, cache-line groups (hp__group_begin_* / _end_* members) and,\n"
-            "for struct hp_tcp_sock, the lines the RX and TX field lists of src/sock/tcp_layout.h touch\n"
-            "(for the others, the RX and TX columns of their docs/cachelines table), one column per binary.\n"
-            "It warns where a field one path writes shares a line with fields only the other path reads.\n"
-            "\n"
-            "  --binary PATH   a binary to read (repeatable). Default: the hotpath that ran this tool\n"
-            "                  (or the one beside hotpath-layout) and, when it\n"
-            "                  exists, the other layout's build in the source tree (build-chrono/hotpath,\n"
-            "                  or build/hotpath when this one is chrono). A binary's layout is 'grouped'\n"
-            "                  when its struct hp_tcp_sock has group markers, else 'chrono'.\n"
-            "  --struct NAME   only this structure (repeatable). Default: hp_tcp_sock, hp_buf, hp__cache\n"
-            "                  and every structure with cache-line groups.\n"
-            "  --check-docs    check the tables of docs/cachelines/*.md against the DWARF: every field\n"
-            "                  exists, in the group the table says, with its type, offset and size; every\n"
-            "                  member is in a table; group and lines tables agree. Exit 1 on a mismatch.\n"
-            "  --docs DIR      the tables to check (default " HP_SOURCE_DIR "/docs/cachelines)\n"
-            "  --profile FILE  a field profile from an instrumented build (make profile; run it with\n"
-            "                  HP_FIELD_PROFILE=FILE): reads and writes per field and path, a class per\n"
-            "                  field, a proposed order and the lines each path touches before and after.\n"
-            "  --hot RATE      accesses per path entry below which a field is not on the path\n"
-            "                  (default %.2f)\n"
-            "  --json          one JSON object instead of tables\n"
-            "\n"
-            "Exit: 0, 1 when --check-docs finds a mismatch or a --struct is in no binary, 2 on usage\n"
-            "errors, unreadable binaries or profiles, and when built without libdw.\n",
-            DEFAULT_HOT);
+    fprintf(
+        f,
+        "usage: hotpath layout [--binary PATH]... [--struct NAME]... [--profile FILE] "
+        "[--check-docs]\n"
+        "                      [--docs DIR] [--hot RATE] [--json]\n"
+        "\n"
+        "Reads the DWARF of hotpath binaries (libdw) and prints, for each hot structure, its "
+        "size,\n"
+        "alignment, cache lines, holes, cache-line groups (hp__group_begin_* / _end_* members) "
+        "and,\n"
+        "for struct hp_tcp_sock, the lines the RX and TX field lists of src/sock/tcp_layout.h "
+        "touch\n"
+        "(for the others, the RX and TX columns of their docs/cachelines table), one column per "
+        "binary.\n"
+        "It warns where a field one path writes shares a line with fields only the other path "
+        "reads.\n"
+        "\n"
+        "  --binary PATH   a binary to read (repeatable). Default: the hotpath that ran this tool\n"
+        "                  (or the one beside hotpath-layout) and, when it\n"
+        "                  exists, the other layout's build in the source tree "
+        "(build-chrono/hotpath,\n"
+        "                  or build/hotpath when this one is chrono). A binary's layout is "
+        "'grouped'\n"
+        "                  when its struct hp_tcp_sock has group markers, else 'chrono'.\n"
+        "  --struct NAME   only this structure (repeatable). Default: hp_tcp_sock, hp_buf, "
+        "hp__cache\n"
+        "                  and every structure with cache-line groups.\n"
+        "  --check-docs    check the tables of docs/cachelines/*.md against the DWARF: every "
+        "field\n"
+        "                  exists, in the group the table says, with its type, offset and size; "
+        "every\n"
+        "                  member is in a table; group and lines tables agree. Exit 1 on a "
+        "mismatch.\n"
+        "  --docs DIR      the tables to check (default " HP_SOURCE_DIR "/docs/cachelines)\n"
+        "  --profile FILE  a field profile from an instrumented build (make profile; run it with\n"
+        "                  HP_FIELD_PROFILE=FILE): reads and writes per field and path, a class "
+        "per\n"
+        "                  field, a proposed order and the lines each path touches before and "
+        "after.\n"
+        "  --hot RATE      accesses per path entry below which a field is not on the path\n"
+        "                  (default %.2f)\n"
+        "  --json          one JSON object instead of tables\n"
+        "\n"
+        "Exit: 0, 1 when --check-docs finds a mismatch or a --struct is in no binary, 2 on usage\n"
+        "errors, unreadable binaries or profiles, and when built without libdw.\n",
+        DEFAULT_HOT);
 }
 
 static int parse(int argc, char **argv, struct opts *o)
@@ -248,8 +266,9 @@ static int parse(int argc, char **argv, struct opts *o)
             o->json = true;
         } else if (strcmp(a, "--check-docs") == 0) {
             o->check_docs = true;
-        } else if (strcmp(a, "--binary") == 0 || strcmp(a, "--struct") == 0 || strcmp(a, "--profile") == 0 ||
-                   strcmp(a, "--docs") == 0 || strcmp(a, "--hot") == 0) {
+        } else if (strcmp(a, "--binary") == 0 || strcmp(a, "--struct") == 0 ||
+                   strcmp(a, "--profile") == 0 || strcmp(a, "--docs") == 0 ||
+                   strcmp(a, "--hot") == 0) {
             if (!v || !*v)
                 return -tool_usage_error("layout", "%s needs a value", a);
             i++;
@@ -347,7 +366,8 @@ static int open_default(struct lt_binary *bins, int *nbins)
     char cand[2][PATH_MAX + 64];
     snprintf(cand[0], sizeof cand[0], "%s/%s", HP_SOURCE_DIR, other);
     char *slash = strrchr(self, '/');
-    snprintf(cand[1], sizeof cand[1], "%.*s/../%s", slash ? (int)(slash - self) : 1, slash ? self : ".", other);
+    snprintf(cand[1], sizeof cand[1], "%.*s/../%s", slash ? (int)(slash - self) : 1,
+             slash ? self : ".", other);
     for (int i = 0; i < 2; i++) {
         if (access(cand[i], R_OK) != 0 || same_file(cand[i], self) ||
             (*nbins > 1 && same_file(cand[i], bins[1].path)))
@@ -362,8 +382,9 @@ static int open_default(struct lt_binary *bins, int *nbins)
 
 /* The access a structure's fields have on RX and TX: the profile's for
  * its structure, else the docs table's. */
-static int access_for(const struct opts *o, const struct lt_struct *s, const struct lt_access_map *prof,
-                      const char *prof_struct, struct lt_access_map *out)
+static int access_for(const struct opts *o, const struct lt_struct *s,
+                      const struct lt_access_map *prof, const char *prof_struct,
+                      struct lt_access_map *out)
 {
     memset(out, 0, sizeof *out);
     if (prof && prof->n && prof_struct && strcmp(prof_struct, s->name) == 0) {
@@ -389,8 +410,9 @@ static int access_for(const struct opts *o, const struct lt_struct *s, const str
 }
 
 /* Lines a path touches in s: the code's lists for hp_tcp_sock, else the docs access. */
-static bool path_lines(const struct lt_struct *s, const struct lt_access_map *acc, int path, struct lt_lines *l,
-                       const char **source, struct lt_msgs *warn, const char *bshown)
+static bool path_lines(const struct lt_struct *s, const struct lt_access_map *acc, int path,
+                       struct lt_lines *l, const char **source, struct lt_msgs *warn,
+                       const char *bshown)
 {
     memset(l, 0, sizeof *l);
     if (strcmp(s->name, "hp_tcp_sock") == 0) {
@@ -399,8 +421,10 @@ static bool path_lines(const struct lt_struct *s, const struct lt_access_map *ac
         for (size_t i = 0; i < n; i++) {
             const struct lt_member *m = lt_member_find(s, names[i]);
             if (!m) {
-                lt_msg_add(warn, "%s field '%s' of src/sock/tcp_layout.h is not in struct hp_tcp_sock of %s",
-                           lt_path_name[path], names[i], bshown);
+                lt_msg_add(
+                    warn,
+                    "%s field '%s' of src/sock/tcp_layout.h is not in struct hp_tcp_sock of %s",
+                    lt_path_name[path], names[i], bshown);
                 continue;
             }
             lt_lines_add(l, m->off, m->size);
@@ -428,32 +452,32 @@ struct view { /* one structure in one binary */
     int same_as; /* index of an earlier view with the same layout, or -1 */
 };
 
-static void holes_of(struct view *v, FILE *f, bool json)
+/* Count v's holes and its tail padding; each hole also as text on f
+ * ("none" when there is none), or into the JSON array arr. */
+static void holes_of(struct view *v, FILE *f, json_t *arr)
 {
     const struct lt_struct *s = v->s;
     uint64_t end = 0;
-    bool first = true;
     v->holes = v->hole_bytes = 0;
     for (size_t i = 0; i < s->nm; i++) {
         const struct lt_member *m = &s->m[i];
         if (m->depth || m->marker)
             continue;
         if (m->off > end) {
+            if (arr)
+                json_array_append_new(arr, json_pack("{s:I, s:I}", "off", (json_int_t)end, "size",
+                                                     (json_int_t)(m->off - end)));
+            if (f)
+                fprintf(f, "%s%llu+%llu (before %s)", v->holes ? ", " : "", (unsigned long long)end,
+                        (unsigned long long)(m->off - end), m->name);
             v->holes++;
             v->hole_bytes += m->off - end;
-            if (f && json)
-                fprintf(f, "%s{\"off\": %llu, \"size\": %llu}", first ? "" : ", ", (unsigned long long)end,
-                        (unsigned long long)(m->off - end));
-            else if (f)
-                fprintf(f, "%s%llu+%llu (before %s)", first ? "" : ", ", (unsigned long long)end,
-                        (unsigned long long)(m->off - end), m->name);
-            first = false;
         }
         if (m->off + m->size > end)
             end = m->off + m->size;
     }
     v->tail = s->size > end ? s->size - end : 0;
-    if (f && !json && first)
+    if (f && !v->holes)
         fprintf(f, "none");
 }
 
@@ -476,7 +500,8 @@ static bool same_layout(const struct lt_struct *a, const struct lt_struct *b)
     if (a->size != b->size || a->nm != b->nm || a->ng != b->ng)
         return false;
     for (size_t i = 0; i < a->nm; i++)
-        if (a->m[i].off != b->m[i].off || a->m[i].size != b->m[i].size || strcmp(a->m[i].name, b->m[i].name) != 0)
+        if (a->m[i].off != b->m[i].off || a->m[i].size != b->m[i].size ||
+            strcmp(a->m[i].name, b->m[i].name) != 0)
             return false;
     return true;
 }
@@ -485,7 +510,7 @@ static void print_groups_holes(struct view *v)
 {
     const struct lt_struct *s = v->s;
     printf("\n  %s: holes ", v->b->shown);
-    holes_of(v, stdout, false);
+    holes_of(v, stdout, NULL);
     if (v->tail)
         printf("; tail padding %llu", (unsigned long long)v->tail);
     printf("\n");
@@ -496,8 +521,10 @@ static void print_groups_holes(struct view *v)
         char bytes[64], lines[48];
         const struct lt_group *gr = &s->g[g];
         snprintf(bytes, sizeof bytes, "%llu-%llu (%llu)", (unsigned long long)gr->begin,
-                 (unsigned long long)(gr->end ? gr->end - 1 : 0), (unsigned long long)(gr->end - gr->begin));
-        printf("    %-12s %-16s %-7s ", gr->name, bytes, lt_range_fmt(gr->begin, gr->end - gr->begin, lines, sizeof lines));
+                 (unsigned long long)(gr->end ? gr->end - 1 : 0),
+                 (unsigned long long)(gr->end - gr->begin));
+        printf("    %-12s %-16s %-7s ", gr->name, bytes,
+               lt_range_fmt(gr->begin, gr->end - gr->begin, lines, sizeof lines));
         bool first = true;
         for (size_t m = 0; m < s->nm; m++)
             if (s->m[m].depth == 0 && s->m[m].group == (int)g) {
@@ -508,93 +535,91 @@ static void print_groups_holes(struct view *v)
     }
 }
 
-static void print_struct_text(const char *name, struct view *vs, int nv)
+/* The column width, and whether any binary has path lines. */
+static int text_width(struct view *vs, int nv, char head[][300], bool *paths)
 {
-    printf("struct %s\n", name);
-    char head[MAX_BINS][300];
     int w = 24;
-    bool paths = false;
+    *paths = false;
     for (int i = 0; i < nv; i++) {
-        snprintf(head[i], sizeof head[i], "%s (%s)", vs[i].b->shown, vs[i].b->layout);
+        snprintf(head[i], 300, "%s (%s)", vs[i].b->shown, vs[i].b->layout);
         if ((int)strlen(head[i]) + 2 > w)
             w = (int)strlen(head[i]) + 2;
-        paths = paths || (vs[i].s && vs[i].has_paths);
+        *paths = *paths || (vs[i].s && vs[i].has_paths);
     }
+    return w;
+}
+
+/* A row of the summary: one cell per binary. */
+static void text_row(const char *label, struct view *vs, int nv, int w, int what)
+{
+    printf("  %-14s", label);
+    for (int i = 0; i < nv; i++) {
+        char cell[256] = "(not in this binary)", lines[200];
+        const struct lt_struct *s = vs[i].s;
+        if (what >= 5)
+            snprintf(cell, sizeof cell, "-");
+        if (s && what == 0)
+            snprintf(cell, sizeof cell, "%llu bytes, %llu lines", (unsigned long long)s->size,
+                     (unsigned long long)((s->size + LT_LINE - 1) / LT_LINE));
+        else if (s && what == 1)
+            snprintf(cell, sizeof cell, "%u", s->align);
+        else if (s && what == 2)
+            snprintf(cell, sizeof cell, "%llu (%llu bytes)", (unsigned long long)vs[i].holes,
+                     (unsigned long long)vs[i].hole_bytes);
+        else if (s && what == 3)
+            snprintf(cell, sizeof cell, "%llu bytes", (unsigned long long)vs[i].tail);
+        else if (s && what == 4)
+            snprintf(cell, sizeof cell, "%zu", s->ng);
+        else if (s && vs[i].has_paths) /* 5: RX lines, 6: TX lines */
+            snprintf(cell, sizeof cell, "%u: %s", lt_lines_count(&vs[i].lines[what - 5]),
+                     lt_lines_fmt(&vs[i].lines[what - 5], lines, sizeof lines));
+        printf("%-*s", w, cell);
+    }
+    printf("\n");
+}
+
+static void text_summary(const char *name, struct view *vs, int nv)
+{
+    char head[MAX_BINS][300];
+    bool paths;
+    int w = text_width(vs, nv, head, &paths);
     printf("  %-14s", "");
     for (int i = 0; i < nv; i++)
         printf("%-*s", w, head[i]);
     printf("\n");
-#define ROW(label, ...)                                                                                             \
-    do {                                                                                                            \
-        printf("  %-14s", label);                                                                                   \
-        for (int i = 0; i < nv; i++) {                                                                              \
-            char cellbuf[256] = "(not in this binary)";                                                             \
-            if (vs[i].s)                                                                                            \
-                snprintf(cellbuf, sizeof cellbuf, __VA_ARGS__);                                                     \
-            printf("%-*s", w, cellbuf);                                                                             \
-        }                                                                                                           \
-        printf("\n");                                                                                               \
-    } while (0)
-    ROW("size", "%llu bytes, %llu lines", (unsigned long long)vs[i].s->size,
-        (unsigned long long)((vs[i].s->size + LT_LINE - 1) / LT_LINE));
-    ROW("alignment", "%u", vs[i].s->align);
-    ROW("holes", "%llu (%llu bytes)", (unsigned long long)vs[i].holes, (unsigned long long)vs[i].hole_bytes);
-    ROW("tail padding", "%llu bytes", (unsigned long long)vs[i].tail);
-    ROW("groups", "%zu", vs[i].s->ng);
-#undef ROW
-    for (int p = 0; paths && p < 2; p++) {
-        printf("  %-14s", p == LT_RX ? "RX lines" : "TX lines");
-        for (int i = 0; i < nv; i++) {
-            char cellbuf[256] = "-", lines[200];
-            if (vs[i].s && vs[i].has_paths)
-                snprintf(cellbuf, sizeof cellbuf, "%u: %s", lt_lines_count(&vs[i].lines[p]),
-                         lt_lines_fmt(&vs[i].lines[p], lines, sizeof lines));
-            printf("%-*s", w, cellbuf);
-        }
-        printf("\n");
-    }
+    static const char *const labels[] = {"size",   "alignment", "holes",   "tail padding",
+                                         "groups", "RX lines",  "TX lines"};
+    for (int r = 0; r < (paths ? 7 : 5); r++)
+        text_row(labels[r], vs, nv, w, r);
     for (int i = 0; i < nv; i++)
         if (vs[i].s && vs[i].has_paths) {
             printf("  (path lines: the fields %s lists%s)\n", vs[i].path_src,
-                   strcmp(name, "hp_tcp_sock") == 0 ? "" : ", whole fields but for array elements named by number: an upper bound");
+                   strcmp(name, "hp_tcp_sock") == 0
+                       ? ""
+                       : ", whole fields but for array elements named by number: an upper bound");
             break;
         }
-    /* groups and holes, once per distinct layout */
-    for (int i = 0; i < nv; i++) {
-        if (!vs[i].s)
-            continue;
-        if (vs[i].same_as >= 0)
-            printf("\n  %s: the same layout as %s\n", vs[i].b->shown, vs[vs[i].same_as].b->shown);
-        else
-            print_groups_holes(&vs[i]);
-    }
-    /* members, in the order of the first binary that has the structure */
-    int ref = -1;
-    for (int i = 0; i < nv && ref < 0; i++)
-        if (vs[i].s)
-            ref = i;
+}
+
+/* The members, in the order of binary ref, with their offset, line and
+ * group in each distinct layout. */
+static void text_members(struct view *vs, int nv, int ref)
+{
     const struct lt_struct *rs = vs[ref].s;
     int nw = 6, tw = 4;
     for (size_t m = 0; m < rs->nm; m++) {
         if (rs->m[m].depth || rs->m[m].marker)
             continue;
-        if ((int)strlen(rs->m[m].name) > nw)
-            nw = (int)strlen(rs->m[m].name);
-        if ((int)strlen(rs->m[m].type) > tw)
-            tw = (int)strlen(rs->m[m].type);
+        nw = (int)strlen(rs->m[m].name) > nw ? (int)strlen(rs->m[m].name) : nw;
+        tw = (int)strlen(rs->m[m].type) > tw ? (int)strlen(rs->m[m].type) : tw;
     }
-    if (tw > 30)
-        tw = 30;
+    tw = tw > 30 ? 30 : tw;
     bool acc = vs[ref].acc.n > 0;
-    printf("\n  %-*s %-*s %5s", nw, "member", tw, "type", "size");
-    if (acc)
-        printf(" %2s %2s", "RX", "TX");
+    printf("\n  %-*s %-*s %5s%s", nw, "member", tw, "type", "size", acc ? " RX TX" : "");
     for (int i = 0; i < nv; i++)
         if (vs[i].s && vs[i].same_as < 0)
             printf("  %-24.24s", vs[i].b->shown);
-    printf("\n  %-*s %-*s %5s", nw, "", tw, "", "");
-    if (acc)
-        printf(" %5s", "");
+    printf("\n  %-*s %-*s %5s%s", nw, "", tw, "", "", acc ? "      " : "");
     for (int i = 0; i < nv; i++)
         if (vs[i].s && vs[i].same_as < 0)
             printf("  %5s %-6s %-11s", "off", "line", "group");
@@ -625,81 +650,87 @@ static void print_struct_text(const char *name, struct view *vs, int nv)
     }
     if (acc)
         printf("  (RX / TX: r read, w written, - not touched, from %s)\n", vs[ref].acc.source);
+}
+
+static void print_struct_text(const char *name, struct view *vs, int nv)
+{
+    printf("struct %s\n", name);
+    text_summary(name, vs, nv);
+    /* groups and holes, once per distinct layout */
+    for (int i = 0; i < nv; i++) {
+        if (!vs[i].s)
+            continue;
+        if (vs[i].same_as >= 0)
+            printf("\n  %s: the same layout as %s\n", vs[i].b->shown, vs[vs[i].same_as].b->shown);
+        else
+            print_groups_holes(&vs[i]);
+    }
+    /* members, in the order of the first binary that has the structure */
+    int ref = -1;
+    for (int i = 0; i < nv && ref < 0; i++)
+        if (vs[i].s)
+            ref = i;
+    text_members(vs, nv, ref);
     printf("\n");
 }
 
-static void print_struct_json(const char *name, struct view *vs, int nv, bool first)
+static json_t *groups_json(const struct lt_struct *s)
 {
-    printf("%s{\"name\": ", first ? "" : ", ");
-    tool_json_str(stdout, name);
-    printf(", \"layouts\": [");
-    bool f1 = true;
-    for (int i = 0; i < nv; i++) {
-        const struct lt_struct *s = vs[i].s;
-        if (!s)
-            continue;
-        printf("%s{\"binary\": ", f1 ? "" : ", ");
-        f1 = false;
-        tool_json_str(stdout, vs[i].b->shown);
-        printf(", \"layout\": \"%s\", \"size\": %llu, \"align\": %u, \"lines\": %llu, \"holes\": [", vs[i].b->layout,
-               (unsigned long long)s->size, s->align, (unsigned long long)((s->size + LT_LINE - 1) / LT_LINE));
-        holes_of(&vs[i], stdout, true);
-        printf("], \"hole_bytes\": %llu, \"tail_padding\": %llu, \"groups\": [", (unsigned long long)vs[i].hole_bytes,
-               (unsigned long long)vs[i].tail);
-        for (size_t g = 0; g < s->ng; g++) {
-            const struct lt_group *gr = &s->g[g];
-            uint64_t size = gr->end - gr->begin;
-            printf("%s{\"name\": ", g ? ", " : "");
-            tool_json_str(stdout, gr->name);
-            printf(", \"begin\": %llu, \"end\": %llu, \"first_line\": %llu, \"last_line\": %llu, \"members\": [",
-                   (unsigned long long)gr->begin, (unsigned long long)gr->end,
-                   (unsigned long long)(gr->begin / LT_LINE),
-                   (unsigned long long)((size ? gr->end - 1 : gr->begin) / LT_LINE));
-            bool fm = true;
-            for (size_t m = 0; m < s->nm; m++)
-                if (s->m[m].depth == 0 && s->m[m].group == (int)g) {
-                    printf("%s", fm ? "" : ", ");
-                    tool_json_str(stdout, s->m[m].name);
-                    fm = false;
-                }
-            printf("]}");
-        }
-        printf("], \"members\": [");
-        bool fm = true;
-        for (size_t m = 0; m < s->nm; m++) {
-            const struct lt_member *x = &s->m[m];
-            if (x->depth || x->marker)
-                continue;
-            printf("%s{\"name\": ", fm ? "" : ", ");
-            fm = false;
-            tool_json_str(stdout, x->name);
-            printf(", \"type\": ");
-            tool_json_str(stdout, x->type);
-            printf(", \"off\": %llu, \"size\": %llu, \"group\": ", (unsigned long long)x->off, (unsigned long long)x->size);
-            if (x->group >= 0)
-                tool_json_str(stdout, s->g[x->group].name);
-            else
-                printf("null");
-            printf("}");
-        }
-        printf("], \"paths\": {");
-        if (vs[i].has_paths) {
-            for (int p = 0; p < 2; p++) {
-                printf("%s\"%s\": {\"source\": ", p ? ", " : "", lt_path_name[p]);
-                tool_json_str(stdout, vs[i].path_src);
-                printf(", \"count\": %u, \"lines\": [", lt_lines_count(&vs[i].lines[p]));
-                bool fl = true;
-                for (unsigned l = 0; l < LT_MAX_LINES; l++)
-                    if (lt_lines_has(&vs[i].lines[p], l)) {
-                        printf("%s%u", fl ? "" : ", ", l);
-                        fl = false;
-                    }
-                printf("]}");
-            }
-        }
-        printf("}}");
+    json_t *a = json_array();
+    for (size_t g = 0; g < s->ng; g++) {
+        const struct lt_group *gr = &s->g[g];
+        uint64_t size = gr->end - gr->begin;
+        json_t *members = json_array();
+        for (size_t m = 0; m < s->nm; m++)
+            if (s->m[m].depth == 0 && s->m[m].group == (int)g)
+                json_array_append_new(members, json_string(s->m[m].name));
+        json_array_append_new(a, json_pack("{s:s, s:I, s:I, s:I, s:I, s:o}", "name", gr->name,
+                                           "begin", (json_int_t)gr->begin, "end",
+                                           (json_int_t)gr->end, "first_line",
+                                           (json_int_t)(gr->begin / LT_LINE), "last_line",
+                                           (json_int_t)((size ? gr->end - 1 : gr->begin) / LT_LINE),
+                                           "members", members));
     }
-    printf("]}");
+    return a;
+}
+
+static json_t *layout_json(struct view *v)
+{
+    const struct lt_struct *s = v->s;
+    json_t *holes = json_array(), *members = json_array(), *paths = json_object();
+    holes_of(v, NULL, holes);
+    json_t *j =
+        json_pack("{s:s, s:s, s:I, s:i, s:I, s:o, s:I, s:I}", "binary", v->b->shown, "layout",
+                  v->b->layout, "size", (json_int_t)s->size, "align", (int)s->align, "lines",
+                  (json_int_t)((s->size + LT_LINE - 1) / LT_LINE), "holes", holes, "hole_bytes",
+                  (json_int_t)v->hole_bytes, "tail_padding", (json_int_t)v->tail);
+    json_object_set_new(j, "groups", groups_json(s));
+    for (size_t m = 0; m < s->nm; m++) {
+        const struct lt_member *x = &s->m[m];
+        if (x->depth || x->marker)
+            continue;
+        json_array_append_new(
+            members, json_pack("{s:s, s:s, s:I, s:I, s:o}", "name", x->name, "type", x->type, "off",
+                               (json_int_t)x->off, "size", (json_int_t)x->size, "group",
+                               x->group >= 0 ? json_string(s->g[x->group].name) : json_null()));
+    }
+    json_object_set_new(j, "members", members);
+    for (int p = 0; v->has_paths && p < 2; p++)
+        json_object_set_new(paths, lt_path_name[p],
+                            json_pack("{s:s, s:i, s:o}", "source", v->path_src, "count",
+                                      (int)lt_lines_count(&v->lines[p]), "lines",
+                                      lt_lines_json(&v->lines[p])));
+    json_object_set_new(j, "paths", paths);
+    return j;
+}
+
+static json_t *struct_json(const char *name, struct view *vs, int nv)
+{
+    json_t *layouts = json_array();
+    for (int i = 0; i < nv; i++)
+        if (vs[i].s)
+            json_array_append_new(layouts, layout_json(&vs[i]));
+    return json_pack("{s:s, s:o}", "name", name, "layouts", layouts);
 }
 
 static bool listed(const char **v, int n, const char *s)
@@ -710,209 +741,233 @@ static bool listed(const char **v, int n, const char *s)
     return false;
 }
 
+/* The binaries: --binary, else the default ones. 0, or 2. */
+static int open_binaries(const struct opts *o, struct lt_binary *bins, int *nbins)
+{
+    if (!o->nbins)
+        return open_default(bins, nbins) < 0 ? 2 : 0;
+    for (int i = 0; i < o->nbins; i++) {
+        if (open_one(&bins[i], o->bins[i], false) < 0)
+            return 2;
+        (*nbins)++;
+    }
+    return 0;
+}
+
+/* The structures to show: --struct (each in some binary), else the hot
+ * ones and every one with cache-line groups. 0, or 1. */
+static int pick_structs(const struct opts *o, struct lt_binary *bins, int nbins, const char **names,
+                        int max, int *nn)
+{
+    for (int i = 0; i < o->nstructs; i++) {
+        bool found = false;
+        for (int b = 0; b < nbins && !found; b++)
+            found = lt_struct_get(&bins[b], o->structs[i]) != NULL;
+        if (!found) {
+            fprintf(stderr, "hotpath layout: no struct %s in the DWARF of %s%s\n", o->structs[i],
+                    bins[0].shown, nbins > 1 ? " or the other binaries" : "");
+            return 1;
+        }
+        names[(*nn)++] = o->structs[i];
+    }
+    if (o->nstructs)
+        return 0;
+    static const char *const def[] = {"hp_tcp_sock", "hp_buf", "hp__cache"};
+    for (size_t i = 0; i < N(def); i++)
+        for (int b = 0; b < nbins; b++)
+            if (lt_struct_get(&bins[b], def[i]) && !listed(names, *nn, def[i])) {
+                names[(*nn)++] = def[i];
+                break;
+            }
+    for (int b = 0; b < nbins; b++) {
+        const char **g;
+        size_t ng = lt_grouped_names(&bins[b], &g);
+        for (size_t i = 0; i < ng && *nn < max; i++)
+            if (!listed(names, *nn, g[i]))
+                names[(*nn)++] = g[i];
+    }
+    return 0;
+}
+
+/* What main works with. */
+struct run {
+    struct opts o;
+    struct lt_binary bins[MAX_BINS];
+    int nbins;
+    struct lt_profile prof;
+    struct lt_msgs warn, bad, notes;
+    struct lt_access_map pacc;
+    json_t *root; /* --json: the object being built */
+};
+
+/* The profile, mapped with its own binary's DWARF. 0, or 2. */
+static int do_profile(struct run *R)
+{
+    struct lt_binary pb, *use = NULL;
+    char err[512];
+    const struct lt_profile *prof = &R->prof;
+    if (prof->binary && access(prof->binary, R_OK) == 0 &&
+        lt_binary_open(&pb, prof->binary, err, sizeof err) == 0) {
+        pb.shown = shown_path(prof->binary);
+        use = &pb;
+    } else {
+        fprintf(stderr,
+                "hotpath layout: note: the profile's binary %s cannot be read; mapping offsets "
+                "with %s\n",
+                prof->binary ? prof->binary : "(unnamed)", R->bins[0].shown);
+    }
+    const struct lt_struct *ps = lt_struct_get(use ? use : &R->bins[0], prof->sname);
+    int rc = 0;
+    if (!ps || ps->size != prof->size) {
+        fprintf(stderr, "hotpath layout: struct %s is %s in %s, %llu bytes in the profile\n",
+                prof->sname, ps ? "of another size" : "not", use ? use->shown : R->bins[0].shown,
+                (unsigned long long)prof->size);
+        rc = 2;
+    } else {
+        json_t *j = lt_profile_report(stdout, R->o.json, prof, ps, R->o.hot, &R->pacc, &R->warn);
+        if (R->root)
+            json_object_set_new(R->root, "profile", j ? j : json_null());
+        /* the sharing warnings of the profiled layout */
+        if (R->pacc.n)
+            lt_false_sharing(ps, prof->file, &R->pacc, &R->warn);
+    }
+    if (use)
+        lt_binary_close(use);
+    return rc;
+}
+
+/* One structure in every binary. */
+static void do_struct(struct run *R, const char *name, json_t *structs)
+{
+    struct view vs[MAX_BINS];
+    memset(vs, 0, sizeof vs);
+    for (int b = 0; b < R->nbins; b++) {
+        struct view *v = &vs[b];
+        v->b = &R->bins[b];
+        v->same_as = -1;
+        v->s = lt_struct_get(&R->bins[b], name);
+        if (!v->s)
+            continue;
+        for (int e = 0; e < b && v->same_as < 0; e++)
+            if (vs[e].s && vs[e].same_as < 0 && same_layout(vs[e].s, v->s))
+                v->same_as = e;
+        holes_of(v, NULL, NULL);
+        access_for(&R->o, v->s, R->o.profile ? &R->pacc : NULL, R->prof.sname, &v->acc);
+        for (int p = 0; p < 2; p++)
+            v->has_paths = path_lines(v->s, &v->acc, p, &v->lines[p], &v->path_src, &R->warn,
+                                      R->bins[b].shown);
+        if (v->acc.n && !R->o.profile && v->same_as < 0)
+            lt_false_sharing(v->s, R->bins[b].shown, &v->acc, &R->warn);
+        if (v->s->ndefs > 1)
+            lt_msg_add(
+                &R->warn,
+                "%s defines struct %s more than once, with different sizes: showing the first",
+                R->bins[b].shown, name);
+    }
+    if (structs)
+        json_array_append_new(structs, struct_json(name, vs, R->nbins));
+    else
+        print_struct_text(name, vs, R->nbins);
+    for (int b = 0; b < R->nbins; b++)
+        lt_access_map_free(&vs[b].acc);
+}
+
+/* --check-docs. 0, 1 on a mismatch, 2 when the tables cannot be read. */
+static int do_docs_check(struct run *R)
+{
+    int tables = 0;
+    int r = lt_docs_check(R->o.docs, R->bins, (size_t)R->nbins, &R->bad, &R->notes, &tables);
+    if (r < 0) {
+        fprintf(stderr, "hotpath layout: cannot read the tables in %s: %s\n", R->o.docs,
+                strerror(-r));
+        return 2;
+    }
+    if (R->root) {
+        json_object_set_new(R->root, "docs_check",
+                            json_pack("{s:s, s:i, s:b, s:o, s:o}", "dir", R->o.docs, "tables",
+                                      tables, "ok", R->bad.n == 0, "mismatches",
+                                      lt_json_msgs(&R->bad), "notes", lt_json_msgs(&R->notes)));
+        return R->bad.n ? 1 : 0;
+    }
+    printf("docs check: %d tables in %s against", tables, R->o.docs);
+    for (int b = 0; b < R->nbins; b++)
+        printf(" %s (%s)", R->bins[b].shown, R->bins[b].layout);
+    printf("\n");
+    for (size_t i = 0; i < R->notes.n; i++)
+        printf("  note: %s\n", R->notes.v[i]);
+    for (size_t i = 0; i < R->bad.n; i++)
+        printf("  MISMATCH %s\n", R->bad.v[i]);
+    printf("docs check: %s (%zu mismatches)\n", R->bad.n ? "FAILED" : "ok", R->bad.n);
+    return R->bad.n ? 1 : 0;
+}
+
+/* Everything but the set-up: profile, tables, docs check, warnings. */
+static int report(struct run *R, const char **names, int nn)
+{
+    if (R->root) {
+        json_t *b = json_array();
+        for (int i = 0; i < R->nbins; i++)
+            json_array_append_new(
+                b, json_pack("{s:s, s:s}", "path", R->bins[i].shown, "layout", R->bins[i].layout));
+        json_object_set_new(R->root, "binaries", b);
+    }
+    if (R->o.profile && do_profile(R))
+        return 2;
+    if ((!R->o.profile && !R->o.check_docs) || R->o.nstructs) {
+        json_t *structs = R->root ? json_array() : NULL;
+        for (int k = 0; k < nn; k++)
+            do_struct(R, names[k], structs);
+        if (structs)
+            json_object_set_new(R->root, "structs", structs);
+    }
+    int ret = R->o.check_docs ? do_docs_check(R) : 0;
+    if (ret == 2)
+        return 2;
+    if (R->root) {
+        json_object_set_new(R->root, "warnings", lt_json_msgs(&R->warn));
+    } else if (R->warn.n) {
+        printf("warnings:\n");
+        for (size_t i = 0; i < R->warn.n; i++)
+            printf("  warning: %s\n", R->warn.v[i]);
+    }
+    return ret;
+}
+
 int main(int argc, char **argv)
 {
-    struct opts o;
-    int rc = parse(argc, argv, &o);
+    static struct run R;
+    int rc = parse(argc, argv, &R.o);
     if (rc)
         return rc > 0 ? 0 : -rc;
     if (!lt_have_libdw()) {
-        fprintf(stderr, "hotpath layout: this hotpath was built without libdw, so it cannot read DWARF: install "
+        fprintf(stderr, "hotpath layout: this hotpath was built without libdw, so it cannot read "
+                        "DWARF: install "
                         "libdw-dev (elfutils) and rebuild\n");
         return 2;
     }
-    struct lt_binary bins[MAX_BINS];
-    memset(bins, 0, sizeof bins);
-    int nbins = 0, ret = 0;
-    struct lt_profile prof;
-    memset(&prof, 0, sizeof prof);
-    struct lt_msgs warn = {0}, bad = {0}, notes = {0};
-    struct lt_access_map pacc = {0};
-    if (o.nbins) {
-        for (int i = 0; i < o.nbins; i++) {
-            if (open_one(&bins[i], o.bins[i], false) < 0) {
-                ret = 2;
-                goto out;
-            }
-            nbins++;
-        }
-    } else if (open_default(bins, &nbins) < 0) {
-        ret = 2;
-        goto out;
-    }
-
-    /* which structures */
     const char *names[MAX_STRUCTS + 64];
     int nn = 0;
-    if (o.nstructs) {
-        for (int i = 0; i < o.nstructs; i++) {
-            bool found = false;
-            for (int b = 0; b < nbins && !found; b++)
-                found = lt_struct_get(&bins[b], o.structs[i]) != NULL;
-            if (!found) {
-                fprintf(stderr, "hotpath layout: no struct %s in the DWARF of %s%s\n", o.structs[i], bins[0].shown,
-                        nbins > 1 ? " or the other binaries" : "");
-                ret = 1;
-                goto out;
-            }
-            names[nn++] = o.structs[i];
-        }
-    } else {
-        static const char *const def[] = {"hp_tcp_sock", "hp_buf", "hp__cache"};
-        for (size_t i = 0; i < N(def); i++)
-            for (int b = 0; b < nbins; b++)
-                if (lt_struct_get(&bins[b], def[i]) && !listed(names, nn, def[i])) {
-                    names[nn++] = def[i];
-                    break;
-                }
-        for (int b = 0; b < nbins; b++) {
-            const char **g;
-            size_t ng = lt_grouped_names(&bins[b], &g);
-            for (size_t i = 0; i < ng && nn < (int)N(names); i++)
-                if (!listed(names, nn, g[i]))
-                    names[nn++] = g[i];
-        }
+    char err[512];
+    int ret = open_binaries(&R.o, R.bins, &R.nbins);
+    if (ret == 0)
+        ret = pick_structs(&R.o, R.bins, R.nbins, names, (int)N(names), &nn);
+    if (ret == 0 && R.o.profile && lt_profile_read(R.o.profile, &R.prof, err, sizeof err) < 0) {
+        fprintf(stderr, "hotpath layout: %s\n", err);
+        ret = 2;
     }
-
-    /* the profile, mapped with its own binary's DWARF */
-    if (o.profile) {
-        char err[512];
-        if (lt_profile_read(o.profile, &prof, err, sizeof err) < 0) {
-            fprintf(stderr, "hotpath layout: %s\n", err);
-            ret = 2;
-            goto out;
-        }
+    if (ret == 0) {
+        R.root = R.o.json ? json_object() : NULL;
+        ret = report(&R, names, nn);
+        if (R.root)
+            tool_json_write(R.root, stdout, false);
+        json_decref(R.root);
     }
-    bool show_tables = (!o.profile && !o.check_docs) || o.nstructs;
-
-    if (o.json) {
-        printf("{\"binaries\": [");
-        for (int b = 0; b < nbins; b++) {
-            printf("%s{\"path\": ", b ? ", " : "");
-            tool_json_str(stdout, bins[b].shown);
-            printf(", \"layout\": \"%s\"}", bins[b].layout);
-        }
-        printf("]");
-    }
-
-    if (o.profile) {
-        struct lt_binary pb;
-        struct lt_binary *use = NULL;
-        char err[512];
-        if (prof.binary && access(prof.binary, R_OK) == 0 && lt_binary_open(&pb, prof.binary, err, sizeof err) == 0) {
-            pb.shown = shown_path(prof.binary);
-            use = &pb;
-        } else {
-            fprintf(stderr, "hotpath layout: note: the profile's binary %s cannot be read; mapping offsets with %s\n",
-                    prof.binary ? prof.binary : "(unnamed)", bins[0].shown);
-        }
-        const struct lt_struct *ps = lt_struct_get(use ? use : &bins[0], prof.sname);
-        if (!ps || ps->size != prof.size) {
-            fprintf(stderr, "hotpath layout: struct %s is %s in %s, %llu bytes in the profile\n", prof.sname,
-                    ps ? "of another size" : "not", use ? use->shown : bins[0].shown, (unsigned long long)prof.size);
-            if (o.json)
-                printf("}\n");
-            if (use)
-                lt_binary_close(use);
-            ret = 2;
-            goto out;
-        }
-        if (o.json)
-            printf(", \"profile\": ");
-        lt_profile_report(stdout, o.json, &prof, ps, o.hot, &pacc, &warn);
-        /* the sharing warnings of the profiled layout */
-        if (pacc.n)
-            lt_false_sharing(ps, prof.file, &pacc, &warn);
-        if (use)
-            lt_binary_close(use);
-    }
-
-    if (show_tables) {
-        if (o.json)
-            printf(", \"structs\": [");
-        for (int k = 0; k < nn; k++) {
-            struct view vs[MAX_BINS];
-            memset(vs, 0, sizeof vs);
-            for (int b = 0; b < nbins; b++) {
-                vs[b].b = &bins[b];
-                vs[b].same_as = -1;
-                vs[b].s = lt_struct_get(&bins[b], names[k]);
-                if (!vs[b].s)
-                    continue;
-                for (int e = 0; e < b && vs[b].same_as < 0; e++)
-                    if (vs[e].s && vs[e].same_as < 0 && same_layout(vs[e].s, vs[b].s))
-                        vs[b].same_as = e;
-                holes_of(&vs[b], NULL, false);
-                access_for(&o, vs[b].s, o.profile ? &pacc : NULL, prof.sname, &vs[b].acc);
-                for (int p = 0; p < 2; p++)
-                    vs[b].has_paths = path_lines(vs[b].s, &vs[b].acc, p, &vs[b].lines[p], &vs[b].path_src, &warn,
-                                                 bins[b].shown);
-                if (vs[b].acc.n && !o.profile && vs[b].same_as < 0)
-                    lt_false_sharing(vs[b].s, bins[b].shown, &vs[b].acc, &warn);
-                if (vs[b].s->ndefs > 1)
-                    lt_msg_add(&warn, "%s defines struct %s more than once, with different sizes: showing the first",
-                               bins[b].shown, names[k]);
-            }
-            if (o.json)
-                print_struct_json(names[k], vs, nbins, k == 0);
-            else
-                print_struct_text(names[k], vs, nbins);
-            for (int b = 0; b < nbins; b++)
-                lt_access_map_free(&vs[b].acc);
-        }
-        if (o.json)
-            printf("]");
-    }
-
-    if (o.check_docs) {
-        int tables = 0;
-        int r = lt_docs_check(o.docs, bins, (size_t)nbins, &bad, &notes, &tables);
-        if (r < 0) {
-            fprintf(stderr, "hotpath layout: cannot read the tables in %s: %s\n", o.docs, strerror(-r));
-            if (o.json)
-                printf("}\n");
-            ret = 2;
-            goto out;
-        }
-        if (bad.n)
-            ret = 1;
-        if (o.json) {
-            printf(", \"docs_check\": {\"dir\": ");
-            tool_json_str(stdout, o.docs);
-            printf(", \"tables\": %d, \"ok\": %s, ", tables, bad.n ? "false" : "true");
-            lt_json_msgs(stdout, "mismatches", &bad);
-            printf(", ");
-            lt_json_msgs(stdout, "notes", &notes);
-            printf("}");
-        } else {
-            printf("docs check: %d tables in %s against", tables, o.docs);
-            for (int b = 0; b < nbins; b++)
-                printf(" %s (%s)", bins[b].shown, bins[b].layout);
-            printf("\n");
-            for (size_t i = 0; i < notes.n; i++)
-                printf("  note: %s\n", notes.v[i]);
-            for (size_t i = 0; i < bad.n; i++)
-                printf("  MISMATCH %s\n", bad.v[i]);
-            printf("docs check: %s (%zu mismatches)\n", bad.n ? "FAILED" : "ok", bad.n);
-        }
-    }
-
-    if (o.json) {
-        printf(", ");
-        lt_json_msgs(stdout, "warnings", &warn);
-        printf("}\n");
-    } else if (warn.n) {
-        printf("warnings:\n");
-        for (size_t i = 0; i < warn.n; i++)
-            printf("  warning: %s\n", warn.v[i]);
-    }
-out:
     for (int b = 0; b < MAX_BINS; b++)
-        lt_binary_close(&bins[b]);
-    lt_profile_free(&prof);
-    lt_access_map_free(&pacc);
-    lt_msgs_free(&warn);
-    lt_msgs_free(&bad);
-    lt_msgs_free(&notes);
+        lt_binary_close(&R.bins[b]);
+    lt_profile_free(&R.prof);
+    lt_access_map_free(&R.pacc);
+    lt_msgs_free(&R.warn);
+    lt_msgs_free(&R.bad);
+    lt_msgs_free(&R.notes);
     return ret;
 }

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #define LT_LINE 64 /* HP_CACHELINE_SIZE; lines are counted from the structure's start */
 
 /* ---- structures from DWARF (layout_dwarf.c) ---- */
@@ -20,13 +22,13 @@
  */
 struct lt_member {
     char *name;
-    char *type;     /* C spelling: "uint32_t", "struct hp__timer", "uint8_t[16]" */
+    char *type; /* C spelling: "uint32_t", "struct hp__timer", "uint8_t[16]" */
     uint64_t off, size;
     unsigned align; /* alignment of the type, for the proposed order */
     int depth;
-    int top;        /* index of the depth-0 member this one is part of (itself at depth 0) */
-    int group;      /* top level: index in lt_struct.g of the group holding it, or -1 */
-    bool marker;    /* hp__group_begin_* / hp__group_end_* (zero-sized, no data) */
+    int top;     /* index of the depth-0 member this one is part of (itself at depth 0) */
+    int group;   /* top level: index in lt_struct.g of the group holding it, or -1 */
+    bool marker; /* hp__group_begin_* / hp__group_end_* (zero-sized, no data) */
 };
 
 /* A cache-line group: the bytes between hp__group_begin_<name> and hp__group_end_<name>. */
@@ -47,8 +49,8 @@ struct lt_struct {
 };
 
 struct lt_binary {
-    char *path;   /* as given */
-    char *shown;  /* for tables: a path relative to the source tree when inside it */
+    char *path;  /* as given */
+    char *shown; /* for tables: a path relative to the source tree when inside it */
     char *layout; /* "grouped" or "chrono" (from hp_tcp_sock's DWARF, see layout.c), "-" without it */
     void *priv;   /* the DWARF reader's state */
 };
@@ -83,12 +85,14 @@ unsigned lt_lines_count(const struct lt_lines *l);
 bool lt_lines_has(const struct lt_lines *l, unsigned line);
 /* "0, 2-8" into buf. */
 const char *lt_lines_fmt(const struct lt_lines *l, char *buf, size_t n);
+/* The lines as a JSON array of numbers. */
+json_t *lt_lines_json(const struct lt_lines *l);
 /* The lines of [off, off + size) as "3" or "2-4"; "-" for size 0. */
 const char *lt_range_fmt(uint64_t off, uint64_t size, char *buf, size_t n);
 
 /* ---- the fast-path field lists (src/sock/tcp_layout.h, compiled in) ---- */
 enum { LT_RX, LT_TX, LT_OTHER, LT_NPATHS };
-extern const char *const lt_path_name[LT_NPATHS];  /* "RX", "TX", "other" */
+extern const char *const lt_path_name[LT_NPATHS];           /* "RX", "TX", "other" */
 size_t lt_path_fields(int path, const char *const **names); /* RX or TX of hp_tcp_sock */
 
 /* ---- messages collected for the table and --json ---- */
@@ -98,7 +102,8 @@ struct lt_msgs {
 };
 void lt_msg_add(struct lt_msgs *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void lt_msgs_free(struct lt_msgs *m);
-void lt_json_msgs(FILE *f, const char *key, const struct lt_msgs *m);
+/* The messages as a JSON array of strings. */
+json_t *lt_json_msgs(const struct lt_msgs *m);
 
 /* ---- docs/cachelines (layout_docs.c) ---- */
 
@@ -109,8 +114,8 @@ enum lt_access { LT_NONE = 0, LT_READ = 1, LT_WRITE = 2 };
 struct lt_access_span {
     char *name;
     uint64_t off, size;
-    int top;                 /* index of its top-level member */
-    enum lt_access acc[2];   /* LT_RX, LT_TX */
+    int top;               /* index of its top-level member */
+    enum lt_access acc[2]; /* LT_RX, LT_TX */
 };
 struct lt_access_map {
     char *source; /* "docs/cachelines/hp_buf.md" or the profile file */
@@ -159,11 +164,12 @@ int lt_profile_read(const char *file, struct lt_profile *p, char *err, size_t er
 void lt_profile_free(struct lt_profile *p);
 /*
  * Per-member counts, classes, the proposed order and the lines per path
- * before and after, as a table (json false) or a JSON object value. `hot`
- * is the accesses per path entry below which a field counts as not on the
- * path. Access per field goes to acc (for the sharing warnings).
+ * before and after: as a table on f (json false, returns NULL) or as a
+ * JSON object (returned, the caller's). `hot` is the accesses per path
+ * entry below which a field counts as not on the path. Access per field
+ * goes to acc (for the sharing warnings).
  */
-void lt_profile_report(FILE *f, bool json, const struct lt_profile *p, const struct lt_struct *s, double hot,
-                       struct lt_access_map *acc, struct lt_msgs *warn);
+json_t *lt_profile_report(FILE *f, bool json, const struct lt_profile *p, const struct lt_struct *s,
+                          double hot, struct lt_access_map *acc, struct lt_msgs *warn);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "layout.h"
+#include "tool.h"
 
 /*
  * What the tables look like (the parser follows them, not a grammar):
@@ -164,6 +165,69 @@ struct headings {
     size_t n;
 };
 
+/* A heading: the section's structure and group from now on, and the
+ * heading itself when it names lines. 0 or -ENOMEM. */
+static int parse_heading(const char *s, int lineno, char **sname, char **group, struct headings *hs)
+{
+    free(*group);
+    *group = quoted_after(s, "group ");
+    char *st = quoted_after(s, "");
+    if (st && strncmp(st, "struct ", 7) == 0) {
+        free(*sname);
+        *sname = strdup(st + 7);
+    }
+    free(st);
+    const char *lp = strstr(s, "(line");
+    if (!*group || !lp)
+        return 0;
+    struct heading *v = realloc(hs->v, (hs->n + 1) * sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    hs->v = v;
+    const char *q = lp + 5;
+    if (*q == 's')
+        q++;
+    const char *e = strchr(q, ')');
+    while (*q == ' ')
+        q++;
+    v[hs->n].lines = e ? strndup(q, (size_t)(e - q)) : strdup(q);
+    v[hs->n].sname = *sname ? strdup(*sname) : NULL;
+    v[hs->n].group = strdup(*group);
+    v[hs->n].lineno = lineno;
+    hs->n++;
+    return 0;
+}
+
+/* A table row: the header of a new table (*cur NULL), else a row of
+ * *cur. r is taken. 0 or -ENOMEM. */
+static int add_row(struct doc *d, struct table **cur, struct trow *r, const char *sname,
+                   const char *group, int lineno)
+{
+    if (!*cur) {
+        struct table *v = realloc(d->t, (d->nt + 1) * sizeof *v);
+        if (!v) {
+            row_free(r);
+            return -ENOMEM;
+        }
+        d->t = v;
+        *cur = &d->t[d->nt++];
+        memset(*cur, 0, sizeof **cur);
+        (*cur)->sname = sname ? strdup(sname) : NULL;
+        (*cur)->group = group ? strdup(group) : NULL;
+        (*cur)->lineno = lineno;
+        (*cur)->hdr = *r;
+        return 0;
+    }
+    struct trow *v = realloc((*cur)->rows, ((*cur)->nrows + 1) * sizeof *v);
+    if (!v) {
+        row_free(r);
+        return -ENOMEM;
+    }
+    (*cur)->rows = v;
+    (*cur)->rows[(*cur)->nrows++] = *r;
+    return 0;
+}
+
 static int doc_parse(struct doc *d, const char *default_struct, struct headings *hs)
 {
     FILE *f = fopen(d->path, "r");
@@ -175,76 +239,22 @@ static int doc_parse(struct doc *d, const char *default_struct, struct headings 
     char *sname = default_struct ? strdup(default_struct) : NULL;
     char *group = NULL;
     struct table *cur = NULL;
-    while (getline(&line, &cap, f) > 0) {
+    while (rc == 0 && getline(&line, &cap, f) > 0) {
         lineno++;
         char *s = trim(line);
-        if (s[0] == '#') {
+        if (s[0] == '#' || s[0] != '|') {
             cur = NULL;
-            free(group);
-            group = quoted_after(s, "group ");
-            char *st = quoted_after(s, "");
-            if (st && strncmp(st, "struct ", 7) == 0) {
-                free(sname);
-                sname = strdup(st + 7);
-            }
-            free(st);
-            const char *lp = strstr(s, "(line");
-            if (group && lp) {
-                struct heading *v = realloc(hs->v, (hs->n + 1) * sizeof *v);
-                if (!v) {
-                    rc = -ENOMEM;
-                    break;
-                }
-                hs->v = v;
-                const char *q = lp + 5;
-                if (*q == 's')
-                    q++;
-                const char *e = strchr(q, ')');
-                while (*q == ' ')
-                    q++;
-                v[hs->n].lines = e ? strndup(q, (size_t)(e - q)) : strdup(q);
-                v[hs->n].sname = sname ? strdup(sname) : NULL;
-                v[hs->n].group = strdup(group);
-                v[hs->n].lineno = lineno;
-                hs->n++;
-            }
-            continue;
-        }
-        if (s[0] != '|') {
-            cur = NULL;
+            if (s[0] == '#')
+                rc = parse_heading(s, lineno, &sname, &group, hs);
             continue;
         }
         struct trow r;
         if ((rc = split_row(s, &r, lineno)) < 0)
             break;
-        if (is_separator(&r)) {
+        if (is_separator(&r))
             row_free(&r);
-            continue;
-        }
-        if (!cur) {
-            struct table *v = realloc(d->t, (d->nt + 1) * sizeof *v);
-            if (!v) {
-                row_free(&r);
-                rc = -ENOMEM;
-                break;
-            }
-            d->t = v;
-            cur = &d->t[d->nt++];
-            memset(cur, 0, sizeof *cur);
-            cur->sname = sname ? strdup(sname) : NULL;
-            cur->group = group ? strdup(group) : NULL;
-            cur->lineno = lineno;
-            cur->hdr = r;
-            continue;
-        }
-        struct trow *v = realloc(cur->rows, (cur->nrows + 1) * sizeof *v);
-        if (!v) {
-            row_free(&r);
-            rc = -ENOMEM;
-            break;
-        }
-        cur->rows = v;
-        cur->rows[cur->nrows++] = r;
+        else
+            rc = add_row(d, &cur, &r, sname, group, lineno);
     }
     free(line);
     free(sname);
@@ -291,7 +301,8 @@ static int names_parse(const char *c, struct names *out)
         return -ENOMEM;
     char prefix[256] = "";
     char *save = NULL;
-    for (char *tok = strtok_r(dup, ",", &save); tok && out->n < 32; tok = strtok_r(NULL, ",", &save)) {
+    for (char *tok = strtok_r(dup, ",", &save); tok && out->n < 32;
+         tok = strtok_r(NULL, ",", &save)) {
         char *t = trim(tok);
         if (!*t)
             continue;
@@ -465,8 +476,8 @@ static int chrono_binary(struct ctx *c, const char *sname, const struct lt_struc
     return -1;
 }
 
-static struct covered *coverage(struct ctx *c, const char *sname, const struct lt_struct *s, int bin,
-                                const char *where)
+static struct covered *coverage(struct ctx *c, const char *sname, const struct lt_struct *s,
+                                int bin, const char *where)
 {
     for (size_t i = 0; i < c->ncov; i++)
         if (strcmp(c->cov[i].sname, sname) == 0)
@@ -512,137 +523,214 @@ static bool access_ok(const char *a)
     return a && (a[0] == '-' || a[0] == 'r' || a[0] == 'w');
 }
 
+/* One row of a fields table being checked: its fields resolved in s. */
+struct frow {
+    struct ctx *c;
+    const struct doc *d;
+    const struct table *t;
+    const struct trow *r;
+    const struct lt_struct *s, *sc; /* the structure; in the chrono binary (sc NULL: none) */
+    int ci;                         /* the chrono binary, or -1 */
+    const char *bshown, *fc;        /* the binary as shown; the field cell */
+    struct names nm;
+    const struct lt_member *ms[32], *top0;
+};
+
+/* group: the column, else the section's */
+static void frow_group(struct frow *f, int cg)
+{
+    const struct lt_struct *s = f->s;
+    const char *want = doc_group(s, cg >= 0 ? cell(f->r, cg) : f->t->group);
+    if (!s->ng && !want)
+        return;
+    for (int i = 0; i < f->nm.n; i++) {
+        const struct lt_member *top = &s->m[f->ms[i]->top];
+        const char *has = top->group >= 0 ? s->g[top->group].name : NULL;
+        if ((want == NULL) != (has == NULL) || (want && strcmp(want, has) != 0))
+            lt_msg_add(f->c->bad, "%s:%d: %s is in group %s in the table, in %s%s in %s",
+                       f->d->shown, f->r->lineno, f->nm.v[i], want ? want : "(none)",
+                       has ? "group " : "", has ? has : "no group", f->bshown);
+        if (f->nm.dotted)
+            break;
+    }
+}
+
+static void frow_types(struct frow *f, const char *tc)
+{
+    struct types ty;
+    types_parse(tc, &ty);
+    const char *dshown = f->d->shown;
+    int line = f->r->lineno;
+    if (f->nm.dotted || ty.n == 1) {
+        const struct lt_member *m = f->nm.dotted ? f->top0 : NULL;
+        for (int i = 0; i < (f->nm.dotted ? 1 : f->nm.n); i++) {
+            if (!m || !f->nm.dotted)
+                m = f->ms[i];
+            if (ty.n >= 1 && !type_eq(ty.v[0], m->type))
+                lt_msg_add(f->c->bad, "%s:%d: %s has type '%s' in the table, '%s' in %s", dshown,
+                           line, m->name, ty.v[0], m->type, f->bshown);
+        }
+    } else if (ty.n == f->nm.n) {
+        for (int i = 0; i < f->nm.n; i++)
+            if (!type_eq(ty.v[i], f->ms[i]->type))
+                lt_msg_add(f->c->bad, "%s:%d: %s has type '%s' in the table, '%s' in %s", dshown,
+                           line, f->ms[i]->name, ty.v[i], f->ms[i]->type, f->bshown);
+    } else if (ty.n) {
+        lt_msg_add(f->c->notes, "%s:%d: %d types for %d fields: types not checked", dshown, line,
+                   ty.n, f->nm.n);
+    }
+    const struct lt_member *sized = f->nm.dotted ? f->top0 : f->nm.n == 1 ? f->ms[0] : NULL;
+    if (ty.size >= 0 && sized && (uint64_t)ty.size != sized->size)
+        lt_msg_add(f->c->bad, "%s:%d: %s is %ld bytes in the table, %llu in %s", dshown, line,
+                   sized->name, ty.size, (unsigned long long)sized->size, f->bshown);
+}
+
+/* offsets: "152 (68)": this layout (chrono in brackets) */
+static void frow_offset(struct frow *f, const char *oc, bool *noted_chrono)
+{
+    unsigned long off = strtoul(oc, NULL, 10);
+    const struct lt_member *m = f->nm.dotted ? f->top0 : f->ms[0];
+    const char *dshown = f->d->shown;
+    if (off != m->off)
+        lt_msg_add(f->c->bad, "%s:%d: %s at offset %lu in the table, %llu in %s", dshown,
+                   f->r->lineno, m->name, off, (unsigned long long)m->off, f->bshown);
+    const char *br = strchr(oc, '(');
+    if (br && f->ci >= 0) {
+        const struct lt_member *mc = lt_member_find(f->sc, m->name);
+        unsigned long offc = strtoul(br + 1, NULL, 10);
+        const char *cshown = f->c->bins[f->ci].shown;
+        if (!mc)
+            lt_msg_add(f->c->bad, "%s:%d: %s is not in struct %s of %s", dshown, f->r->lineno,
+                       m->name, f->s->name, cshown);
+        else if (offc != mc->off)
+            lt_msg_add(f->c->bad,
+                       "%s:%d: %s at offset %lu in the chrono layout in the table, %llu in %s",
+                       dshown, f->r->lineno, m->name, offc, (unsigned long long)mc->off, cshown);
+    } else if (br && !*noted_chrono) {
+        *noted_chrono = true;
+        lt_msg_add(f->c->notes,
+                   "%s:%d: chrono offsets not checked: no chrono build among the binaries "
+                   "(make chrono, or --binary build-chrono/hotpath)",
+                   dshown, f->t->lineno);
+    }
+}
+
+/* bytes: "20 (0-19)" */
+static void frow_bytes(struct frow *f, const char *bc)
+{
+    unsigned long n = strtoul(bc, NULL, 10), a = 0, b = 0;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (int i = 0; i < f->nm.n; i++) {
+        if (f->ms[i]->off < lo)
+            lo = f->ms[i]->off;
+        if (f->ms[i]->off + f->ms[i]->size > hi)
+            hi = f->ms[i]->off + f->ms[i]->size;
+    }
+    const char *br = strchr(bc, '(');
+    bool ok = n == hi - lo;
+    if (br && sscanf(br, "(%lu-%lu)", &a, &b) == 2)
+        ok = ok && a == lo && b + 1 == hi;
+    if (!ok)
+        lt_msg_add(f->c->bad, "%s:%d: %s: '%s' in the table, %llu (%llu-%llu) in %s", f->d->shown,
+                   f->r->lineno, f->fc, bc, (unsigned long long)(hi - lo), (unsigned long long)lo,
+                   (unsigned long long)(hi - 1), f->bshown);
+}
+
+/* The row's fields as members of f->s. false (with what is wrong said)
+ * when a name is not one, or there are none. */
+static bool frow_members(struct frow *f, struct covered *cov)
+{
+    bool all = true;
+    for (int i = 0; i < f->nm.n; i++) {
+        f->ms[i] = lt_member_find(f->s, f->nm.v[i]);
+        if (!f->ms[i]) {
+            lt_msg_add(f->c->bad, "%s:%d: '%s' is not a member of struct %s (%s)", f->d->shown,
+                       f->r->lineno, f->nm.v[i], f->s->name, f->bshown);
+            all = false;
+            continue;
+        }
+        if (cov)
+            cov->named[f->ms[i]->top] = true;
+    }
+    if (all && f->nm.n)
+        f->top0 = &f->s->m[f->ms[0]->top];
+    return all && f->nm.n;
+}
+
 static void check_fields_table(struct ctx *c, const struct doc *d, const struct table *t)
 {
-    const struct lt_struct *s = NULL;
-    int bi = pick_binary(c, t->sname, &s);
+    struct frow f = {.c = c, .d = d, .t = t};
+    int bi = pick_binary(c, t->sname, &f.s);
     if (bi < 0) {
-        lt_msg_add(c->bad, "%s:%d: struct %s is in the DWARF of no binary given", d->shown, t->lineno, t->sname);
+        lt_msg_add(c->bad, "%s:%d: struct %s is in the DWARF of no binary given", d->shown,
+                   t->lineno, t->sname);
         return;
     }
-    const char *bshown = c->bins[bi].shown;
-    const struct lt_struct *sc = NULL;
-    int ci = chrono_binary(c, t->sname, &sc);
-    struct covered *cov = coverage(c, t->sname, s, bi, d->shown);
+    f.bshown = c->bins[bi].shown;
+    f.ci = chrono_binary(c, t->sname, &f.sc);
+    struct covered *cov = coverage(c, t->sname, f.s, bi, d->shown);
     int cf = col(t, "field", false), ct = col(t, "type", false), cg = col(t, "group", false);
-    int co = col(t, "off", true), cb = col(t, "bytes", false), crx = col(t, "RX", false), ctx = col(t, "TX", false);
+    int co = col(t, "off", true), cb = col(t, "bytes", false), crx = col(t, "RX", false),
+        ctx = col(t, "TX", false);
     bool noted_chrono = false;
     for (size_t ri = 0; ri < t->nrows; ri++) {
-        const struct trow *r = &t->rows[ri];
-        const char *fc = cell(r, cf);
-        if (!fc || !*fc)
+        f.r = &t->rows[ri];
+        f.fc = cell(f.r, cf);
+        if (!f.fc || !*f.fc)
             continue;
-        struct names nm;
-        if (names_parse(fc, &nm) < 0)
+        if (names_parse(f.fc, &f.nm) < 0)
             return;
-        const struct lt_member *ms[32] = {0};
-        bool all = true;
-        for (int i = 0; i < nm.n; i++) {
-            ms[i] = lt_member_find(s, nm.v[i]);
-            if (!ms[i]) {
-                lt_msg_add(c->bad, "%s:%d: '%s' is not a member of struct %s (%s)", d->shown, r->lineno, nm.v[i],
-                           s->name, bshown);
-                all = false;
-                continue;
-            }
-            if (cov)
-                cov->named[ms[i]->top] = true;
+        memset(f.ms, 0, sizeof f.ms);
+        if (frow_members(&f, cov)) {
+            frow_group(&f, cg);
+            if (ct >= 0 && cell(f.r, ct))
+                frow_types(&f, cell(f.r, ct));
+            if (co >= 0 && cell(f.r, co) && isdigit((unsigned char)cell(f.r, co)[0]))
+                frow_offset(&f, cell(f.r, co), &noted_chrono);
+            if (cb >= 0 && cell(f.r, cb) && isdigit((unsigned char)cell(f.r, cb)[0]))
+                frow_bytes(&f, cell(f.r, cb));
+            if ((crx >= 0 && !access_ok(cell(f.r, crx))) ||
+                (ctx >= 0 && !access_ok(cell(f.r, ctx))))
+                lt_msg_add(c->bad, "%s:%d: %s: an access is not r, rm, rw, w or -", d->shown,
+                           f.r->lineno, f.fc);
         }
-        if (!all || nm.n == 0) {
-            names_free(&nm);
-            continue;
-        }
-        const struct lt_member *top0 = &s->m[ms[0]->top];
-        /* group: the column, else the section */
-        const char *g = cg >= 0 ? cell(r, cg) : t->group;
-        const char *want = doc_group(s, g);
-        if (s->ng || want) {
-            for (int i = 0; i < nm.n; i++) {
-                const struct lt_member *top = &s->m[ms[i]->top];
-                const char *has = top->group >= 0 ? s->g[top->group].name : NULL;
-                if ((want == NULL) != (has == NULL) || (want && strcmp(want, has) != 0))
-                    lt_msg_add(c->bad, "%s:%d: %s is in group %s in the table, in %s%s in %s", d->shown, r->lineno,
-                               nm.v[i], want ? want : "(none)", has ? "group " : "", has ? has : "no group", bshown);
-                if (nm.dotted)
-                    break;
-            }
-        }
-        /* types */
-        if (ct >= 0 && cell(r, ct)) {
-            struct types ty;
-            types_parse(cell(r, ct), &ty);
-            if (nm.dotted || ty.n == 1) {
-                const struct lt_member *m = nm.dotted ? top0 : NULL;
-                for (int i = 0; i < (nm.dotted ? 1 : nm.n); i++) {
-                    if (!m || !nm.dotted)
-                        m = ms[i];
-                    if (ty.n >= 1 && !type_eq(ty.v[0], m->type))
-                        lt_msg_add(c->bad, "%s:%d: %s has type '%s' in the table, '%s' in %s", d->shown, r->lineno,
-                                   m->name, ty.v[0], m->type, bshown);
-                }
-            } else if (ty.n == nm.n) {
-                for (int i = 0; i < nm.n; i++)
-                    if (!type_eq(ty.v[i], ms[i]->type))
-                        lt_msg_add(c->bad, "%s:%d: %s has type '%s' in the table, '%s' in %s", d->shown, r->lineno,
-                                   ms[i]->name, ty.v[i], ms[i]->type, bshown);
-            } else if (ty.n) {
-                lt_msg_add(c->notes, "%s:%d: %d types for %d fields: types not checked", d->shown, r->lineno, ty.n,
-                           nm.n);
-            }
-            const struct lt_member *sized = nm.dotted ? top0 : nm.n == 1 ? ms[0] : NULL;
-            if (ty.size >= 0 && sized && (uint64_t)ty.size != sized->size)
-                lt_msg_add(c->bad, "%s:%d: %s is %ld bytes in the table, %llu in %s", d->shown, r->lineno,
-                           sized->name, ty.size, (unsigned long long)sized->size, bshown);
-        }
-        /* offsets: "152 (68)": this layout (chrono in brackets) */
-        if (co >= 0 && cell(r, co) && isdigit((unsigned char)cell(r, co)[0])) {
-            const char *oc = cell(r, co);
-            unsigned long off = strtoul(oc, NULL, 10);
-            const struct lt_member *m = nm.dotted ? top0 : ms[0];
-            if (off != m->off)
-                lt_msg_add(c->bad, "%s:%d: %s at offset %lu in the table, %llu in %s", d->shown, r->lineno, m->name,
-                           off, (unsigned long long)m->off, bshown);
-            const char *br = strchr(oc, '(');
-            if (br && ci >= 0) {
-                const struct lt_member *mc = lt_member_find(sc, m->name);
-                unsigned long offc = strtoul(br + 1, NULL, 10);
-                if (!mc)
-                    lt_msg_add(c->bad, "%s:%d: %s is not in struct %s of %s", d->shown, r->lineno, m->name, s->name,
-                               c->bins[ci].shown);
-                else if (offc != mc->off)
-                    lt_msg_add(c->bad, "%s:%d: %s at offset %lu in the chrono layout in the table, %llu in %s",
-                               d->shown, r->lineno, m->name, offc, (unsigned long long)mc->off, c->bins[ci].shown);
-            } else if (br && !noted_chrono) {
-                noted_chrono = true;
-                lt_msg_add(c->notes, "%s:%d: chrono offsets not checked: no chrono build among the binaries "
-                                     "(make chrono, or --binary build-chrono/hotpath)",
-                           d->shown, t->lineno);
-            }
-        }
-        /* bytes: "20 (0-19)" */
-        if (cb >= 0 && cell(r, cb) && isdigit((unsigned char)cell(r, cb)[0])) {
-            const char *bc = cell(r, cb);
-            unsigned long n = strtoul(bc, NULL, 10), a = 0, b = 0;
-            uint64_t lo = UINT64_MAX, hi = 0;
-            for (int i = 0; i < nm.n; i++) {
-                if (ms[i]->off < lo)
-                    lo = ms[i]->off;
-                if (ms[i]->off + ms[i]->size > hi)
-                    hi = ms[i]->off + ms[i]->size;
-            }
-            const char *br = strchr(bc, '(');
-            bool ok = n == hi - lo;
-            if (br && sscanf(br, "(%lu-%lu)", &a, &b) == 2)
-                ok = ok && a == lo && b + 1 == hi;
-            if (!ok)
-                lt_msg_add(c->bad, "%s:%d: %s: '%s' in the table, %llu (%llu-%llu) in %s", d->shown, r->lineno, fc,
-                           bc, (unsigned long long)(hi - lo), (unsigned long long)lo, (unsigned long long)(hi - 1),
-                           bshown);
-        }
-        if ((crx >= 0 && !access_ok(cell(r, crx))) || (ctx >= 0 && !access_ok(cell(r, ctx))))
-            lt_msg_add(c->bad, "%s:%d: %s: an access is not r, rm, rw, w or -", d->shown, r->lineno, fc);
-        names_free(&nm);
+        names_free(&f.nm);
     }
+}
+
+/* A groups table's fields cell against the group's members: the same
+ * names, in any order. */
+static void compare_fields(struct ctx *c, const struct doc *d, int lineno, const char *gname,
+                           const char *cellv, const char *want_fields, const char *bshown)
+{
+    struct names dn, wn;
+    if (names_parse(cellv, &dn) < 0)
+        return;
+    if (names_parse(want_fields, &wn) < 0) {
+        names_free(&dn);
+        return;
+    }
+    char extra[1024] = "", missing[1024] = "";
+    for (int pass = 0; pass < 2; pass++) {
+        const struct names *x = pass ? &wn : &dn, *y = pass ? &dn : &wn;
+        char *out = pass ? missing : extra;
+        for (int i = 0; i < x->n; i++) {
+            bool found = false;
+            for (int k = 0; k < y->n && !found; k++)
+                found = strcmp(x->v[i], y->v[k]) == 0;
+            size_t l = strlen(out);
+            if (!found)
+                snprintf(out + l, 1024 - l, " %s", x->v[i]);
+        }
+    }
+    if (*extra || *missing)
+        lt_msg_add(c->bad,
+                   "%s:%d: group %s: fields in the table but not in the group in %s:%s; in the "
+                   "group but not in the table:%s",
+                   d->shown, lineno, gname, bshown, *extra ? extra : " none",
+                   *missing ? missing : " none");
+    names_free(&dn);
+    names_free(&wn);
 }
 
 /* | group | bytes | lines | fields | */
@@ -662,7 +750,8 @@ static void check_groups_table(struct ctx *c, const struct doc *d, const struct 
         const char *g = doc_group(s, gname);
         const struct lt_group *grp = g ? lt_group_find(s, g) : NULL;
         if (g && !grp) {
-            lt_msg_add(c->bad, "%s:%d: struct %s has no group %s in %s", d->shown, r->lineno, s->name, g, bshown);
+            lt_msg_add(c->bad, "%s:%d: struct %s has no group %s in %s", d->shown, r->lineno,
+                       s->name, g, bshown);
             continue;
         }
         /* the group's bytes, or those of the members in no group */
@@ -683,57 +772,74 @@ static void check_groups_table(struct ctx *c, const struct doc *d, const struct 
             lo = hi;
         char exp[64], got[64];
         if (cb >= 0 && cell(r, cb)) {
-            snprintf(exp, sizeof exp, "%llu-%llu", (unsigned long long)lo, (unsigned long long)(hi ? hi - 1 : 0));
+            snprintf(exp, sizeof exp, "%llu-%llu", (unsigned long long)lo,
+                     (unsigned long long)(hi ? hi - 1 : 0));
             snprintf(got, sizeof got, "%s", cell(r, cb));
             char *p = strchr(got, '(');
             if (p)
                 *p = 0;
-            if (!same_nospace(got, exp) || (p && strtoull(p + 1, NULL, 10) != hi - lo && strchr(cell(r, cb), '(')))
-                lt_msg_add(c->bad, "%s:%d: group %s: bytes '%s' in the table, %s (%llu) in %s", d->shown, r->lineno,
-                           gname, cell(r, cb), exp, (unsigned long long)(hi - lo), bshown);
+            if (!same_nospace(got, exp) ||
+                (p && strtoull(p + 1, NULL, 10) != hi - lo && strchr(cell(r, cb), '(')))
+                lt_msg_add(c->bad, "%s:%d: group %s: bytes '%s' in the table, %s (%llu) in %s",
+                           d->shown, r->lineno, gname, cell(r, cb), exp,
+                           (unsigned long long)(hi - lo), bshown);
         }
         if (cl >= 0 && cell(r, cl)) {
             lt_range_fmt(lo, hi - lo, exp, sizeof exp);
             if (!same_nospace(cell(r, cl), exp))
-                lt_msg_add(c->bad, "%s:%d: group %s: lines '%s' in the table, %s in %s", d->shown, r->lineno, gname,
-                           cell(r, cl), exp, bshown);
+                lt_msg_add(c->bad, "%s:%d: group %s: lines '%s' in the table, %s in %s", d->shown,
+                           r->lineno, gname, cell(r, cl), exp, bshown);
         }
-        if (cf >= 0 && cell(r, cf)) {
-            /* the same names, in any order */
-            struct names dn, wn;
-            if (names_parse(cell(r, cf), &dn) < 0)
-                return;
-            if (names_parse(want_fields, &wn) < 0) {
-                names_free(&dn);
-                return;
-            }
-            char extra[1024] = "", missing[1024] = "";
-            for (int i = 0; i < dn.n; i++) {
-                bool found = false;
-                for (int k = 0; k < wn.n && !found; k++)
-                    found = strcmp(dn.v[i], wn.v[k]) == 0;
-                if (!found) {
-                    size_t l = strlen(extra);
-                    snprintf(extra + l, sizeof extra - l, " %s", dn.v[i]);
-                }
-            }
-            for (int k = 0; k < wn.n; k++) {
-                bool found = false;
-                for (int i = 0; i < dn.n && !found; i++)
-                    found = strcmp(dn.v[i], wn.v[k]) == 0;
-                if (!found) {
-                    size_t l = strlen(missing);
-                    snprintf(missing + l, sizeof missing - l, " %s", wn.v[k]);
-                }
-            }
-            if (*extra || *missing)
-                lt_msg_add(c->bad, "%s:%d: group %s: fields in the table but not in the group in %s:%s; in the "
-                                   "group but not in the table:%s",
-                           d->shown, r->lineno, gname, bshown, *extra ? extra : " none", *missing ? missing : " none");
-            names_free(&dn);
-            names_free(&wn);
-        }
+        if (cf >= 0 && cell(r, cf))
+            compare_fields(c, d, r->lineno, gname, cell(r, cf), want_fields, bshown);
     }
+}
+
+/* One cell of a path table: the lines (or the distinct bytes) the path's
+ * field list touches in s of binary b. */
+static void check_path_cell(struct ctx *c, const struct doc *d, const struct trow *r, int ci,
+                            const char *p, const char *h, int path, const struct lt_struct *s,
+                            const struct lt_binary *b, bool bytes_col)
+{
+    const char *const *names;
+    size_t nn = lt_path_fields(path, &names);
+    struct lt_lines l = {{0}};
+    unsigned char *bytes = calloc(s->size ? s->size : 1, 1);
+    if (!bytes)
+        return;
+    for (size_t i = 0; i < nn; i++) {
+        const struct lt_member *m = lt_member_find(s, names[i]);
+        if (!m)
+            continue;
+        lt_lines_add(&l, m->off, m->size);
+        for (uint64_t k = m->off; k < m->off + m->size && k < s->size; k++)
+            bytes[k] = 1;
+    }
+    unsigned nbytes = 0;
+    for (uint64_t k = 0; k < s->size; k++)
+        nbytes += bytes[k];
+    free(bytes);
+    const char *v = r->c[ci];
+    if (bytes_col) {
+        if (strtoul(v, NULL, 10) != nbytes)
+            lt_msg_add(c->bad, "%s:%d: %s: %s distinct bytes in the table, %u in %s", d->shown,
+                       r->lineno, p, v, nbytes, b->shown);
+        return;
+    }
+    char fmt[256];
+    lt_lines_fmt(&l, fmt, sizeof fmt);
+    unsigned n = (unsigned)strtoul(v, NULL, 10);
+    const char *lp = strstr(v, "(lines ");
+    char listed[256] = "";
+    if (lp) {
+        snprintf(listed, sizeof listed, "%s", lp + 7);
+        char *e = strchr(listed, ')');
+        if (e)
+            *e = 0;
+    }
+    if (n != lt_lines_count(&l) || (lp && !same_nospace(listed, fmt)))
+        lt_msg_add(c->bad, "%s:%d: %s in the %s layout: '%s' in the table, %u (lines %s) in %s",
+                   d->shown, r->lineno, p, h, v, lt_lines_count(&l), fmt, b->shown);
 }
 
 /* | path | grouped | chrono | distinct bytes ... |: the lines the code's
@@ -741,18 +847,20 @@ static void check_groups_table(struct ctx *c, const struct doc *d, const struct 
 static void check_lines_table(struct ctx *c, const struct doc *d, const struct table *t)
 {
     if (!t->sname || strcmp(t->sname, "hp_tcp_sock") != 0) {
-        lt_msg_add(c->notes, "%s:%d: a path table for struct %s: not checked (the tool has path lists of hp_tcp_sock only)",
+        lt_msg_add(c->notes,
+                   "%s:%d: a path table for struct %s: not checked (the tool has path lists of "
+                   "hp_tcp_sock only)",
                    d->shown, t->lineno, t->sname ? t->sname : "?");
         return;
     }
     for (size_t ri = 0; ri < t->nrows; ri++) {
         const struct trow *r = &t->rows[ri];
         const char *p = cell(r, 0);
-        int path = p && strcasecmp(p, "RX") == 0 ? LT_RX : p && strcasecmp(p, "TX") == 0 ? LT_TX : -1;
+        int path = p && strcasecmp(p, "RX") == 0   ? LT_RX
+                   : p && strcasecmp(p, "TX") == 0 ? LT_TX
+                                                   : -1;
         if (path < 0)
             continue;
-        const char *const *names;
-        size_t nn = lt_path_fields(path, &names);
         for (int ci = 1; ci < t->hdr.nc && ci < r->nc; ci++) {
             const char *h = t->hdr.c[ci];
             bool bytes_col = strncasecmp(h, "distinct bytes", 14) == 0;
@@ -769,50 +877,14 @@ static void check_lines_table(struct ctx *c, const struct doc *d, const struct t
             }
             if (!b) {
                 if (!bytes_col)
-                    lt_msg_add(c->notes, "%s:%d: the %s column: no %s build among the binaries, not checked",
+                    lt_msg_add(c->notes,
+                               "%s:%d: the %s column: no %s build among the binaries, not checked",
                                d->shown, r->lineno, h, h);
                 continue;
             }
             const struct lt_struct *s = lt_struct_get(b, t->sname);
-            if (!s)
-                continue;
-            struct lt_lines l = {{0}};
-            unsigned char *bytes = calloc(s->size ? s->size : 1, 1);
-            if (!bytes)
-                return;
-            for (size_t i = 0; i < nn; i++) {
-                const struct lt_member *m = lt_member_find(s, names[i]);
-                if (!m)
-                    continue;
-                lt_lines_add(&l, m->off, m->size);
-                for (uint64_t k = m->off; k < m->off + m->size && k < s->size; k++)
-                    bytes[k] = 1;
-            }
-            unsigned nbytes = 0;
-            for (uint64_t k = 0; k < s->size; k++)
-                nbytes += bytes[k];
-            free(bytes);
-            const char *v = r->c[ci];
-            if (bytes_col) {
-                if (strtoul(v, NULL, 10) != nbytes)
-                    lt_msg_add(c->bad, "%s:%d: %s: %s distinct bytes in the table, %u in %s", d->shown, r->lineno, p, v,
-                               nbytes, b->shown);
-                continue;
-            }
-            char fmt[256];
-            lt_lines_fmt(&l, fmt, sizeof fmt);
-            unsigned n = (unsigned)strtoul(v, NULL, 10);
-            const char *lp = strstr(v, "(lines ");
-            char listed[256] = "";
-            if (lp) {
-                snprintf(listed, sizeof listed, "%s", lp + 7);
-                char *e = strchr(listed, ')');
-                if (e)
-                    *e = 0;
-            }
-            if (n != lt_lines_count(&l) || (lp && !same_nospace(listed, fmt)))
-                lt_msg_add(c->bad, "%s:%d: %s in the %s layout: '%s' in the table, %u (lines %s) in %s", d->shown,
-                           r->lineno, p, h, v, lt_lines_count(&l), fmt, b->shown);
+            if (s)
+                check_path_cell(c, d, r, ci, p, h, path, s, b, bytes_col);
         }
     }
 }
@@ -827,15 +899,15 @@ static void check_heading(struct ctx *c, const char *shown, const struct heading
         return;
     const struct lt_group *g = lt_group_find(s, h->group);
     if (!g) {
-        lt_msg_add(c->bad, "%s:%d: struct %s has no group %s in %s", shown, h->lineno, s->name, h->group,
-                   c->bins[bi].shown);
+        lt_msg_add(c->bad, "%s:%d: struct %s has no group %s in %s", shown, h->lineno, s->name,
+                   h->group, c->bins[bi].shown);
         return;
     }
     char exp[64];
     lt_range_fmt(g->begin, g->end - g->begin, exp, sizeof exp);
     if (!same_nospace(h->lines, exp))
-        lt_msg_add(c->bad, "%s:%d: group %s is on line(s) %s in the heading, %s in %s", shown, h->lineno, h->group,
-                   h->lines, exp, c->bins[bi].shown);
+        lt_msg_add(c->bad, "%s:%d: group %s is on line(s) %s in the heading, %s in %s", shown,
+                   h->lineno, h->group, h->lines, exp, c->bins[bi].shown);
 }
 
 static int md_filter(const struct dirent *e)
@@ -845,8 +917,8 @@ static int md_filter(const struct dirent *e)
 }
 
 /* Read every the .md files of dir; default struct of each: its name, when a binary has it. */
-static int read_docs(const char *dir, struct lt_binary *bins, size_t nbins, struct doc **out, size_t *nout,
-                     struct headings **hout)
+static int read_docs(const char *dir, struct lt_binary *bins, size_t nbins, struct doc **out,
+                     size_t *nout, struct headings **hout)
 {
     struct dirent **ents;
     int n = scandir(dir, &ents, md_filter, alphasort);
@@ -859,7 +931,8 @@ static int read_docs(const char *dir, struct lt_binary *bins, size_t nbins, stru
         if (rc == 0) {
             char path[4096], sname[256];
             snprintf(path, sizeof path, "%s/%s", dir, ents[i]->d_name);
-            snprintf(sname, sizeof sname, "%.*s", (int)(strlen(ents[i]->d_name) - 3), ents[i]->d_name);
+            snprintf(sname, sizeof sname, "%.*s", (int)(strlen(ents[i]->d_name) - 3),
+                     ents[i]->d_name);
             bool known = false;
             for (size_t b = 0; b < nbins && !known; b++)
                 known = lt_struct_get(&bins[b], sname) != NULL;
@@ -899,8 +972,8 @@ static void headings_free(struct headings *hs, size_t n)
     free(hs);
 }
 
-int lt_docs_check(const char *dir, struct lt_binary *bins, size_t nbins, struct lt_msgs *bad, struct lt_msgs *notes,
-                  int *tables_checked)
+int lt_docs_check(const char *dir, struct lt_binary *bins, size_t nbins, struct lt_msgs *bad,
+                  struct lt_msgs *notes, int *tables_checked)
 {
     struct doc *docs = NULL;
     struct headings *hs = NULL;
@@ -917,8 +990,8 @@ int lt_docs_check(const char *dir, struct lt_binary *bins, size_t nbins, struct 
             if (!fields && !groups && !paths)
                 continue;
             if (!t->sname) {
-                lt_msg_add(notes, "%s:%d: a table before any `struct NAME` heading: not checked", docs[i].shown,
-                           t->lineno);
+                lt_msg_add(notes, "%s:%d: a table before any `struct NAME` heading: not checked",
+                           docs[i].shown, t->lineno);
                 continue;
             }
             (*tables_checked)++;
@@ -938,8 +1011,8 @@ int lt_docs_check(const char *dir, struct lt_binary *bins, size_t nbins, struct 
         for (size_t m = 0; m < v->s->nm; m++) {
             const struct lt_member *mm = &v->s->m[m];
             if (mm->depth == 0 && !mm->marker && !v->named[m])
-                lt_msg_add(bad, "%s: member %s of struct %s (%s) is in no table", v->where, mm->name, v->sname,
-                           bins[v->binary].shown);
+                lt_msg_add(bad, "%s: member %s of struct %s (%s) is in no table", v->where,
+                           mm->name, v->sname, bins[v->binary].shown);
         }
         free(v->named);
         free(v->sname);
@@ -980,16 +1053,11 @@ static long element_hint(const struct lt_member *m, const char *cellv)
     return strtol(p + strlen(pat), NULL, 10);
 }
 
-static int span_add(struct lt_access_map *a, const struct lt_member *m, enum lt_access rx, enum lt_access tx)
+static int span_add(struct lt_access_map *a, const struct lt_member *m, enum lt_access rx,
+                    enum lt_access tx)
 {
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 32;
-        struct lt_access_span *v = realloc(a->v, cap * sizeof *v);
-        if (!v)
-            return -ENOMEM;
-        a->v = v;
-        a->cap = cap;
-    }
+    if (tool_grow(&a->v, &a->cap, a->n, sizeof *a->v, 32) < 0)
+        return -ENOMEM;
     struct lt_access_span *s = &a->v[a->n];
     s->name = strdup(m->name);
     if (!s->name)
@@ -1021,7 +1089,8 @@ int lt_docs_access(const char *dir, const struct lt_struct *s, struct lt_access_
         if (d.path && doc_parse(&d, own ? s->name : NULL, &hs) == 0) {
             for (size_t j = 0; j < d.nt; j++) {
                 const struct table *t = &d.t[j];
-                if (!t->sname || strcmp(t->sname, s->name) != 0 || !t->hdr.nc || strcasecmp(t->hdr.c[0], "field"))
+                if (!t->sname || strcmp(t->sname, s->name) != 0 || !t->hdr.nc ||
+                    strcasecmp(t->hdr.c[0], "field"))
                     continue;
                 int crx = col(t, "RX", false), ctx = col(t, "TX", false);
                 if (crx < 0 || ctx < 0)

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "layout.h"
+#include "tool.h"
 
 #ifdef HP_HAVE_LIBDW
 #include <dwarf.h>
@@ -19,10 +20,10 @@
 /* A structure name seen in the DWARF: where its first definition is. */
 struct name_ent {
     char *name;
-    Dwarf_Off die;     /* first definition */
+    Dwarf_Off die; /* first definition */
     Dwarf_Word size;
-    unsigned ndefs;    /* definitions of a different size seen */
-    bool grouped;      /* has hp__group_begin_* members */
+    unsigned ndefs; /* definitions of a different size seen */
+    bool grouped;   /* has hp__group_begin_* members */
     struct lt_struct *loaded;
 };
 
@@ -56,7 +57,8 @@ static bool die_grouped(Dwarf_Die *st)
         return false;
     do {
         const char *n = dwarf_diename(&c);
-        if (dwarf_tag(&c) == DW_TAG_member && n && strncmp(n, GROUP_BEGIN, strlen(GROUP_BEGIN)) == 0)
+        if (dwarf_tag(&c) == DW_TAG_member && n &&
+            strncmp(n, GROUP_BEGIN, strlen(GROUP_BEGIN)) == 0)
             return true;
     } while (dwarf_siblingof(&c, &c) == 0);
     return false;
@@ -89,14 +91,8 @@ static int index_names(struct dw *d)
                     e->ndefs = 2;
                 continue;
             }
-            if (d->n == d->cap) {
-                size_t cap = d->cap ? d->cap * 2 : 256;
-                struct name_ent *v = realloc(d->names, cap * sizeof *v);
-                if (!v)
-                    return -ENOMEM;
-                d->names = v;
-                d->cap = cap;
-            }
+            if (tool_grow(&d->names, &d->cap, d->n, sizeof *d->names, 256) < 0)
+                return -ENOMEM;
             e = &d->names[d->n++];
             memset(e, 0, sizeof *e);
             e->name = strdup(n);
@@ -134,7 +130,8 @@ int lt_binary_open(struct lt_binary *b, const char *path, char *err, size_t errl
     d->dw = dwarf_begin(d->fd, DWARF_C_READ);
     if (!d->dw) {
         int e = dwarf_errno();
-        snprintf(err, errlen, "'%s' has no DWARF to read (%s): build it with -g", path, dwarf_errmsg(e));
+        snprintf(err, errlen, "'%s' has no DWARF to read (%s): build it with -g", path,
+                 dwarf_errmsg(e));
         close(d->fd);
         free(d);
         return -ENOEXEC;
@@ -302,9 +299,10 @@ static void type_name(Dwarf_Die *t, char *buf, size_t n, int depth)
     case DW_TAG_const_type:
     case DW_TAG_volatile_type:
     case DW_TAG_atomic_type:
-        cat(buf, n, dwarf_tag(t) == DW_TAG_const_type      ? "const "
-                    : dwarf_tag(t) == DW_TAG_volatile_type ? "volatile "
-                                                           : "_Atomic ");
+        cat(buf, n,
+            dwarf_tag(t) == DW_TAG_const_type      ? "const "
+            : dwarf_tag(t) == DW_TAG_volatile_type ? "volatile "
+                                                   : "_Atomic ");
         if (has_sub)
             type_name(&sub, buf, n, depth + 1);
         else
@@ -396,14 +394,8 @@ static unsigned type_align(Dwarf_Die *t, int depth)
 
 static int push_member(struct lt_struct *s, size_t *cap, struct lt_member *m)
 {
-    if (s->nm == *cap) {
-        size_t c = *cap ? *cap * 2 : 32;
-        struct lt_member *v = realloc(s->m, c * sizeof *v);
-        if (!v)
-            return -ENOMEM;
-        s->m = v;
-        *cap = c;
-    }
+    if (tool_grow(&s->m, cap, s->nm, sizeof *s->m, 32) < 0)
+        return -ENOMEM;
     s->m[s->nm++] = *m;
     return 0;
 }
@@ -418,7 +410,8 @@ static uint64_t member_offset(Dwarf_Die *m)
         /* An old-style location expression: DW_OP_plus_uconst N. */
         Dwarf_Op *ops;
         size_t nops;
-        if (dwarf_getlocation(&a, &ops, &nops) == 0 && nops == 1 && ops[0].atom == DW_OP_plus_uconst)
+        if (dwarf_getlocation(&a, &ops, &nops) == 0 && nops == 1 &&
+            ops[0].atom == DW_OP_plus_uconst)
             return ops[0].number;
         return 0;
     }
@@ -427,8 +420,8 @@ static uint64_t member_offset(Dwarf_Die *m)
     return 0;         /* union members */
 }
 
-static int add_members(struct lt_struct *s, size_t *cap, Dwarf_Die *agg, const char *prefix, uint64_t base,
-                       int depth, int top)
+static int add_members(struct lt_struct *s, size_t *cap, Dwarf_Die *agg, const char *prefix,
+                       uint64_t base, int depth, int top)
 {
     Dwarf_Die c;
     if (dwarf_child(agg, &c) != 0)
@@ -458,7 +451,8 @@ static int add_members(struct lt_struct *s, size_t *cap, Dwarf_Die *agg, const c
             m.align = 1;
         }
         m.marker = depth == 0 && n &&
-                   (strncmp(n, GROUP_BEGIN, strlen(GROUP_BEGIN)) == 0 || strncmp(n, GROUP_END, strlen(GROUP_END)) == 0);
+                   (strncmp(n, GROUP_BEGIN, strlen(GROUP_BEGIN)) == 0 ||
+                    strncmp(n, GROUP_END, strlen(GROUP_END)) == 0);
         m.name = strdup(nb);
         m.type = strdup(tb);
         if (!m.name || !m.type) {
@@ -471,7 +465,8 @@ static int add_members(struct lt_struct *s, size_t *cap, Dwarf_Die *agg, const c
         int rc = push_member(s, cap, &m);
         if (rc < 0)
             return rc;
-        if (has_t && peel(&t, &p) && (dwarf_tag(&p) == DW_TAG_structure_type || dwarf_tag(&p) == DW_TAG_union_type) &&
+        if (has_t && peel(&t, &p) &&
+            (dwarf_tag(&p) == DW_TAG_structure_type || dwarf_tag(&p) == DW_TAG_union_type) &&
             depth + 1 < MAX_DEPTH) {
             /* Members of an anonymous struct or union are named as the
              * parent's, as C accesses them. */
@@ -564,7 +559,9 @@ bool lt_have_libdw(void)
 int lt_binary_open(struct lt_binary *b, const char *path, char *err, size_t errlen)
 {
     memset(b, 0, sizeof *b);
-    snprintf(err, errlen, "this hotpath was built without libdw, so it cannot read '%s': install libdw-dev and rebuild",
+    snprintf(err, errlen,
+             "this hotpath was built without libdw, so it cannot read '%s': install libdw-dev and "
+             "rebuild",
              path);
     return -ENOSYS;
 }

@@ -69,16 +69,11 @@ int lt_profile_read(const char *file, struct lt_profile *p, char *err, size_t er
             p->lost = x;
         } else if (sscanf(line, "entries %63s %llu", b, &x) == 2 && path_index(b) >= 0) {
             p->entries[path_index(b)] = x;
-        } else if (sscanf(line, "%llu %llu %63s %llu %llu", &x, &y, b, &z, &w) == 5 && path_index(b) >= 0) {
-            if (p->n == p->cap) {
-                size_t c = p->cap ? p->cap * 2 : 256;
-                struct lt_prof_rec *v = realloc(p->r, c * sizeof *v);
-                if (!v) {
-                    rc = -ENOMEM;
-                    break;
-                }
-                p->r = v;
-                p->cap = c;
+        } else if (sscanf(line, "%llu %llu %63s %llu %llu", &x, &y, b, &z, &w) == 5 &&
+                   path_index(b) >= 0) {
+            if (tool_grow(&p->r, &p->cap, p->n, sizeof *p->r, 256) < 0) {
+                rc = -ENOMEM;
+                break;
             }
             p->r[p->n++] = (struct lt_prof_rec){(uint32_t)x, (uint32_t)y, path_index(b), z, w};
         } else {
@@ -95,7 +90,8 @@ int lt_profile_read(const char *file, struct lt_profile *p, char *err, size_t er
     free(line);
     fclose(f);
     if (rc == 0 && (!magic || !p->sname || !p->size)) {
-        snprintf(err, errlen, "'%s' is not a field profile (no '# hotpath field profile' header or struct line)",
+        snprintf(err, errlen,
+                 "'%s' is not a field profile (no '# hotpath field profile' header or struct line)",
                  file);
         rc = -EINVAL;
     }
@@ -156,7 +152,8 @@ struct touches {
     size_t *first; /* member i's touches: v[first[i] .. first[i + 1]) */
 };
 
-static int touches_build(const struct lt_profile *p, const struct fld *f, size_t nf, struct touches *t)
+static int touches_build(const struct lt_profile *p, const struct fld *f, size_t nf,
+                         struct touches *t)
 {
     memset(t, 0, sizeof *t);
     t->first = calloc(nf + 1, sizeof *t->first);
@@ -168,18 +165,15 @@ static int touches_build(const struct lt_profile *p, const struct fld *f, size_t
         const struct lt_member *m = f[i].m;
         for (size_t k = 0; k < p->n; k++) {
             const struct lt_prof_rec *r = &p->r[k];
-            if (r->path > LT_TX || !f[i].on[r->path] || r->off >= m->off + m->size || r->off + r->size <= m->off)
+            if (r->path > LT_TX || !f[i].on[r->path] || r->off >= m->off + m->size ||
+                r->off + r->size <= m->off)
                 continue;
-            if (t->n == cap) {
-                cap = cap ? cap * 2 : 256;
-                struct touch *v = realloc(t->v, cap * sizeof *v);
-                if (!v)
-                    return -ENOMEM;
-                t->v = v;
-            }
+            if (tool_grow(&t->v, &cap, t->n, sizeof *t->v, 256) < 0)
+                return -ENOMEM;
             uint64_t lo = r->off > m->off ? r->off : m->off;
             uint64_t hi = r->off + r->size < m->off + m->size ? r->off + r->size : m->off + m->size;
-            t->v[t->n++] = (struct touch){(uint32_t)(lo - m->off), (uint32_t)(hi - m->off), r->path};
+            t->v[t->n++] =
+                (struct touch){(uint32_t)(lo - m->off), (uint32_t)(hi - m->off), r->path};
         }
     }
     t->first[nf] = t->n;
@@ -195,8 +189,8 @@ static void touches_free(struct touches *t)
 /* Lines each path touches with the members at their current (proposed
  * false) or proposed offsets; span gets the bytes from each path's first
  * touched byte to its last, summed. */
-static void lines_with(const struct touches *t, const struct fld *f, size_t nf, bool proposed, struct lt_lines out[2],
-                       uint64_t *span)
+static void lines_with(const struct touches *t, const struct fld *f, size_t nf, bool proposed,
+                       struct lt_lines out[2], uint64_t *span)
 {
     memset(out, 0, 2 * sizeof out[0]);
     uint64_t lo[2] = {UINT64_MAX, UINT64_MAX}, hi[2] = {0, 0};
@@ -246,8 +240,8 @@ static int cost_cmp(const struct cost *a, const struct cost *b)
     return a->size < b->size ? -1 : a->size > b->size;
 }
 
-static struct cost cost_of(const struct touches *t, struct fld *f, size_t nf, const size_t *ord, unsigned salign,
-                           bool proposed)
+static struct cost cost_of(const struct touches *t, struct fld *f, size_t nf, const size_t *ord,
+                           unsigned salign, bool proposed)
 {
     struct cost c = {0};
     c.size = proposed ? place(f, ord, nf, salign) : 0;
@@ -284,7 +278,7 @@ static double lean(const struct touches *t, const struct fld *f, size_t i)
 struct sort_ctx {
     const struct fld *f;
     const double *lean;
-    int dir;        /* 1: transmit-leaning first */
+    int dir; /* 1: transmit-leaning first */
     bool align_first;
 };
 static struct sort_ctx sort_ctx; /* qsort has no context argument in C11 */
@@ -310,8 +304,8 @@ static int cmp_member(const void *a, const void *b)
  * group's members by how much each path uses them (the group nearer the
  * transmit side starts with what transmit uses most) or by alignment, then
  * improved by swapping two members of a group while that lowers the cost. */
-static uint64_t propose(const struct touches *t, struct fld *f, size_t nf, unsigned salign, enum grp order_out[G_N],
-                        size_t *ord, struct cost *best_cost)
+static uint64_t propose(const struct touches *t, struct fld *f, size_t nf, unsigned salign,
+                        enum grp order_out[G_N], size_t *ord, struct cost *best_cost)
 {
     double *ln = calloc(nf ? nf : 1, sizeof *ln);
     size_t *cand = calloc(nf ? nf : 1, sizeof *cand);
@@ -396,20 +390,9 @@ static int cmp_new_off(const void *a, const void *b)
     return x->new_off < y->new_off ? -1 : x->new_off > y->new_off;
 }
 
-static void json_lines(FILE *f, const struct lt_lines *l)
-{
-    fprintf(f, "[");
-    bool first = true;
-    for (unsigned i = 0; i < LT_MAX_LINES; i++)
-        if (lt_lines_has(l, i)) {
-            fprintf(f, "%s%u", first ? "" : ", ", i);
-            first = false;
-        }
-    fprintf(f, "]");
-}
-
 /* The code's lists against the profile, top-level member by member. */
-static void list_diffs(const struct lt_struct *s, const struct fld *f, size_t nf, struct lt_msgs *out)
+static void list_diffs(const struct lt_struct *s, const struct fld *f, size_t nf,
+                       struct lt_msgs *out)
 {
     if (strcmp(s->name, "hp_tcp_sock") != 0)
         return;
@@ -433,20 +416,47 @@ static void list_diffs(const struct lt_struct *s, const struct fld *f, size_t nf
             }
         }
         if (*miss)
-            lt_msg_add(out, "on %s in the profile but not in its list (src/sock/tcp_layout.h):%s", lt_path_name[p], miss);
+            lt_msg_add(out, "on %s in the profile but not in its list (src/sock/tcp_layout.h):%s",
+                       lt_path_name[p], miss);
         if (*extra)
-            lt_msg_add(out, "in the %s list (src/sock/tcp_layout.h) but under the --hot rate in the profile:%s",
-                       lt_path_name[p], extra);
+            lt_msg_add(
+                out,
+                "in the %s list (src/sock/tcp_layout.h) but under the --hot rate in the profile:%s",
+                lt_path_name[p], extra);
     }
 }
 
-void lt_profile_report(FILE *out, bool json, const struct lt_profile *p, const struct lt_struct *s, double hot,
-                       struct lt_access_map *acc, struct lt_msgs *warn)
+/* x's access, as the sharing warnings want it. */
+static void add_span(struct lt_access_map *acc, const struct fld *x)
+{
+    struct lt_access_span *v = realloc(acc->v, (acc->n + 1) * sizeof *v);
+    if (!v)
+        return;
+    acc->v = v;
+    v[acc->n] = (struct lt_access_span){.name = strdup(x->m->name),
+                                        .off = x->m->off,
+                                        .size = x->m->size,
+                                        .top = x->m->top,
+                                        .acc = {x->written[LT_RX] ? LT_WRITE
+                                                : x->on[LT_RX]    ? LT_READ
+                                                                  : LT_NONE,
+                                                x->written[LT_TX] ? LT_WRITE
+                                                : x->on[LT_TX]    ? LT_READ
+                                                                  : LT_NONE}};
+    if (v[acc->n].name)
+        acc->n++;
+}
+
+/* The profile's top-level members (nf of them) with their counts, path
+ * classes and proposed groups; the access of those on a path into acc.
+ * NULL when out of memory. */
+static struct fld *classify(const struct lt_profile *p, const struct lt_struct *s, double hot,
+                            struct lt_access_map *acc, size_t *nfp)
 {
     size_t nf = 0;
     struct fld *f = calloc(s->nm ? s->nm : 1, sizeof *f);
     if (!f)
-        return;
+        return NULL;
     for (size_t i = 0; i < s->nm; i++)
         if (s->m[i].depth == 0 && !s->m[i].marker && s->m[i].size)
             f[nf++].m = &s->m[i];
@@ -478,165 +488,210 @@ void lt_profile_report(FILE *out, bool json, const struct lt_profile *p, const s
                  : x->cls == C_RX ? G_RX
                  : x->cls == C_TX ? G_TX
                                   : G_COLD;
-        /* for the sharing warnings */
-        if (acc && (x->on[LT_RX] || x->on[LT_TX])) {
-            struct lt_access_span *v = realloc(acc->v, (acc->n + 1) * sizeof *v);
-            if (v) {
-                acc->v = v;
-                v[acc->n] = (struct lt_access_span){
-                    .name = strdup(x->m->name), .off = x->m->off, .size = x->m->size, .top = x->m->top,
-                    .acc = {x->written[LT_RX] ? LT_WRITE : x->on[LT_RX] ? LT_READ : LT_NONE,
-                            x->written[LT_TX] ? LT_WRITE : x->on[LT_TX] ? LT_READ : LT_NONE}};
-                if (v[acc->n].name)
-                    acc->n++;
-            }
-        }
+        if (acc && (x->on[LT_RX] || x->on[LT_TX]))
+            add_span(acc, x);
     }
     if (acc && !acc->source)
         acc->source = strdup(p->file);
+    *nfp = nf;
+    return f;
+}
 
+/* What the report shows: the lines each path touches now and with the
+ * proposed order, which it is, and the fields by their proposed offset. */
+struct proposal {
+    struct lt_lines before[2], after[2];
+    enum grp order[G_N];
+    uint64_t new_size;
+    bool improves;
+    struct fld **sorted;
+    struct lt_msgs diffs;
+};
+
+static int propose_order(const struct lt_profile *p, const struct lt_struct *s, struct fld *f,
+                         size_t nf, struct proposal *pr)
+{
     struct touches tch;
+    size_t *ord = calloc(nf ? nf : 1, sizeof *ord);
+    pr->sorted = calloc(nf ? nf : 1, sizeof *pr->sorted);
+    if (!ord || !pr->sorted) {
+        free(ord);
+        return -ENOMEM;
+    }
     if (touches_build(p, f, nf, &tch) < 0) {
         touches_free(&tch);
-        free(f);
-        return;
+        free(ord);
+        return -ENOMEM;
     }
-    size_t *ord = calloc(nf ? nf : 1, sizeof *ord);
-    if (!ord) {
-        touches_free(&tch);
-        free(f);
-        return;
-    }
-    struct lt_lines before[2], after[2];
     struct cost now = cost_of(&tch, f, nf, NULL, s->align, false), best = {0};
-    lines_with(&tch, f, nf, false, before, NULL);
-    enum grp order[G_N];
-    uint64_t new_size = propose(&tch, f, nf, s->align, order, ord, &best);
-    lines_with(&tch, f, nf, true, after, NULL);
-    bool improves = cost_cmp(&best, &now) < 0 && (best.sum < now.sum || best.max < now.max);
+    lines_with(&tch, f, nf, false, pr->before, NULL);
+    pr->new_size = propose(&tch, f, nf, s->align, pr->order, ord, &best);
+    lines_with(&tch, f, nf, true, pr->after, NULL);
+    pr->improves = cost_cmp(&best, &now) < 0 && (best.sum < now.sum || best.max < now.max);
     free(ord);
     touches_free(&tch);
-    struct fld **sorted = calloc(nf ? nf : 1, sizeof *sorted);
-    if (!sorted) {
-        free(f);
-        return;
-    }
     for (size_t i = 0; i < nf; i++)
-        sorted[i] = &f[i];
-    qsort(sorted, nf, sizeof *sorted, cmp_new_off);
-    struct lt_msgs diffs = {0};
-    list_diffs(s, f, nf, &diffs);
-    if (p->lost)
-        lt_msg_add(warn, "the profile lost %llu blocks (the runtime's table was full): counts are partial",
-                   (unsigned long long)p->lost);
-    if (!p->entries[LT_RX] || !p->entries[LT_TX])
-        lt_msg_add(warn, "the profile has no %s path entries: was the workload TCP (rr --proto tcp)?",
-                   !p->entries[LT_RX] ? "RX" : "TX");
+        pr->sorted[i] = &f[i];
+    qsort(pr->sorted, nf, sizeof *pr->sorted, cmp_new_off);
+    list_diffs(s, f, nf, &pr->diffs);
+    return 0;
+}
 
-    if (json) {
-        fprintf(out, "{\"file\": ");
-        tool_json_str(out, p->file);
-        fprintf(out, ", \"binary\": ");
-        tool_json_str(out, p->binary ? p->binary : "");
-        fprintf(out, ", \"struct\": ");
-        tool_json_str(out, s->name);
-        fprintf(out, ", \"size\": %llu, \"blocks\": %llu, \"lost\": %llu, \"hot\": %g, \"entries\": {",
-                (unsigned long long)s->size, (unsigned long long)p->blocks, (unsigned long long)p->lost, hot);
+static json_t *profile_json(const struct lt_profile *p, const struct lt_struct *s, double hot,
+                            const struct fld *f, size_t nf, const struct proposal *pr)
+{
+    json_t *j =
+        json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:f}", "file", p->file, "binary",
+                  p->binary ? p->binary : "", "struct", s->name, "size", (json_int_t)s->size,
+                  "blocks", (json_int_t)p->blocks, "lost", (json_int_t)p->lost, "hot", hot);
+    json_t *entries = json_object(), *members = json_array(), *order = json_array(),
+           *lines = json_object();
+    for (int q = 0; q < LT_NPATHS; q++)
+        json_object_set_new(entries, lt_path_name[q], json_integer((json_int_t)p->entries[q]));
+    for (size_t i = 0; i < nf; i++) {
+        json_t *m = json_pack("{s:s, s:I, s:I}", "name", f[i].m->name, "off",
+                              (json_int_t)f[i].m->off, "size", (json_int_t)f[i].m->size);
         for (int q = 0; q < LT_NPATHS; q++)
-            fprintf(out, "%s\"%s\": %llu", q ? ", " : "", lt_path_name[q], (unsigned long long)p->entries[q]);
-        fprintf(out, "}, \"members\": [");
-        for (size_t i = 0; i < nf; i++) {
-            fprintf(out, "%s{\"name\": ", i ? ", " : "");
-            tool_json_str(out, f[i].m->name);
-            fprintf(out, ", \"off\": %llu, \"size\": %llu", (unsigned long long)f[i].m->off,
-                    (unsigned long long)f[i].m->size);
-            for (int q = 0; q < LT_NPATHS; q++)
-                fprintf(out, ", \"%s\": {\"reads\": %llu, \"writes\": %llu}", lt_path_name[q],
-                        (unsigned long long)f[i].reads[q], (unsigned long long)f[i].writes[q]);
-            fprintf(out, ", \"class\": \"%s\", \"access\": \"%s\", \"proposed_group\": \"%s\", \"proposed_off\": %llu}",
-                    cls_name[f[i].cls], f[i].rw ? "read-write" : "read-mostly", grp_name[f[i].grp],
-                    (unsigned long long)f[i].new_off);
-        }
-        fprintf(out, "], \"proposed_order\": [");
-        for (size_t i = 0; i < nf; i++) {
-            fprintf(out, "%s", i ? ", " : "");
-            tool_json_str(out, sorted[i]->m->name);
-        }
-        fprintf(out, "], \"proposed_size\": %llu, \"improves\": %s, \"lines\": {", (unsigned long long)new_size,
-                improves ? "true" : "false");
-        for (int q = LT_RX; q <= LT_TX; q++) {
-            fprintf(out, "%s\"%s\": {\"before\": %u, \"after\": %u, \"before_lines\": ", q ? ", " : "",
-                    lt_path_name[q], lt_lines_count(&before[q]), lt_lines_count(&after[q]));
-            json_lines(out, &before[q]);
-            fprintf(out, ", \"after_lines\": ");
-            json_lines(out, &after[q]);
-            fprintf(out, "}");
-        }
-        fprintf(out, "}, ");
-        lt_json_msgs(out, "list_differences", &diffs);
-        fprintf(out, "}");
-    } else {
-        fprintf(out, "field profile %s\n  binary %s, struct %s (%llu bytes), %llu blocks", p->file,
-                p->binary ? p->binary : "?", s->name, (unsigned long long)s->size, (unsigned long long)p->blocks);
-        fprintf(out, "; path entries: RX %llu, TX %llu (other accesses: timers, setup)\n",
-                (unsigned long long)p->entries[LT_RX], (unsigned long long)p->entries[LT_TX]);
-        fprintf(out, "  per path entry; a field is on a path at %.2f accesses per entry or more, written at %.2f "
-                     "writes per entry\n\n",
-                hot, hot);
-        int nw = 6;
-        for (size_t i = 0; i < nf; i++)
-            if ((int)strlen(f[i].m->name) > nw)
-                nw = (int)strlen(f[i].m->name);
-        fprintf(out, "  %-*s %5s %5s  %8s %8s  %8s %8s  %10s  %-8s %-11s %s\n", nw, "member", "off", "size",
-                "RX r/e", "RX w/e", "TX r/e", "TX w/e", "other r+w", "class", "access", "proposed");
-        for (size_t i = 0; i < nf; i++) {
-            const struct fld *x = &f[i];
-            fprintf(out, "  %-*s %5llu %5llu  %8.3f %8.3f  %8.3f %8.3f  %10llu  %-8s %-11s %s @%llu\n", nw,
-                    x->m->name, (unsigned long long)x->m->off, (unsigned long long)x->m->size,
-                    rate(x->reads[LT_RX], p->entries[LT_RX]), rate(x->writes[LT_RX], p->entries[LT_RX]),
-                    rate(x->reads[LT_TX], p->entries[LT_TX]), rate(x->writes[LT_TX], p->entries[LT_TX]),
-                    (unsigned long long)(x->reads[LT_OTHER] + x->writes[LT_OTHER]), cls_name[x->cls],
-                    x->cls == C_RARE || x->cls == C_COLD ? "-" : x->rw ? "read-write" : "read-mostly",
-                    grp_name[x->grp], (unsigned long long)x->new_off);
-        }
-        fprintf(out, "\n  proposed order (%llu bytes, %llu lines): %s first, then groups %s, %s, %s, %s, cold\n",
-                (unsigned long long)new_size, (unsigned long long)((new_size + LT_LINE - 1) / LT_LINE), f[0].m->name,
-                grp_name[order[0]], grp_name[order[1]], grp_name[order[2]], grp_name[order[3]]);
-        for (int g = -1; g < G_N; g++) {
-            uint64_t lo = UINT64_MAX, hi = 0;
-            char names[2048] = "";
-            for (size_t i = 0; i < nf; i++) {
-                const struct fld *x = sorted[i];
-                if (g < 0 ? x != &f[0] : x == &f[0] || x->grp != order[g])
-                    continue;
-                if (x->new_off < lo)
-                    lo = x->new_off;
-                if (x->new_off + x->m->size > hi)
-                    hi = x->new_off + x->m->size;
-                size_t l = strlen(names);
-                snprintf(names + l, sizeof names - l, "%s%s", l ? " " : "", x->m->name);
-            }
-            if (!*names)
-                continue;
-            char lines[48];
-            fprintf(out, "    %-6s %4llu-%-4llu lines %-6s %s\n", g < 0 ? "first" : grp_name[order[g]],
-                    (unsigned long long)lo, (unsigned long long)(hi - 1), lt_range_fmt(lo, hi - lo, lines, sizeof lines),
-                    names);
-        }
-        fprintf(out, "\n  lines touched   %-24s %s\n", "now", "proposed");
-        for (int q = LT_RX; q <= LT_TX; q++) {
-            char a[128], b[128], c1[160], c2[160];
-            snprintf(c1, sizeof c1, "%u: %s", lt_lines_count(&before[q]), lt_lines_fmt(&before[q], a, sizeof a));
-            snprintf(c2, sizeof c2, "%u: %s", lt_lines_count(&after[q]), lt_lines_fmt(&after[q], b, sizeof b));
-            fprintf(out, "  %-15s %-24s %s\n", lt_path_name[q], c1, c2);
-        }
-        if (!improves)
-            fprintf(out, "  the current order touches no more lines than the proposal: keep it\n");
-        for (size_t i = 0; i < diffs.n; i++)
-            fprintf(out, "  note: %s\n", diffs.v[i]);
-        fprintf(out, "\n");
+            json_object_set_new(m, lt_path_name[q],
+                                json_pack("{s:I, s:I}", "reads", (json_int_t)f[i].reads[q],
+                                          "writes", (json_int_t)f[i].writes[q]));
+        json_object_set_new(m, "class", json_string(cls_name[f[i].cls]));
+        json_object_set_new(m, "access", json_string(f[i].rw ? "read-write" : "read-mostly"));
+        json_object_set_new(m, "proposed_group", json_string(grp_name[f[i].grp]));
+        json_object_set_new(m, "proposed_off", json_integer((json_int_t)f[i].new_off));
+        json_array_append_new(members, m);
+        json_array_append_new(order, json_string(pr->sorted[i]->m->name));
     }
-    lt_msgs_free(&diffs);
-    free(sorted);
+    for (int q = LT_RX; q <= LT_TX; q++)
+        json_object_set_new(
+            lines, lt_path_name[q],
+            json_pack("{s:i, s:i, s:o, s:o}", "before", (int)lt_lines_count(&pr->before[q]),
+                      "after", (int)lt_lines_count(&pr->after[q]), "before_lines",
+                      lt_lines_json(&pr->before[q]), "after_lines", lt_lines_json(&pr->after[q])));
+    json_object_set_new(j, "entries", entries);
+    json_object_set_new(j, "members", members);
+    json_object_set_new(j, "proposed_order", order);
+    json_object_set_new(j, "proposed_size", json_integer((json_int_t)pr->new_size));
+    json_object_set_new(j, "improves", json_boolean(pr->improves));
+    json_object_set_new(j, "lines", lines);
+    json_object_set_new(j, "list_differences", lt_json_msgs(&pr->diffs));
+    return j;
+}
+
+static void profile_members_text(FILE *out, const struct lt_profile *p, const struct fld *f,
+                                 size_t nf)
+{
+    int nw = 6;
+    for (size_t i = 0; i < nf; i++)
+        if ((int)strlen(f[i].m->name) > nw)
+            nw = (int)strlen(f[i].m->name);
+    fprintf(out, "  %-*s %5s %5s  %8s %8s  %8s %8s  %10s  %-8s %-11s %s\n", nw, "member", "off",
+            "size", "RX r/e", "RX w/e", "TX r/e", "TX w/e", "other r+w", "class", "access",
+            "proposed");
+    for (size_t i = 0; i < nf; i++) {
+        const struct fld *x = &f[i];
+        fprintf(out, "  %-*s %5llu %5llu  %8.3f %8.3f  %8.3f %8.3f  %10llu  %-8s %-11s %s @%llu\n",
+                nw, x->m->name, (unsigned long long)x->m->off, (unsigned long long)x->m->size,
+                rate(x->reads[LT_RX], p->entries[LT_RX]), rate(x->writes[LT_RX], p->entries[LT_RX]),
+                rate(x->reads[LT_TX], p->entries[LT_TX]), rate(x->writes[LT_TX], p->entries[LT_TX]),
+                (unsigned long long)(x->reads[LT_OTHER] + x->writes[LT_OTHER]), cls_name[x->cls],
+                x->cls == C_RARE || x->cls == C_COLD ? "-"
+                : x->rw                              ? "read-write"
+                                                     : "read-mostly",
+                grp_name[x->grp], (unsigned long long)x->new_off);
+    }
+}
+
+static void profile_order_text(FILE *out, const struct fld *f, size_t nf, const struct proposal *pr)
+{
+    fprintf(
+        out,
+        "\n  proposed order (%llu bytes, %llu lines): %s first, then groups %s, %s, %s, %s, cold\n",
+        (unsigned long long)pr->new_size,
+        (unsigned long long)((pr->new_size + LT_LINE - 1) / LT_LINE), f[0].m->name,
+        grp_name[pr->order[0]], grp_name[pr->order[1]], grp_name[pr->order[2]],
+        grp_name[pr->order[3]]);
+    for (int g = -1; g < G_N; g++) {
+        uint64_t lo = UINT64_MAX, hi = 0;
+        char names[2048] = "";
+        for (size_t i = 0; i < nf; i++) {
+            const struct fld *x = pr->sorted[i];
+            if (g < 0 ? x != &f[0] : x == &f[0] || x->grp != pr->order[g])
+                continue;
+            if (x->new_off < lo)
+                lo = x->new_off;
+            if (x->new_off + x->m->size > hi)
+                hi = x->new_off + x->m->size;
+            size_t l = strlen(names);
+            snprintf(names + l, sizeof names - l, "%s%s", l ? " " : "", x->m->name);
+        }
+        if (!*names)
+            continue;
+        char lines[48];
+        fprintf(out, "    %-6s %4llu-%-4llu lines %-6s %s\n",
+                g < 0 ? "first" : grp_name[pr->order[g]], (unsigned long long)lo,
+                (unsigned long long)(hi - 1), lt_range_fmt(lo, hi - lo, lines, sizeof lines),
+                names);
+    }
+}
+
+static void profile_text(FILE *out, const struct lt_profile *p, const struct lt_struct *s,
+                         double hot, const struct fld *f, size_t nf, const struct proposal *pr)
+{
+    fprintf(out, "field profile %s\n  binary %s, struct %s (%llu bytes), %llu blocks", p->file,
+            p->binary ? p->binary : "?", s->name, (unsigned long long)s->size,
+            (unsigned long long)p->blocks);
+    fprintf(out, "; path entries: RX %llu, TX %llu (other accesses: timers, setup)\n",
+            (unsigned long long)p->entries[LT_RX], (unsigned long long)p->entries[LT_TX]);
+    fprintf(out,
+            "  per path entry; a field is on a path at %.2f accesses per entry or more, written at "
+            "%.2f "
+            "writes per entry\n\n",
+            hot, hot);
+    profile_members_text(out, p, f, nf);
+    profile_order_text(out, f, nf, pr);
+    fprintf(out, "\n  lines touched   %-24s %s\n", "now", "proposed");
+    for (int q = LT_RX; q <= LT_TX; q++) {
+        char a[128], b[128], c1[160], c2[160];
+        snprintf(c1, sizeof c1, "%u: %s", lt_lines_count(&pr->before[q]),
+                 lt_lines_fmt(&pr->before[q], a, sizeof a));
+        snprintf(c2, sizeof c2, "%u: %s", lt_lines_count(&pr->after[q]),
+                 lt_lines_fmt(&pr->after[q], b, sizeof b));
+        fprintf(out, "  %-15s %-24s %s\n", lt_path_name[q], c1, c2);
+    }
+    if (!pr->improves)
+        fprintf(out, "  the current order touches no more lines than the proposal: keep it\n");
+    for (size_t i = 0; i < pr->diffs.n; i++)
+        fprintf(out, "  note: %s\n", pr->diffs.v[i]);
+    fprintf(out, "\n");
+}
+
+json_t *lt_profile_report(FILE *out, bool json, const struct lt_profile *p,
+                          const struct lt_struct *s, double hot, struct lt_access_map *acc,
+                          struct lt_msgs *warn)
+{
+    size_t nf = 0;
+    struct fld *f = classify(p, s, hot, acc, &nf);
+    struct proposal pr;
+    memset(&pr, 0, sizeof pr);
+    json_t *j = NULL;
+    if (f && propose_order(p, s, f, nf, &pr) == 0) {
+        if (p->lost)
+            lt_msg_add(
+                warn,
+                "the profile lost %llu blocks (the runtime's table was full): counts are partial",
+                (unsigned long long)p->lost);
+        if (!p->entries[LT_RX] || !p->entries[LT_TX])
+            lt_msg_add(warn,
+                       "the profile has no %s path entries: was the workload TCP (rr --proto tcp)?",
+                       !p->entries[LT_RX] ? "RX" : "TX");
+        if (json)
+            j = profile_json(p, s, hot, f, nf, &pr);
+        else
+            profile_text(out, p, s, hot, f, nf, &pr);
+    }
+    lt_msgs_free(&pr.diffs);
+    free(pr.sorted);
     free(f);
+    return j;
 }

@@ -184,7 +184,8 @@ static inline void count(void *p, unsigned size_idx, bool write)
     if (!on)
         return;
     uintptr_t a = (uintptr_t)p;
-    if (a < atomic_load_explicit(&lo, memory_order_relaxed) || a >= atomic_load_explicit(&hi, memory_order_relaxed))
+    if (a < atomic_load_explicit(&lo, memory_order_relaxed) ||
+        a >= atomic_load_explicit(&hi, memory_order_relaxed))
         return;
     uintptr_t b = line_get(a >> 6);
     if (!b || a - b >= BLOCK)
@@ -199,16 +200,46 @@ static inline void count(void *p, unsigned size_idx, bool write)
         c->r[path][a - b][size_idx]++;
 }
 
-void __sanitizer_cov_load1(void *p) { count(p, 0, false); }
-void __sanitizer_cov_load2(void *p) { count(p, 1, false); }
-void __sanitizer_cov_load4(void *p) { count(p, 2, false); }
-void __sanitizer_cov_load8(void *p) { count(p, 3, false); }
-void __sanitizer_cov_load16(void *p) { count(p, 4, false); }
-void __sanitizer_cov_store1(void *p) { count(p, 0, true); }
-void __sanitizer_cov_store2(void *p) { count(p, 1, true); }
-void __sanitizer_cov_store4(void *p) { count(p, 2, true); }
-void __sanitizer_cov_store8(void *p) { count(p, 3, true); }
-void __sanitizer_cov_store16(void *p) { count(p, 4, true); }
+void __sanitizer_cov_load1(void *p)
+{
+    count(p, 0, false);
+}
+void __sanitizer_cov_load2(void *p)
+{
+    count(p, 1, false);
+}
+void __sanitizer_cov_load4(void *p)
+{
+    count(p, 2, false);
+}
+void __sanitizer_cov_load8(void *p)
+{
+    count(p, 3, false);
+}
+void __sanitizer_cov_load16(void *p)
+{
+    count(p, 4, false);
+}
+void __sanitizer_cov_store1(void *p)
+{
+    count(p, 0, true);
+}
+void __sanitizer_cov_store2(void *p)
+{
+    count(p, 1, true);
+}
+void __sanitizer_cov_store4(void *p)
+{
+    count(p, 2, true);
+}
+void __sanitizer_cov_store8(void *p)
+{
+    count(p, 3, true);
+}
+void __sanitizer_cov_store16(void *p)
+{
+    count(p, 4, true);
+}
 
 static int path_of(uintptr_t f)
 {
@@ -308,7 +339,8 @@ static void dump(void)
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     self[n > 0 ? n : 0] = 0;
-    fprintf(f, "# hotpath field profile 1: reads and writes of struct hp_tcp_sock by offset, access size and path\n");
+    fprintf(f, "# hotpath field profile 1: reads and writes of struct hp_tcp_sock by offset, "
+               "access size and path\n");
     fprintf(f, "binary %s\nstruct hp_tcp_sock %zu\nblocks %llu\nlost %llu\n", self, BLOCK,
             (unsigned long long)atomic_load(&nblocks), (unsigned long long)atomic_load(&nlost));
     for (int p = P_RX; p <= P_TX; p++)
@@ -319,7 +351,8 @@ static void dump(void)
             for (int p = 0; p < P_N; p++)
                 if (sum->r[p][o][s] || sum->w[p][o][s])
                     fprintf(f, "%zu %u %s %llu %llu\n", o, 1u << s, path_name[p],
-                            (unsigned long long)sum->r[p][o][s], (unsigned long long)sum->w[p][o][s]);
+                            (unsigned long long)sum->r[p][o][s],
+                            (unsigned long long)sum->w[p][o][s]);
     if (fclose(f) != 0)
         perror(out_path);
     else

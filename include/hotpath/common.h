@@ -44,6 +44,20 @@ static inline hp_be32 hp_hton32(uint32_t v) { return hp_bswap32(v); }
 static inline uint16_t hp_ntoh16(hp_be16 v) { return hp_hton16(v); }
 static inline uint32_t hp_ntoh32(hp_be32 v) { return hp_hton32(v); }
 
+/** Address families, as hp_sockaddr.family and every call taking a family
+ * (hp_stack_add_addr, hp_udp_open, hp_tcp_open...) spell them: the IP
+ * version. */
+#define HP_AF_INET4 4
+#define HP_AF_INET6 6
+
+/** IP protocol numbers (IANA "Assigned Internet Protocol Numbers"): the
+ * IPv4 Protocol and the IPv6 Next Header field. The IPv6 extension
+ * headers' numbers are in wire/ipv6.h. */
+#define HP_IPPROTO_ICMP 1
+#define HP_IPPROTO_TCP 6
+#define HP_IPPROTO_UDP 17
+#define HP_IPPROTO_ICMPV6 58
+
 /** Library version, "MAJOR.MINOR.PATCH". */
 HP_API const char *hp_version(void);
 

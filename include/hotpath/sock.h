@@ -12,7 +12,8 @@
 extern "C" {
 #endif
 
-/** An endpoint: family 4 or 6, the address (4 or 16 bytes used), a port in host order. */
+/** An endpoint: family HP_AF_INET4 or HP_AF_INET6 (4 or 6, common.h), the address (4 or 16
+ * bytes used), a port in host order. */
 struct hp_sockaddr {
     uint8_t family;
     uint16_t port;

@@ -304,24 +304,24 @@ HP_API uint16_t hp_cksum_l4(uint32_t pseudo, const void *seg, size_t len, size_t
 
 HP_API uint16_t hp_cksum_udp4(const void *src, const void *dst, const void *udp, size_t len)
 {
-    uint16_t c = hp_cksum_l4(hp_cksum_pseudo_ipv4(src, dst, 17, (uint16_t)len), udp, len, 6);
+    uint16_t c = hp_cksum_l4(hp_cksum_pseudo_ipv4(src, dst, HP_IPPROTO_UDP, (uint16_t)len), udp, len, 6);
     return c ? c : 0xFFFF; /* RFC 768: a computed 0 is sent as all ones */
 }
 
 HP_API uint16_t hp_cksum_udp6(const void *src, const void *dst, const void *udp, size_t len)
 {
-    uint16_t c = hp_cksum_l4(hp_cksum_pseudo_ipv6(src, dst, 17, (uint32_t)len), udp, len, 6);
+    uint16_t c = hp_cksum_l4(hp_cksum_pseudo_ipv6(src, dst, HP_IPPROTO_UDP, (uint32_t)len), udp, len, 6);
     return c ? c : 0xFFFF; /* RFC 8200 section 8.1 */
 }
 
 HP_API uint16_t hp_cksum_tcp4(const void *src, const void *dst, const void *tcp, size_t len)
 {
-    return hp_cksum_l4(hp_cksum_pseudo_ipv4(src, dst, 6, (uint16_t)len), tcp, len, 16);
+    return hp_cksum_l4(hp_cksum_pseudo_ipv4(src, dst, HP_IPPROTO_TCP, (uint16_t)len), tcp, len, 16);
 }
 
 HP_API uint16_t hp_cksum_tcp6(const void *src, const void *dst, const void *tcp, size_t len)
 {
-    return hp_cksum_l4(hp_cksum_pseudo_ipv6(src, dst, 6, (uint32_t)len), tcp, len, 16);
+    return hp_cksum_l4(hp_cksum_pseudo_ipv6(src, dst, HP_IPPROTO_TCP, (uint32_t)len), tcp, len, 16);
 }
 
 HP_API uint16_t hp_cksum_icmp4(const void *msg, size_t len)
@@ -331,7 +331,7 @@ HP_API uint16_t hp_cksum_icmp4(const void *msg, size_t len)
 
 HP_API uint16_t hp_cksum_icmp6(const void *src, const void *dst, const void *msg, size_t len)
 {
-    return hp_cksum_l4(hp_cksum_pseudo_ipv6(src, dst, 58, (uint32_t)len), msg, len, 2);
+    return hp_cksum_l4(hp_cksum_pseudo_ipv6(src, dst, HP_IPPROTO_ICMPV6, (uint32_t)len), msg, len, 2);
 }
 
 static enum hp_cksum_result verdict(uint32_t sum)
@@ -345,7 +345,7 @@ HP_API enum hp_cksum_result hp_cksum_udp4_verify(const void *src, const void *ds
 {
     if (load16((const unsigned char *)udp + 6) == 0)
         return HP_CKSUM_NONE; /* RFC 768: the sender computed none */
-    return verdict(hp_cksum_partial(udp, len, hp_cksum_pseudo_ipv4(src, dst, 17, (uint16_t)len)));
+    return verdict(hp_cksum_partial(udp, len, hp_cksum_pseudo_ipv4(src, dst, HP_IPPROTO_UDP, (uint16_t)len)));
 }
 
 HP_API enum hp_cksum_result hp_cksum_udp6_verify(const void *src, const void *dst,
@@ -353,19 +353,19 @@ HP_API enum hp_cksum_result hp_cksum_udp6_verify(const void *src, const void *ds
 {
     if (load16((const unsigned char *)udp + 6) == 0)
         return HP_CKSUM_BAD; /* RFC 8200 section 8.1: zero is not allowed */
-    return verdict(hp_cksum_partial(udp, len, hp_cksum_pseudo_ipv6(src, dst, 17, (uint32_t)len)));
+    return verdict(hp_cksum_partial(udp, len, hp_cksum_pseudo_ipv6(src, dst, HP_IPPROTO_UDP, (uint32_t)len)));
 }
 
 HP_API enum hp_cksum_result hp_cksum_tcp4_verify(const void *src, const void *dst,
                                                  const void *tcp, size_t len)
 {
-    return verdict(hp_cksum_partial(tcp, len, hp_cksum_pseudo_ipv4(src, dst, 6, (uint16_t)len)));
+    return verdict(hp_cksum_partial(tcp, len, hp_cksum_pseudo_ipv4(src, dst, HP_IPPROTO_TCP, (uint16_t)len)));
 }
 
 HP_API enum hp_cksum_result hp_cksum_tcp6_verify(const void *src, const void *dst,
                                                  const void *tcp, size_t len)
 {
-    return verdict(hp_cksum_partial(tcp, len, hp_cksum_pseudo_ipv6(src, dst, 6, (uint32_t)len)));
+    return verdict(hp_cksum_partial(tcp, len, hp_cksum_pseudo_ipv6(src, dst, HP_IPPROTO_TCP, (uint32_t)len)));
 }
 
 HP_API enum hp_cksum_result hp_cksum_icmp4_verify(const void *msg, size_t len)
@@ -376,5 +376,5 @@ HP_API enum hp_cksum_result hp_cksum_icmp4_verify(const void *msg, size_t len)
 HP_API enum hp_cksum_result hp_cksum_icmp6_verify(const void *src, const void *dst,
                                                   const void *msg, size_t len)
 {
-    return verdict(hp_cksum_partial(msg, len, hp_cksum_pseudo_ipv6(src, dst, 58, (uint32_t)len)));
+    return verdict(hp_cksum_partial(msg, len, hp_cksum_pseudo_ipv6(src, dst, HP_IPPROTO_ICMPV6, (uint32_t)len)));
 }

@@ -73,7 +73,7 @@ void hp__arp_input(struct hp__iface *ifc, struct hp_buf *b)
         /* We only believe replies to our own requests: an entry must be
          * waiting (or cached) for the sender. Anything else is the
          * classic cache-poisoning shape and is dropped. */
-        if (probe || !hp__neigh_learn(ifc, 4, r.spa, r.sha, HP__LEARN_CONFIRM)) {
+        if (probe || !hp__neigh_learn(ifc, HP_AF_INET4, r.spa, r.sha, HP__LEARN_CONFIRM)) {
             hp__ctr(s, HP_CTR_ARP_IN_UNSOLICITED);
             hp_buf_free(b);
             return;
@@ -86,7 +86,7 @@ void hp__arp_input(struct hp__iface *ifc, struct hp_buf *b)
     /* A request. RFC 826 "Packet Reception": merge the sender into an
      * existing entry; if we are the target, add it when missing. */
     if (!probe)
-        hp__neigh_learn(ifc, 4, r.spa, r.sha, for_us ? HP__LEARN_CREATE : HP__LEARN_MERGE);
+        hp__neigh_learn(ifc, HP_AF_INET4, r.spa, r.sha, for_us ? HP__LEARN_CREATE : HP__LEARN_MERGE);
     if (!for_us) {
         hp__ctr(s, HP_CTR_ARP_IN_NOT_FOR_US);
         hp_buf_free(b);

@@ -218,9 +218,9 @@ HP_API int hp_stack_ping(struct hp_stack *s, int family, const uint8_t *dst, uin
 {
     if (!s || !dst)
         return -EINVAL;
-    if (family == 6)
+    if (family == HP_AF_INET6)
         return hp__ping6(s, dst, ident, seq, len);
-    if (family != 4)
+    if (family != HP_AF_INET4)
         return -EINVAL;
     if (len > 65535u - HP_IPV4_HDR_LEN - HP_ICMP_HDR_LEN)
         return -EMSGSIZE;

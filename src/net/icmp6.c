@@ -167,7 +167,7 @@ void hp__icmp6_error(struct hp__iface *ifc, const struct hp_buf *orig, uint8_t t
         m.pointer = info;
     if (type == HP_ICMP6_PACKET_TOO_BIG)
         m.mtu = info;
-    struct hp_l4_addrs a = {.family = 6, .src = r.src, .dst = src};
+    struct hp_l4_addrs a = {.family = HP_AF_INET6, .src = r.src, .dst = src};
     if (hp_icmp6_emit(&m, &a, out, HP_ICMP6_HDR_LEN + q) < 0) {
         hp_buf_free(b);
         return;

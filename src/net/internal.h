@@ -338,13 +338,13 @@ int hp__ipv6_output(struct hp_stack *s, const struct hp__route *r, const uint8_t
 
 int hp__reasm_init(struct hp_stack *s);
 void hp__reasm_fini(struct hp_stack *s);
-/* A fragment, data offset at its IP header (IPv6: ip describes it).
- * Returns the whole datagram as a chain, data offset at the upper-layer
- * header, with l3_len set and the first fragment's IP header in front of it
- * (length fields fixed, no fragment header); or NULL when more fragments
- * are needed or the fragment was dropped (counted). Consumes b. */
+/* A fragment, data offset at its IP header. Returns the whole datagram as
+ * a chain, data offset at the upper-layer header, with l3_len set and the
+ * first fragment's IP header in front of it (length fields fixed); or NULL
+ * when more fragments are needed or the fragment was dropped (counted).
+ * Consumes b. IPv6's, which also says the datagram's upper-layer protocol,
+ * is hp__reasm6_ex (ip_local.h). */
 struct hp_buf *hp__reasm4(struct hp__iface *ifc, struct hp_buf *b, const struct hp_ipv4_repr *ip);
-struct hp_buf *hp__reasm6(struct hp__iface *ifc, struct hp_buf *b, const struct hp_ipv6_repr *ip);
 
 /* ---- ICMP (icmp.c, icmp6.c) ------------------------------------------------- */
 

@@ -28,7 +28,9 @@ bool hp__ipv4_is_bcast(const struct hp__iface *ifc, const uint8_t a[4]);
 long hp__ipv6_walk(const uint8_t *p, size_t avail, size_t start, uint8_t next, uint8_t *proto,
                    size_t *nh_field);
 
-/* hp__reasm6, also telling the upper-layer protocol of the whole datagram. */
+/* hp__reasm4's IPv6 counterpart (ip describes the fragment; no fragment
+ * header in the result), also telling the upper-layer protocol of the whole
+ * datagram. */
 struct hp_buf *hp__reasm6_ex(struct hp__iface *ifc, struct hp_buf *b, const struct hp_ipv6_repr *ip,
                              uint8_t *proto);
 

@@ -145,11 +145,11 @@ void hp__ipv4_input(struct hp__iface *ifc, struct hp_buf *b)
         return;
     case HP_IPPROTO_UDP:
         hp__ctr(s, HP_CTR_IP_IN_DELIVERS);
-        hp__udp_input(ifc, b, 4, ip.src, ip.dst);
+        hp__udp_input(ifc, b, HP_AF_INET4, ip.src, ip.dst);
         return;
     case HP_IPPROTO_TCP:
         hp__ctr(s, HP_CTR_IP_IN_DELIVERS);
-        hp__tcp_input(ifc, b, 4, ip.src, ip.dst);
+        hp__tcp_input(ifc, b, HP_AF_INET4, ip.src, ip.dst);
         return;
     default:
         /* RFC 1122 3.2.2.1: protocol unreachable. */

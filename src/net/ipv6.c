@@ -306,7 +306,7 @@ void hp__ipv6_input(struct hp__iface *ifc, struct hp_buf *b)
         return;
     case HP_IPPROTO_UDP:
         hp__ctr(s, HP_CTR_IP6_IN_DELIVERS);
-        hp__udp_input(ifc, b, 6, ip.src, ip.dst);
+        hp__udp_input(ifc, b, HP_AF_INET6, ip.src, ip.dst);
         return;
     case HP_IPPROTO_NONE:
         /* RFC 8200 4.7: nothing follows; not an error. */
@@ -315,7 +315,7 @@ void hp__ipv6_input(struct hp__iface *ifc, struct hp_buf *b)
         return;
     case HP_IPPROTO_TCP:
         hp__ctr(s, HP_CTR_IP6_IN_DELIVERS);
-        hp__tcp_input(ifc, b, 6, ip.src, ip.dst);
+        hp__tcp_input(ifc, b, HP_AF_INET6, ip.src, ip.dst);
         return;
     default: {
         /* RFC 8200 4: parameter problem code 1 pointing at the Next Header

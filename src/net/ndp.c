@@ -23,7 +23,7 @@ static bool ndp_send(struct hp__iface *ifc, const uint8_t src[16], const uint8_t
                               .payload_len = (uint16_t)mlen};
     memcpy(ip.src, src, 16);
     memcpy(ip.dst, dst, 16);
-    struct hp_l4_addrs a = {.family = 6, .src = src, .dst = dst};
+    struct hp_l4_addrs a = {.family = HP_AF_INET6, .src = src, .dst = dst};
     if (!p || hp_ipv6_emit(&ip, p, HP_IPV6_HDR_LEN) < 0 ||
         hp_ndp_emit(r, &a, p + HP_IPV6_HDR_LEN, mlen) < 0) {
         hp_buf_free(b);
@@ -195,7 +195,7 @@ static void ns_input(struct hp__iface *ifc, const struct hp_ipv6_repr *ip, const
     /* RFC 4861 7.2.3: the source link-layer option creates or updates the
      * sender's entry (STALE when new or changed). */
     if (r->has_sll)
-        hp__neigh_learn(ifc, 6, ip->src, r->sll, HP__LEARN_CREATE);
+        hp__neigh_learn(ifc, HP_AF_INET6, ip->src, r->sll, HP__LEARN_CREATE);
     send_na(ifc, a->addr, ip->src, r->has_sll ? r->sll : NULL, true);
 }
 
@@ -230,7 +230,7 @@ void hp__ndp_input(struct hp__iface *ifc, struct hp_buf *b, const struct hp_ipv6
     size_t ulen = (size_t)HP_IPV6_HDR_LEN + ip->payload_len;
     if (ulen >= ip->l4_off && ulen - ip->l4_off < len)
         len = ulen - ip->l4_off; /* trailing link padding is not the message's */
-    struct hp_l4_addrs a = {.family = 6, .src = ip->src, .dst = ip->dst};
+    struct hp_l4_addrs a = {.family = HP_AF_INET6, .src = ip->src, .dst = ip->dst};
     struct hp_ndp_repr r;
     int rc = hp_ndp_parse(hp_buf_data(b), len, &a, ip->hop_limit, &r, HP_WIRE_VERIFY_CKSUM);
     if (rc < 0) {

@@ -89,8 +89,8 @@ static struct hp__neigh_table *table_new(struct hp_stack *s, int family)
         nb <<= 1;
     t->s = s;
     t->family = family;
-    t->alen = family == 4 ? 4 : 16;
-    t->ethertype = family == 4 ? HP_ETHERTYPE_IPV4 : HP_ETHERTYPE_IPV6;
+    t->alen = family == HP_AF_INET4 ? 4 : 16;
+    t->ethertype = family == HP_AF_INET4 ? HP_ETHERTYPE_IPV4 : HP_ETHERTYPE_IPV6;
     t->max = s->cfg.neigh_max;
     t->mask = nb - 1;
     t->buckets = malloc((size_t)nb * sizeof *t->buckets);
@@ -151,7 +151,7 @@ void hp__neigh_fini(struct hp_stack *s)
 
 static struct hp__neigh_table *table_of(struct hp_stack *s, int family)
 {
-    return family == 4 ? s->neigh4 : s->neigh6;
+    return family == HP_AF_INET4 ? s->neigh4 : s->neigh6;
 }
 
 /* The address as 32-bit words (4 or 16 bytes), for hashing and comparing
@@ -269,7 +269,7 @@ static const uint8_t *queued_src6(const struct neigh *e)
 static void solicit(struct neigh *e, bool unicast)
 {
     const uint8_t *dst = unicast ? e->mac : NULL;
-    if (e->tab->family == 4)
+    if (e->tab->family == HP_AF_INET4)
         hp__arp_request(e->ifc, e->addr, dst);
     else
         hp__ndp_solicit(e->ifc, e->addr, dst, queued_src6(e));

@@ -58,7 +58,7 @@ static const struct fam_ctr ctr6 = {HP_CTR_IP6_REASM_REQDS,    HP_CTR_IP6_REASM_
                                     HP_CTR_IP6_REASM_OVERLAPS, HP_CTR_IP6_REASM_OVERSIZE};
 static const struct fam_ctr *fctr(const struct fq *q)
 {
-    return q->family == 4 ? &ctr4 : &ctr6;
+    return q->family == HP_AF_INET4 ? &ctr4 : &ctr6;
 }
 
 /* What a buffer pins: its metadata and its whole data room, per segment. */
@@ -76,7 +76,7 @@ static uint64_t timeout_ns(const struct hp_stack *s, int family)
     /* 0: the defaults, 30 s for IPv4 (Linux's ipfrag_time) and the 60 s
      * RFC 8200 4.5 asks for IPv6. */
     if (ms == 0)
-        ms = family == 4 ? 30000 : 60000;
+        ms = family == HP_AF_INET4 ? 30000 : 60000;
     return (uint64_t)ms * 1000000u;
 }
 
@@ -127,7 +127,7 @@ static void fq_expire(struct hp_stack *s, void *arg)
             struct hp_buf *fb = q->f[0].b;
             if (q->hdr_len <= 255 && hp_buf_adj(fb, q->hdr_len)) {
                 fb->l3_len = (uint8_t)q->hdr_len;
-                if (q->family == 4)
+                if (q->family == HP_AF_INET4)
                     hp__icmp4_error(q->ifc, fb, HP_ICMP_TIME_EXCEEDED, HP_ICMP_TIME_REASSEMBLY, 0);
                 else
                     hp__icmp6_error(q->ifc, fb, HP_ICMP6_TIME_EXCEEDED, HP_ICMP6_TIME_REASSEMBLY, 0);
@@ -191,7 +191,7 @@ struct fkey {
 
 static struct fq *lookup(struct hp_stack *s, const struct fkey *k)
 {
-    size_t alen = k->family == 4 ? 4 : 16;
+    size_t alen = k->family == HP_AF_INET4 ? 4 : 16;
     for (int i = 0; i < HP__REASM_MAX_DGRAMS; i++) {
         struct fq *q = &s->reasm->q[i];
         if (q->used && q->family == k->family && q->id == k->id && q->proto == k->proto &&
@@ -220,7 +220,7 @@ static struct fq *create(struct hp__iface *ifc, const struct fkey *k)
     q->used = true;
     q->family = k->family;
     q->proto = k->proto;
-    size_t alen = k->family == 4 ? 4 : 16;
+    size_t alen = k->family == HP_AF_INET4 ? 4 : 16;
     memcpy(q->src, k->src, alen);
     memcpy(q->dst, k->dst, alen);
     q->id = k->id;
@@ -299,7 +299,7 @@ static struct hp_buf *finish6(struct hp_stack *s, struct fq *q, uint8_t *proto)
 static struct hp_buf *reasm(struct hp__iface *ifc, struct hp_buf *b, const struct fkey *k, uint8_t *proto)
 {
     struct hp_stack *s = ifc->s;
-    const struct fam_ctr *fc = k->family == 4 ? &ctr4 : &ctr6;
+    const struct fam_ctr *fc = k->family == HP_AF_INET4 ? &ctr4 : &ctr6;
     hp__ctr(s, fc->reqds);
     if (!s->reasm) {
         hp__ctr(s, fc->fails);
@@ -321,7 +321,7 @@ static struct hp_buf *reasm(struct hp__iface *ifc, struct hp_buf *b, const struc
      * the first fragment's headers (which may be longer than this one's). */
     uint32_t max_end = end > q->max_end ? end : q->max_end;
     uint32_t over;
-    if (k->family == 4)
+    if (k->family == HP_AF_INET4)
         over = (q->first ? q->hdr_len : k->off == 0 ? k->hdr : HP_IPV4_HDR_LEN) + max_end;
     else
         over = (q->first ? q->unfrag : k->off == 0 ? k->unfrag : HP_IPV6_HDR_LEN) - HP_IPV6_HDR_LEN + max_end;
@@ -403,7 +403,7 @@ static struct hp_buf *reasm(struct hp__iface *ifc, struct hp_buf *b, const struc
     /* Without overlaps, full coverage is exactly have == total. */
     if (!q->has_last || !q->first || q->have != q->total)
         return NULL;
-    if (q->family == 4)
+    if (q->family == HP_AF_INET4)
         return finish4(s, q);
     return finish6(s, q, proto);
 }
@@ -411,7 +411,7 @@ static struct hp_buf *reasm(struct hp__iface *ifc, struct hp_buf *b, const struc
 struct hp_buf *hp__reasm4(struct hp__iface *ifc, struct hp_buf *b, const struct hp_ipv4_repr *ip)
 {
     struct fkey k = {
-        .family = 4,
+        .family = HP_AF_INET4,
         .proto = ip->proto,
         .src = ip->src,
         .dst = ip->dst,
@@ -430,7 +430,7 @@ struct hp_buf *hp__reasm6_ex(struct hp__iface *ifc, struct hp_buf *b, const stru
 {
     uint32_t data = b->data_len > ip->l4_off ? b->data_len - ip->l4_off : 0;
     struct fkey k = {
-        .family = 6,
+        .family = HP_AF_INET6,
         .src = ip->src,
         .dst = ip->dst,
         .id = ip->frag_id,
@@ -442,10 +442,4 @@ struct hp_buf *hp__reasm6_ex(struct hp__iface *ifc, struct hp_buf *b, const stru
         .frag_next = ip->frag_next,
     };
     return reasm(ifc, b, &k, proto);
-}
-
-struct hp_buf *hp__reasm6(struct hp__iface *ifc, struct hp_buf *b, const struct hp_ipv6_repr *ip)
-{
-    uint8_t proto;
-    return hp__reasm6_ex(ifc, b, ip, &proto);
 }

@@ -229,12 +229,12 @@ static int add_addr6(struct hp__iface *ifc, const uint8_t a[16], uint8_t plen)
 HP_API int hp_stack_add_addr(struct hp_stack *s, int ifindex, int family, const uint8_t *addr,
                              uint8_t prefix_len)
 {
-    if (!s || !addr || (family != 4 && family != 6))
+    if (!s || !addr || (family != HP_AF_INET4 && family != HP_AF_INET6))
         return -EINVAL;
     if (ifindex < 0 || ifindex >= s->nifaces)
         return -ENODEV;
     struct hp__iface *ifc = s->ifaces[ifindex];
-    return family == 4 ? add_addr4(ifc, addr, prefix_len) : add_addr6(ifc, addr, prefix_len);
+    return family == HP_AF_INET4 ? add_addr4(ifc, addr, prefix_len) : add_addr6(ifc, addr, prefix_len);
 }
 
 HP_API enum hp_addr_state hp_stack_addr_state(const struct hp_stack *s, int ifindex, int family,
@@ -243,9 +243,9 @@ HP_API enum hp_addr_state hp_stack_addr_state(const struct hp_stack *s, int ifin
     if (!s || !addr || ifindex < 0 || ifindex >= s->nifaces)
         return HP_ADDR_NONE;
     struct hp__iface *ifc = s->ifaces[ifindex];
-    if (family == 4)
+    if (family == HP_AF_INET4)
         return hp__is_local4(ifc, addr) ? HP_ADDR_PREFERRED : HP_ADDR_NONE;
-    if (family == 6) {
+    if (family == HP_AF_INET6) {
         const struct hp__addr6 *a = hp__find6(ifc, addr);
         return a ? (enum hp_addr_state)a->state : HP_ADDR_NONE;
     }
@@ -256,14 +256,14 @@ HP_API int hp_stack_set_gateway(struct hp_stack *s, int family, const uint8_t *g
 {
     if (!s || !gw)
         return -EINVAL;
-    if (family == 4) {
+    if (family == HP_AF_INET4) {
         if (gw[0] == 0 || gw[0] == 127 || gw[0] >= 224)
             return -EINVAL;
         memcpy(s->gw4, gw, 4);
         s->has_gw4 = true;
         return 0;
     }
-    if (family == 6) {
+    if (family == HP_AF_INET6) {
         if (hp_ipv6_is_multicast(gw) || hp_ipv6_is_unspecified(gw) || hp_ipv6_is_loopback(gw))
             return -EINVAL;
         memcpy(s->gw6, gw, 16);
@@ -277,7 +277,7 @@ bool hp__addr_is_ours(struct hp_stack *s, int family, const uint8_t *a)
 {
     for (int i = 0; i < s->nifaces; i++) {
         struct hp__iface *ifc = s->ifaces[i];
-        if (ifc && (family == 4 ? hp__is_local4(ifc, a) : hp__find6(ifc, a) != NULL))
+        if (ifc && (family == HP_AF_INET4 ? hp__is_local4(ifc, a) : hp__find6(ifc, a) != NULL))
             return true;
     }
     return false;

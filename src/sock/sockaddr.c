@@ -46,14 +46,14 @@ HP_API int hp_sockaddr_parse(const char *text, struct hp_sockaddr *out)
             return -EINVAL;
         if (inet_pton(AF_INET6, host, a.addr) != 1)
             return -EINVAL;
-        a.family = 6;
+        a.family = HP_AF_INET6;
     } else {
         const char *colon = strchr(text, ':');
         if (colon && strchr(colon + 1, ':')) {
             /* Two colons or more: a bare IPv6 address, no port. */
             if (n >= sizeof host || inet_pton(AF_INET6, text, a.addr) != 1)
                 return -EINVAL;
-            a.family = 6;
+            a.family = HP_AF_INET6;
         } else {
             size_t hl = colon ? (size_t)(colon - text) : n;
             if (hl >= sizeof host)
@@ -62,7 +62,7 @@ HP_API int hp_sockaddr_parse(const char *text, struct hp_sockaddr *out)
             host[hl] = '\0';
             if (inet_pton(AF_INET, host, a.addr) != 1)
                 return -EINVAL;
-            a.family = 4;
+            a.family = HP_AF_INET4;
             if (colon)
                 port = colon + 1;
         }
@@ -78,15 +78,15 @@ HP_API char *hp_sockaddr_format(const struct hp_sockaddr *a, char *buf, size_t l
     if (!buf || len == 0)
         return buf;
     char host[INET6_ADDRSTRLEN];
-    if (!a || (a->family != 4 && a->family != 6) ||
-        !inet_ntop(a->family == 4 ? AF_INET : AF_INET6, a->addr, host, sizeof host)) {
+    if (!a || (a->family != HP_AF_INET4 && a->family != HP_AF_INET6) ||
+        !inet_ntop(a->family == HP_AF_INET4 ? AF_INET : AF_INET6, a->addr, host, sizeof host)) {
         snprintf(buf, len, "(invalid)");
         return buf;
     }
     /* Port 0 means "no port" (what parse gives for an address alone). */
     if (a->port == 0)
         snprintf(buf, len, "%s", host);
-    else if (a->family == 4)
+    else if (a->family == HP_AF_INET4)
         snprintf(buf, len, "%s:%u", host, a->port);
     else
         snprintf(buf, len, "[%s]:%u", host, a->port);

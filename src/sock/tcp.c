@@ -442,9 +442,9 @@ int hp__tcp_conn_attach(struct hp_tcp_sock *c, int family, const uint8_t *laddr,
     struct hp__tcp_state *st = hp__tcp(s);
     const struct hp_tcp_config *cfg = &st->cfg;
     struct hp__route rt;
-    int rc = family == 4 ? hp__route4(s, raddr, &rt) : hp__route6(s, raddr, &rt);
+    int rc = family == HP_AF_INET4 ? hp__route4(s, raddr, &rt) : hp__route6(s, raddr, &rt);
     if (rc < 0) {
-        hp__ctr(s, family == 4 ? HP_CTR_IP_OUT_NO_ROUTES : HP_CTR_IP6_OUT_NO_ROUTES);
+        hp__ctr(s, family == HP_AF_INET4 ? HP_CTR_IP_OUT_NO_ROUTES : HP_CTR_IP6_OUT_NO_ROUTES);
         return -EHOSTUNREACH;
     }
     hp__tcp_key_init(&c->key, family, laddr, lport, raddr, rport);
@@ -463,7 +463,7 @@ int hp__tcp_conn_attach(struct hp_tcp_sock *c, int family, const uint8_t *laddr,
     /* RFC 9293 3.7.1: the MSS we announce is what our MTU lets in, less
      * the fixed IP and TCP headers; capped by the knob and by a MAXSEG
      * the user set (kept in rmss until now). */
-    uint32_t hdr = family == 4 ? 40u : 60u;
+    uint32_t hdr = family == HP_AF_INET4 ? 40u : 60u;
     uint32_t mtu = rt.ifc->mtu;
     uint32_t mss = mtu > hdr + MSS_MIN ? mtu - hdr : MSS_MIN;
     if (mss > MSS_MAX)
@@ -475,7 +475,7 @@ int hp__tcp_conn_attach(struct hp_tcp_sock *c, int family, const uint8_t *laddr,
     c->rmss = (uint16_t)mss;
     /* Until the peer's MSS option says otherwise: RFC 9293 3.7.1 (536),
      * RFC 8200 8.3 (1220). */
-    uint32_t dflt = family == 4 ? 536u : 1220u;
+    uint32_t dflt = family == HP_AF_INET4 ? 536u : 1220u;
     c->smss = (uint16_t)(mss < dflt ? mss : dflt);
     c->mss_eff = c->smss;
 

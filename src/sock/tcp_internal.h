@@ -565,10 +565,6 @@ int hp__tcp_retransmit(struct hp_tcp_sock *c);
  * fills a hole, a FIN, or with QUICKACK; else arm t_dack for delack_ms).
  * Sets ACK_NOW or DACK; the caller then calls hp__tcp_output(). */
 void hp__tcp_ack_schedule(struct hp_tcp_sock *c, uint32_t len, bool in_order, bool fills_hole);
-/* The window to advertise now, in bytes (before scaling): free receive
- * space, receiver SWS avoidance (RFC 9293 3.8.6.2.2), never moving the
- * right edge left of rcv_adv. */
-uint32_t hp__tcp_rcv_window(const struct hp_tcp_sock *c);
 /* The user read bytes: if the window we could offer grew by at least 2
  * segments or half the buffer past what we advertised, send a window
  * update now. */

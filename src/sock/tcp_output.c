@@ -70,12 +70,6 @@ static uint32_t rcv_window(const struct hp_tcp_sock *c, uint32_t *curp)
     return space;
 }
 
-uint32_t hp__tcp_rcv_window(const struct hp_tcp_sock *c)
-{
-    uint32_t cur;
-    return rcv_window(c, &cur);
-}
-
 /*
  * The window field of a non-SYN segment, and the window it advertises in
  * bytes (*bytes). The field is the window >> our shift (RFC 7323 2.3);

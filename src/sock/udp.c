@@ -43,7 +43,7 @@ struct hp_udp_sock {
 
 static size_t alen(int family)
 {
-    return family == 4 ? 4 : 16;
+    return family == HP_AF_INET4 ? 4 : 16;
 }
 
 static bool all_zero(const uint8_t *a, size_t n)
@@ -82,8 +82,8 @@ static uint32_t chain_sum(const struct hp_buf *b, uint32_t len)
 
 static uint32_t pseudo_sum(int family, const uint8_t *src, const uint8_t *dst, uint32_t ulen)
 {
-    return family == 4 ? hp_cksum_pseudo_ipv4(src, dst, 17, (uint16_t)ulen)
-                       : hp_cksum_pseudo_ipv6(src, dst, 17, ulen);
+    return family == HP_AF_INET4 ? hp_cksum_pseudo_ipv4(src, dst, HP_IPPROTO_UDP, (uint16_t)ulen)
+                                 : hp_cksum_pseudo_ipv6(src, dst, HP_IPPROTO_UDP, ulen);
 }
 
 /* Cut a chain to its first len bytes (link padding, or bytes past the UDP
@@ -240,7 +240,7 @@ static void table_remove(struct hp_udp_sock *u)
  * RFC 4443 2.4(e)). */
 static bool is_bcast_mcast(const struct hp__iface *ifc, int family, const uint8_t *dst)
 {
-    if (family == 6)
+    if (family == HP_AF_INET6)
         return dst[0] == 0xFF;
     if ((dst[0] & 0xF0) == 0xE0 || (dst[0] & dst[1] & dst[2] & dst[3]) == 0xFF)
         return true;
@@ -282,7 +282,7 @@ static int check_chain(const struct hp_buf *b, int family, const uint8_t *src, c
         return -1;
     uint16_t ck = hp_get_be16(hdr + 6);
     if (ck == 0)
-        return family == 6 ? -2 : 0; /* RFC 8200 8.1 / RFC 768: none sent */
+        return family == HP_AF_INET6 ? -2 : 0; /* RFC 8200 8.1 / RFC 768: none sent */
     if (b->ol_flags & HP_BUF_OL_L4_CKSUM_GOOD)
         return 0;
     uint32_t sum = hp_cksum_add(pseudo_sum(family, src, dst, ulen), chain_sum(b, ulen));
@@ -395,10 +395,10 @@ void hp__udp_input(struct hp__iface *ifc, struct hp_buf *b, int family, const ui
         hp__ctr(s, HP_CTR_UDP_NO_PORTS);
         /* RFC 1122 4.1.3.1 / RFC 4443 3.1: port unreachable. */
         if (!is_bcast_mcast(ifc, family, dst)) {
-            if (family == 4)
-                hp__icmp4_error(ifc, b, 3, 3, 0);
+            if (family == HP_AF_INET4)
+                hp__icmp4_error(ifc, b, HP_ICMP_DEST_UNREACH, HP_ICMP_UNREACH_PORT, 0);
             else
-                hp__icmp6_error(ifc, b, 1, 4, 0);
+                hp__icmp6_error(ifc, b, HP_ICMP6_DEST_UNREACH, HP_ICMP6_UNREACH_PORT, 0);
         }
         hp_buf_free(b);
         return;
@@ -425,7 +425,7 @@ void hp__udp_input(struct hp__iface *ifc, struct hp_buf *b, int family, const ui
 
 HP_API struct hp_udp_sock *hp_udp_open(struct hp_stack *s, int family, void *user)
 {
-    if (!s || !s->sock || (family != 4 && family != 6)) {
+    if (!s || !s->sock || (family != HP_AF_INET4 && family != HP_AF_INET6)) {
         errno = EINVAL;
         return NULL;
     }
@@ -624,9 +624,9 @@ static int resolve(struct hp_udp_sock *u, const struct hp_sockaddr *to, struct d
         return rc;
     memcpy(d->dst, to->addr, n);
     d->dport = to->port;
-    rc = u->family == 4 ? hp__route4(u->s, d->dst, &d->r) : hp__route6(u->s, d->dst, &d->r);
+    rc = u->family == HP_AF_INET4 ? hp__route4(u->s, d->dst, &d->r) : hp__route6(u->s, d->dst, &d->r);
     if (rc < 0) {
-        hp__ctr(u->s, u->family == 4 ? HP_CTR_IP_OUT_NO_ROUTES : HP_CTR_IP6_OUT_NO_ROUTES);
+        hp__ctr(u->s, u->family == HP_AF_INET4 ? HP_CTR_IP_OUT_NO_ROUTES : HP_CTR_IP6_OUT_NO_ROUTES);
         return -EHOSTUNREACH;
     }
     if (!u->wildcard)
@@ -653,8 +653,8 @@ static void put_header(struct hp_udp_sock *u, const struct dest *d, struct hp_bu
 
 static int ip_out(struct hp_udp_sock *u, const struct dest *d, struct hp_buf *b)
 {
-    int rc = u->family == 4 ? hp__ipv4_output(u->s, &d->r, d->dst, 17, b)
-                            : hp__ipv6_output(u->s, &d->r, d->dst, 17, b);
+    int rc = u->family == HP_AF_INET4 ? hp__ipv4_output(u->s, &d->r, d->dst, HP_IPPROTO_UDP, b)
+                                      : hp__ipv6_output(u->s, &d->r, d->dst, HP_IPPROTO_UDP, b);
     hp__ctr(u->s, rc < 0 ? HP_CTR_UDP_OUT_ERRORS : HP_CTR_UDP_OUT_DATAGRAMS);
     return rc;
 }
@@ -704,7 +704,7 @@ HP_API int hp_udp_sendto(struct hp_udp_sock *u, const void *data, size_t len, co
 {
     if (!u || (!data && len))
         return -EINVAL;
-    if (len > (u->family == 4 ? UDP_MAX4 : UDP_MAX6))
+    if (len > (u->family == HP_AF_INET4 ? UDP_MAX4 : UDP_MAX6))
         return -EMSGSIZE;
     struct dest d;
     int rc = resolve(u, to, &d);
@@ -727,10 +727,10 @@ HP_API int hp_udp_send_buf(struct hp_udp_sock *u, struct hp_buf *b, const struct
     if (!u || !b)
         return -EINVAL;
     uint32_t len = b->pkt_len;
-    if (len > (u->family == 4 ? UDP_MAX4 : UDP_MAX6))
+    if (len > (u->family == HP_AF_INET4 ? UDP_MAX4 : UDP_MAX6))
         return -EMSGSIZE;
     /* UDP, IP and Ethernet headers go in front without a copy. */
-    uint32_t need = HP_UDP_HDR_LEN + (u->family == 4 ? 20u : 40u) + 14u;
+    uint32_t need = HP_UDP_HDR_LEN + (u->family == HP_AF_INET4 ? 20u : 40u) + 14u;
     if (hp_buf_headroom(b) < need || b->direct || hp_buf_refcnt(b) != 1)
         return -EINVAL;
     struct dest d;

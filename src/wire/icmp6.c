@@ -12,7 +12,7 @@
 
 static bool family6(const struct hp_l4_addrs *a)
 {
-    return hp_l4_addrs_valid(a) && a->family == 6;
+    return hp_l4_addrs_valid(a) && a->family == HP_AF_INET6;
 }
 
 static bool cksum_ok(const struct hp_l4_addrs *a, const uint8_t *p, size_t len)

@@ -29,11 +29,11 @@ HP_API int hp_udp_parse(const void *pkt, size_t len, const struct hp_l4_addrs *a
     size_t ulen = hp_udp_len(p);
     if ((flags & HP_WIRE_VERIFY_CKSUM) && !hp_l4_addrs_valid(a))
         return -HP_WIRE_BAD_ADDRESS;
-    if (a && a->family == 6 && hp_udp_cksum(p) == 0)
+    if (a && a->family == HP_AF_INET6 && hp_udp_cksum(p) == 0)
         return -HP_WIRE_BAD_CHECKSUM; /* RFC 8200 section 8.1 */
     if (flags & HP_WIRE_VERIFY_CKSUM) {
         /* The checksum covers the length field's bytes only (RFC 768). */
-        enum hp_cksum_result c = a->family == 4 ? hp_cksum_udp4_verify(a->src, a->dst, p, ulen)
+        enum hp_cksum_result c = a->family == HP_AF_INET4 ? hp_cksum_udp4_verify(a->src, a->dst, p, ulen)
                                                 : hp_cksum_udp6_verify(a->src, a->dst, p, ulen);
         if (c == HP_CKSUM_BAD)
             return -HP_WIRE_BAD_CHECKSUM;
@@ -60,7 +60,7 @@ static int write_header(const struct hp_udp_repr *r, const struct hp_l4_addrs *a
     hp_put_be16(o, r->src_port);
     hp_put_be16(o + 2, r->dst_port);
     hp_put_be16(o + 4, (uint16_t)ulen);
-    uint16_t c = a->family == 4 ? hp_cksum_udp4(a->src, a->dst, o, ulen)
+    uint16_t c = a->family == HP_AF_INET4 ? hp_cksum_udp4(a->src, a->dst, o, ulen)
                                 : hp_cksum_udp6(a->src, a->dst, o, ulen);
     memcpy(o + 6, &c, 2); /* already in network order */
     return (int)ulen;

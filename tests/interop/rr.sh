@@ -5,7 +5,7 @@
 # usage: tests/interop/rr.sh [afxdp] [afpacket] [tap]     (default: all three)
 # env:   HP_BIN (default build/hotpath)
 #
-# Root only (rr makes a network namespace hp-rr-PID; the --iface runs use one
+# Root only (rr makes a network namespace PREFIX-rr-PID, PREFIX from HP_NETNS_PREFIX, default hp; the --iface runs use one
 # made here, hpi-rr-PID, with a veth pair and a bridge of two taps). A link
 # kind rr reports as unavailable (exit 2: not built in, no kernel support) is
 # skipped with rr's reason. Each run is --flows 50 --duration 0.5; the whole
@@ -24,6 +24,7 @@ interop_require "rr over real links" "rr makes network namespaces"
 HP=$(cd "$(dirname "$HP")" && pwd)/$(basename "$HP")
 
 tmp=$(mktemp -d /tmp/hpi-rr.XXXXXX)
+RRNS=${HP_NETNS_PREFIX:-hp}-rr # rr's namespaces: RRNS-PID (docs/knobs.md, HP_NETNS_PREFIX)
 NS=hpi-rr-$$
 cleanup() {
   ip netns del "$NS" 2>/dev/null
@@ -33,7 +34,7 @@ trap cleanup EXIT
 trap 'ko "interrupted (SIGINT)"; summary; exit 130' INT
 trap 'ko "interrupted (SIGTERM)"; summary; exit 143' TERM
 # Namespaces of earlier runs (ours or rr's own) whose process is gone.
-for n in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^(hpi-rr|hp-rr)-[0-9]+$'); do
+for n in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^(hpi-rr|$RRNS)-[0-9]+\$"); do
   p=${n##*-}
   kill -0 "$p" 2>/dev/null || ip netns del "$n" 2>/dev/null
 done
@@ -132,9 +133,9 @@ expect2 "rr --iface with --threads 2: exit 2"     "one stack pair" --link tap --
 
 # Without root: exit 2, a reason, and no namespace made.
 if command -v setpriv >/dev/null 2>&1 && setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$HP" 2>/dev/null; then
-  before=$(ip netns list | grep -c '^hp-rr-')
+  before=$(ip netns list | grep -c "^$RRNS-")
   out=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$HP" rr --link afpacket --duration 0.2 2>&1); rc=$?
-  after=$(ip netns list | grep -c '^hp-rr-')
+  after=$(ip netns list | grep -c "^$RRNS-")
   if [ $rc = 2 ] && echo "$out" | grep -q "needs root" && [ "$before" = "$after" ]; then
     ok "rr --link afpacket as nobody: exit 2, 'needs root', no namespace"
   else
@@ -151,15 +152,15 @@ for sig in TERM INT; do
   [ -n "$kind" ] || { sk "rr SIG$sig: no link kind available"; break; }
   "$HP" rr --link "$kind" --flows 10 --duration 10 >/dev/null 2>&1 &
   pid=$!
-  for _ in $(seq 1 100); do ns_left "hp-rr-$pid" && break; sleep 0.05; done
-  had=0; ns_left "hp-rr-$pid" && had=1
+  for _ in $(seq 1 100); do ns_left "$RRNS-$pid" && break; sleep 0.05; done
+  had=0; ns_left "$RRNS-$pid" && had=1
   sleep 0.5
   kill -"$sig" "$pid"; wait "$pid"; rc=$?
-  if [ $had = 1 ] && ! ns_left "hp-rr-$pid"; then
-    ok "rr --link $kind, SIG$sig during the run: namespace hp-rr-$pid removed (exit $rc)"
+  if [ $had = 1 ] && ! ns_left "$RRNS-$pid"; then
+    ok "rr --link $kind, SIG$sig during the run: namespace $RRNS-$pid removed (exit $rc)"
   else
     ko "rr --link $kind, SIG$sig during the run: namespace removed" "seen before: $had; exit $rc"
-    ip netns del "hp-rr-$pid" 2>/dev/null
+    ip netns del "$RRNS-$pid" 2>/dev/null
   fi
 done
 

@@ -17,7 +17,7 @@
 #include "hp_test.h"
 #include "frames.h"
 #include "link/internal.h"
-#include "netns.h"
+#include "interop.h"
 
 #define N_FRAMES 1000
 
@@ -57,7 +57,7 @@ static bool raw_send(int fd, const uint8_t *f, uint32_t len)
 /* Both sides of a quiet veth pair (no IPv6: the kernel sends nothing by
  * itself), seen from side A where the test then stays. */
 struct pair {
-    struct hp_netns n;
+    struct tool_netns n;
     int fd_b;            /* packet socket on veth B, made inside B */
     uint8_t mac_a[6], mac_b[6];
 };
@@ -66,9 +66,9 @@ struct pair {
 static bool pair_up(struct pair *p)
 {
     p->fd_b = -1;
-    if (hp_netns_up(&p->n, true) < 0)
+    if (interop_netns_up(&p->n) < 0)
         return false;
-    int rc = hp_netns_enter(&p->n, 1);
+    int rc = tool_netns_enter(&p->n, 1);
     if (rc == 0) {
         /* A socket stays in the namespace it was made in. */
         p->fd_b = tf_raw_open(p->n.ifname[1]);
@@ -76,7 +76,7 @@ static bool pair_up(struct pair *p)
             rc = -1;
     }
     if (rc == 0)
-        rc = hp_netns_enter(&p->n, 0);
+        rc = tool_netns_enter(&p->n, 0);
     if (rc == 0 && hp__if_mac(p->n.ifname[0], p->mac_a) < 0)
         rc = -1;
     if (rc < 0 || p->fd_b < 0) {
@@ -135,7 +135,7 @@ HP_TEST(afpacket_frames_sent_reach_the_peer)
     uint8_t lmac[6];
     hp_link_mac(l, lmac);
     HP_CHECK_MEMEQ(lmac, p.mac_a, 6);
-    long long before = hp_netns_counter(&p.n, 1, "rx_packets");
+    long long before = tool_netns_counter(&p.n, 1, "rx_packets");
 
     unsigned got = 0, bad = 0;
     for (uint32_t seq = 0; seq < N_FRAMES; seq += 100) {
@@ -147,7 +147,7 @@ HP_TEST(afpacket_frames_sent_reach_the_peer)
     }
     HP_CHECK_EQ(got, N_FRAMES);
     HP_CHECK_EQ(bad, 0);
-    HP_CHECK_EQ(hp_netns_counter(&p.n, 1, "rx_packets") - before, N_FRAMES);
+    HP_CHECK_EQ(tool_netns_counter(&p.n, 1, "rx_packets") - before, N_FRAMES);
     struct hp_link_stats st;
     hp_link_stats(l, &st);
     HP_CHECK_EQ(st.tx_packets, N_FRAMES);
@@ -185,7 +185,7 @@ HP_TEST(afpacket_frames_the_peer_sends_are_received)
         pair_down(&p);
         return;
     }
-    long long before = hp_netns_counter(&p.n, 1, "tx_packets");
+    long long before = tool_netns_counter(&p.n, 1, "tx_packets");
     unsigned got = 0, bad = 0, stray = 0;
     uint8_t f[2048];
     for (uint32_t seq = 0; seq < N_FRAMES; seq += 20) {
@@ -199,7 +199,7 @@ HP_TEST(afpacket_frames_the_peer_sends_are_received)
     }
     HP_CHECK_EQ(got, N_FRAMES);
     HP_CHECK_EQ(bad, 0);
-    HP_CHECK_EQ(hp_netns_counter(&p.n, 1, "tx_packets") - before, N_FRAMES);
+    HP_CHECK_EQ(tool_netns_counter(&p.n, 1, "tx_packets") - before, N_FRAMES);
     struct hp_link_stats st;
     hp_link_stats(l, &st);
     HP_CHECK_EQ(st.rx_packets, N_FRAMES + stray);
@@ -247,7 +247,7 @@ HP_TEST(afpacket_vlan_tags_survive_both_ways)
         hp_buf_free_bulk(b, (unsigned)got);
 
     /* Sending: a tagged frame may use 4 bytes beyond MTU + header. */
-    long long before = hp_netns_counter(&p.n, 1, "rx_packets");
+    long long before = tool_netns_counter(&p.n, 1, "rx_packets");
     struct hp_buf *t = hp_buf_alloc(hp_link_pool(l));
     HP_REQUIRE(t != NULL);
     make_tagged_frame(hp_buf_append(t, 1518), 1518, p.mac_b, p.mac_a, 9);
@@ -256,7 +256,7 @@ HP_TEST(afpacket_vlan_tags_survive_both_ways)
     hp_link_stats(l, &st);
     HP_CHECK_EQ(st.tx_packets, 1);
     HP_CHECK_EQ(st.tx_dropped, 0);
-    HP_CHECK_EQ(hp_netns_counter(&p.n, 1, "rx_packets") - before, 1);
+    HP_CHECK_EQ(tool_netns_counter(&p.n, 1, "rx_packets") - before, 1);
     HP_CHECK_EQ(hp_link_close(l), 0);
     pair_down(&p);
 }
@@ -273,7 +273,7 @@ HP_TEST(afpacket_oversize_and_malformed_frames_are_dropped_and_counted)
         return;
     }
     struct hp_pool *pool = hp_link_pool(l);
-    long long before = hp_netns_counter(&p.n, 1, "rx_packets");
+    long long before = tool_netns_counter(&p.n, 1, "rx_packets");
     /* 0: fine; 1: one byte over MTU + header, untagged; 2: shorter than a
      * header; 3: pkt_len disagreeing with its segment; 4: fine, chained;
      * 5: NULL. Everything is taken; 0 and 4 are sent, in order. */
@@ -307,7 +307,7 @@ HP_TEST(afpacket_oversize_and_malformed_frames_are_dropped_and_counted)
     HP_CHECK(r == 100 && memcmp(got, first, 100) == 0);
     HP_CHECK_EQ(tf_raw_receive(p.fd_b, 1, 1, p.mac_b, p.mac_a, &bad), 1);
     HP_CHECK_EQ(bad, 0);
-    HP_CHECK_EQ(hp_netns_counter(&p.n, 1, "rx_packets") - before, 2);
+    HP_CHECK_EQ(tool_netns_counter(&p.n, 1, "rx_packets") - before, 2);
     HP_CHECK_EQ(hp_link_tx_burst(l, b, 0), 0);
     HP_CHECK_EQ(hp_link_close(l), 0);
     pair_down(&p);
@@ -576,7 +576,7 @@ HP_TEST(afpacket_mtu_and_refusals)
     HP_CHECK_EQ(hp_link_mtu(l), 1400);
 
     /* Frames up to the new MTU still go out; one byte more does not. */
-    long long before = hp_netns_counter(&p.n, 1, "rx_packets");
+    long long before = tool_netns_counter(&p.n, 1, "rx_packets");
     struct hp_buf *b[2] = {tf_frame_buf(hp_link_pool(l), 1414, p.mac_b, p.mac_a, 0, 1),
                            tf_frame_buf(hp_link_pool(l), 1415, p.mac_b, p.mac_a, 1, 1)};
     HP_REQUIRE(b[0] && b[1]);
@@ -585,7 +585,7 @@ HP_TEST(afpacket_mtu_and_refusals)
     hp_link_stats(l, &st);
     HP_CHECK_EQ(st.tx_packets, 1);
     HP_CHECK_EQ(st.tx_dropped, 1);
-    HP_CHECK_EQ(hp_netns_counter(&p.n, 1, "rx_packets") - before, 1);
+    HP_CHECK_EQ(tool_netns_counter(&p.n, 1, "rx_packets") - before, 1);
     HP_CHECK_EQ(hp_link_close(l), 0);
     pair_down(&p);
 }

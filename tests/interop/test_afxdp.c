@@ -20,7 +20,7 @@
 #include <hotpath/pool.h>
 
 #include "hp_test.h"
-#include "netns.h"
+#include "interop.h"
 
 /* IEEE 802 local experimental EtherType 1: nobody else sends it. */
 #define ETH_P_TEST 0x88B5
@@ -86,11 +86,11 @@ static long seq_of(const uint8_t *f, unsigned len)
 
 /* Namespaces up and this thread in side A; false (the test skipped or
  * failed) otherwise. */
-static bool setup(struct hp_netns *n)
+static bool setup(struct tool_netns *n)
 {
-    if (hp_netns_up(n, true) < 0)
+    if (interop_netns_up(n) < 0)
         return false;
-    int rc = hp_netns_enter(n, 0);
+    int rc = tool_netns_enter(n, 0);
     if (rc < 0) {
         hp_test_fail(__FILE__, __LINE__, "cannot enter %s: %s", n->ns[0], strerror(-rc));
         return false;
@@ -100,10 +100,10 @@ static bool setup(struct hp_netns *n)
 
 /* A raw socket on side B's interface (it stays in B's namespace), with
  * B's MAC address in mac. -1 after a test failure. */
-static int raw_socket_b(const struct hp_netns *n, uint8_t mac[6])
+static int raw_socket_b(const struct tool_netns *n, uint8_t mac[6])
 {
     int fd = -1;
-    if (hp_netns_enter(n, 1) < 0)
+    if (tool_netns_enter(n, 1) < 0)
         return -1;
     fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(ETH_P_TEST));
     if (fd >= 0) {
@@ -125,7 +125,7 @@ static int raw_socket_b(const struct hp_netns *n, uint8_t mac[6])
     } else {
         hp_test_fail(__FILE__, __LINE__, "AF_PACKET socket: %s", strerror(errno));
     }
-    if (hp_netns_enter(n, 0) < 0) {
+    if (tool_netns_enter(n, 0) < 0) {
         hp_test_fail(__FILE__, __LINE__, "cannot go back to side A");
         if (fd >= 0)
             close(fd);
@@ -171,7 +171,7 @@ static int drain_raw(int fd, const uint8_t dst[6], const uint8_t src[6], unsigne
  * socket must receive each once, intact. */
 static void tx_to_kernel(unsigned flags)
 {
-    static struct hp_netns n; /* outlives the test: the teardown removes it */
+    static struct tool_netns n; /* outlives the test: the teardown removes it */
     if (!setup(&n))
         return;
     uint8_t bmac[6], amac[6];
@@ -187,7 +187,7 @@ static void tx_to_kernel(unsigned flags)
     HP_CHECK(hp_link_caps(l) & HP_LINK_CAP_KERNEL);
     HP_CHECK(hp_link_caps(l) & HP_LINK_CAP_ZEROCOPY_TX);
     hp_link_mac(l, amac);
-    long long rx0 = hp_netns_counter(&n, 1, "rx_packets");
+    long long rx0 = tool_netns_counter(&n, 1, "rx_packets");
 
     static unsigned char seen[NFRAMES];
     memset(seen, 0, sizeof seen);
@@ -230,7 +230,7 @@ static void tx_to_kernel(unsigned flags)
     HP_CHECK_EQ(st.tx_packets, NFRAMES);
     HP_CHECK_EQ(st.tx_dropped, 0);
     HP_CHECK_EQ(st.tx_errors, 0);
-    HP_CHECK_EQ(hp_netns_counter(&n, 1, "rx_packets") - rx0, NFRAMES);
+    HP_CHECK_EQ(tool_netns_counter(&n, 1, "rx_packets") - rx0, NFRAMES);
     HP_CHECK_EQ(hp_link_close(l), 0);
     close(fd);
 }
@@ -254,7 +254,7 @@ HP_TEST(afxdp_tx_to_kernel_generic_mode_no_need_wakeup)
  * each once, intact, written where the pool's headroom ends. */
 static void rx_from_kernel(unsigned flags)
 {
-    static struct hp_netns n; /* outlives the test: the teardown removes it */
+    static struct tool_netns n; /* outlives the test: the teardown removes it */
     if (!setup(&n))
         return;
     uint8_t bmac[6], amac[6];
@@ -382,7 +382,7 @@ static int cmp_ptr(const void *a, const void *b)
 
 HP_TEST(afxdp_completions_on_another_thread)
 {
-    static struct hp_netns n; /* outlives the test: the teardown removes it */
+    static struct tool_netns n; /* outlives the test: the teardown removes it */
     if (!setup(&n))
         return;
     struct hp_link_config cfg = {.iface = n.ifname[0], .ring_size = 256, .flags = HP_LINK_F_TX_COMPLETIONS};
@@ -450,7 +450,7 @@ HP_TEST(afxdp_completions_on_another_thread)
  * transmit ring, and tx_burst takes fewer; closing returns them all. */
 HP_TEST(afxdp_uncollected_completions_fill_the_ring)
 {
-    static struct hp_netns n; /* outlives the test: the teardown removes it */
+    static struct tool_netns n; /* outlives the test: the teardown removes it */
     if (!setup(&n))
         return;
     struct hp_link_config cfg = {.iface = n.ifname[0], .ring_size = 64, .n_frames = 512,
@@ -494,7 +494,7 @@ HP_TEST(afxdp_uncollected_completions_fill_the_ring)
 
 HP_TEST(afxdp_tx_copies_foreign_chained_and_shared_buffers)
 {
-    static struct hp_netns n; /* outlives the test: the teardown removes it */
+    static struct tool_netns n; /* outlives the test: the teardown removes it */
     if (!setup(&n))
         return;
     uint8_t bmac[6], amac[6];
@@ -588,7 +588,7 @@ HP_TEST(afxdp_tx_copies_foreign_chained_and_shared_buffers)
 
 HP_TEST(afxdp_oversize_and_runt_frames_are_dropped)
 {
-    static struct hp_netns n; /* outlives the test: the teardown removes it */
+    static struct tool_netns n; /* outlives the test: the teardown removes it */
     if (!setup(&n))
         return;
     struct hp_link_config cfg = {.iface = n.ifname[0], .flags = HP_LINK_F_COPY};
@@ -648,7 +648,7 @@ HP_TEST(afxdp_no_such_interface)
 
 HP_TEST(afxdp_bad_configurations)
 {
-    static struct hp_netns n; /* outlives the test: the teardown removes it */
+    static struct tool_netns n; /* outlives the test: the teardown removes it */
     if (!setup(&n))
         return;
     struct hp_link_config cfg = {.iface = n.ifname[0], .queue = 99};
@@ -674,7 +674,7 @@ HP_TEST(afxdp_bad_configurations)
         hp_link_close(l);
     }
     /* 2048-byte frames hold an MTU of at most 2048 - 256 - 18 = 1774. */
-    HP_REQUIRE_EQ(hp_netns_sh(&n, 0, "ip link set dev %s mtu 1800", n.ifname[0]), 0);
+    HP_REQUIRE_EQ(tool_netns_sh(&n, 0, "ip link set dev %s mtu 1800", n.ifname[0]), 0);
     struct hp_link_config small = {.iface = n.ifname[0], .frame_size = 2048};
     errno = 0;
     l = hp_link_open("afxdp", &small);
@@ -682,7 +682,7 @@ HP_TEST(afxdp_bad_configurations)
     HP_CHECK_EQ(errno, EMSGSIZE);
     HP_CHECK(names("1800"));
     hp_link_close(l);
-    HP_REQUIRE_EQ(hp_netns_sh(&n, 0, "ip link set dev %s mtu 1500", n.ifname[0]), 0);
+    HP_REQUIRE_EQ(tool_netns_sh(&n, 0, "ip link set dev %s mtu 1500", n.ifname[0]), 0);
     l = hp_link_open("afxdp", &small);
     HP_CHECK(l != NULL);
     if (l)
@@ -692,7 +692,7 @@ HP_TEST(afxdp_bad_configurations)
 
 HP_TEST(afxdp_set_mtu)
 {
-    static struct hp_netns n; /* outlives the test: the teardown removes it */
+    static struct tool_netns n; /* outlives the test: the teardown removes it */
     if (!setup(&n))
         return;
     struct hp_link_config cfg = {.iface = n.ifname[0], .flags = HP_LINK_F_COPY};
@@ -700,7 +700,7 @@ HP_TEST(afxdp_set_mtu)
     OPEN_OR_SKIP(l, &cfg);
     HP_CHECK_EQ(hp_link_set_mtu(l, 2000), 0);
     HP_CHECK_EQ(hp_link_mtu(l), 2000);
-    HP_CHECK_EQ(hp_netns_sh(&n, 0, "ip link show %s | grep -q \"mtu 2000 \"", n.ifname[0]), 0);
+    HP_CHECK_EQ(tool_netns_sh(&n, 0, "ip link show %s | grep -q \"mtu 2000 \"", n.ifname[0]), 0);
     HP_CHECK_EQ(hp_link_set_mtu(l, 4000), -EMSGSIZE); /* 4096-byte frames: at most 3822 */
     HP_CHECK_EQ(hp_link_mtu(l), 2000);
     /* A frame of the new MTU + 18 is accepted, one byte more is not. */
@@ -717,7 +717,7 @@ HP_TEST(afxdp_set_mtu)
 
 HP_TEST(afxdp_zero_copy_on_veth)
 {
-    static struct hp_netns n; /* outlives the test: the teardown removes it */
+    static struct tool_netns n; /* outlives the test: the teardown removes it */
     if (!setup(&n))
         return;
     struct hp_link_config cfg = {.iface = n.ifname[0], .flags = HP_LINK_F_ZEROCOPY};
@@ -747,7 +747,7 @@ HP_TEST(afxdp_zero_copy_on_veth)
 
 HP_TEST(afxdp_reopen_same_queue_at_once)
 {
-    static struct hp_netns n; /* outlives the test: the teardown removes it */
+    static struct tool_netns n; /* outlives the test: the teardown removes it */
     if (!setup(&n))
         return;
     struct hp_link_config cfg = {.iface = n.ifname[0], .ring_size = 64};
@@ -757,42 +757,42 @@ HP_TEST(afxdp_reopen_same_queue_at_once)
         HP_CHECK_EQ(hp_link_close(l), 0);
     }
     /* Nothing stays attached after the last close. */
-    HP_CHECK(hp_netns_sh(&n, 0, "ip link show %s | grep -q prog/xdp", n.ifname[0]) != 0);
+    HP_CHECK(tool_netns_sh(&n, 0, "ip link show %s | grep -q prog/xdp", n.ifname[0]) != 0);
 }
 
 HP_TEST(afxdp_modes_native_then_generic)
 {
-    static struct hp_netns n; /* outlives the test: the teardown removes it */
+    static struct tool_netns n; /* outlives the test: the teardown removes it */
     if (!setup(&n))
         return;
     /* veth has native XDP: the default takes it. */
     struct hp_link_config cfg = {.iface = n.ifname[0]};
     struct hp_link *l;
     OPEN_OR_SKIP(l, &cfg);
-    HP_CHECK_EQ(hp_netns_sh(&n, 0, "ip link show %s | grep -q \"mtu [0-9]* xdp \"", n.ifname[0]), 0);
+    HP_CHECK_EQ(tool_netns_sh(&n, 0, "ip link show %s | grep -q \"mtu [0-9]* xdp \"", n.ifname[0]), 0);
     HP_CHECK_EQ(hp_link_close(l), 0);
     cfg.flags = HP_LINK_F_XDP_SKB;
     OPEN_OR_SKIP(l, &cfg);
-    HP_CHECK_EQ(hp_netns_sh(&n, 0, "ip link show %s | grep -q \"mtu [0-9]* xdpgeneric \"", n.ifname[0]), 0);
+    HP_CHECK_EQ(tool_netns_sh(&n, 0, "ip link show %s | grep -q \"mtu [0-9]* xdpgeneric \"", n.ifname[0]), 0);
     HP_CHECK_EQ(hp_link_close(l), 0);
     /* ifb has no native XDP: the default falls back to generic mode. */
-    if (hp_netns_sh(&n, 0, "ip link add hpifb0 type ifb 2>/dev/null && ip link set hpifb0 up") != 0) {
+    if (tool_netns_sh(&n, 0, "ip link add hpifb0 type ifb 2>/dev/null && ip link set hpifb0 up") != 0) {
         printf("    (no ifb device here: the fallback is not exercised)\n");
         return;
     }
     struct hp_link_config ifb = {.iface = "hpifb0", .ring_size = 64};
     OPEN_OR_SKIP(l, &ifb);
-    HP_CHECK_EQ(hp_netns_sh(&n, 0, "ip link show hpifb0 | grep -q \"mtu [0-9]* xdpgeneric \""), 0);
+    HP_CHECK_EQ(tool_netns_sh(&n, 0, "ip link show hpifb0 | grep -q \"mtu [0-9]* xdpgeneric \""), 0);
     HP_CHECK_EQ(hp_link_close(l), 0);
 }
 
 HP_TEST(afxdp_someone_elses_xdp_program)
 {
-    static struct hp_netns n; /* outlives the test: the teardown removes it */
+    static struct tool_netns n; /* outlives the test: the teardown removes it */
     if (!setup(&n))
         return;
     /* Any XDP object will do; libxdp-dev's filter programs are at hand. */
-    if (hp_netns_sh(&n, 0,
+    if (tool_netns_sh(&n, 0,
                     "o=$(ls /usr/lib/*/bpf/xdpfilt_alw_all.o /usr/lib/bpf/xdpfilt_alw_all.o 2>/dev/null | head -1);"
                     " [ -n \"$o\" ] && ip link set dev %s xdpgeneric obj $o sec xdp 2>/dev/null",
                     n.ifname[0]) != 0)
@@ -808,13 +808,13 @@ HP_TEST(afxdp_someone_elses_xdp_program)
     HP_CHECK(names("xdpfilt_alw_all"));
     hp_link_close(l);
     /* Theirs is still there. */
-    HP_CHECK_EQ(hp_netns_sh(&n, 0, "ip link show %s | grep -q xdpfilt", n.ifname[0]), 0);
+    HP_CHECK_EQ(tool_netns_sh(&n, 0, "ip link show %s | grep -q xdpfilt", n.ifname[0]), 0);
 }
 
 /* Without root's capabilities, the refusal names them. */
 HP_TEST(afxdp_without_privileges)
 {
-    static struct hp_netns n; /* outlives the test: the teardown removes it */
+    static struct tool_netns n; /* outlives the test: the teardown removes it */
     if (!setup(&n))
         return;
     fflush(stdout);
@@ -848,7 +848,7 @@ HP_TEST(afxdp_without_privileges)
  * from its XDP_STATISTICS. */
 HP_TEST(afxdp_kernel_drops_are_counted)
 {
-    static struct hp_netns n; /* outlives the test: the teardown removes it */
+    static struct tool_netns n; /* outlives the test: the teardown removes it */
     if (!setup(&n))
         return;
     uint8_t bmac[6], amac[6];

@@ -19,7 +19,7 @@
 #include "hp_test.h"
 #include "frames.h"
 #include "link/internal.h"
-#include "netns.h"
+#include "interop.h"
 
 #define N_FRAMES 1000
 #define TAP_NAME "hptap0"
@@ -52,15 +52,15 @@ static long long if_counter(const char *ifname, bool rx)
  * interfaces there (a new tap would otherwise send router solicitations and
  * MLD reports by itself). false when the test is skipped or failed.
  */
-static bool enter_quiet_namespace(struct hp_netns *n)
+static bool enter_quiet_namespace(struct tool_netns *n)
 {
-    if (hp_netns_up(n, true) < 0)
+    if (interop_netns_up(n) < 0)
         return false;
-    if (hp_netns_sh(n, 0, "sysctl -qw net.ipv6.conf.default.disable_ipv6=1") != 0) {
+    if (tool_netns_sh(n, 0, "sysctl -qw net.ipv6.conf.default.disable_ipv6=1") != 0) {
         hp_test_fail(__FILE__, __LINE__, "cannot turn IPv6 off in %s", n->ns[0]);
         return false;
     }
-    int rc = hp_netns_enter(n, 0);
+    int rc = tool_netns_enter(n, 0);
     if (rc < 0) {
         hp_test_fail(__FILE__, __LINE__, "cannot enter %s: %s", n->ns[0], strerror(-rc));
         return false;
@@ -82,7 +82,7 @@ static struct hp_link *open_tap(const struct hp_link_config *cfg, int line)
 
 HP_TEST(tap_frames_sent_reach_the_kernel)
 {
-    static struct hp_netns n; /* outlives the test: the teardown removes it */
+    static struct tool_netns n; /* outlives the test: the teardown removes it */
     if (!enter_quiet_namespace(&n))
         return;
     struct hp_link_config cfg = {.iface = TAP_NAME};
@@ -128,7 +128,7 @@ HP_TEST(tap_frames_sent_reach_the_kernel)
 
 HP_TEST(tap_frames_the_kernel_sends_are_received)
 {
-    static struct hp_netns n; /* outlives the test: the teardown removes it */
+    static struct tool_netns n; /* outlives the test: the teardown removes it */
     if (!enter_quiet_namespace(&n))
         return;
     struct hp_link_config cfg = {.iface = TAP_NAME};
@@ -169,7 +169,7 @@ HP_TEST(tap_frames_the_kernel_sends_are_received)
 
 HP_TEST(tap_mac_is_its_own_and_mtu_follows_the_interface)
 {
-    static struct hp_netns n; /* outlives the test: the teardown removes it */
+    static struct tool_netns n; /* outlives the test: the teardown removes it */
     if (!enter_quiet_namespace(&n))
         return;
     struct hp_link_config cfg = {.iface = TAP_NAME};
@@ -231,10 +231,10 @@ HP_TEST(tap_mac_is_its_own_and_mtu_follows_the_interface)
 
 HP_TEST(tap_attach_takes_only_an_existing_tap)
 {
-    static struct hp_netns n; /* outlives the test: the teardown removes it */
+    static struct tool_netns n; /* outlives the test: the teardown removes it */
     if (!enter_quiet_namespace(&n))
         return;
-    if (hp_netns_sh(&n, 0, "ip tuntap add dev hptp1 mode tap") != 0) {
+    if (tool_netns_sh(&n, 0, "ip tuntap add dev hptp1 mode tap") != 0) {
         hp_test_fail(__FILE__, __LINE__, "cannot create a persistent tap device");
         return;
     }
@@ -269,7 +269,7 @@ HP_TEST(tap_attach_takes_only_an_existing_tap)
 
 HP_TEST(tap_oversize_and_malformed_frames_are_dropped_and_counted)
 {
-    static struct hp_netns n; /* outlives the test: the teardown removes it */
+    static struct tool_netns n; /* outlives the test: the teardown removes it */
     if (!enter_quiet_namespace(&n))
         return;
     struct hp_link_config cfg = {.iface = TAP_NAME};
@@ -333,7 +333,7 @@ HP_TEST(tap_oversize_and_malformed_frames_are_dropped_and_counted)
 
 HP_TEST(tap_completions_return_exactly_the_sent_buffers)
 {
-    static struct hp_netns n; /* outlives the test: the teardown removes it */
+    static struct tool_netns n; /* outlives the test: the teardown removes it */
     if (!enter_quiet_namespace(&n))
         return;
     struct hp_link_config cfg = {.iface = TAP_NAME, .flags = HP_LINK_F_TX_COMPLETIONS, .ring_size = 64};
@@ -382,7 +382,7 @@ HP_TEST(tap_completions_return_exactly_the_sent_buffers)
 
 HP_TEST(tap_completion_queue_bounds_what_tx_takes)
 {
-    static struct hp_netns n; /* outlives the test: the teardown removes it */
+    static struct tool_netns n; /* outlives the test: the teardown removes it */
     if (!enter_quiet_namespace(&n))
         return;
     /* ring_size 8: a completion queue of 16. */
@@ -412,7 +412,7 @@ HP_TEST(tap_completion_queue_bounds_what_tx_takes)
 
 HP_TEST(tap_empty_pool_loses_nothing)
 {
-    static struct hp_netns n; /* outlives the test: the teardown removes it */
+    static struct tool_netns n; /* outlives the test: the teardown removes it */
     if (!enter_quiet_namespace(&n))
         return;
     struct hp_pool_config pc = {.name = "tap-small", .n_bufs = 8};
@@ -480,7 +480,7 @@ HP_TEST(tap_empty_pool_loses_nothing)
 
 HP_TEST(tap_frames_too_large_for_the_buffers_are_refused)
 {
-    static struct hp_netns n; /* outlives the test: the teardown removes it */
+    static struct tool_netns n; /* outlives the test: the teardown removes it */
     if (!enter_quiet_namespace(&n))
         return;
     /* 1024-byte buffers: 896 bytes after the headroom, MTU at most 878. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Temporary network namespaces joined by a veth pair, for benchmarks and the demo on real links. */
+/* Network namespaces made with iproute2, removed at exit and on SIGINT / SIGTERM: the one helper of the tool, the benchmarks and the C tests. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -8,15 +8,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tool.h"
+#include "netns.h"
 
-static struct tool_netns *live; /* removed at exit and on SIGINT/SIGTERM */
+#define NS_DIR "/var/run/netns" /* where `ip netns` keeps its names */
+#define MAX_LIVE 8
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
+/* The namespaces to remove at exit or on a signal: their paths are written
+ * before they exist, so that the handler formats nothing. */
+static char live_path[MAX_LIVE][64];
+static volatile sig_atomic_t live[MAX_LIVE];
+
+int tool_sh(const char *fmt, ...)
 {
     char cmd[1024];
     va_list ap;
@@ -24,7 +30,183 @@ static int sh(const char *fmt, ...)
     vsnprintf(cmd, sizeof cmd, fmt, ap);
     va_end(ap);
     int rc = system(cmd);
-    return rc == -1 ? -1 : WEXITSTATUS(rc);
+    return rc == -1 ? -1 : WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* What `ip netns del` does: a lazy unmount and an unlink, both system calls. */
+static void remove_slot(int i)
+{
+    if (!live[i])
+        return;
+    live[i] = 0;
+    umount2(live_path[i], MNT_DETACH);
+    unlink(live_path[i]);
+}
+
+void tool_netns_down_all(void)
+{
+    for (int i = 0; i < MAX_LIVE; i++)
+        remove_slot(i);
+}
+
+static void on_signal(int sig)
+{
+    tool_netns_down_all();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void hook_cleanup(void)
+{
+    static bool hooked;
+    if (hooked)
+        return;
+    hooked = true;
+    atexit(tool_netns_down_all);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+static int slot_of(const char *path)
+{
+    for (int i = 0; i < MAX_LIVE; i++)
+        if (live[i] && strcmp(live_path[i], path) == 0)
+            return i;
+    return -1;
+}
+
+void tool_ns_name(char *buf, size_t len, const char *tag)
+{
+    const char *prefix = getenv("HP_NETNS_PREFIX");
+    snprintf(buf, len, "%s-%s-%d", prefix && *prefix ? prefix : "hp", tag, (int)getpid());
+}
+
+int tool_ns_add(const char *name)
+{
+    if (geteuid() != 0)
+        return -EPERM;
+    if (tool_sh("command -v ip >/dev/null 2>&1") != 0)
+        return -ENOENT;
+    char path[64];
+    if ((size_t)snprintf(path, sizeof path, NS_DIR "/%s", name) >= sizeof path)
+        return -ENAMETOOLONG;
+    int slot = 0;
+    while (slot < MAX_LIVE && live[slot])
+        slot++;
+    if (slot == MAX_LIVE)
+        return -ENOSPC;
+    hook_cleanup();
+    memcpy(live_path[slot], path, sizeof path);
+    /* One of an earlier process with our PID, killed before it could remove
+     * it, is stale: nobody else names one after us. */
+    umount2(path, MNT_DETACH);
+    unlink(path);
+    live[slot] = 1;
+    if (tool_sh("ip netns add %s >/dev/null 2>&1", name) != 0) {
+        remove_slot(slot);
+        return -EIO;
+    }
+    return 0;
+}
+
+void tool_ns_del(const char *name)
+{
+    char path[64];
+    snprintf(path, sizeof path, NS_DIR "/%s", name);
+    int slot = slot_of(path);
+    if (slot >= 0)
+        remove_slot(slot);
+}
+
+int tool_ns_open(const char *name)
+{
+    char path[96];
+    snprintf(path, sizeof path, NS_DIR "/%s", name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+int tool_ns_enter(const char *name)
+{
+    int fd = tool_ns_open(name);
+    if (fd < 0)
+        return fd;
+    int rc = setns(fd, CLONE_NEWNET) < 0 ? -errno : 0;
+    close(fd);
+    return rc;
+}
+
+int tool_ns_batch(const char *name, const char *cmds)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "ip -n %s -batch - >/dev/null 2>&1", name);
+    FILE *p = popen(cmd, "w");
+    if (!p)
+        return -1;
+    fputs(cmds, p);
+    int rc = pclose(p);
+    return rc == -1 ? -1 : WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* A number read from a file as seen from inside namespace ns; -1 on error. */
+static long long read_in(const char *ns, const char *file)
+{
+    char cmd[256], buf[64] = "";
+    snprintf(cmd, sizeof cmd, "ip netns exec %s cat %s 2>/dev/null", ns, file);
+    FILE *f = popen(cmd, "r");
+    if (!f)
+        return -1;
+    long long v = -1;
+    if (fgets(buf, sizeof buf, f))
+        v = strtoll(buf, NULL, 10);
+    pclose(f);
+    return v;
+}
+
+/* One side up, IPv6 off, its IPv4 address. */
+static int address_side(const struct tool_netns *n, int s)
+{
+    const char *ns = n->ns[s], *ifn = n->ifname[s];
+    return tool_sh("set -e; ip netns exec %s sysctl -qw net.ipv6.conf.%s.disable_ipv6=1;"
+                   " ip -n %s link set lo up; ip -n %s link set %s up; ip -n %s addr add "
+                   "198.18.0.%d/24 dev %s",
+                   ns, ifn, ns, ns, ifn, ns, s + 1, ifn);
+}
+
+int tool_netns_up(struct tool_netns *n, const char *tag)
+{
+    memset(n, 0, sizeof *n);
+    char base[32];
+    tool_ns_name(base, sizeof base, tag);
+    for (int s = 0; s < 2; s++) {
+        snprintf(n->ns[s], sizeof n->ns[s], "%s-%c", base, 'a' + s);
+        snprintf(n->ifname[s], sizeof n->ifname[s], "hp%c%d", 'a' + s, (int)getpid() % 100000);
+    }
+    int rc = tool_ns_add(n->ns[0]);
+    if (rc < 0)
+        return rc;
+    n->up = true;
+    rc = tool_ns_add(n->ns[1]) < 0 ? -1 : 0;
+    if (rc == 0)
+        rc = tool_sh("ip link add %s netns %s type veth peer name %s netns %s", n->ifname[0],
+                     n->ns[0], n->ifname[1], n->ns[1]);
+    for (int s = 0; s < 2 && rc == 0; s++)
+        rc = address_side(n, s);
+    if (rc != 0) {
+        tool_netns_down(n);
+        return -EIO;
+    }
+    for (int s = 0; s < 2; s++) {
+        char file[96];
+        snprintf(file, sizeof file, "/sys/class/net/%s/ifindex", n->ifname[s]);
+        long long v = read_in(n->ns[s], file);
+        n->ifindex[s] = v > 0 ? (unsigned)v : 0;
+    }
+    return 0;
 }
 
 void tool_netns_down(struct tool_netns *n)
@@ -32,73 +214,13 @@ void tool_netns_down(struct tool_netns *n)
     if (!n || !n->up)
         return;
     for (int s = 0; s < 2; s++)
-        sh("ip netns del %s 2>/dev/null", n->ns[s]);
+        tool_ns_del(n->ns[s]);
     n->up = false;
-    if (live == n)
-        live = NULL;
-}
-
-static void at_exit(void)
-{
-    tool_netns_down(live);
-}
-
-static void on_signal(int sig)
-{
-    /* Not async-signal-safe in theory (system()), but the process is ending
-     * anyway, and leaving namespaces behind is worse. */
-    tool_netns_down(live);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-int tool_netns_up(struct tool_netns *n, const char *tag)
-{
-    memset(n, 0, sizeof *n);
-    if (geteuid() != 0)
-        return -EPERM;
-    if (sh("command -v ip >/dev/null 2>&1") != 0)
-        return -ENOENT;
-    int pid = (int)getpid();
-    for (int s = 0; s < 2; s++) {
-        snprintf(n->ns[s], sizeof n->ns[s], "hp-%s-%d-%c", tag, pid, 'a' + s);
-        snprintf(n->ifname[s], sizeof n->ifname[s], "hp%c%d", 'a' + s, pid % 100000);
-    }
-    static bool hooked;
-    if (!hooked) {
-        atexit(at_exit);
-        signal(SIGINT, on_signal);
-        signal(SIGTERM, on_signal);
-        hooked = true;
-    }
-    live = n;
-    n->up = true;
-    int rc = sh("set -e; ip netns add %s; ip netns add %s;"
-                " ip link add %s netns %s type veth peer name %s netns %s",
-                n->ns[0], n->ns[1], n->ifname[0], n->ns[0], n->ifname[1], n->ns[1]);
-    for (int s = 0; s < 2 && rc == 0; s++)
-        rc = sh("set -e; ip -n %s link set lo up; ip -n %s link set %s up;"
-                " ip netns exec %s sysctl -qw net.ipv6.conf.%s.disable_ipv6=1;"
-                " ip -n %s addr add 198.18.0.%d/24 dev %s",
-                n->ns[s], n->ns[s], n->ifname[s], n->ns[s], n->ifname[s], n->ns[s], s + 1,
-                n->ifname[s]);
-    if (rc != 0) {
-        tool_netns_down(n);
-        return -EIO;
-    }
-    return 0;
 }
 
 int tool_netns_enter(const struct tool_netns *n, int side)
 {
-    char path[96];
-    snprintf(path, sizeof path, "/var/run/netns/%s", n->ns[side]);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    int rc = setns(fd, CLONE_NEWNET) < 0 ? -errno : 0;
-    close(fd);
-    return rc;
+    return tool_ns_enter(n->ns[side]);
 }
 
 int tool_netns_leave(void)
@@ -109,4 +231,21 @@ int tool_netns_leave(void)
     int rc = setns(fd, CLONE_NEWNET) < 0 ? -errno : 0;
     close(fd);
     return rc;
+}
+
+int tool_netns_sh(const struct tool_netns *n, int side, const char *fmt, ...)
+{
+    char cmd[900];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    return tool_sh("ip netns exec %s sh -c '%s'", n->ns[side], cmd);
+}
+
+long long tool_netns_counter(const struct tool_netns *n, int side, const char *counter)
+{
+    char file[128];
+    snprintf(file, sizeof file, "/sys/class/net/%s/statistics/%s", n->ifname[side], counter);
+    return read_in(n->ns[side], file);
 }

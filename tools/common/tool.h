@@ -8,22 +8,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* ---- temporary network namespaces (netns.c), root only ---- */
-/* Two namespaces "hp-TAG-PID-a" / "-b" joined by a veth pair hpaN / hpbN, up,
- * IPv6 off, 198.18.0.1/24 and 198.18.0.2/24; removed by tool_netns_down, at
- * exit, and on SIGINT / SIGTERM. */
-struct tool_netns {
-    char ns[2][40];
-    char ifname[2][16];
-    bool up;
-};
-/* 0, -EPERM (not root), -ENOENT (no iproute2), -EIO (ip failed). */
-int tool_netns_up(struct tool_netns *n, const char *tag);
-void tool_netns_down(struct tool_netns *n);
-/* Move the calling thread into side 0 or 1; 0 or -errno. */
-int tool_netns_enter(const struct tool_netns *n, int side);
-/* Back to the initial namespace (that of PID 1); 0 or -errno. */
-int tool_netns_leave(void);
+#include <jansson.h>
+
+#include "netns.h"
 
 /* ---- utilities (util.c) ---- */
 /* Cycle counter: the TSC on x86 (what DPDK's perf tests report), the
@@ -39,6 +26,11 @@ long tool_symbol_size(const char *name);
 /* How this binary was compiled, for reports. */
 const char *tool_build_flags(void);
 const char *tool_compiler(void);
+/* Room for element n of the array *pv (of elt-byte elements, *cap of
+ * them): grown to twice its capacity (first, the first time) when full.
+ * 0, or -ENOMEM (the array as it was). */
+int tool_grow(void *pv, size_t *cap, size_t n, size_t elt, size_t first);
+/* The median of v[0..n-1] (the harness's hb_median; v is left as it was). */
 double tool_median(double *v, int n);
 /* Seconds on CLOCK_MONOTONIC, and of this thread's CPU time. */
 double tool_now_s(void);
@@ -55,8 +47,38 @@ int tool_parse_bytes(const char *arg, uint64_t *out);
  * @return the count (> 0), or -2 after printing a usage error. */
 int tool_parse_cpu_list(const char *cmd, const char *arg, int *cpus, int max);
 
-/* Write s as a JSON string (quotes and backslashes escaped). */
+/* ---- what the command and the benchmarks both send and echo ---- */
+/* The UDP test frame (frame.c): Ethernet dst <- src, IPv4 198.18.0.1 ->
+ * 198.18.0.2, UDP 9 -> 9 (discard), a counting payload; both checksums
+ * right, so that a receiving kernel or tshark sees a valid packet. size is
+ * the frame without FCS, 42 .. 9014. */
+void tool_udp_frame(uint8_t *f, unsigned size, const uint8_t dst[6], const uint8_t src[6]);
+/* Echo every datagram queued on u (echo.c): each received buffer goes back
+ * to its sender. Returns how many went back. */
+struct hp_udp_sock;
+uint64_t tool_udp_echo(struct hp_udp_sock *u);
+
+/* ---- JSON through jansson (json.c) ---- */
+/* v rounded to `decimals` places, as a JSON number; null when not finite. */
+json_t *tool_json_num(double v, int decimals);
+/* v with `digits` significant digits, as a JSON number; null when not finite. */
+json_t *tool_json_sig(double v, int digits);
+/* s as a JSON string; null when s is NULL or empty. */
+json_t *tool_json_str_or_null(const char *s);
+/* Add "cpu", "compiler" and "flags": where and how this binary measured. */
+void tool_json_build(json_t *obj);
+/* Write v and a newline to f the way the tool writes all its JSON (keys in
+ * insertion order; indented by 2 when pretty, else on one line). 0 or -1. */
+int tool_json_write(const json_t *v, FILE *f, bool pretty);
+/* The first JSON object in text (from its first '{'; what follows it is
+ * ignored). NULL when there is none or it is malformed. */
+json_t *tool_json_find(const char *text);
+/* s as a JSON string, written to f. Only for the files that still write
+ * JSON with printf (bench_pool.c, bench_txcomp.c, connect.c, serve.c, the
+ * pool experiment of demo.c): new code builds a json_t. */
 void tool_json_str(FILE *f, const char *s);
+/* The number under key in obj (integer or real) into *v; false when absent. */
+bool tool_json_get_num(const json_t *obj, const char *key, double *v);
 
 /* Parse a --cpu argument (-1 or an online CPU); on error prints it and
  * returns 2 (usage). */

@@ -17,6 +17,7 @@
 #include <libelf.h>
 #endif
 
+#include "harness.h"
 #include "tool.h"
 
 #if defined(__x86_64__)
@@ -129,18 +130,23 @@ const char *tool_compiler(void)
 #endif
 }
 
-static int cmp_double(const void *a, const void *b)
+int tool_grow(void *pv, size_t *cap, size_t n, size_t elt, size_t first)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    if (n < *cap)
+        return 0;
+    size_t c = *cap ? *cap * 2 : first;
+    void **v = pv;
+    void *nv = realloc(*v, c * elt);
+    if (!nv)
+        return -ENOMEM;
+    *v = nv;
+    *cap = c;
+    return 0;
 }
 
 double tool_median(double *v, int n)
 {
-    if (n <= 0)
-        return 0;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    return hb_median(v, n);
 }
 
 const char *tool_fmt(const char *fmt, double v)
@@ -287,14 +293,12 @@ bad:
 
 void tool_json_str(FILE *f, const char *s)
 {
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fputc('\\', f);
-        if ((unsigned char)*s >= 0x20) /* control characters are dropped */
-            fputc(*s, f);
-    }
-    fputc('"', f);
+    json_t *v = json_string(s);
+    if (v)
+        json_dumpf(v, f, JSON_ENCODE_ANY);
+    else
+        fputs("null", f);
+    json_decref(v);
 }
 
 double tool_now_s(void)

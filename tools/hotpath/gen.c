@@ -10,13 +10,13 @@
 #include <time.h>
 
 #include <hotpath/buf.h>
-#include <hotpath/cksum.h>
 #include <hotpath/err.h>
 #include <hotpath/link.h>
 #include <hotpath/pool.h>
 
-#include "gen.h"
 #include "cmd.h"
+#include "gen.h"
+#include "harness.h"
 #include "tool.h"
 
 #define MAX_BATCH 256
@@ -34,41 +34,6 @@ void gen_defaults(struct gen_opts *o)
     o->duration = 10;
     o->cpu = -1;
     o->cpu2 = -1;
-}
-
-/* The frame txonly sends: Ethernet, IPv4 198.18.0.1 -> 198.18.0.2, UDP 9 -> 9
- * (discard), a counting payload; both checksums right, so that a receiving
- * kernel or tshark sees a valid packet. */
-static void build_frame(uint8_t *f, unsigned size, const uint8_t dst[6], const uint8_t src[6])
-{
-    memset(f, 0, size);
-    memcpy(f, dst, 6);
-    memcpy(f + 6, src, 6);
-    f[12] = 0x08;
-    f[13] = 0x00;
-    uint8_t *ip = f + 14;
-    unsigned ip_len = size - 14;
-    ip[0] = 0x45;
-    ip[2] = (uint8_t)(ip_len >> 8);
-    ip[3] = (uint8_t)ip_len;
-    ip[6] = 0x40; /* don't fragment */
-    ip[8] = 64;
-    ip[9] = 17;
-    const uint8_t saddr[4] = {198, 18, 0, 1}, daddr[4] = {198, 18, 0, 2};
-    memcpy(ip + 12, saddr, 4);
-    memcpy(ip + 16, daddr, 4);
-    uint16_t c = hp_cksum_ipv4_hdr(ip, 20);
-    memcpy(ip + 10, &c, 2);
-    uint8_t *udp = ip + 20;
-    unsigned udp_len = ip_len - 20;
-    udp[1] = 9;
-    udp[3] = 9;
-    udp[4] = (uint8_t)(udp_len >> 8);
-    udp[5] = (uint8_t)udp_len;
-    for (unsigned i = 8; i < udp_len; i++)
-        udp[i] = (uint8_t)i;
-    c = hp_cksum_udp4(saddr, daddr, udp, udp_len);
-    memcpy(udp + 6, &c, 2);
 }
 
 /* What the second thread does: drain the mem peer (the frames the data
@@ -205,13 +170,10 @@ static int open_link(const struct gen_opts *o, struct hp_link **link, struct hp_
     return 0;
 }
 
-int gen_run(const struct gen_opts *o, struct gen_result *r)
+static int gen_check(const struct gen_opts *o)
 {
-    memset(r, 0, sizeof *r);
     bool txonly = strcmp(o->mode, "txonly") == 0;
-    bool rxdrop = strcmp(o->mode, "rxdrop") == 0;
-    bool l2fwd = strcmp(o->mode, "l2fwd") == 0;
-    if (!txonly && !rxdrop && !l2fwd)
+    if (!txonly && strcmp(o->mode, "rxdrop") != 0 && strcmp(o->mode, "l2fwd") != 0)
         return tool_usage_error("gen", "mode '%s': not txonly, rxdrop or l2fwd", o->mode);
     if (o->batch < 1 || o->batch > MAX_BATCH)
         return tool_usage_error("gen", "--batch %u: wants 1 to %d", o->batch, MAX_BATCH);
@@ -219,152 +181,197 @@ int gen_run(const struct gen_opts *o, struct gen_result *r)
         return tool_usage_error("gen", "--size %u: wants 60 to 9014 bytes (a frame without FCS)", o->size);
     if (!(o->duration > 0) || o->duration > 86400)
         return tool_usage_error("gen", "--duration: wants 0 < seconds <= 86400");
+    return 0;
+}
 
+/* A run in progress: the links, the frame, the second thread, the counts. */
+struct gen_state {
+    const struct gen_opts *o;
     struct hp_link *link, *peer;
-    int rc = open_link(o, &link, &peer);
+    struct hp_pool *pool;
+    bool txonly, rxdrop, two;
+    struct side s;
+    pthread_t th;
+    uint64_t packets, bytes;
+    struct hp_buf *b[MAX_BATCH];
+    uint8_t frame[9014];
+};
+
+/* txonly: a burst of frames out; false after a failure (printed). */
+static bool tx_step(struct gen_state *g)
+{
+    const struct gen_opts *o = g->o;
+    unsigned n = fill(g->pool, g->b, o->batch, g->frame, o->size);
+    if (n) {
+        int t = hp_link_tx_burst(g->link, g->b, n);
+        if (t < 0) {
+            fprintf(stderr, "hotpath gen: transmit on %s failed: %s\n", hp_link_name(g->link), hp_strerror(t));
+            hp_buf_free_bulk(g->b, n);
+            return false;
+        }
+        if ((unsigned)t < n)
+            hp_buf_free_bulk(g->b + t, n - (unsigned)t);
+        g->packets += (unsigned)t;
+        g->bytes += (uint64_t)(unsigned)t * o->size;
+    }
+    /* One core: the data thread also takes the peer's side. */
+    if (g->peer && !g->two)
+        drain_peer(g->peer, g->b, MAX_BATCH);
+    return true;
+}
+
+/* rxdrop and l2fwd: a burst in, freed or sent back; false after a failure. */
+static bool rx_step(struct gen_state *g)
+{
+    struct hp_buf **b = g->b;
+    int k = hp_link_rx_burst(g->link, b, g->o->batch);
+    if (k < 0) {
+        fprintf(stderr, "hotpath gen: receive on %s failed: %s\n", hp_link_name(g->link), hp_strerror(k));
+        return false;
+    }
+    uint64_t by = 0;
+    for (int i = 0; i < k; i++)
+        by += b[i]->pkt_len;
+    if (k == 0 || g->rxdrop) {
+        hp_buf_free_bulk(b, (unsigned)k);
+        g->packets += (unsigned)k;
+        g->bytes += by;
+        return true;
+    }
+    /* l2fwd: swap the MAC addresses and send the frame back. */
+    for (int i = 0; i < k; i++) {
+        uint8_t *f = hp_buf_data(b[i]), t6[6];
+        if (b[i]->data_len < 12)
+            continue;
+        memcpy(t6, f, 6);
+        memcpy(f, f + 6, 6);
+        memcpy(f + 6, t6, 6);
+    }
+    int t = hp_link_tx_burst(g->link, b, (unsigned)k);
+    if (t < 0)
+        t = 0;
+    if (t < k)
+        hp_buf_free_bulk(b + t, (unsigned)(k - t));
+    g->packets += (unsigned)t;
+    g->bytes += by;
+    return true;
+}
+
+/* The measured loop: a short warm-up (caches, rings, the kernel's first
+ * allocations) is not counted; a rate line every second when asked. */
+static void gen_loop(struct gen_state *g, struct hb_clock *c)
+{
+    const struct gen_opts *o = g->o;
+    uint64_t last_packets = 0;
+    double next_line = 0;
+    hb_clock_start(c, o->duration > 1 ? 0.2 : o->duration * 0.1, o->duration, 16);
+    for (;;) {
+        int tick = hb_clock_tick(c);
+        if (tick == HB_TICK_CLOSE)
+            break;
+        if (tick == HB_TICK_OPEN) {
+            g->packets = g->bytes = last_packets = 0;
+            next_line = c->now + 1;
+        }
+        if (interrupted && c->measuring) {
+            hb_clock_close(c);
+            break;
+        }
+        if (c->measuring && o->rate_out && c->now >= next_line) {
+            double pps = (double)(g->packets - last_packets) / (c->now - next_line + 1);
+            fprintf(o->rate_out, "gen %s %s: %6.1f s  %10.3f Mpps  %8.3f Gbit/s\n", o->mode,
+                    hp_link_name(g->link), c->now - c->t0, pps / 1e6, pps * o->size * 8 / 1e9);
+            fflush(o->rate_out);
+            last_packets = g->packets;
+            next_line = c->now + 1;
+        }
+        if (!(g->txonly ? tx_step(g) : rx_step(g))) {
+            hb_clock_close(c);
+            break;
+        }
+    }
+}
+
+/* Links open, the frame built, the second thread started. 0 or an exit status. */
+static int gen_start(struct gen_state *g)
+{
+    const struct gen_opts *o = g->o;
+    int rc = open_link(o, &g->link, &g->peer);
     if (rc)
         return rc;
-    if (o->size > hp_link_mtu(link) + 14) {
-        fprintf(stderr, "hotpath gen: --size %u is larger than %s's MTU %u + 14\n", o->size,
-                hp_link_name(link), hp_link_mtu(link));
-        hp_link_close(link);
-        hp_link_close(peer);
+    if (o->size > hp_link_mtu(g->link) + 14) {
+        fprintf(stderr, "hotpath gen: --size %u is larger than %s's MTU %u + 14\n", o->size, hp_link_name(g->link),
+                hp_link_mtu(g->link));
         return 2;
     }
-    uint8_t frame[9014], src[6], dst[6] = {0x02, 0, 0, 0, 0, 0x02};
-    hp_link_mac(link, src);
-    if (peer)
-        hp_link_mac(peer, dst);
-    build_frame(frame, o->size, dst, src);
-
+    uint8_t src[6], dst[6] = {0x02, 0, 0, 0, 0, 0x02};
+    hp_link_mac(g->link, src);
+    if (g->peer)
+        hp_link_mac(g->peer, dst);
+    tool_udp_frame(g->frame, o->size, dst, src);
+    g->pool = hp_link_pool(g->link);
     if (o->cpu >= 0)
         tool_pin(o->cpu);
     /* A second thread: completions (--completion-thread), or the mem peer's
      * side for rxdrop / l2fwd, which needs someone sending. */
-    bool two = (txonly && o->completion_thread) || (!txonly && peer);
-    struct side s = {.link = link, .peer = peer, .o = o, .frame = frame};
-    atomic_init(&s.stop, 0);
-    atomic_init(&s.done, 0);
-    pthread_t th;
-    if (two && pthread_create(&th, NULL, second_thread, &s) != 0) {
+    g->two = (g->txonly && o->completion_thread) || (!g->txonly && g->peer);
+    g->s = (struct side){.link = g->link, .peer = g->peer, .o = o, .frame = g->frame};
+    atomic_init(&g->s.stop, 0);
+    atomic_init(&g->s.done, 0);
+    if (g->two && pthread_create(&g->th, NULL, second_thread, &g->s) != 0) {
         fprintf(stderr, "hotpath gen: cannot start the second thread\n");
-        hp_link_close(link);
-        hp_link_close(peer);
-        return 1;
-    }
-
-    struct hp_pool *pool = hp_link_pool(link);
-    struct hp_buf *b[MAX_BATCH];
-    uint64_t packets = 0, bytes = 0, last_packets = 0;
-    /* A short warm-up (caches, rings, the kernel's first allocations) is
-     * not measured. */
-    double t0 = tool_now_s(), warm_end = t0 + (o->duration > 1 ? 0.2 : o->duration * 0.1);
-    double start = 0, c0 = 0, next_line = 0, end = 0;
-    bool measuring = false;
-    unsigned iter = 0;
-    for (;;) {
-        if ((++iter & 15) == 0 || !measuring) {
-            double t = tool_now_s();
-            if (!measuring && t >= warm_end) {
-                measuring = true;
-                start = t;
-                c0 = tool_thread_cpu_s();
-                next_line = t + 1;
-                end = t + o->duration;
-                packets = bytes = last_packets = 0;
-            }
-            if (measuring && (t >= end || interrupted)) {
-                end = t;
-                break;
-            }
-            if (measuring && t >= next_line && o->rate_out) {
-                double pps = (double)(packets - last_packets) / (t - next_line + 1);
-                fprintf(o->rate_out, "gen %s %s: %6.1f s  %10.3f Mpps  %8.3f Gbit/s\n", o->mode,
-                        hp_link_name(link), t - start, pps / 1e6, pps * o->size * 8 / 1e9);
-                fflush(o->rate_out);
-                last_packets = packets;
-                next_line = t + 1;
-            }
-        }
-        if (txonly) {
-            unsigned n = fill(pool, b, o->batch, frame, o->size);
-            if (n) {
-                int t = hp_link_tx_burst(link, b, n);
-                if (t < 0) {
-                    fprintf(stderr, "hotpath gen: transmit on %s failed: %s\n", hp_link_name(link),
-                            hp_strerror(t));
-                    hp_buf_free_bulk(b, n);
-                    break;
-                }
-                if ((unsigned)t < n)
-                    hp_buf_free_bulk(b + t, n - (unsigned)t);
-                packets += (unsigned)t;
-                bytes += (uint64_t)(unsigned)t * o->size;
-            }
-            /* One core: the data thread also takes the peer's side. */
-            if (peer && !two)
-                drain_peer(peer, b, MAX_BATCH);
-        } else {
-            int k = hp_link_rx_burst(link, b, o->batch);
-            if (k < 0) {
-                fprintf(stderr, "hotpath gen: receive on %s failed: %s\n", hp_link_name(link),
-                        hp_strerror(k));
-                break;
-            }
-            if (k == 0)
-                continue;
-            uint64_t by = 0;
-            for (int i = 0; i < k; i++)
-                by += b[i]->pkt_len;
-            if (rxdrop) {
-                hp_buf_free_bulk(b, (unsigned)k);
-                packets += (unsigned)k;
-                bytes += by;
-            } else {
-                /* l2fwd: swap the MAC addresses and send the frame back. */
-                for (int i = 0; i < k; i++) {
-                    uint8_t *f = hp_buf_data(b[i]), t6[6];
-                    if (b[i]->data_len < 12)
-                        continue;
-                    memcpy(t6, f, 6);
-                    memcpy(f, f + 6, 6);
-                    memcpy(f + 6, t6, 6);
-                }
-                int t = hp_link_tx_burst(link, b, (unsigned)k);
-                if (t < 0)
-                    t = 0;
-                if (t < k)
-                    hp_buf_free_bulk(b + t, (unsigned)(k - t));
-                packets += (unsigned)t;
-                bytes += by;
-            }
-        }
-    }
-    r->cpu_s = tool_thread_cpu_s() - c0;
-    if (two) {
-        atomic_store(&s.stop, 1);
-        pthread_join(th, NULL);
-        r->cpu_s += s.cpu_s;
-    }
-    if (peer && txonly)
-        while (drain_peer(peer, b, MAX_BATCH))
-            ;
-    r->packets = packets;
-    r->bytes = bytes;
-    r->seconds = end - start;
-    r->pps = r->seconds > 0 ? (double)packets / r->seconds : 0;
-    r->gbps = r->seconds > 0 ? (double)bytes * 8 / r->seconds / 1e9 : 0;
-    struct hp_link_stats st;
-    hp_link_stats(link, &st);
-    r->dropped = st.tx_dropped + st.rx_dropped;
-    hp_pool_thread_flush(pool);
-    int c1 = hp_link_close(link), c2 = hp_link_close(peer);
-    if (c1 < 0 || c2 < 0) {
-        fprintf(stderr, "hotpath gen: closing the link: %s (buffers still out)\n",
-                hp_strerror(c1 < 0 ? c1 : c2));
+        g->two = false;
         return 1;
     }
     return 0;
+}
+
+int gen_run(const struct gen_opts *o, struct gen_result *r)
+{
+    memset(r, 0, sizeof *r);
+    int rc = gen_check(o);
+    if (rc)
+        return rc;
+    struct gen_state *g = calloc(1, sizeof *g);
+    if (!g) {
+        fprintf(stderr, "hotpath gen: out of memory\n");
+        return 1;
+    }
+    g->o = o;
+    g->txonly = strcmp(o->mode, "txonly") == 0;
+    g->rxdrop = strcmp(o->mode, "rxdrop") == 0;
+    struct hb_clock c;
+    rc = gen_start(g);
+    if (rc == 0) {
+        gen_loop(g, &c);
+        r->cpu_s = c.cpu_s;
+        r->seconds = c.secs;
+    }
+    if (g->two) {
+        atomic_store(&g->s.stop, 1);
+        pthread_join(g->th, NULL);
+        r->cpu_s += g->s.cpu_s;
+    }
+    if (g->peer && g->txonly)
+        while (drain_peer(g->peer, g->b, MAX_BATCH))
+            ;
+    r->packets = g->packets;
+    r->bytes = g->bytes;
+    r->pps = r->seconds > 0 ? (double)r->packets / r->seconds : 0;
+    r->gbps = r->seconds > 0 ? (double)r->bytes * 8 / r->seconds / 1e9 : 0;
+    if (g->link) {
+        struct hp_link_stats st;
+        hp_link_stats(g->link, &st);
+        r->dropped = st.tx_dropped + st.rx_dropped;
+        hp_pool_thread_flush(hp_link_pool(g->link));
+    }
+    int c1 = hp_link_close(g->link), c2 = hp_link_close(g->peer);
+    free(g);
+    if (rc == 0 && (c1 < 0 || c2 < 0)) {
+        fprintf(stderr, "hotpath gen: closing the link: %s (buffers still out)\n", hp_strerror(c1 < 0 ? c1 : c2));
+        return 1;
+    }
+    return rc;
 }
 
 static void on_signal(int sig)
@@ -405,6 +412,97 @@ static int parse_uint(const char *what, const char *arg, unsigned lo, unsigned h
     return 0;
 }
 
+/* One option of cmd_gen's table into o (and *json). 0, or 2 after a usage error. */
+static int gen_option(int c, const char *arg, struct gen_opts *o, bool *json)
+{
+    char *end;
+    switch (c) {
+    case 'l':
+        o->link = arg;
+        return 0;
+    case 'i':
+        o->iface = arg;
+        return 0;
+    case 'q':
+        return parse_uint("--queue", arg, 0, 1023, &o->queue);
+    case 's':
+        return parse_uint("--size", arg, 60, 9014, &o->size);
+    case 'b':
+        return parse_uint("--batch", arg, 1, MAX_BATCH, &o->batch);
+    case 'd':
+        o->duration = strtod(arg, &end);
+        if (*end || !(o->duration > 0) || o->duration > 86400)
+            return tool_usage_error("gen", "--duration wants seconds (0 < s <= 86400), not '%s'", arg);
+        return 0;
+    case 'm':
+        o->mode = arg;
+        return 0;
+    case 'C':
+        o->completion_thread = true;
+        return 0;
+    case 'c':
+        o->link_flags |= HP_LINK_F_COPY;
+        return 0;
+    case 'z':
+        o->link_flags |= HP_LINK_F_ZEROCOPY;
+        return 0;
+    case 'S':
+        o->link_flags |= HP_LINK_F_XDP_SKB;
+        return 0;
+    case 'p':
+        o->pcap = arg;
+        return 0;
+    case 'u':
+        return tool_parse_cpu("gen", arg, &o->cpu) ? 2 : 0;
+    case 'U':
+        return tool_parse_cpu("gen", arg, &o->cpu2) ? 2 : 0;
+    case 'j':
+        *json = true;
+        return 0;
+    default:
+        return tool_usage_error("gen", "unknown option (hotpath gen --help lists them)");
+    }
+}
+
+/* The checks once every option is in. 0, or 2 after a usage error. */
+static int gen_check_opts(const struct gen_opts *o)
+{
+    if ((o->link_flags & HP_LINK_F_COPY) && (o->link_flags & HP_LINK_F_ZEROCOPY))
+        return tool_usage_error("gen", "--copy and --zero-copy exclude each other");
+    if (strcmp(o->link, "mem") && strcmp(o->link, "tap") && strcmp(o->link, "afpacket") &&
+        strcmp(o->link, "afxdp"))
+        return tool_usage_error("gen", "--link '%s': not mem, tap, afpacket or afxdp", o->link);
+    if (strcmp(o->link, "mem") == 0 && o->iface)
+        return tool_usage_error("gen", "--iface is for real links; mem makes its own pair");
+    return 0;
+}
+
+static void print_result(const struct gen_opts *o, const struct gen_result *r, bool json)
+{
+    if (!json) {
+        printf("gen %s %s: %llu packets in %.3f s: %.3f Mpps, %.3f Gbit/s, %.1f ns CPU/packet%s\n", o->mode,
+               o->link, (unsigned long long)r->packets, r->seconds, r->pps / 1e6, r->gbps,
+               r->packets ? r->cpu_s * 1e9 / (double)r->packets : 0.0, interrupted ? " (interrupted)" : "");
+        return;
+    }
+    json_t *j = json_object();
+    json_object_set_new(j, "mode", json_string(o->mode));
+    json_object_set_new(j, "link", json_string(o->link));
+    json_object_set_new(j, "pps", tool_json_num(r->pps, 0));
+    json_object_set_new(j, "packets", json_integer((json_int_t)r->packets));
+    json_object_set_new(j, "seconds", tool_json_num(r->seconds, 6));
+    json_object_set_new(j, "gbps", tool_json_num(r->gbps, 4));
+    json_object_set_new(j, "size", json_integer(o->size));
+    json_object_set_new(j, "batch", json_integer(o->batch));
+    json_object_set_new(j, "completion_thread", json_boolean(o->completion_thread));
+    json_object_set_new(j, "alien_policy",
+                        json_string(o->alien_policy > 0 ? hp_alien_policy_name(o->alien_policy) : "default"));
+    json_object_set_new(j, "cpu_s", tool_json_num(r->cpu_s, 6));
+    json_object_set_new(j, "dropped", json_integer((json_int_t)r->dropped));
+    tool_json_write(j, stdout, false);
+    json_decref(j);
+}
+
 int cmd_gen(int argc, char **argv)
 {
     struct gen_opts o;
@@ -425,78 +523,19 @@ int cmd_gen(int argc, char **argv)
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "l:i:q:s:b:d:m:h", longopts, NULL)) != -1) {
-        char *end;
-        switch (c) {
-        case 'l':
-            o.link = optarg;
-            break;
-        case 'i':
-            o.iface = optarg;
-            break;
-        case 'q':
-            if (parse_uint("--queue", optarg, 0, 1023, &o.queue))
-                return 2;
-            break;
-        case 's':
-            if (parse_uint("--size", optarg, 60, 9014, &o.size))
-                return 2;
-            break;
-        case 'b':
-            if (parse_uint("--batch", optarg, 1, MAX_BATCH, &o.batch))
-                return 2;
-            break;
-        case 'd':
-            o.duration = strtod(optarg, &end);
-            if (*end || !(o.duration > 0) || o.duration > 86400)
-                return tool_usage_error("gen", "--duration wants seconds (0 < s <= 86400), not '%s'", optarg);
-            break;
-        case 'm':
-            o.mode = optarg;
-            break;
-        case 'C':
-            o.completion_thread = true;
-            break;
-        case 'c':
-            o.link_flags |= HP_LINK_F_COPY;
-            break;
-        case 'z':
-            o.link_flags |= HP_LINK_F_ZEROCOPY;
-            break;
-        case 'S':
-            o.link_flags |= HP_LINK_F_XDP_SKB;
-            break;
-        case 'p':
-            o.pcap = optarg;
-            break;
-        case 'u':
-            if (tool_parse_cpu("gen", optarg, &o.cpu))
-                return 2;
-            break;
-        case 'U':
-            if (tool_parse_cpu("gen", optarg, &o.cpu2))
-                return 2;
-            break;
-        case 'j':
-            json = true;
-            break;
-        case 'h':
+        if (c == 'h') {
             usage(stdout);
             return 0;
-        default:
-            return tool_usage_error("gen", "unknown option (hotpath gen --help lists them)");
         }
+        if (gen_option(c, optarg, &o, &json))
+            return 2;
     }
     if (optind < argc)
         o.mode = argv[optind++];
     if (optind < argc)
         return tool_usage_error("gen", "unexpected argument '%s'", argv[optind]);
-    if ((o.link_flags & HP_LINK_F_COPY) && (o.link_flags & HP_LINK_F_ZEROCOPY))
-        return tool_usage_error("gen", "--copy and --zero-copy exclude each other");
-    if (strcmp(o.link, "mem") && strcmp(o.link, "tap") && strcmp(o.link, "afpacket") &&
-        strcmp(o.link, "afxdp"))
-        return tool_usage_error("gen", "--link '%s': not mem, tap, afpacket or afxdp", o.link);
-    if (strcmp(o.link, "mem") == 0 && o.iface)
-        return tool_usage_error("gen", "--iface is for real links; mem makes its own pair");
+    if (gen_check_opts(&o))
+        return 2;
     if (json)
         o.rate_out = NULL;
     const char *pol = getenv("HP_ALIEN_POLICY");
@@ -514,21 +553,6 @@ int cmd_gen(int argc, char **argv)
     int rc = gen_run(&o, &r);
     if (rc)
         return rc;
-    if (json) {
-        printf("{\"mode\": ");
-        tool_json_str(stdout, o.mode);
-        printf(", \"link\": ");
-        tool_json_str(stdout, o.link);
-        printf(", \"pps\": %.0f, \"packets\": %llu, \"seconds\": %.6f, \"gbps\": %.4f, "
-               "\"size\": %u, \"batch\": %u, \"completion_thread\": %s, \"alien_policy\": ",
-               r.pps, (unsigned long long)r.packets, r.seconds, r.gbps, o.size, o.batch,
-               o.completion_thread ? "true" : "false");
-        tool_json_str(stdout, o.alien_policy > 0 ? hp_alien_policy_name(o.alien_policy) : "default");
-        printf(", \"cpu_s\": %.6f, \"dropped\": %llu}\n", r.cpu_s, (unsigned long long)r.dropped);
-    } else {
-        printf("gen %s %s: %llu packets in %.3f s: %.3f Mpps, %.3f Gbit/s, %.1f ns CPU/packet%s\n",
-               o.mode, o.link, (unsigned long long)r.packets, r.seconds, r.pps / 1e6, r.gbps,
-               r.packets ? r.cpu_s * 1e9 / (double)r.packets : 0.0, interrupted ? " (interrupted)" : "");
-    }
+    print_result(&o, &r, json);
     return 0;
 }

@@ -29,10 +29,10 @@ int netopt_parse_cidr(const char *cmd, const char *opt, const char *arg, int fam
     char *end;
     errno = 0;
     long plen = strtol(slash + 1, &end, 10);
-    if (errno || *end || plen < 0 || plen > (family == 4 ? 32 : 128) || slash[1] == '-' || slash[1] == '+')
-        return tool_usage_error(cmd, "%s '%s': the prefix length wants 0 to %d", opt, arg, family == 4 ? 32 : 128);
+    if (errno || *end || plen < 0 || plen > (family == HP_AF_INET4 ? 32 : 128) || slash[1] == '-' || slash[1] == '+')
+        return tool_usage_error(cmd, "%s '%s': the prefix length wants 0 to %d", opt, arg, family == HP_AF_INET4 ? 32 : 128);
     memset(out->addr, 0, sizeof out->addr);
-    if (inet_pton(family == 4 ? AF_INET : AF_INET6, host, out->addr) != 1)
+    if (inet_pton(family == HP_AF_INET4 ? AF_INET : AF_INET6, host, out->addr) != 1)
         return tool_usage_error(cmd, "%s '%s': '%s' is not an IPv%d address", opt, arg, host, family);
     out->family = family;
     out->plen = (uint8_t)plen;
@@ -52,7 +52,7 @@ int netopt_parse(const char *cmd, struct net_opts *o, int c, const char *arg)
     case '6':
         if (o->nip == NETOPT_MAX_ADDRS)
             return tool_usage_error(cmd, "at most %d addresses", NETOPT_MAX_ADDRS);
-        if (netopt_parse_cidr(cmd, c == '4' ? "--ip" : "--ip6", arg, c == '4' ? 4 : 6, &o->ip[o->nip]))
+        if (netopt_parse_cidr(cmd, c == '4' ? "--ip" : "--ip6", arg, c == '4' ? HP_AF_INET4 : HP_AF_INET6, &o->ip[o->nip]))
             return 2;
         o->nip++;
         return 0;
@@ -93,7 +93,7 @@ int netopt_check(const char *cmd, const struct net_opts *o)
 
 bool netopt_same_prefix(int family, const uint8_t *a, const uint8_t *b, unsigned plen)
 {
-    unsigned bits = family == 4 ? 32 : 128;
+    unsigned bits = family == HP_AF_INET4 ? 32 : 128;
     if (plen > bits)
         plen = bits;
     unsigned whole = plen / 8, rest = plen % 8;
@@ -163,7 +163,7 @@ int netopt_setup_stack(const char *cmd, const struct net_opts *o, const struct c
         int rc = hp_stack_add_addr(s, ifx, ips[i].family, ips[i].addr, ips[i].plen);
         if (rc < 0) {
             char a[64];
-            inet_ntop(ips[i].family == 4 ? AF_INET : AF_INET6, ips[i].addr, a, sizeof a);
+            inet_ntop(ips[i].family == HP_AF_INET4 ? AF_INET : AF_INET6, ips[i].addr, a, sizeof a);
             fprintf(stderr, "hotpath %s: cannot add %s/%u: %s\n", cmd, a, ips[i].plen, hp_strerror(rc));
             return 1;
         }
@@ -175,10 +175,10 @@ int netopt_setup_stack(const char *cmd, const struct net_opts *o, const struct c
         struct timespec t0, t;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         for (int i = 0; i < nip; i++) {
-            if (ips[i].family != 6)
+            if (ips[i].family != HP_AF_INET6)
                 continue;
             enum hp_addr_state st;
-            while ((st = hp_stack_addr_state(s, ifx, 6, ips[i].addr)) == HP_ADDR_TENTATIVE) {
+            while ((st = hp_stack_addr_state(s, ifx, HP_AF_INET6, ips[i].addr)) == HP_ADDR_TENTATIVE) {
                 clock_gettime(CLOCK_MONOTONIC, &t);
                 if (t.tv_sec - t0.tv_sec > 10)
                     break;

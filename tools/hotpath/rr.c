@@ -88,45 +88,15 @@ double rr_hist_quantile(const struct rr_hist *h, double q)
     return 0;
 }
 
-void rr_sleep(double s)
-{
-    struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
 double rr_ticks_per_us(void)
 {
     double t0 = tool_now_s();
     uint64_t k0 = tool_ticks();
-    rr_sleep(0.02);
+    hb_sleep(0.02);
     double t1 = tool_now_s();
     uint64_t k1 = tool_ticks();
     double v = (double)(k1 - k0) / ((t1 - t0) * 1e6);
     return v > 0 ? v : 1;
-}
-
-bool rr_window_step(struct rr_window *w, int phase, uint64_t txns, uint64_t timeouts, struct rr_thr_result *out)
-{
-    if (phase == w->seen)
-        return false;
-    if (phase == RR_MEASURE) {
-        w->t0 = tool_now_s();
-        w->c0 = tool_thread_cpu_s();
-        w->n0 = txns;
-        w->to0 = timeouts;
-    } else if (phase == RR_STOP) {
-        if (w->seen == RR_MEASURE) {
-            out->win_s = tool_now_s() - w->t0;
-            out->cpu_s = tool_thread_cpu_s() - w->c0;
-            out->txns = txns - w->n0;
-            out->timeouts = timeouts - w->to0;
-        }
-        w->seen = phase;
-        return true;
-    }
-    w->seen = phase;
-    return false;
 }
 
 /* ---- hotpath: stack pairs over mem or real links ------------------------------------ */
@@ -168,7 +138,7 @@ struct mworker {
     uint64_t txns, timeouts, errors;
     uint64_t timeout_ticks;
     uint8_t *buf;
-    struct rr_thr_result res;
+    struct hb_window win;     /* the measured window: n[RR_TXNS], n[RR_TIMEOUTS] */
     struct rr_hist hist;
 };
 
@@ -213,7 +183,7 @@ static void drain_events(struct hp_stack *s)
  * first packets do not wait in (and overflow) the neighbour queue. */
 static int pair_resolve(struct mpair *p, int fam, char *why, size_t len)
 {
-    enum hp_stack_ctr reps = fam == 6 ? HP_CTR_ICMP6_IN_ECHO_REPS : HP_CTR_ICMP_IN_ECHO_REPS;
+    enum hp_stack_ctr reps = fam == HP_AF_INET6 ? HP_CTR_ICMP6_IN_ECHO_REPS : HP_CTR_ICMP_IN_ECHO_REPS;
     double deadline = tool_now_s() + 5;
     uint16_t seq = 0;
     double next = 0;
@@ -224,8 +194,8 @@ static int pair_resolve(struct mpair *p, int fam, char *why, size_t len)
             return -1;
         }
         if (now >= next) {
-            hp_stack_ping(p->st[0], fam, fam == 6 ? SRV6 : SRV4, 1, seq, 8);
-            hp_stack_ping(p->st[1], fam, fam == 6 ? CLI6 : CLI4, 1, seq, 8);
+            hp_stack_ping(p->st[0], fam, fam == HP_AF_INET6 ? SRV6 : SRV4, 1, seq, 8);
+            hp_stack_ping(p->st[1], fam, fam == HP_AF_INET6 ? CLI6 : CLI4, 1, seq, 8);
             seq++;
             next = now + 0.2;
         }
@@ -246,7 +216,7 @@ static int pair_wait_dad(struct mpair *p, const int ifx[2], char *why, size_t le
     for (;;) {
         enum hp_addr_state st[2];
         for (int i = 0; i < 2; i++)
-            st[i] = hp_stack_addr_state(p->st[i], ifx[i], 6, i ? SRV6 : CLI6);
+            st[i] = hp_stack_addr_state(p->st[i], ifx[i], HP_AF_INET6, i ? SRV6 : CLI6);
         if (st[0] == HP_ADDR_PREFERRED && st[1] == HP_ADDR_PREFERRED)
             return 0;
         for (int i = 0; i < 2; i++)
@@ -265,7 +235,7 @@ static int pair_wait_dad(struct mpair *p, const int ifx[2], char *why, size_t le
             drain_events(p->st[i]);
         }
         if (!work)
-            rr_sleep(0.001);
+            hb_sleep(0.001);
     }
 }
 
@@ -277,7 +247,7 @@ static int pair_open(const struct rr_opts *o, struct rr_net *net, unsigned k, st
     memset(p, 0, sizeof *p);
     p->n = n;
     p->net = net;
-    int fam = o->ipv6 ? 6 : 4;
+    int fam = o->ipv6 ? HP_AF_INET6 : HP_AF_INET4;
     p->cli = calloc(n, sizeof *p->cli);
     p->srv = calloc(n, sizeof *p->srv);
     if (!p->cli || !p->srv) {
@@ -308,7 +278,7 @@ static int pair_open(const struct rr_opts *o, struct rr_net *net, unsigned k, st
     }
     /* DAD is skipped where nobody else can be: on the mem pair, and in the
      * namespace made for the run. */
-    bool dad = net && !net->own && fam == 6;
+    bool dad = net && !net->own && fam == HP_AF_INET6;
     struct hp_tcp_config tc = {.max_conns = n + 1024, .sndbuf = o->sockbuf, .rcvbuf = o->sockbuf,
                                .syn_backlog_max = n + 1024 > 65535 ? 65535 : n + 1024,
                                .early_demux_conns = o->early_demux, .rto_min_ms = o->rto_min_ms};
@@ -318,8 +288,8 @@ static int pair_open(const struct rr_opts *o, struct rr_net *net, unsigned k, st
                                      .neigh_queue = 4096, .neigh_reachable_ms = 3600u * 1000u};
         p->st[i] = hp_stack_create(&sc);
         ifx[i] = p->st[i] ? hp_stack_add_iface(p->st[i], p->e[i]) : -ENOMEM;
-        const uint8_t *a = fam == 6 ? (i ? SRV6 : CLI6) : (i ? SRV4 : CLI4);
-        int rc = ifx[i] < 0 ? ifx[i] : hp_stack_add_addr(p->st[i], ifx[i], fam, a, fam == 6 ? 64 : 24);
+        const uint8_t *a = fam == HP_AF_INET6 ? (i ? SRV6 : CLI6) : (i ? SRV4 : CLI4);
+        int rc = ifx[i] < 0 ? ifx[i] : hp_stack_add_addr(p->st[i], ifx[i], fam, a, fam == HP_AF_INET6 ? 64 : 24);
         if (rc == 0) /* UDP too: early_demux_conns also counts bound UDP sockets */
             rc = hp_tcp_configure(p->st[i], &tc);
         if (rc < 0) {
@@ -337,7 +307,7 @@ static void set_addr(struct hp_sockaddr *a, int fam, bool server, uint16_t port)
     memset(a, 0, sizeof *a);
     a->family = (uint8_t)fam;
     a->port = port;
-    if (fam == 6)
+    if (fam == HP_AF_INET6)
         memcpy(a->addr, server ? SRV6 : CLI6, 16);
     else
         memcpy(a->addr, server ? SRV4 : CLI4, 4);
@@ -363,7 +333,7 @@ static void pair_accept(struct mpair *p)
  * a time, polling both stacks on this thread. */
 static int pair_connect_tcp(const struct rr_opts *o, struct mpair *p, struct rr_result *r, char *why, size_t len)
 {
-    int fam = o->ipv6 ? 6 : 4;
+    int fam = o->ipv6 ? HP_AF_INET6 : HP_AF_INET4;
     /* Ephemeral ports are 49152-65535 per destination: keep well under
      * 16384 connections per listening port. */
     p->nlis = 4 + p->n / 8000;
@@ -439,7 +409,7 @@ static int pair_connect_tcp(const struct rr_opts *o, struct mpair *p, struct rr_
 
 static int pair_open_udp(const struct rr_opts *o, struct mpair *p, char *why, size_t len)
 {
-    int fam = o->ipv6 ? 6 : 4;
+    int fam = o->ipv6 ? HP_AF_INET6 : HP_AF_INET4;
     if (UDP_PORT0 + p->n > 65535) {
         snprintf(why, len, "UDP: %u flows on one stack pair need more than 64511 ports: add --threads", p->n);
         return -1;
@@ -574,7 +544,7 @@ static void *m_worker(void *arg)
     if (w->cpu >= 0)
         tool_pin(w->cpu);
     struct hp_stack *st = w->p->st[w->client ? 0 : 1];
-    struct rr_window win = {.seen = RR_SETUP};
+    hb_window_init(&w->win);
     struct hp_event ev[EV_BATCH];
     if (w->client)
         for (unsigned i = 0; i < w->p->n; i++)
@@ -584,14 +554,15 @@ static void *m_worker(void *arg)
     for (unsigned iter = 0;; iter++) {
         if ((iter & 63) == 0) {
             int ph = atomic_load_explicit(w->phase, memory_order_acquire);
-            if (rr_window_step(&win, ph, w->txns, w->timeouts, &w->res))
+            uint64_t counts[2] = {[RR_TXNS] = w->txns, [RR_TIMEOUTS] = w->timeouts};
+            if (hb_window_watch(&w->win, ph, counts, 2))
                 break;
             if (w->o->udp && w->client && tool_ticks() > next_scan) {
                 m_udp_timeouts(w);
                 next_scan = tool_ticks() + w->timeout_ticks / 10;
             }
         }
-        bool measuring = win.seen == RR_MEASURE;
+        bool measuring = w->win.seen == HB_MEASURE;
         /* Idle for a while: let a partner sharing this CPU (or anything else
          * there) run, rather than spin out a whole time slice. */
         if (hp_stack_poll(st) == 0 && ++idle >= 256) {
@@ -622,38 +593,19 @@ static void *m_worker(void *arg)
     return NULL;
 }
 
-int rr_mem_run(const struct rr_opts *o, struct rr_result *r)
+/* Every stack pair opened and its flows up; *opened counts the pairs to
+ * free. 0, or -1 with r->note. */
+static int open_pairs(const struct rr_opts *o, struct rr_net *net, struct mpair *pairs, unsigned *opened,
+                      struct rr_result *r)
 {
-    unsigned T = o->threads;
-    struct mpair *pairs = calloc(T, sizeof *pairs);
-    struct mworker *w = calloc(2 * (size_t)T, sizeof *w);
-    uint8_t *bufs = malloc(2 * (size_t)T * SCRATCH);
-    int rc = -1;
-    unsigned opened = 0, started = 0;
-    pthread_t *th = calloc(2 * (size_t)T, sizeof *th);
-    struct rr_net netb, *net = NULL;
-    _Atomic int phase;
-    atomic_init(&phase, RR_SETUP);
-    if (!pairs || !w || !bufs || !th) {
-        snprintf(r->note, sizeof r->note, "out of memory");
-        goto out;
-    }
-    memset(bufs, 'r', 2 * (size_t)T * SCRATCH);
-    double t_setup = tool_now_s();
-    if (strcmp(o->link, "mem") != 0) {
-        if (rr_net_up(o, rr_flows_of(o->flows, T, 0), &netb, r) < 0)
-            goto out;
-        net = &netb;
-    }
-    for (; opened < T; opened++) {
-        struct mpair *p = &pairs[opened];
-        unsigned n = rr_flows_of(o->flows, T, opened);
-        if (pair_open(o, net, opened, p, n, r, r->note, sizeof r->note) < 0 ||
+    for (unsigned k = 0; k < o->threads; k++) {
+        struct mpair *p = &pairs[k];
+        unsigned n = rr_flows_of(o->flows, o->threads, k);
+        *opened = k + 1;
+        if (pair_open(o, net, k, p, n, r, r->note, sizeof r->note) < 0 ||
             (o->udp ? pair_open_udp(o, p, r->note, sizeof r->note)
-                    : pair_connect_tcp(o, p, r, r->note, sizeof r->note)) < 0) {
-            opened++;
-            goto out;
-        }
+                    : pair_connect_tcp(o, p, r, r->note, sizeof r->note)) < 0)
+            return -1;
         r->flows_reached += p->accepted;
         r->max_conns = o->udp ? 0 : n + 1024;
         struct hp_tcp_config tc;
@@ -661,8 +613,28 @@ int rr_mem_run(const struct rr_opts *o, struct rr_result *r)
         r->early_demux = tc.early_demux_conns;
         r->rto_min_ms = tc.rto_min_ms;
     }
-    r->setup_s = tool_now_s() - t_setup;
-    r->ticks_per_us = rr_ticks_per_us();
+    return 0;
+}
+
+static void cg_open(void)
+{
+    RR_CG_WINDOW_OPEN();
+}
+
+static void cg_close(void)
+{
+    RR_CG_WINDOW_CLOSE();
+}
+
+/* A client and a server thread per pair, through warm-up and the window.
+ * 0, or -1 with r->note when the threads could not all start. */
+static int run_workers(const struct rr_opts *o, struct mpair *pairs, struct mworker *w, uint8_t *bufs,
+                       struct rr_result *r)
+{
+    unsigned T = o->threads, started = 0;
+    pthread_t *th = calloc(2 * (size_t)T, sizeof *th);
+    _Atomic int phase;
+    atomic_init(&phase, HB_SETUP);
     for (unsigned k = 0; k < 2 * T; k++) {
         struct mworker *x = &w[k];
         x->o = o;
@@ -673,51 +645,75 @@ int rr_mem_run(const struct rr_opts *o, struct rr_result *r)
         x->buf = bufs + (size_t)k * SCRATCH;
         x->timeout_ticks = (uint64_t)(r->ticks_per_us * 1e6);
     }
-    for (; started < 2 * T; started++)
+    for (; th && started < 2 * T; started++)
         if (pthread_create(&th[started], NULL, m_worker, &w[started]) != 0)
             break;
-    if (started == 2 * T) {
-        atomic_store_explicit(&phase, RR_WARM, memory_order_release);
-        rr_sleep(o->warm);
-        double t0 = tool_now_s();
-        RR_CG_WINDOW_OPEN();
-        atomic_store_explicit(&phase, RR_MEASURE, memory_order_release);
-        rr_sleep(o->duration);
-        atomic_store_explicit(&phase, RR_STOP, memory_order_release);
-        RR_CG_WINDOW_CLOSE();
-        r->seconds = tool_now_s() - t0;
-    } else {
+    if (started == 2 * T)
+        r->seconds = hb_phases_run(&phase, o->warm, o->duration, cg_open, cg_close);
+    else
         snprintf(r->note, sizeof r->note, "cannot start the threads");
-    }
-    atomic_store_explicit(&phase, RR_STOP, memory_order_release);
+    atomic_store_explicit(&phase, HB_STOP, memory_order_release);
     for (unsigned k = 0; k < started; k++)
         pthread_join(th[k], NULL);
-    if (started == 2 * T) {
-        uint64_t errors = 0;
-        for (unsigned k = 0; k < 2 * T; k++) {
-            if (w[k].client) {
-                r->txns += w[k].res.txns;
-                r->timeouts += w[k].res.timeouts;
-                r->cpu_client_s += w[k].res.cpu_s;
-                rr_hist_merge(&r->hist, &w[k].hist);
-            } else {
-                r->served += w[k].res.txns;
-                r->cpu_server_s += w[k].res.cpu_s;
-            }
-            errors += w[k].errors;
+    free(th);
+    return started == 2 * T ? 0 : -1;
+}
+
+/* The workers' windows and the links' drops into r (the workers are done
+ * with the links: this thread may read them). */
+static void collect(const struct rr_opts *o, const struct mpair *pairs, const struct mworker *w,
+                    struct rr_result *r)
+{
+    uint64_t errors = 0;
+    for (unsigned k = 0; k < 2 * o->threads; k++) {
+        if (w[k].client) {
+            r->txns += w[k].win.n[RR_TXNS];
+            r->timeouts += w[k].win.n[RR_TIMEOUTS];
+            r->cpu_client_s += w[k].win.cpu_s;
+            rr_hist_merge(&r->hist, &w[k].hist);
+        } else {
+            r->served += w[k].win.n[RR_TXNS];
+            r->cpu_server_s += w[k].win.cpu_s;
         }
-        /* The workers are done with the links: this thread may read them. */
-        for (unsigned k = 0; k < T; k++)
-            for (int i = 0; i < 2; i++) {
-                struct hp_link_stats ls;
-                hp_link_stats(pairs[k].e[i], &ls);
-                r->link_rx_dropped += ls.rx_dropped;
-                r->link_tx_dropped += ls.tx_dropped;
-                r->eth_out_drops += hp_stack_counter(pairs[k].st[i], HP_CTR_ETH_OUT_DROPS);
-            }
-        if (errors && !o->udp)
-            snprintf(r->note, sizeof r->note, "%llu socket errors during the run",
-                     (unsigned long long)errors);
+        errors += w[k].errors;
+    }
+    for (unsigned k = 0; k < o->threads; k++)
+        for (int i = 0; i < 2; i++) {
+            struct hp_link_stats ls;
+            hp_link_stats(pairs[k].e[i], &ls);
+            r->link_rx_dropped += ls.rx_dropped;
+            r->link_tx_dropped += ls.tx_dropped;
+            r->eth_out_drops += hp_stack_counter(pairs[k].st[i], HP_CTR_ETH_OUT_DROPS);
+        }
+    if (errors && !o->udp)
+        snprintf(r->note, sizeof r->note, "%llu socket errors during the run", (unsigned long long)errors);
+}
+
+int rr_mem_run(const struct rr_opts *o, struct rr_result *r)
+{
+    unsigned T = o->threads, opened = 0;
+    struct mpair *pairs = calloc(T, sizeof *pairs);
+    struct mworker *w = calloc(2 * (size_t)T, sizeof *w);
+    uint8_t *bufs = malloc(2 * (size_t)T * SCRATCH);
+    struct rr_net netb, *net = NULL;
+    int rc = -1;
+    if (!pairs || !w || !bufs) {
+        snprintf(r->note, sizeof r->note, "out of memory");
+        goto out;
+    }
+    memset(bufs, 'r', 2 * (size_t)T * SCRATCH);
+    double t_setup = tool_now_s();
+    if (strcmp(o->link, "mem") != 0) {
+        if (rr_net_up(o, rr_flows_of(o->flows, T, 0), &netb, r) < 0)
+            goto out;
+        net = &netb;
+    }
+    if (open_pairs(o, net, pairs, &opened, r) < 0)
+        goto out;
+    r->setup_s = tool_now_s() - t_setup;
+    r->ticks_per_us = rr_ticks_per_us();
+    if (run_workers(o, pairs, w, bufs, r) == 0) {
+        collect(o, pairs, w, r);
         rc = 0;
     }
 out:
@@ -725,7 +721,6 @@ out:
         pair_free(&pairs[k]);
     if (net)
         rr_net_down(net);
-    free(th);
     free(bufs);
     free(w);
     free(pairs);
@@ -814,80 +809,89 @@ static void usage(FILE *f)
             MAX_FLOWS, TCP_PORT0, UDP_PORT0);
 }
 
-static void print_report(const struct rr_opts *o, const struct rr_result *r)
+/* What the report computes from a run. */
+struct rr_summary {
+    double tps, cpt, p50, p99;
+    bool real; /* a hotpath run over a real link */
+};
+
+static void summarise(const struct rr_opts *o, const struct rr_result *r, struct rr_summary *s)
 {
-    double tps = r->seconds > 0 ? (double)r->txns / r->seconds : 0;
-    double cpu = r->cpu_client_s + r->cpu_server_s;
-    double cpt = r->txns ? cpu / (double)r->txns : 0;
-    double p50 = rr_hist_quantile(&r->hist, 0.5) / r->ticks_per_us;
-    double p99 = rr_hist_quantile(&r->hist, 0.99) / r->ticks_per_us;
-    const char *proto = o->udp ? "udp" : "tcp";
-    bool real = rr_hotpath_link(o) && strcmp(o->link, "mem") != 0;
-    if (o->json) {
-        printf("{\"proto\": \"%s\", \"link\": \"%s\", \"flows\": %u, \"tps\": %.1f, \"cpu_s_per_txn\": %.4g, "
-               "\"p50_us\": %.2f, \"p99_us\": %.2f",
-               proto, o->link, o->flows, tps, cpt, p50, p99);
-        printf(", \"flows_reached\": %u, \"threads\": %u, \"ipv6\": %s, \"request\": %u, \"response\": %u",
-               r->flows_reached, o->threads, o->ipv6 ? "true" : "false", o->request, o->response);
-        printf(", \"transactions\": %llu, \"served\": %llu, \"timeouts\": %llu, \"seconds\": %.3f, "
-               "\"warmup_s\": %.3f, \"setup_s\": %.3f",
-               (unsigned long long)r->txns, (unsigned long long)r->served, (unsigned long long)r->timeouts,
-               r->seconds, o->warm, r->setup_s);
-        printf(", \"cpu_client_s\": %.4f, \"cpu_server_s\": %.4f", r->cpu_client_s, r->cpu_server_s);
-        if (rr_hotpath_link(o)) {
-            printf(", \"pool_bufs_per_pair\": %u", r->pool_bufs);
-            if (r->ring_size)
-                printf(", \"ring_size\": %u", r->ring_size);
-            if (!o->udp)
-                printf(", \"sockbuf\": %u, \"listen_ports_per_pair\": %u, \"max_conns\": %u", o->sockbuf,
-                       r->listen_ports, r->max_conns);
-            printf(", \"early_demux_conns\": %u", r->early_demux);
-            if (!o->udp)
-                printf(", \"rto_min_ms\": %u", r->rto_min_ms);
+    s->tps = r->seconds > 0 ? (double)r->txns / r->seconds : 0;
+    s->cpt = r->txns ? (r->cpu_client_s + r->cpu_server_s) / (double)r->txns : 0;
+    s->p50 = rr_hist_quantile(&r->hist, 0.5) / r->ticks_per_us;
+    s->p99 = rr_hist_quantile(&r->hist, 0.99) / r->ticks_per_us;
+    s->real = rr_hotpath_link(o) && strcmp(o->link, "mem") != 0;
+}
+
+/* The hotpath stacks' configuration and the real links' interfaces and drops. */
+static void json_config(json_t *j, const struct rr_opts *o, const struct rr_result *r, bool real)
+{
+    if (rr_hotpath_link(o)) {
+        json_object_set_new(j, "pool_bufs_per_pair", json_integer(r->pool_bufs));
+        if (r->ring_size)
+            json_object_set_new(j, "ring_size", json_integer(r->ring_size));
+        if (!o->udp) {
+            json_object_set_new(j, "sockbuf", json_integer(o->sockbuf));
+            json_object_set_new(j, "listen_ports_per_pair", json_integer(r->listen_ports));
+            json_object_set_new(j, "max_conns", json_integer(r->max_conns));
         }
-        if (real) {
-            printf(", \"iface\": ");
-            tool_json_str(stdout, r->iface);
-            printf(", \"peer_iface\": ");
-            tool_json_str(stdout, r->peer_iface);
-            printf(", \"netns\": ");
-            tool_json_str(stdout, r->netns);
-            printf(", \"link_rx_dropped\": %llu, \"link_tx_dropped\": %llu, \"eth_out_drops\": %llu",
-                   (unsigned long long)r->link_rx_dropped, (unsigned long long)r->link_tx_dropped,
-                   (unsigned long long)r->eth_out_drops);
-        }
-        if (r->processes)
-            printf(", \"processes\": %u, \"threads_used\": %u", r->processes, r->threads_used);
-        printf(", \"cpus\": [");
-        for (int i = 0; i < o->ncpus; i++)
-            printf("%s%d", i ? ", " : "", o->cpus[i]);
-        printf("], \"layout\": \"%s\", \"compiler\": ", hp_layout_name());
-        tool_json_str(stdout, tool_compiler());
-        printf(", \"build_flags\": ");
-        tool_json_str(stdout, tool_build_flags());
-        printf(", \"note\": ");
-        tool_json_str(stdout, r->note);
-        printf("}\n");
-        return;
+        json_object_set_new(j, "early_demux_conns", json_integer(r->early_demux));
+        if (!o->udp)
+            json_object_set_new(j, "rto_min_ms", json_integer(r->rto_min_ms));
     }
-    printf("hotpath rr: %s over %s, %s, %u flow%s on %u thread%s%s, request %u B, response %u B\n", proto,
-           o->link, o->ipv6 ? "IPv6" : "IPv4", o->flows, o->flows == 1 ? "" : "s", o->threads,
-           o->threads == 1 ? "" : "s", rr_hotpath_link(o) ? " pair(s)" : " per side", o->request,
-           o->response);
-    printf("  flows reached    %u of %u (set up in %.2f s)\n", r->flows_reached, o->flows, r->setup_s);
-    printf("  transactions     %llu in %.2f s (after %.2f s of warm-up)\n", (unsigned long long)r->txns,
-           r->seconds, o->warm);
-    printf("  tps              %.0f\n", tps);
-    printf("  cpu per txn      %.3f us (client %.2f s + server %.2f s of thread CPU time)\n", cpt * 1e6,
-           r->cpu_client_s, r->cpu_server_s);
-    printf("  latency          p50 %.1f us, p99 %.1f us\n", p50, p99);
-    if (o->udp)
-        printf("  timeouts         %llu (requests resent after 1 s)\n", (unsigned long long)r->timeouts);
+    if (real) {
+        json_object_set_new(j, "iface", json_string(r->iface));
+        json_object_set_new(j, "peer_iface", json_string(r->peer_iface));
+        json_object_set_new(j, "netns", json_string(r->netns));
+        json_object_set_new(j, "link_rx_dropped", json_integer((json_int_t)r->link_rx_dropped));
+        json_object_set_new(j, "link_tx_dropped", json_integer((json_int_t)r->link_tx_dropped));
+        json_object_set_new(j, "eth_out_drops", json_integer((json_int_t)r->eth_out_drops));
+    }
+    if (r->processes) {
+        json_object_set_new(j, "processes", json_integer(r->processes));
+        json_object_set_new(j, "threads_used", json_integer(r->threads_used));
+    }
+}
+
+static void print_json(const struct rr_opts *o, const struct rr_result *r, const struct rr_summary *s)
+{
+    json_t *j = json_pack("{s:s, s:s, s:i, s:o, s:o, s:o, s:o}", "proto", o->udp ? "udp" : "tcp", "link", o->link,
+                          "flows", (int)o->flows, "tps", tool_json_num(s->tps, 1), "cpu_s_per_txn",
+                          tool_json_sig(s->cpt, 4), "p50_us", tool_json_num(s->p50, 2),
+                          "p99_us", tool_json_num(s->p99, 2));
+    json_object_set_new(j, "flows_reached", json_integer(r->flows_reached));
+    json_object_set_new(j, "threads", json_integer(o->threads));
+    json_object_set_new(j, "ipv6", json_boolean(o->ipv6));
+    json_object_set_new(j, "request", json_integer(o->request));
+    json_object_set_new(j, "response", json_integer(o->response));
+    json_object_set_new(j, "transactions", json_integer((json_int_t)r->txns));
+    json_object_set_new(j, "served", json_integer((json_int_t)r->served));
+    json_object_set_new(j, "timeouts", json_integer((json_int_t)r->timeouts));
+    json_object_set_new(j, "seconds", tool_json_num(r->seconds, 3));
+    json_object_set_new(j, "warmup_s", tool_json_num(o->warm, 3));
+    json_object_set_new(j, "setup_s", tool_json_num(r->setup_s, 3));
+    json_object_set_new(j, "cpu_client_s", tool_json_num(r->cpu_client_s, 4));
+    json_object_set_new(j, "cpu_server_s", tool_json_num(r->cpu_server_s, 4));
+    json_config(j, o, r, s->real);
+    json_t *cpus = json_array();
+    for (int i = 0; i < o->ncpus; i++)
+        json_array_append_new(cpus, json_integer(o->cpus[i]));
+    json_object_set_new(j, "cpus", cpus);
+    json_object_set_new(j, "layout", json_string(hp_layout_name()));
+    json_object_set_new(j, "compiler", json_string(tool_compiler()));
+    json_object_set_new(j, "build_flags", json_string(tool_build_flags()));
+    json_object_set_new(j, "note", json_string(r->note));
+    tool_json_write(j, stdout, false);
+    json_decref(j);
+}
+
+static void print_config(const struct rr_opts *o, const struct rr_result *r, bool real)
+{
     if (real)
         printf("  link             %s: %s <-> %s%s%s%s; drops: link rx %llu, link tx %llu, transmit ring full "
                "%llu\n",
-               o->link, r->iface, r->peer_iface,
-               r->netns[0] ? " in namespace " : "", r->netns,
+               o->link, r->iface, r->peer_iface, r->netns[0] ? " in namespace " : "", r->netns,
                r->netns[0] ? (strcmp(o->link, "tap") == 0 ? " (taps on a bridge)" : " (veth)") : "",
                (unsigned long long)r->link_rx_dropped, (unsigned long long)r->link_tx_dropped,
                (unsigned long long)r->eth_out_drops);
@@ -908,6 +912,30 @@ static void print_report(const struct rr_opts *o, const struct rr_result *r)
     if (r->processes)
         printf("  processes        %u (client and server; %u threads in all: one process holds at most\n"
                "                   RLIMIT_NOFILE sockets)\n", r->processes, 2 * r->threads_used);
+}
+
+static void print_report(const struct rr_opts *o, const struct rr_result *r)
+{
+    struct rr_summary s;
+    summarise(o, r, &s);
+    if (o->json) {
+        print_json(o, r, &s);
+        return;
+    }
+    printf("hotpath rr: %s over %s, %s, %u flow%s on %u thread%s%s, request %u B, response %u B\n",
+           o->udp ? "udp" : "tcp", o->link, o->ipv6 ? "IPv6" : "IPv4", o->flows, o->flows == 1 ? "" : "s",
+           o->threads, o->threads == 1 ? "" : "s", rr_hotpath_link(o) ? " pair(s)" : " per side", o->request,
+           o->response);
+    printf("  flows reached    %u of %u (set up in %.2f s)\n", r->flows_reached, o->flows, r->setup_s);
+    printf("  transactions     %llu in %.2f s (after %.2f s of warm-up)\n", (unsigned long long)r->txns,
+           r->seconds, o->warm);
+    printf("  tps              %.0f\n", s.tps);
+    printf("  cpu per txn      %.3f us (client %.2f s + server %.2f s of thread CPU time)\n", s.cpt * 1e6,
+           r->cpu_client_s, r->cpu_server_s);
+    printf("  latency          p50 %.1f us, p99 %.1f us\n", s.p50, s.p99);
+    if (o->udp)
+        printf("  timeouts         %llu (requests resent after 1 s)\n", (unsigned long long)r->timeouts);
+    print_config(o, r, s.real);
     printf("  build            %s, %s, layout %s\n", tool_compiler(), tool_build_flags(), hp_layout_name());
     if (r->note[0])
         printf("  note             %s\n", r->note);
@@ -933,11 +961,121 @@ static int parse_size(const char *opt, const char *arg, uint32_t lo, uint32_t *o
     return 0;
 }
 
+/* One option of cmd_rr's table into o. 0, or 2 after a usage error. */
+static int rr_option(int c, const char *arg, const char *opt, struct rr_opts *o)
+{
+    static const char *const links[] = {"mem", "afxdp", "afpacket", "tap", "kernel"};
+    char *end;
+    switch (c) {
+    case 'P':
+        if (strcmp(arg, "tcp") != 0 && strcmp(arg, "udp") != 0)
+            return tool_usage_error(CMD, "--proto '%s': not tcp or udp", arg);
+        o->udp = arg[0] == 'u';
+        return 0;
+    case 'l':
+        for (size_t i = 0; i < sizeof links / sizeof links[0]; i++)
+            if (strcmp(arg, links[i]) == 0) {
+                o->link = links[i];
+                return 0;
+            }
+        return tool_usage_error(CMD, "--link '%s': not mem, afxdp, afpacket, tap or kernel", arg);
+    case 'i':
+    case 'I':
+        if (!*arg || strlen(arg) >= IF_NAMESIZE || strchr(arg, '/') || strchr(arg, ' '))
+            return tool_usage_error(CMD, "%s '%s' is not an interface name", c == 'i' ? "--iface" : "--peer-iface",
+                                    arg);
+        *(c == 'i' ? &o->iface : &o->peer_iface) = arg;
+        return 0;
+    case 'f':
+        return parse_uint("--flows", arg, 1, MAX_FLOWS, &o->flows);
+    case 't':
+        return parse_uint("--threads", arg, 1, RR_MAX_THREADS, &o->threads);
+    case 'q':
+        return parse_size("--request", arg, 1, &o->request);
+    case 'r':
+        return parse_size("--response", arg, 1, &o->response);
+    case 'b':
+        return parse_size("--sockbuf", arg, 2048, &o->sockbuf);
+    case 'e':
+        if (strcmp(arg, "off") == 0) {
+            o->early_demux = UINT32_MAX;
+            return 0;
+        }
+        return parse_uint("--early-demux", arg, 1, 1u << 30, &o->early_demux);
+    case 'R':
+        return parse_uint("--rto-min", arg, 1, 60000, &o->rto_min_ms);
+    case 'd':
+        errno = 0;
+        o->duration = strtod(arg, &end);
+        if (!*arg || *end || errno || !(o->duration >= 0.1 && o->duration <= 3600))
+            return tool_usage_error(CMD, "--duration wants seconds from 0.1 to 3600, not '%s'", arg);
+        return 0;
+    case '6':
+        o->ipv6 = true;
+        return 0;
+    case 'c': {
+        int n = tool_parse_cpu_list(CMD, arg, o->cpus, RR_MAX_CPUS);
+        if (n < 0)
+            return 2;
+        o->ncpus = n;
+        return 0;
+    }
+    case 'j':
+        o->json = true;
+        return 0;
+    default:
+        return tool_usage_error(CMD, "unknown option '%s'", opt);
+    }
+}
+
+/* --iface and --peer-iface: both or neither, for real links, existing. */
+static int rr_check_ifaces(const struct rr_opts *o)
+{
+    bool real = rr_hotpath_link(o) && strcmp(o->link, "mem") != 0;
+    if ((o->iface || o->peer_iface) && !real)
+        return tool_usage_error(CMD, "--iface and --peer-iface are for --link afxdp, afpacket or tap, not %s", o->link);
+    if (o->iface && !o->peer_iface)
+        return tool_usage_error(CMD, "--iface %s needs --peer-iface: the server stack's interface, joined to it "
+                                     "(the other end of a veth pair, or a tap on the same bridge)", o->iface);
+    if (o->peer_iface && !o->iface)
+        return tool_usage_error(CMD, "--peer-iface %s needs --iface: the client stack's interface", o->peer_iface);
+    if (o->iface && strcmp(o->iface, o->peer_iface) == 0)
+        return tool_usage_error(CMD, "--iface and --peer-iface are both %s: each stack needs its own", o->iface);
+    if (o->iface && o->threads > 1)
+        return tool_usage_error(CMD, "--iface and --peer-iface carry one stack pair: --threads 1, or let rr make "
+                                     "a veth pair or bridge per thread (no --iface)");
+    for (int i = 0; o->iface && i < 2; i++) {
+        const char *name = i ? o->peer_iface : o->iface;
+        if (if_nametoindex(name) == 0)
+            return tool_usage_error(CMD, "%s %s: no such interface in this network namespace%s",
+                                    i ? "--peer-iface" : "--iface", name,
+                                    strcmp(o->link, "tap") == 0 ? " (make both taps first, on one bridge: "
+                                                                  "ip tuntap add dev NAME mode tap; "
+                                                                  "ip link set NAME master BRIDGE up)"
+                                                                : "");
+    }
+    return 0;
+}
+
+/* The checks once every option is in. 0, or 2 after a usage error. */
+static int rr_check(const struct rr_opts *o)
+{
+    if (o->threads > o->flows)
+        return tool_usage_error(CMD, "--threads %u is more than --flows %u", o->threads, o->flows);
+    if (rr_check_ifaces(o))
+        return 2;
+    if (o->rto_min_ms && (o->udp || !rr_hotpath_link(o)))
+        return tool_usage_error(CMD, "--rto-min is for hotpath's TCP, not %s", o->udp ? "UDP" : "the kernel's");
+    unsigned max_udp = o->ipv6 ? 65487u : 65507u;
+    if (o->udp && (o->request > max_udp || o->response > max_udp))
+        return tool_usage_error(CMD, "UDP messages are at most %u bytes", max_udp);
+    return 0;
+}
+
 int cmd_rr(int argc, char **argv)
 {
     struct rr_opts o = {.link = "mem", .flows = 1, .threads = 1, .request = 1, .response = 1,
                         .duration = 5, .sockbuf = 16384};
-    static const char *const links[] = {"mem", "afxdp", "afpacket", "tap", "kernel"};
     static const struct option lo[] = {
         {"proto", required_argument, NULL, 'P'},   {"link", required_argument, NULL, 'l'},
         {"flows", required_argument, NULL, 'f'},   {"threads", required_argument, NULL, 't'},
@@ -953,120 +1091,17 @@ int cmd_rr(int argc, char **argv)
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        char *end;
-        int rc = 0;
-        switch (c) {
-        case 'P':
-            if (strcmp(optarg, "tcp") == 0 || strcmp(optarg, "udp") == 0)
-                o.udp = optarg[0] == 'u';
-            else
-                rc = tool_usage_error(CMD, "--proto '%s': not tcp or udp", optarg);
-            break;
-        case 'l': {
-            size_t i = 0, nl = sizeof links / sizeof links[0];
-            while (i < nl && strcmp(optarg, links[i]) != 0)
-                i++;
-            if (i < nl)
-                o.link = links[i];
-            else
-                rc = tool_usage_error(CMD, "--link '%s': not mem, afxdp, afpacket, tap or kernel", optarg);
-            break;
-        }
-        case 'i':
-        case 'I':
-            if (!*optarg || strlen(optarg) >= IF_NAMESIZE || strchr(optarg, '/') || strchr(optarg, ' '))
-                rc = tool_usage_error(CMD, "%s '%s' is not an interface name", c == 'i' ? "--iface" : "--peer-iface",
-                                      optarg);
-            else if (c == 'i')
-                o.iface = optarg;
-            else
-                o.peer_iface = optarg;
-            break;
-        case 'f':
-            rc = parse_uint("--flows", optarg, 1, MAX_FLOWS, &o.flows);
-            break;
-        case 't':
-            rc = parse_uint("--threads", optarg, 1, RR_MAX_THREADS, &o.threads);
-            break;
-        case 'q':
-            rc = parse_size("--request", optarg, 1, &o.request);
-            break;
-        case 'r':
-            rc = parse_size("--response", optarg, 1, &o.response);
-            break;
-        case 'b':
-            rc = parse_size("--sockbuf", optarg, 2048, &o.sockbuf);
-            break;
-        case 'e':
-            if (strcmp(optarg, "off") == 0)
-                o.early_demux = UINT32_MAX;
-            else
-                rc = parse_uint("--early-demux", optarg, 1, 1u << 30, &o.early_demux);
-            break;
-        case 'R':
-            rc = parse_uint("--rto-min", optarg, 1, 60000, &o.rto_min_ms);
-            break;
-        case 'd':
-            errno = 0;
-            o.duration = strtod(optarg, &end);
-            if (!*optarg || *end || errno || !(o.duration >= 0.1 && o.duration <= 3600))
-                rc = tool_usage_error(CMD, "--duration wants seconds from 0.1 to 3600, not '%s'", optarg);
-            break;
-        case '6':
-            o.ipv6 = true;
-            break;
-        case 'c': {
-            int n = tool_parse_cpu_list(CMD, optarg, o.cpus, RR_MAX_CPUS);
-            if (n < 0)
-                rc = 2;
-            else
-                o.ncpus = n;
-            break;
-        }
-        case 'j':
-            o.json = true;
-            break;
-        case 'h':
+        if (c == 'h') {
             usage(stdout);
             return 0;
-        default:
-            rc = tool_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
         }
-        if (rc)
-            return rc;
+        if (rr_option(c, optarg, argv[optind - 1], &o))
+            return 2;
     }
     if (optind < argc)
         return tool_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
-    if (o.threads > o.flows)
-        return tool_usage_error(CMD, "--threads %u is more than --flows %u", o.threads, o.flows);
-    bool real = rr_hotpath_link(&o) && strcmp(o.link, "mem") != 0;
-    if ((o.iface || o.peer_iface) && !real)
-        return tool_usage_error(CMD, "--iface and --peer-iface are for --link afxdp, afpacket or tap, not %s", o.link);
-    if (o.iface && !o.peer_iface)
-        return tool_usage_error(CMD, "--iface %s needs --peer-iface: the server stack's interface, joined to it "
-                                     "(the other end of a veth pair, or a tap on the same bridge)", o.iface);
-    if (o.peer_iface && !o.iface)
-        return tool_usage_error(CMD, "--peer-iface %s needs --iface: the client stack's interface", o.peer_iface);
-    if (o.iface && strcmp(o.iface, o.peer_iface) == 0)
-        return tool_usage_error(CMD, "--iface and --peer-iface are both %s: each stack needs its own", o.iface);
-    if (o.iface && o.threads > 1)
-        return tool_usage_error(CMD, "--iface and --peer-iface carry one stack pair: --threads 1, or let rr make "
-                                     "a veth pair or bridge per thread (no --iface)");
-    for (int i = 0; o.iface && i < 2; i++) {
-        const char *name = i ? o.peer_iface : o.iface;
-        if (if_nametoindex(name) == 0)
-            return tool_usage_error(CMD, "%s %s: no such interface in this network namespace%s",
-                                    i ? "--peer-iface" : "--iface", name,
-                                    strcmp(o.link, "tap") == 0 ? " (make both taps first, on one bridge: "
-                                                                 "ip tuntap add dev NAME mode tap; "
-                                                                 "ip link set NAME master BRIDGE up)"
-                                                               : "");
-    }
-
-    if (o.rto_min_ms && (o.udp || !rr_hotpath_link(&o)))
-        return tool_usage_error(CMD, "--rto-min is for hotpath's TCP, not %s", o.udp ? "UDP" : "the kernel's");
-    if (o.udp && (o.request > 65507 - (o.ipv6 ? 20 : 0) || o.response > 65507 - (o.ipv6 ? 20 : 0)))
-        return tool_usage_error(CMD, "UDP messages are at most %u bytes", o.ipv6 ? 65487u : 65507u);
+    if (rr_check(&o))
+        return 2;
     o.warm = o.duration / 5 < 1 ? o.duration / 5 : 1;
     struct rr_result *r = calloc(1, sizeof *r);
     if (!r) {

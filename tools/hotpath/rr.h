@@ -10,6 +10,8 @@
 #include <hotpath/link.h>
 #include <hotpath/pool.h>
 
+#include "harness.h"
+
 #define RR_MAX_THREADS 64
 #define RR_MAX_CPUS 256
 
@@ -71,17 +73,12 @@ void rr_hist_merge(struct rr_hist *into, const struct rr_hist *h);
 /* The q-quantile (0..1) in ticks (the middle of its bucket); 0 when empty. */
 double rr_hist_quantile(const struct rr_hist *h, double q);
 
-/* Phases, set by the coordinating thread (a shared mapping for the kernel's
- * two processes). */
-enum { RR_SETUP = 0, RR_WARM, RR_MEASURE, RR_STOP };
-
-/* What one worker thread measured over the window. */
-struct rr_thr_result {
-    uint64_t txns;        /* transactions completed (client) / served (server) in the window */
-    uint64_t timeouts;    /* UDP requests resent after 1 s without an answer */
-    double cpu_s;         /* CLOCK_THREAD_CPUTIME_ID over the window */
-    double win_s;         /* the thread's own window */
-};
+/* Phases: HB_SETUP, HB_WARM, HB_MEASURE, HB_STOP (harness.h), set by the
+ * coordinating thread (a shared mapping for the kernel's two processes);
+ * each worker thread takes its window with hb_window_watch, counting its
+ * transactions (n[0]) and UDP requests resent after 1 s without an answer
+ * (n[1]). */
+enum { RR_TXNS, RR_TIMEOUTS };
 
 /* The outcome of a run, either link. */
 struct rr_result {
@@ -110,21 +107,9 @@ struct rr_result {
 /* Ticks of tool_ticks() per microsecond, measured over ~20 ms. */
 double rr_ticks_per_us(void);
 
-/* The phase watcher of a worker: snapshot CPU and counters at the start and
- * end of the window. Returns true when the thread should stop. */
-struct rr_window {
-    int seen;
-    double t0, c0;
-    uint64_t n0, to0;
-};
-bool rr_window_step(struct rr_window *w, int phase, uint64_t txns, uint64_t timeouts, struct rr_thr_result *out);
-
 /* Runs the hotpath stacks over mem or a real link (rr.c). */
 int rr_mem_run(const struct rr_opts *o, struct rr_result *r);
 int rr_kernel_run(const struct rr_opts *o, struct rr_result *r);
-
-/* Sleep for s seconds. */
-void rr_sleep(double s);
 
 /* ---- real links (rr_link.c): where the stacks' afxdp, afpacket or tap links live ---- */
 

@@ -3,66 +3,21 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <hotpath/err.h>
 #include <hotpath/link.h>
 #include <hotpath/pool.h>
 
+#include "netns.h"
 #include "rr.h"
 
-#define NS_DIR "/var/run/netns" /* where `ip netns` keeps its names */
 #define RING_MIN 1024u
-#define RING_MAX 16384u         /* a burst of 10,000 flows fits; more only costs memory */
-
-/*
- * Cleanup. The namespace is a bind mount at NS_DIR/NAME made by `ip netns
- * add`; removing it is what `ip netns del` does: a lazy unmount and an
- * unlink. Both are system calls, safe in a signal handler, so SIGINT and
- * SIGTERM remove it before the process dies (its sockets and devices go
- * with the last reference, when the process is gone). The path is written
- * before the namespace exists, so the handler never formats anything.
- */
-static char live_path[96];
-static volatile sig_atomic_t live;
-
-static void remove_ns(void)
-{
-    if (!live)
-        return;
-    live = 0;
-    umount2(live_path, MNT_DETACH);
-    unlink(live_path);
-}
-
-static void on_signal(int sig)
-{
-    remove_ns();
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-static void hook_cleanup(void)
-{
-    static bool hooked;
-    if (hooked)
-        return;
-    hooked = true;
-    atexit(remove_ns);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-}
+#define RING_MAX 16384u /* a burst of 10,000 flows fits; more only costs memory */
 
 static uint32_t pow2_at_least(uint32_t v)
 {
@@ -78,26 +33,6 @@ static uint32_t ring_for(unsigned n)
 {
     uint32_t r = pow2_at_least(2 * n + 1024);
     return r < RING_MIN ? RING_MIN : r > RING_MAX ? RING_MAX : r;
-}
-
-/* Run `ip` with the namespace's commands on its stdin (one process for
- * them all). 0, or the exit status. */
-static int ip_batch(const char *ns, const char *cmds)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "ip -n %s -batch - >/dev/null 2>&1", ns);
-    FILE *p = popen(cmd, "w");
-    if (!p)
-        return -1;
-    fputs(cmds, p);
-    int rc = pclose(p);
-    return rc == -1 ? -1 : WEXITSTATUS(rc);
-}
-
-static int sh(const char *cmd)
-{
-    int rc = system(cmd);
-    return rc == -1 ? -1 : WEXITSTATUS(rc);
 }
 
 static int set_ns(int fd)
@@ -118,7 +53,8 @@ static int write_sysctl(const char *path, const char *v)
     return rc;
 }
 
-static void fail(struct rr_result *r, bool unavailable, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void fail(struct rr_result *r, bool unavailable, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void fail(struct rr_result *r, bool unavailable, const char *fmt, ...)
 {
     va_list ap;
@@ -129,7 +65,8 @@ static void fail(struct rr_result *r, bool unavailable, const char *fmt, ...)
 }
 
 /* The interfaces: one veth pair, or a bridge with two taps, per stack pair. */
-static int make_interfaces(const struct rr_opts *o, unsigned max_flows, struct rr_net *n, struct rr_result *r)
+static int make_interfaces(const struct rr_opts *o, unsigned max_flows, struct rr_net *n,
+                           struct rr_result *r)
 {
     bool tap = strcmp(o->link, "tap") == 0;
     size_t cap = 512 + (size_t)n->pairs * 320;
@@ -146,19 +83,20 @@ static int make_interfaces(const struct rr_opts *o, unsigned max_flows, struct r
     for (unsigned k = 0; k < n->pairs; k++) {
         const char *c = n->ifname[k][0], *s = n->ifname[k][1];
         if (tap)
-            at += (size_t)snprintf(cmds + at, cap - at,
-                                   "link add rrbr%u type bridge forward_delay 0 stp_state 0 mcast_snooping 0\n"
-                                   "link set rrbr%u up\n"
-                                   "tuntap add dev %s mode tap\ntuntap add dev %s mode tap\n"
-                                   "link set %s master rrbr%u txqueuelen %u up\n"
-                                   "link set %s master rrbr%u txqueuelen %u up\n",
-                                   k, k, c, s, c, k, qlen, s, k, qlen);
+            at += (size_t)snprintf(
+                cmds + at, cap - at,
+                "link add rrbr%u type bridge forward_delay 0 stp_state 0 mcast_snooping 0\n"
+                "link set rrbr%u up\n"
+                "tuntap add dev %s mode tap\ntuntap add dev %s mode tap\n"
+                "link set %s master rrbr%u txqueuelen %u up\n"
+                "link set %s master rrbr%u txqueuelen %u up\n",
+                k, k, c, s, c, k, qlen, s, k, qlen);
         else
-            at += (size_t)snprintf(cmds + at, cap - at,
-                                   "link add %s type veth peer name %s\nlink set %s up\nlink set %s up\n", c, s, c,
-                                   s);
+            at += (size_t)snprintf(
+                cmds + at, cap - at,
+                "link add %s type veth peer name %s\nlink set %s up\nlink set %s up\n", c, s, c, s);
     }
-    int rc = ip_batch(n->ns, cmds);
+    int rc = tool_ns_batch(n->ns, cmds);
     free(cmds);
     if (rc != 0) {
         fail(r, false, "cannot make the %s interfaces in namespace %s (ip -batch failed)",
@@ -166,6 +104,66 @@ static int make_interfaces(const struct rr_opts *o, unsigned max_flows, struct r
         return -1;
     }
     return 0;
+}
+
+/* The kernel's IPv6 off in the namespace before the interfaces exist, so
+ * that it sends nothing (router solicitations, DAD, MLD) on them; it gets no
+ * IPv4 address either, so it answers no ARP and drops (forwarding is off)
+ * what afpacket lets it see. */
+static int quiet_kernel(struct rr_net *n, struct rr_result *r)
+{
+    int rc = set_ns(n->ns_fd);
+    if (rc == 0) {
+        rc = write_sysctl("/proc/sys/net/ipv6/conf/all/disable_ipv6", "1");
+        if (rc == 0 || rc == -ENOENT) /* ENOENT: a kernel without IPv6 */
+            rc = write_sysctl("/proc/sys/net/ipv6/conf/default/disable_ipv6", "1");
+        if (rc == -ENOENT)
+            rc = 0;
+        int back = set_ns(n->home_fd);
+        if (back < 0) {
+            fail(r, false, "cannot come back from namespace %s: %s", n->ns, hp_strerror(back));
+            return -1;
+        }
+    }
+    if (rc < 0) {
+        fail(r, false, "cannot turn IPv6 off in namespace %s: %s", n->ns, hp_strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+/* The namespace of the run (tools/common/netns.c removes it at exit and on
+ * SIGINT / SIGTERM), entered and left through descriptors. */
+static int make_namespace(const struct rr_opts *o, struct rr_net *n, struct rr_result *r)
+{
+    tool_ns_name(n->ns, sizeof n->ns, "rr");
+    snprintf(r->netns, sizeof r->netns, "%s", n->ns);
+    int rc = tool_ns_add(n->ns);
+    if (rc == -EPERM) {
+        fail(r, true,
+             "--link %s needs root: it makes a network namespace with %s (or give --iface and "
+             "--peer-iface "
+             "as a user with CAP_NET_ADMIN, CAP_NET_RAW and CAP_BPF)",
+             o->link, strcmp(o->link, "tap") == 0 ? "a bridge and two tap devices" : "a veth pair");
+        return -1;
+    }
+    if (rc == -ENOENT) {
+        fail(r, true, "--link %s makes a network namespace with `ip`: iproute2 is not installed",
+             o->link);
+        return -1;
+    }
+    if (rc < 0) {
+        fail(r, false, "cannot make network namespace %s (ip netns add failed)", n->ns);
+        return -1;
+    }
+    n->own = true;
+    n->home_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    n->ns_fd = tool_ns_open(n->ns);
+    if (n->home_fd < 0 || n->ns_fd < 0) {
+        fail(r, false, "cannot open namespace %s: %s", n->ns, hp_strerror(-errno));
+        return -1;
+    }
+    return quiet_kernel(n, r);
 }
 
 int rr_net_up(const struct rr_opts *o, unsigned max_flows, struct rr_net *n, struct rr_result *r)
@@ -182,71 +180,13 @@ int rr_net_up(const struct rr_opts *o, unsigned max_flows, struct rr_net *n, str
         snprintf(r->peer_iface, sizeof r->peer_iface, "%s", o->peer_iface);
         return 0;
     }
-    if (geteuid() != 0) {
-        fail(r, true,
-             "--link %s needs root: it makes a network namespace with %s (or give --iface and --peer-iface "
-             "as a user with CAP_NET_ADMIN, CAP_NET_RAW and CAP_BPF)",
-             o->link, strcmp(o->link, "tap") == 0 ? "a bridge and two tap devices" : "a veth pair");
-        return -1;
-    }
-    if (sh("command -v ip >/dev/null 2>&1") != 0) {
-        fail(r, true, "--link %s makes a network namespace with `ip`: iproute2 is not installed", o->link);
-        return -1;
-    }
     for (unsigned k = 0; k < n->pairs; k++) {
         snprintf(n->ifname[k][0], sizeof n->ifname[k][0], "rrc%u", k);
         snprintf(n->ifname[k][1], sizeof n->ifname[k][1], "rrs%u", k);
     }
-    snprintf(n->ns, sizeof n->ns, "hp-rr-%d", (int)getpid());
-    snprintf(r->netns, sizeof r->netns, "%s", n->ns);
     snprintf(r->iface, sizeof r->iface, "%s", n->ifname[0][0]);
     snprintf(r->peer_iface, sizeof r->peer_iface, "%s", n->ifname[0][1]);
-    hook_cleanup();
-    snprintf(live_path, sizeof live_path, NS_DIR "/%s", n->ns);
-    /* One of an earlier process with our PID, killed before it could
-     * remove it, is stale: nobody else names one after us. */
-    umount2(live_path, MNT_DETACH);
-    unlink(live_path);
-    live = 1;
-    n->own = true;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "ip netns add %s >/dev/null 2>&1", n->ns);
-    if (sh(cmd) != 0) {
-        fail(r, false, "cannot make network namespace %s (ip netns add failed)", n->ns);
-        rr_net_down(n);
-        return -1;
-    }
-    n->home_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-    n->ns_fd = open(live_path, O_RDONLY | O_CLOEXEC);
-    if (n->home_fd < 0 || n->ns_fd < 0) {
-        fail(r, false, "cannot open namespace %s: %s", n->ns, hp_strerror(-errno));
-        rr_net_down(n);
-        return -1;
-    }
-    /* The kernel's IPv6 off before the interfaces exist, so that it sends
-     * nothing (router solicitations, DAD, MLD) on them; it gets no IPv4
-     * address either, so it answers no ARP and drops (forwarding is off)
-     * what afpacket lets it see. */
-    int rc = set_ns(n->ns_fd);
-    if (rc == 0) {
-        rc = write_sysctl("/proc/sys/net/ipv6/conf/all/disable_ipv6", "1");
-        if (rc == 0 || rc == -ENOENT) /* ENOENT: a kernel without IPv6 */
-            rc = write_sysctl("/proc/sys/net/ipv6/conf/default/disable_ipv6", "1");
-        if (rc == -ENOENT)
-            rc = 0;
-        int back = set_ns(n->home_fd);
-        if (back < 0) {
-            fail(r, false, "cannot come back from namespace %s: %s", n->ns, hp_strerror(back));
-            rr_net_down(n);
-            return -1;
-        }
-    }
-    if (rc < 0) {
-        fail(r, false, "cannot turn IPv6 off in namespace %s: %s", n->ns, hp_strerror(rc));
-        rr_net_down(n);
-        return -1;
-    }
-    if (make_interfaces(o, max_flows, n, r) < 0) {
+    if (make_namespace(o, n, r) < 0 || make_interfaces(o, max_flows, n, r) < 0) {
         rr_net_down(n);
         return -1;
     }
@@ -257,11 +197,12 @@ int rr_net_up(const struct rr_opts *o, unsigned max_flows, struct rr_net *n, str
  * support in this build or kernel. */
 static bool unavailable_errno(int e)
 {
-    return e == EPERM || e == EACCES || e == EOPNOTSUPP || e == EAFNOSUPPORT || e == EPROTONOSUPPORT;
+    return e == EPERM || e == EACCES || e == EOPNOTSUPP || e == EAFNOSUPPORT ||
+           e == EPROTONOSUPPORT;
 }
 
-static struct hp_link *open_one(const struct rr_opts *o, const char *ifname, struct hp_pool *pool, uint32_t ring,
-                                uint32_t frames, struct rr_result *r)
+static struct hp_link *open_one(const struct rr_opts *o, const char *ifname, struct hp_pool *pool,
+                                uint32_t ring, uint32_t frames, struct rr_result *r)
 {
     struct hp_link_config lc = {.iface = ifname, .pool = pool, .ring_size = ring};
     if (strcmp(o->link, "afxdp") == 0) {
@@ -283,8 +224,8 @@ static struct hp_link *open_one(const struct rr_opts *o, const char *ifname, str
     return l;
 }
 
-int rr_net_open(const struct rr_opts *o, struct rr_net *net, unsigned k, unsigned n, struct hp_link *e[2],
-                struct hp_pool **pool, struct rr_result *r)
+int rr_net_open(const struct rr_opts *o, struct rr_net *net, unsigned k, unsigned n,
+                struct hp_link *e[2], struct hp_pool **pool, struct rr_result *r)
 {
     e[0] = e[1] = NULL;
     *pool = NULL;
@@ -308,7 +249,8 @@ int rr_net_open(const struct rr_opts *o, struct rr_net *net, unsigned k, unsigne
     if (net->own) {
         int rc = set_ns(net->ns_fd);
         if (rc < 0) {
-            snprintf(r->note, sizeof r->note, "cannot enter namespace %s: %s", net->ns, hp_strerror(rc));
+            snprintf(r->note, sizeof r->note, "cannot enter namespace %s: %s", net->ns,
+                     hp_strerror(rc));
             return -1;
         }
     }
@@ -317,7 +259,8 @@ int rr_net_open(const struct rr_opts *o, struct rr_net *net, unsigned k, unsigne
     if (net->own) {
         int rc = set_ns(net->home_fd);
         if (rc < 0) {
-            snprintf(r->note, sizeof r->note, "cannot come back from namespace %s: %s", net->ns, hp_strerror(rc));
+            snprintf(r->note, sizeof r->note, "cannot come back from namespace %s: %s", net->ns,
+                     hp_strerror(rc));
             return -1;
         }
     }
@@ -343,7 +286,7 @@ void rr_net_close(struct rr_net *net, struct hp_link *e[2])
 void rr_net_down(struct rr_net *n)
 {
     if (n->own)
-        remove_ns();
+        tool_ns_del(n->ns);
     if (n->ns_fd >= 0)
         close(n->ns_fd);
     if (n->home_fd >= 0)

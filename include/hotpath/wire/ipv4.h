@@ -27,12 +27,9 @@ extern "C" {
 #define HP_IPV4_HDR_LEN 20u     /**< without options */
 #define HP_IPV4_MAX_HDR_LEN 60u /**< IHL 15 */
 
-/* IP protocol numbers (IANA "Assigned Internet Protocol Numbers"), the
- * values of the IPv4 Protocol and the IPv6 Next Header fields. The IPv6
- * extension headers' numbers are in ipv6.h. */
-#define HP_IPPROTO_ICMP 1
-#define HP_IPPROTO_TCP 6
-#define HP_IPPROTO_UDP 17
+/* The Protocol field's values: HP_IPPROTO_ICMP, _TCP and _UDP are in
+ * hotpath/common.h (every layer names them); the IPv6 extension headers'
+ * numbers in ipv6.h. */
 
 /**
  * An IPv4 header, parsed or to emit. Addresses are as on the wire; the

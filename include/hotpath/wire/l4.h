@@ -34,7 +34,7 @@ struct hp_l4_addrs {
 /** True when a is non-NULL, its family is 4 or 6 and both addresses are set. */
 static inline bool hp_l4_addrs_valid(const struct hp_l4_addrs *a)
 {
-    return a && (a->family == 4 || a->family == 6) && a->src && a->dst;
+    return a && (a->family == HP_AF_INET4 || a->family == HP_AF_INET6) && a->src && a->dst;
 }
 
 #ifdef __cplusplus
