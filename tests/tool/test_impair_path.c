@@ -132,7 +132,8 @@ HP_TEST(impair_ecn_marks_above_threshold)
     for (int i = 0; i < 4; i++)
         HP_CHECK_EQ(impair_path_push(&p, b[i], 0), 1);
     HP_CHECK_EQ(p.st.ce_marked, 1); /* 0 and 1000 bytes waiting: no; 2000: yes; non-ECT: no */
-    const uint8_t *ip0 = (uint8_t *)hp_buf_data(b[0]) + 14, *ip2 = (uint8_t *)hp_buf_data(b[2]) + 14;
+    const uint8_t *ip0 = (uint8_t *)hp_buf_data(b[0]) + 14,
+                  *ip2 = (uint8_t *)hp_buf_data(b[2]) + 14;
     const uint8_t *ip3 = (uint8_t *)hp_buf_data(b[3]) + 14;
     HP_CHECK_EQ(ip0[1] & 3, 2);
     HP_CHECK_EQ(ip2[1] & 3, 3);
@@ -156,7 +157,7 @@ HP_TEST(impair_mark_ce_ipv6)
     HP_CHECK(!impair_mark_ce(f, sizeof f)); /* not ECT */
     HP_CHECK(!impair_mark_ce(f, 20));       /* truncated */
     f[12] = 0x08;
-    f[13] = 0x06;                           /* ARP */
+    f[13] = 0x06; /* ARP */
     HP_CHECK(!impair_mark_ce(f, sizeof f));
 }
 

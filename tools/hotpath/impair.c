@@ -24,10 +24,10 @@ static volatile sig_atomic_t stop_now;
 
 struct impair_opts {
     const char *link, *iface[2];
-    struct impair_cfg path;        /* the impaired direction(s) */
-    struct hp_fault_config fault;  /* loss, dup, corrupt, reorder on output */
-    bool only[2];                  /* --a2b / --b2a: impair that direction only */
-    double duration;               /* 0: until SIGINT */
+    struct impair_cfg path;       /* the impaired direction(s) */
+    struct hp_fault_config fault; /* loss, dup, corrupt, reorder on output */
+    bool only[2];                 /* --a2b / --b2a: impair that direction only */
+    double duration;              /* 0: until SIGINT */
     bool json;
     int cpu;
 };
@@ -43,28 +43,31 @@ struct impair_dir {
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: hotpath impair --link afxdp|afpacket --iface-a A --iface-b B [--delay MS[,JITTER]]\n"
-            "                      [--loss P] [--reorder P] [--dup P] [--corrupt P] [--rate MBIT]\n"
-            "                      [--queue BYTES] [--ecn-mark-above BYTES] [--mtu N] [--seed N]\n"
-            "                      [--a2b|--b2a] [--duration S] [--json-stats] [--cpu N]\n"
-            "\n"
-            "Bridges frames between interfaces A and B (both directions), like netem on a wire:\n"
-            "  --delay MS[,J]     one-way delay in milliseconds (fractions allowed), plus a uniform\n"
-            "                     jitter in [-J, +J] that never reorders frames\n"
-            "  --rate MBIT        a bottleneck of MBIT Mbit/s (frames serialised, Ethernet header counted)\n"
-            "  --queue BYTES      its queue (tail drop); default 2 x delay x rate, at least 64 KiB\n"
-            "  --ecn-mark-above B mark ECT packets CE when more than B bytes wait (RFC 3168)\n"
-            "  --mtu N            drop IP packets longer than N bytes, silently (a black hole)\n"
-            "  --loss/--dup/--corrupt/--reorder P   probabilities in [0, 1] (the fault decorator)\n"
-            "  --seed N           the random generator's seed (the same seed, the same faults)\n"
-            "  --a2b / --b2a      impair only frames from A to B (or B to A); the other direction\n"
-            "                     passes untouched\n"
-            "  --duration S       stop after S seconds (default: at SIGINT / SIGTERM)\n"
-            "  --json-stats       one JSON object per second (and at the end) instead of a line\n"
-            "  --cpu N            pin to CPU N\n"
-            "The interfaces are taken whole (afpacket: every frame; afxdp: copy mode): give the\n"
-            "bridge its own namespace with no addresses on them (scripts/netns.sh up3).\n");
+    fprintf(
+        f,
+        "usage: hotpath impair --link afxdp|afpacket --iface-a A --iface-b B [--delay "
+        "MS[,JITTER]]\n"
+        "                      [--loss P] [--reorder P] [--dup P] [--corrupt P] [--rate MBIT]\n"
+        "                      [--queue BYTES] [--ecn-mark-above BYTES] [--mtu N] [--seed N]\n"
+        "                      [--a2b|--b2a] [--duration S] [--json-stats] [--cpu N]\n"
+        "\n"
+        "Bridges frames between interfaces A and B (both directions), like netem on a wire:\n"
+        "  --delay MS[,J]     one-way delay in milliseconds (fractions allowed), plus a uniform\n"
+        "                     jitter in [-J, +J] that never reorders frames\n"
+        "  --rate MBIT        a bottleneck of MBIT Mbit/s (frames serialised, Ethernet header "
+        "counted)\n"
+        "  --queue BYTES      its queue (tail drop); default 2 x delay x rate, at least 64 KiB\n"
+        "  --ecn-mark-above B mark ECT packets CE when more than B bytes wait (RFC 3168)\n"
+        "  --mtu N            drop IP packets longer than N bytes, silently (a black hole)\n"
+        "  --loss/--dup/--corrupt/--reorder P   probabilities in [0, 1] (the fault decorator)\n"
+        "  --seed N           the random generator's seed (the same seed, the same faults)\n"
+        "  --a2b / --b2a      impair only frames from A to B (or B to A); the other direction\n"
+        "                     passes untouched\n"
+        "  --duration S       stop after S seconds (default: at SIGINT / SIGTERM)\n"
+        "  --json-stats       one JSON object per second (and at the end) instead of a line\n"
+        "  --cpu N            pin to CPU N\n"
+        "The interfaces are taken whole (afpacket: every frame; afxdp: copy mode): give the\n"
+        "bridge its own namespace with no addresses on them (scripts/netns.sh up3).\n");
 }
 
 static int parse_prob(const char *opt, const char *arg, double *out)
@@ -84,8 +87,8 @@ static int parse_delay(const char *arg, struct impair_cfg *c)
     if (*end == ',')
         j = strtod(end + 1, &end);
     if (*arg == 0 || *end || !(d >= 0 && d <= 60000) || !(j >= 0 && j <= d))
-        return tool_usage_error("impair", "--delay wants MS[,JITTER] with 0 <= JITTER <= MS <= 60000, not '%s'",
-                                arg);
+        return tool_usage_error(
+            "impair", "--delay wants MS[,JITTER] with 0 <= JITTER <= MS <= 60000, not '%s'", arg);
     c->delay_ns = (uint64_t)llround(d * 1e6);
     c->jitter_ns = (uint64_t)llround(j * 1e6);
     return 0;
@@ -116,17 +119,31 @@ static int parse_one(struct impair_opts *o, int c, const char *arg)
 {
     uint64_t v = 0;
     switch (c) {
-    case 'l': o->link = arg; return 0;
-    case 'a': o->iface[0] = arg; return 0;
-    case 'b': o->iface[1] = arg; return 0;
-    case 'D': return parse_delay(arg, &o->path);
-    case 'L': return parse_prob("--loss", arg, &o->fault.drop);
-    case 'R': return parse_prob("--reorder", arg, &o->fault.reorder);
-    case 'U': return parse_prob("--dup", arg, &o->fault.duplicate);
-    case 'C': return parse_prob("--corrupt", arg, &o->fault.corrupt);
-    case 'r': return parse_rate(arg, &o->path.rate_bps);
-    case 'q': return parse_u64("--queue", arg, 1500, 1ull << 32, &o->path.queue_bytes);
-    case 'e': return parse_u64("--ecn-mark-above", arg, 1, 1ull << 32, &o->path.ecn_mark_above);
+    case 'l':
+        o->link = arg;
+        return 0;
+    case 'a':
+        o->iface[0] = arg;
+        return 0;
+    case 'b':
+        o->iface[1] = arg;
+        return 0;
+    case 'D':
+        return parse_delay(arg, &o->path);
+    case 'L':
+        return parse_prob("--loss", arg, &o->fault.drop);
+    case 'R':
+        return parse_prob("--reorder", arg, &o->fault.reorder);
+    case 'U':
+        return parse_prob("--dup", arg, &o->fault.duplicate);
+    case 'C':
+        return parse_prob("--corrupt", arg, &o->fault.corrupt);
+    case 'r':
+        return parse_rate(arg, &o->path.rate_bps);
+    case 'q':
+        return parse_u64("--queue", arg, 1500, 1ull << 32, &o->path.queue_bytes);
+    case 'e':
+        return parse_u64("--ecn-mark-above", arg, 1, 1ull << 32, &o->path.ecn_mark_above);
     case 'm':
         if (parse_u64("--mtu", arg, 68, 65535, &v))
             return 2;
@@ -137,13 +154,22 @@ static int parse_one(struct impair_opts *o, int c, const char *arg)
             return 2;
         o->path.seed = o->fault.seed = v;
         return 0;
-    case 'A': o->only[0] = true; return 0;
-    case 'B': o->only[1] = true; return 0;
+    case 'A':
+        o->only[0] = true;
+        return 0;
+    case 'B':
+        o->only[1] = true;
+        return 0;
     case 'd':
         o->duration = strtod(arg, NULL);
-        return o->duration > 0 ? 0 : tool_usage_error("impair", "--duration wants seconds > 0, not '%s'", arg);
-    case 'j': o->json = true; return 0;
-    case 'c': return tool_parse_cpu("impair", arg, &o->cpu);
+        return o->duration > 0
+                   ? 0
+                   : tool_usage_error("impair", "--duration wants seconds > 0, not '%s'", arg);
+    case 'j':
+        o->json = true;
+        return 0;
+    case 'c':
+        return tool_parse_cpu("impair", arg, &o->cpu);
     }
     return 2;
 }
@@ -151,16 +177,26 @@ static int parse_one(struct impair_opts *o, int c, const char *arg)
 static int parse(int argc, char **argv, struct impair_opts *o)
 {
     static const struct option longopts[] = {
-        {"link", required_argument, NULL, 'l'}, {"iface-a", required_argument, NULL, 'a'},
-        {"iface-b", required_argument, NULL, 'b'}, {"delay", required_argument, NULL, 'D'},
-        {"loss", required_argument, NULL, 'L'}, {"reorder", required_argument, NULL, 'R'},
-        {"dup", required_argument, NULL, 'U'}, {"corrupt", required_argument, NULL, 'C'},
-        {"rate", required_argument, NULL, 'r'}, {"queue", required_argument, NULL, 'q'},
-        {"ecn-mark-above", required_argument, NULL, 'e'}, {"mtu", required_argument, NULL, 'm'},
-        {"seed", required_argument, NULL, 's'}, {"a2b", no_argument, NULL, 'A'},
-        {"b2a", no_argument, NULL, 'B'}, {"duration", required_argument, NULL, 'd'},
-        {"json-stats", no_argument, NULL, 'j'}, {"cpu", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'}, {0, 0, 0, 0},
+        {"link", required_argument, NULL, 'l'},
+        {"iface-a", required_argument, NULL, 'a'},
+        {"iface-b", required_argument, NULL, 'b'},
+        {"delay", required_argument, NULL, 'D'},
+        {"loss", required_argument, NULL, 'L'},
+        {"reorder", required_argument, NULL, 'R'},
+        {"dup", required_argument, NULL, 'U'},
+        {"corrupt", required_argument, NULL, 'C'},
+        {"rate", required_argument, NULL, 'r'},
+        {"queue", required_argument, NULL, 'q'},
+        {"ecn-mark-above", required_argument, NULL, 'e'},
+        {"mtu", required_argument, NULL, 'm'},
+        {"seed", required_argument, NULL, 's'},
+        {"a2b", no_argument, NULL, 'A'},
+        {"b2a", no_argument, NULL, 'B'},
+        {"duration", required_argument, NULL, 'd'},
+        {"json-stats", no_argument, NULL, 'j'},
+        {"cpu", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
+        {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
     o->cpu = -1;
@@ -181,9 +217,11 @@ static int parse(int argc, char **argv, struct impair_opts *o)
     if (!o->iface[0] || !o->iface[1] || strcmp(o->iface[0], o->iface[1]) == 0)
         return tool_usage_error("impair", "--iface-a and --iface-b want two different interfaces");
     if (o->only[0] && o->only[1])
-        return tool_usage_error("impair", "--a2b and --b2a exclude each other (give neither for both)");
+        return tool_usage_error("impair",
+                                "--a2b and --b2a exclude each other (give neither for both)");
     if (o->path.ecn_mark_above && !o->path.rate_bps)
-        return tool_usage_error("impair", "--ecn-mark-above needs --rate (marks come from the queue)");
+        return tool_usage_error("impair",
+                                "--ecn-mark-above needs --rate (marks come from the queue)");
     if (o->path.queue_bytes && !o->path.rate_bps)
         return tool_usage_error("impair", "--queue needs --rate");
     return 0;
@@ -213,7 +251,8 @@ static struct hp_link *open_side(const struct impair_opts *o, int i, bool impair
     fc.seed += (uint64_t)i;
     struct hp_link *f = hp_link_fault(l, &fc);
     if (!f) {
-        fprintf(stderr, "hotpath impair: fault decorator on %s: %s\n", o->iface[i], hp_link_error());
+        fprintf(stderr, "hotpath impair: fault decorator on %s: %s\n", o->iface[i],
+                hp_link_error());
         hp_link_close(l);
     }
     return f;
@@ -252,20 +291,21 @@ static json_t *dir_json(struct impair_dir *d)
     const struct impair_stats *s = &d->path.st;
     struct hp_fault_stats f = {0};
     hp_link_fault_stats(d->out, &f);
-    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "in", (json_int_t)s->in,
-                     "out", (json_int_t)s->out, "bytes_in", (json_int_t)s->bytes_in, "bytes_out",
-                     (json_int_t)s->bytes_out, "queue_drops", (json_int_t)s->queue_drops, "ce_marked",
-                     (json_int_t)s->ce_marked, "mtu_drops", (json_int_t)s->mtu_drops, "queue_max",
-                     (json_int_t)s->queue_max, "lost", (json_int_t)f.dropped, "duplicated",
-                     (json_int_t)f.duplicated, "reordered", (json_int_t)f.reordered, "corrupted",
-                     (json_int_t)f.corrupted, "in_flight", (json_int_t)impair_path_count(&d->path));
+    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "in",
+                     (json_int_t)s->in, "out", (json_int_t)s->out, "bytes_in",
+                     (json_int_t)s->bytes_in, "bytes_out", (json_int_t)s->bytes_out, "queue_drops",
+                     (json_int_t)s->queue_drops, "ce_marked", (json_int_t)s->ce_marked, "mtu_drops",
+                     (json_int_t)s->mtu_drops, "queue_max", (json_int_t)s->queue_max, "lost",
+                     (json_int_t)f.dropped, "duplicated", (json_int_t)f.duplicated, "reordered",
+                     (json_int_t)f.reordered, "corrupted", (json_int_t)f.corrupted, "in_flight",
+                     (json_int_t)impair_path_count(&d->path));
 }
 
 static void report(struct impair_dir *dirs, double t, bool json, bool final)
 {
     if (json) {
-        json_t *o = json_pack("{s:f,s:b,s:o,s:o}", "t", t, "final", final, "a2b", dir_json(&dirs[0]),
-                              "b2a", dir_json(&dirs[1]));
+        json_t *o = json_pack("{s:f,s:b,s:o,s:o}", "t", t, "final", final, "a2b",
+                              dir_json(&dirs[0]), "b2a", dir_json(&dirs[1]));
         json_dumpf(o, stdout, JSON_COMPACT);
         fputc('\n', stdout);
         json_decref(o);
@@ -277,11 +317,11 @@ static void report(struct impair_dir *dirs, double t, bool json, bool final)
         const struct impair_stats *s = &dirs[i].path.st;
         struct hp_fault_stats f = {0};
         hp_link_fault_stats(dirs[i].out, &f);
-        printf("  %s: in %llu out %llu qdrop %llu ce %llu mtu %llu lost %llu dup %llu qmax %llu", dirs[i].name,
-               (unsigned long long)s->in, (unsigned long long)s->out, (unsigned long long)s->queue_drops,
-               (unsigned long long)s->ce_marked, (unsigned long long)s->mtu_drops,
-               (unsigned long long)f.dropped, (unsigned long long)f.duplicated,
-               (unsigned long long)s->queue_max);
+        printf("  %s: in %llu out %llu qdrop %llu ce %llu mtu %llu lost %llu dup %llu qmax %llu",
+               dirs[i].name, (unsigned long long)s->in, (unsigned long long)s->out,
+               (unsigned long long)s->queue_drops, (unsigned long long)s->ce_marked,
+               (unsigned long long)s->mtu_drops, (unsigned long long)f.dropped,
+               (unsigned long long)f.duplicated, (unsigned long long)s->queue_max);
     }
     printf("%s\n", final ? "  (end)" : "");
     fflush(stdout);

@@ -109,7 +109,8 @@ static void drain(struct impair_path *p, uint64_t now)
 
 /* Set *leave to when b's last bit leaves the bottleneck; false when the
  * queue refuses it (counted; the caller frees it). Marks CE when asked. */
-static bool enqueue(struct impair_path *p, struct hp_buf *b, uint32_t bytes, uint64_t now, uint64_t *leave)
+static bool enqueue(struct impair_path *p, struct hp_buf *b, uint32_t bytes, uint64_t now,
+                    uint64_t *leave)
 {
     *leave = now;
     if (!p->cfg.rate_bps)
@@ -175,7 +176,8 @@ int impair_path_push(struct impair_path *p, struct hp_buf *b, uint64_t now)
     return 1;
 }
 
-unsigned impair_path_peek(const struct impair_path *p, uint64_t now, struct hp_buf **out, unsigned n)
+unsigned impair_path_peek(const struct impair_path *p, uint64_t now, struct hp_buf **out,
+                          unsigned n)
 {
     unsigned k = 0;
     for (uint32_t i = p->head; i != p->tail && k < n; i++) {

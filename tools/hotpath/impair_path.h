@@ -27,21 +27,21 @@
  * path is a pure function of its inputs and its tests need no clock.
  */
 struct impair_cfg {
-    uint64_t rate_bps;       /* 0: no rate limit (and no queue) */
-    uint64_t queue_bytes;    /* the queue's bound; 0: one bandwidth-delay product, at least 64 KiB */
+    uint64_t rate_bps;    /* 0: no rate limit (and no queue) */
+    uint64_t queue_bytes; /* the queue's bound; 0: one bandwidth-delay product, at least 64 KiB */
     uint64_t ecn_mark_above; /* 0: never mark */
     uint64_t delay_ns, jitter_ns;
-    uint32_t mtu;            /* 0: no check */
+    uint32_t mtu; /* 0: no check */
     uint64_t seed;
 };
 
 struct impair_stats {
-    uint64_t in, out;            /* frames taken in and handed out */
+    uint64_t in, out; /* frames taken in and handed out */
     uint64_t bytes_in, bytes_out;
-    uint64_t queue_drops;        /* tail drops: the queue was full */
-    uint64_t ce_marked;          /* ECT frames marked CE */
-    uint64_t mtu_drops;          /* larger than the MTU */
-    uint64_t queue_max;          /* the most bytes that waited at once */
+    uint64_t queue_drops; /* tail drops: the queue was full */
+    uint64_t ce_marked;   /* ECT frames marked CE */
+    uint64_t mtu_drops;   /* larger than the MTU */
+    uint64_t queue_max;   /* the most bytes that waited at once */
 };
 
 struct impair_slot {
@@ -74,7 +74,8 @@ int impair_path_push(struct impair_path *p, struct hp_buf *b, uint64_t now);
 
 /* Up to n frames due at time now, in order, still owned by the path: hand
  * them to the output, then impair_path_consume() the number it took. */
-unsigned impair_path_peek(const struct impair_path *p, uint64_t now, struct hp_buf **out, unsigned n);
+unsigned impair_path_peek(const struct impair_path *p, uint64_t now, struct hp_buf **out,
+                          unsigned n);
 /* The first n frames peeked are gone (the caller owns them). */
 void impair_path_consume(struct impair_path *p, unsigned n);
 
