@@ -27,6 +27,8 @@ static const struct {
      "one TCP flow, Gbit/s and CPU ns/byte: two stacks over mem (MTU 1500) vs the kernel's TCP over loopback"},
     {"tcp-rr", bench_tcp_rr,
      "TCP 1-byte request/response, CPU ns/transaction: two stacks over mem vs the kernel's TCP over loopback"},
+    {"peers", bench_peers,
+     "hotpath vs lwIP and smoltcp, same workloads and harness (two instances, one thread): tcp_rr at 1 and 1,000 flows, bulk, connection rate, UDP echo, idle memory"},
 };
 #define NBENCH (sizeof benches / sizeof benches[0])
 

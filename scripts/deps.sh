@@ -85,6 +85,54 @@ for entry in "${pkgs[@]}"; do
   esac
 done
 
+# The peers of `hotpath bench peers` (bench/peers/), fetched into build-peers/ (outside git):
+# lwIP from Debian's source package (its binary liblwip-dev is built for threads; the bench
+# builds the core itself as NO_SYS with bench/peers/lwip/lwipopts.h), and smoltcp from
+# crates.io through cargo (bench/peers/smoltcp/, release with LTO).
+root=$(cd "$(dirname "$0")/.." && pwd)
+peers=$root/build-peers
+peers_log=/tmp/hotpath-deps-peers.log
+peers_lwip() {
+  [ -f "$peers/lwip/src/core/tcp.c" ] && return 0
+  if ! apt-cache showsrc lwip >/dev/null 2>&1; then
+    if [ "$(id -u)" != 0 ] || [ $have_apt = 0 ]; then
+      echo "deps: SKIP: no deb-src entry for Debian and not root: no lwip row in 'hotpath bench peers'"
+      return 0
+    fi
+    # deb-src for the suites the machine already uses (Debian 12: bookworm).
+    local suite; suite=$( (. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}") 2>/dev/null)
+    printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: main\nSigned-By: %s\n' \
+      "${suite:-bookworm}" /usr/share/keyrings/debian-archive-keyring.gpg >/etc/apt/sources.list.d/hotpath-deb-src.sources
+    echo "deps: added a deb-src entry (/etc/apt/sources.list.d/hotpath-deb-src.sources) for lwIP's source"
+    apt-get update -qq >>"$peers_log" 2>&1
+  fi
+  rm -rf "$peers/lwip-src" && mkdir -p "$peers/lwip-src"
+  if ! (cd "$peers/lwip-src" && apt-get source -qq lwip) >>"$peers_log" 2>&1; then
+    echo "deps: SKIP: apt-get source lwip failed (deb-src unreachable? log: $peers_log): no lwip row in 'hotpath bench peers'"
+    return 0
+  fi
+  local d; d=$(find "$peers/lwip-src" -maxdepth 1 -mindepth 1 -type d -name 'lwip-*' | head -1)
+  if [ -z "$d" ] || [ ! -f "$d/src/core/tcp.c" ]; then
+    echo "deps: SKIP: lwIP's source package has no src/core/tcp.c: no lwip row in 'hotpath bench peers'"
+    return 0
+  fi
+  ln -sfn "lwip-src/$(basename "$d")" "$peers/lwip"
+  echo "deps: lwIP source $(basename "$d") in build-peers/lwip"
+}
+peers_smoltcp() {
+  local cargo; cargo=$(command -v cargo || { [ -x "$HOME/.cargo/bin/cargo" ] && echo "$HOME/.cargo/bin/cargo"; })
+  if [ -z "$cargo" ]; then
+    echo "deps: SKIP: no cargo (smoltcp needs Rust >= 1.91: rustup.rs): no smoltcp row in 'hotpath bench peers'"
+    return 0
+  fi
+  # Run from its folder, so that its .cargo/config.toml (the target CPU) applies.
+  if ! (cd "$root/bench/peers/smoltcp" && "$cargo" build --release -q --target-dir "$peers/smoltcp") \
+       >>"$peers_log" 2>&1; then
+    echo "deps: SKIP: cargo could not build bench/peers/smoltcp (crates.io unreachable, or Rust too old? log: $peers_log): no smoltcp row in 'hotpath bench peers'"
+  fi
+}
+mkdir -p "$peers" 2>/dev/null && { peers_lwip; peers_smoltcp; }
+
 # Python packages: matplotlib for the report's plots (demo), scapy to
 # regenerate test vectors (the committed vectors need no scapy).
 if command -v python3 >/dev/null 2>&1; then

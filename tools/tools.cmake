@@ -105,3 +105,4 @@ if(HP_HAVE_DPDK)
   target_link_libraries(hotpath PRIVATE ${DPDK_LDFLAGS})
 endif()
 
+include(${CMAKE_SOURCE_DIR}/bench/peers/peers.cmake)
