@@ -92,9 +92,7 @@ static const char *smoltcp_bin(void)
     return e && *e ? e : HP_PEERS_SMOLTCP_BIN;
 }
 
-/* Run argv with stdout into *out (malloc'd), pinned to cpu, for at most
- * timeout_s. 0, or -1 with why. */
-static int child_output(char *const argv[], int cpu, char **out, char *why, size_t len)
+int peers_child_output(char *const argv[], int cpu, char **out, char *why, size_t len)
 {
     int fd[2];
     *out = NULL;
@@ -165,7 +163,7 @@ static void find_stacks(struct peers_report *r)
                  "not built: scripts/deps.sh builds bench/peers/smoltcp with cargo from crates.io "
                  "into %s",
                  bin);
-    else if (child_output(argv, -1, &out, why, sizeof why) < 0)
+    else if (peers_child_output(argv, -1, &out, why, sizeof why) < 0)
         snprintf(r->skip[ST_SMOLTCP], sizeof r->skip[0], "%s", why);
     else
         snprintf(r->version[ST_SMOLTCP], sizeof r->version[0], "%.*s", (int)strcspn(out, "\n"),
@@ -238,7 +236,7 @@ static void run_smoltcp(struct peers_report *r)
     char *out = NULL, why[200];
     json_error_t jerr;
     json_t *root = NULL, *results;
-    if (child_output(argv, r->cpu, &out, why, sizeof why) == 0 &&
+    if (peers_child_output(argv, r->cpu, &out, why, sizeof why) == 0 &&
         !(root = json_loads(out, 0, &jerr)))
         snprintf(why, sizeof why, "its JSON does not parse: %s", jerr.text);
     if (root && json_is_array(results = json_object_get(root, "results"))) {

@@ -27,6 +27,11 @@ void peers_print_table(const struct peers_report *r, FILE *f, bool md);
 int peers_print_goals(const struct peers_report *r, FILE *f, bool md);
 /* {"results": [{"stack", "workload", "value", "unit", ...}], "goals": [...], ...} */
 void peers_print_json(const struct peers_report *r, FILE *f);
+/* Run argv (argv[0] a path) with its stdout into *out (malloc'd, NUL-ended),
+ * pinned to cpu (-1: not), killed after 10 minutes. 0 when it exited 0, or
+ * -1 with why. */
+int peers_child_output(char *const argv[], int cpu, char **out, char *why, size_t len);
+
 /* Whether every hotpath row was measured. */
 bool peers_report_ok(const struct peers_report *r);
 
