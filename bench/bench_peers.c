@@ -187,18 +187,14 @@ static void cell_add(struct cell *c, const struct ph_result *res)
     c->cpu_s += res->cpu_s;
 }
 
-static void run_c_stack(struct peers_report *r, int s, const struct ph_ops *ops)
+static void run_c_stack(struct peers_report *r, int s, const struct ph_ops *ops, int w)
 {
     struct ph_run_opts ro = {.warm_s = r->warm, .seconds = r->secs, .cpu = r->cpu};
-    for (int w = 0; w < PH_NWORK; w++) {
-        if (!r->work_on[w])
-            continue;
-        struct ph_result res[2];
-        ph_run(ops, (enum ph_workload)w, &ro, res);
-        cell_add(&r->c[s][w], &res[0]);
-        if (w == PH_IDLE)
-            cell_add(&r->c[s][PH_IDLE + 1], &res[1]);
-    }
+    struct ph_result res[2];
+    ph_run(ops, (enum ph_workload)w, &ro, res);
+    cell_add(&r->c[s][w], &res[0]);
+    if (w == PH_IDLE)
+        cell_add(&r->c[s][PH_IDLE + 1], &res[1]);
 }
 
 static const char *jstr(json_t *o, const char *key, const char *dflt)
@@ -222,17 +218,14 @@ static void smoltcp_result(struct peers_report *r, json_t *o)
     cell_add(&r->c[ST_SMOLTCP][k], &res);
 }
 
-static void run_smoltcp(struct peers_report *r)
+/* The smoltcp driver, a process of its own, for workload w. */
+static void run_smoltcp(struct peers_report *r, int w)
 {
-    char works[256] = "", secs[32], warm[32];
-    for (int w = 0; w < PH_NWORK; w++)
-        if (r->work_on[w])
-            snprintf(works + strlen(works), sizeof works - strlen(works), "%s%s",
-                     works[0] ? "," : "", work_name(w));
+    char secs[32], warm[32];
     snprintf(secs, sizeof secs, "%g", r->secs);
     snprintf(warm, sizeof warm, "%g", r->warm);
-    char *argv[] = {
-        (char *)smoltcp_bin(), "--workloads", works, "--seconds", secs, "--warm", warm, NULL};
+    char *argv[] = {(char *)smoltcp_bin(), "--workloads", (char *)work_name(w), "--seconds", secs,
+                    "--warm", warm, NULL};
     char *out = NULL, why[200];
     json_error_t jerr;
     json_t *root = NULL, *results;
@@ -245,7 +238,7 @@ static void run_smoltcp(struct peers_report *r)
         json_array_foreach(results, i, o) smoltcp_result(r, o);
     } else {
         for (int k = 0; k < PH_NRESULT; k++)
-            if (r->work_on[work_of(k)] && !r->c[ST_SMOLTCP][k].why[0])
+            if (work_of(k) == w && !r->c[ST_SMOLTCP][k].why[0])
                 snprintf(r->c[ST_SMOLTCP][k].why, sizeof r->c[0][0].why, "%s",
                          root ? "no results" : why);
     }
@@ -292,6 +285,18 @@ static void summarise(struct peers_report *r)
     }
 }
 
+static void run_one(struct peers_report *r, int s, int w)
+{
+    if (s == ST_SMOLTCP)
+        run_smoltcp(r, w);
+#ifdef HP_HAVE_LWIP
+    else if (s == ST_LWIP)
+        run_c_stack(r, s, &ph_lwip_ops, w);
+#endif
+    else
+        run_c_stack(r, s, &ph_hotpath_ops, w);
+}
+
 struct peers_report *peers_report_run(const struct bench_opts *o)
 {
     struct peers_report *r = calloc(1, sizeof *r);
@@ -309,26 +314,23 @@ struct peers_report *peers_report_run(const struct bench_opts *o)
     find_stacks(r);
     int steps = 0, total = 0;
     for (int s = 0; s < NSTACK; s++)
-        total += r->reps * (r->stack_on[s] && !r->skip[s][0]);
-    /* Rounds interleaved, each starting with the next stack, so that drift of
-     * the machine's load spreads over all three. */
+        for (int w = 0; w < PH_NWORK; w++)
+            total += r->reps * (r->stack_on[s] && !r->skip[s][0] && r->work_on[w]);
+    /* The stacks take turns workload by workload, each round and workload
+     * starting with the next stack: the load of a shared machine moves in
+     * seconds, and so it falls on all three alike. */
     for (int i = 0; i < r->reps; i++)
-        for (int j = 0; j < NSTACK; j++) {
-            int s = (i + j) % NSTACK;
-            if (!r->stack_on[s] || r->skip[s][0])
-                continue;
-            if (o->progress)
-                o->progress(o->progress_ctx, steps, total, stack_names[s]);
-            if (s == ST_SMOLTCP)
-                run_smoltcp(r);
-#ifdef HP_HAVE_LWIP
-            else if (s == ST_LWIP)
-                run_c_stack(r, s, &ph_lwip_ops);
-#endif
-            else
-                run_c_stack(r, s, &ph_hotpath_ops);
-            steps++;
-        }
+        for (int w = 0; w < PH_NWORK; w++)
+            for (int j = 0; j < NSTACK && r->work_on[w]; j++) {
+                int s = (i + w + j) % NSTACK;
+                if (!r->stack_on[s] || r->skip[s][0])
+                    continue;
+                char what[64];
+                snprintf(what, sizeof what, "%s, %s", work_name(w), stack_names[s]);
+                if (o->progress)
+                    o->progress(o->progress_ctx, steps++, total, what);
+                run_one(r, s, w);
+            }
     if (o->progress)
         o->progress(o->progress_ctx, total, total, "done");
     summarise(r);

@@ -17,14 +17,16 @@ required=(cmake:/usr/bin/cmake ninja-build:/usr/bin/ninja gcc:/usr/bin/gcc
           libjansson-dev:/usr/include/jansson.h)
 optional_demo=(libdpdk-dev:/usr/include/dpdk/rte_ip.h libxdp-dev:/usr/include/xdp/xsk.h
                libbpf-dev:/usr/include/bpf/libbpf.h iproute2:/usr/sbin/ip libssl-dev:/usr/include/openssl/evp.h
-               libdw-dev:/usr/include/elfutils/libdw.h valgrind:/usr/include/valgrind/callgrind.h)
+               libdw-dev:/usr/include/elfutils/libdw.h valgrind:/usr/include/valgrind/callgrind.h
+               dpkg-dev:/usr/bin/dpkg-source)
 optional_check=(clang:/usr/bin/clang libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
                 libdpdk-dev:/usr/include/dpdk/rte_ip.h libxdp-dev:/usr/include/xdp/xsk.h
                 libbpf-dev:/usr/include/bpf/libbpf.h iproute2:/usr/sbin/ip tshark:/usr/bin/tshark
                 libssl-dev:/usr/include/openssl/evp.h libdw-dev:/usr/include/elfutils/libdw.h
                 iputils-ping:/usr/bin/ping ethtool:/usr/sbin/ethtool valgrind:/usr/include/valgrind/callgrind.h
                 gcc-aarch64-linux-gnu:/usr/bin/aarch64-linux-gnu-gcc
-                libc6-dev-arm64-cross:/usr/aarch64-linux-gnu/lib/crti.o qemu-user:/usr/bin/qemu-aarch64)
+                libc6-dev-arm64-cross:/usr/aarch64-linux-gnu/lib/crti.o qemu-user:/usr/bin/qemu-aarch64
+                dpkg-dev:/usr/bin/dpkg-source)
 declare -A why=(
   [libdpdk-dev]="the dpdk and dpdk-native rows of 'hotpath bench cksum'"
   [libelf-dev]="code sizes in the benchmark tables"
@@ -41,7 +43,8 @@ declare -A why=(
   [tshark]="reading our pcap files back with Wireshark's dissectors"
   [ethtool]="the afxdp interop tests with the kernel's TCP and UDP (its veth's tx checksum offload must be off)"
   [iputils-ping]="the kernel's ping and ping -6 against hotpath serve (root interop tests)"
-  [valgrind]="simulated cache misses per rr transaction (scripts/rr_cachesim.py: the demo's layout step and its test)"
+  [valgrind]="simulated cache misses per rr transaction (scripts/rr_cachesim.py: the demo's layout step and its test), instructions per transaction of each stack (scripts/peers_profile.py)"
+  [dpkg-dev]="lwip row in 'hotpath bench peers' (apt-get source needs dpkg-source to unpack lwIP's source package)"
 )
 
 pkgs=("${required[@]}")

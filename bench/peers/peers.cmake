@@ -14,7 +14,12 @@ target_compile_definitions(hotpath PRIVATE
 
 set(HP_LWIP_SRC "${CMAKE_SOURCE_DIR}/build-peers/lwip" CACHE PATH
     "lwIP's source tree for hotpath bench peers (scripts/deps.sh: apt-get source lwip)")
-find_program(HP_OBJCOPY NAMES objcopy)
+# objcopy of the target's binutils (CMake finds the cross one for a cross compiler).
+if(CMAKE_OBJCOPY)
+  set(HP_OBJCOPY ${CMAKE_OBJCOPY})
+else()
+  find_program(HP_OBJCOPY NAMES objcopy)
+endif()
 set(HP_HAVE_LWIP OFF)
 if(EXISTS "${HP_LWIP_SRC}/src/core/tcp.c" AND HP_OBJCOPY)
   set(HP_HAVE_LWIP ON)
