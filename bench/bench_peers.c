@@ -29,6 +29,7 @@ static const char *const stack_names[NSTACK] = {"hotpath", "lwip", "smoltcp"};
 
 struct cell {
     double v[MAX_REPS];
+    int rep[MAX_REPS]; /* the round each value comes from */
     int n;
     uint64_t count, frames; /* sums over the runs */
     double cpu_s;
@@ -37,7 +38,7 @@ struct cell {
 };
 
 struct peers_report {
-    int reps, cpu;
+    int reps, cpu, round;
     double secs, warm;
     bool stack_on[NSTACK], work_on[PH_NWORK];
     char version[NSTACK][160];
@@ -173,15 +174,17 @@ static void find_stacks(struct peers_report *r)
 
 /* ---- running ------------------------------------------------------------------------------ */
 
-static void cell_add(struct cell *c, const struct ph_result *res)
+static void cell_add(struct cell *c, const struct ph_result *res, int round)
 {
     if (!res->ok) {
         if (!c->why[0])
             snprintf(c->why, sizeof c->why, "%s", res->why[0] ? res->why : "failed");
         return;
     }
-    if (c->n < MAX_REPS)
+    if (c->n < MAX_REPS) {
+        c->rep[c->n] = round;
         c->v[c->n++] = res->value;
+    }
     c->count += res->count;
     c->frames += res->frames;
     c->cpu_s += res->cpu_s;
@@ -192,9 +195,9 @@ static void run_c_stack(struct peers_report *r, int s, const struct ph_ops *ops,
     struct ph_run_opts ro = {.warm_s = r->warm, .seconds = r->secs, .cpu = r->cpu};
     struct ph_result res[2];
     ph_run(ops, (enum ph_workload)w, &ro, res);
-    cell_add(&r->c[s][w], &res[0]);
+    cell_add(&r->c[s][w], &res[0], r->round);
     if (w == PH_IDLE)
-        cell_add(&r->c[s][PH_IDLE + 1], &res[1]);
+        cell_add(&r->c[s][PH_IDLE + 1], &res[1], r->round);
 }
 
 static const char *jstr(json_t *o, const char *key, const char *dflt)
@@ -215,7 +218,7 @@ static void smoltcp_result(struct peers_report *r, json_t *o)
     res.frames = (uint64_t)json_integer_value(json_object_get(o, "frames"));
     res.cpu_s = json_number_value(json_object_get(o, "cpu_s"));
     snprintf(res.why, sizeof res.why, "%s", jstr(o, "why", "failed"));
-    cell_add(&r->c[ST_SMOLTCP][k], &res);
+    cell_add(&r->c[ST_SMOLTCP][k], &res, r->round);
 }
 
 /* The smoltcp driver, a process of its own, for workload w. */
@@ -250,38 +253,64 @@ static void run_smoltcp(struct peers_report *r, int w)
 static void derive_held(struct cell *rss, struct cell *acc, struct cell *held)
 {
     held->n = rss->n < acc->n ? rss->n : acc->n;
-    for (int i = 0; i < held->n; i++)
+    for (int i = 0; i < held->n; i++) {
         held->v[i] = rss->v[i] > acc->v[i] ? rss->v[i] : acc->v[i];
+        held->rep[i] = rss->rep[i];
+    }
     held->count = acc->count;
     if (!held->n)
         snprintf(held->why, sizeof held->why, "%s", rss->why[0] ? rss->why : acc->why);
 }
 
+/* hotpath against peer b in result k: the median over the rounds of the
+ * ratio of the two runs of one round (done seconds apart), not the ratio of
+ * the medians, since this host's speed drifts alike for every stack over
+ * minutes and only runs done together cancel that (the layout experiment's
+ * method). Called before the medians sort the samples. */
+static double paired_ratio(const struct peers_report *r, int k, int b)
+{
+    const struct cell *h = &r->c[ST_HOTPATH][k], *p = &r->c[b][k];
+    double q[MAX_REPS];
+    int n = 0;
+    for (int i = 0; i < h->n; i++)
+        for (int j = 0; j < p->n; j++)
+            if (h->rep[i] == p->rep[j] && h->v[i] > 0 && p->v[j] > 0)
+                q[n++] = ph_result_higher_better(k) ? h->v[i] / p->v[j] : p->v[j] / h->v[i];
+    return tool_median(q, n);
+}
+
+/* The better peer of result k, by median; -1 when no peer has one. */
+static int better_peer(const struct peers_report *r, int k)
+{
+    bool hb = ph_result_higher_better(k);
+    int b = -1;
+    for (int s = ST_LWIP; s < NSTACK; s++) {
+        const struct cell *c = &r->c[s][k];
+        if (c->n && c->med > 0 && (b < 0 || (hb ? c->med > r->c[b][k].med : c->med < r->c[b][k].med)))
+            b = s;
+    }
+    return b;
+}
+
 static void summarise(struct peers_report *r)
 {
+    double sorted[MAX_REPS];
     for (int s = 0; s < NSTACK; s++) {
         derive_held(&r->c[s][PH_IDLE], &r->c[s][PH_IDLE + 1], &r->c[s][PH_IDLE + 2]);
-        for (int k = 0; k < PH_NRESULT; k++)
-            r->c[s][k].med = tool_median(r->c[s][k].v, r->c[s][k].n);
+        for (int k = 0; k < PH_NRESULT; k++) {
+            struct cell *c = &r->c[s][k];
+            memcpy(sorted, c->v, (size_t)c->n * sizeof *sorted);
+            c->med = tool_median(sorted, c->n);
+        }
     }
     for (int k = 0; k < PH_NRESULT; k++) {
-        bool hb = ph_result_higher_better(k);
-        r->best[k] = -1;
         r->ratio[k] = 0;
+        r->best[k] = -1;
         if (k == PH_IDLE || k == PH_IDLE + 1)
             continue; /* compared as idle_held */
-        for (int s = ST_LWIP; s < NSTACK; s++) {
-            const struct cell *c = &r->c[s][k];
-            if (!c->n || !(c->med > 0))
-                continue;
-            int b = r->best[k];
-            if (b < 0 || (hb ? c->med > r->c[b][k].med : c->med < r->c[b][k].med))
-                r->best[k] = s;
-        }
-        const struct cell *h = &r->c[ST_HOTPATH][k];
-        int b = r->best[k];
-        if (b >= 0 && h->n && h->med > 0)
-            r->ratio[k] = hb ? h->med / r->c[b][k].med : r->c[b][k].med / h->med;
+        r->best[k] = better_peer(r, k);
+        if (r->best[k] >= 0 && r->c[ST_HOTPATH][k].n)
+            r->ratio[k] = paired_ratio(r, k, r->best[k]);
     }
 }
 
@@ -319,10 +348,10 @@ struct peers_report *peers_report_run(const struct bench_opts *o)
     /* The stacks take turns workload by workload, each round and workload
      * starting with the next stack: the load of a shared machine moves in
      * seconds, and so it falls on all three alike. */
-    for (int i = 0; i < r->reps; i++)
+    for (r->round = 0; r->round < r->reps; r->round++)
         for (int w = 0; w < PH_NWORK; w++)
             for (int j = 0; j < NSTACK && r->work_on[w]; j++) {
-                int s = (i + w + j) % NSTACK;
+                int s = (r->round + w + j) % NSTACK;
                 if (!r->stack_on[s] || r->skip[s][0])
                     continue;
                 char what[64];
@@ -372,8 +401,9 @@ void peers_print_header(const struct peers_report *r, FILE *f)
         f,
         "harness:    two instances of each stack in one process, joined by in-memory frame\n"
         "            queues (hotpath: hp_link_mem_pair), one thread%s polling both; IPv4,\n"
-        "            MTU 1500; %d round%s of %.2g s after %.2g s unmeasured, stacks interleaved;\n"
-        "            medians. Rates are per CPU second of that thread (one core)\n",
+        "            MTU 1500; %d round%s of %.2g s after %.2g s unmeasured, the stacks taking\n"
+        "            turns workload by workload; medians, and ratios the median of each round's\n"
+        "            ratio. Rates are per CPU second of that thread (one core)\n",
         r->cpu >= 0 ? tool_fmt(" on CPU %.0f", r->cpu) : "", r->reps, r->reps == 1 ? "" : "s",
         r->secs, r->warm);
     for (int s = 0; s < NSTACK; s++) {

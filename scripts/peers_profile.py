@@ -104,6 +104,8 @@ def parse_files(path):
                     v = name(m2)
                     if kind == "fl":
                         fl = cur = v
+                    elif "/lib/gcc/" in v or "/lib/llvm" in v:
+                        cur = fl  # compiler intrinsics: the code of the file they sit in
                     else:
                         cur = v
                 continue
