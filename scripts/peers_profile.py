@@ -65,13 +65,17 @@ def run_one(stack, args, wd):
     cmd, env = command(stack, args)
     vg = ["valgrind", "--tool=callgrind", "--toggle-collect=*measured_window*",
           f"--callgrind-out-file={out}", "--dump-instr=no", "--collect-jumps=no"]
+    if args.cache_sim:  # rr_cachesim.py's model: a Zen 3 core's L1 and L2 by default
+        vg += ["--cache-sim=yes", f"--I1={args.l1},8,64", f"--D1={args.l1},8,64", f"--LL={args.ll},8,64"]
     p = subprocess.run(vg + cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if p.returncode not in (0, 1):  # the bench exits 1 when a goal row fails to measure
         sys.exit(f"peers_profile: {stack} failed (exit {p.returncode}):\n{p.stderr[-2000:]}")
     count, frames = result_of(stack, p.stdout, args.workload)
     events, totals, funcs = parse_dump(out)
     files = parse_files(out)
-    return count, frames, totals.get("Ir", 0), {f: c.get("Ir", 0) for f, c in funcs.items()}, files
+    misses = {"d1": totals.get("D1mr", 0) + totals.get("D1mw", 0),
+              "ll": totals.get("DLmr", 0) + totals.get("DLmw", 0)} if args.cache_sim else None
+    return count, frames, totals.get("Ir", 0), {f: c.get("Ir", 0) for f, c in funcs.items()}, files, misses
 
 
 def parse_files(path):
@@ -151,7 +155,7 @@ def short(name):
 
 def profile(stack, args):
     with tempfile.TemporaryDirectory(prefix="peers_profile.") as wd:
-        count, frames, ir, funcs, files = run_one(stack, args, wd)
+        count, frames, ir, funcs, files, misses = run_one(stack, args, wd)
     if count <= 0:
         sys.exit(f"peers_profile: {stack}: nothing completed in the window")
     per = 1448 if args.workload == "tcp_bulk" else 1  # bytes: per full segment instead
@@ -164,7 +168,7 @@ def profile(stack, args):
         labelled[label] += v
     top = sorted(funcs.items(), key=lambda kv: -kv[1])[: args.top]
     top_files = sorted(labelled.items(), key=lambda kv: -kv[1])[: args.top]
-    return {
+    row = {
         "stack": stack, "workload": args.workload,
         "unit": "segment (1448 B)" if per > 1 else UNIT[args.workload],
         "count": count, "frames": frames, "frames_per_unit": frames / units,
@@ -173,6 +177,10 @@ def profile(stack, args):
         "top": [(short(f), v / units) for f, v in top],
         "top_files": [(f, v / units) for f, v in top_files],
     }
+    if misses:
+        row["d1_miss_per_unit"] = misses["d1"] / units
+        row["ll_miss_per_unit"] = misses["ll"] / units
+    return row
 
 
 def main():
@@ -185,6 +193,11 @@ def main():
     ap.add_argument("--smoltcp", help="the smoltcp driver (default: build-peers/ of the source tree)")
     ap.add_argument("--top", type=int, default=15, help="functions listed per stack")
     ap.add_argument("--json", action="store_true", help="one JSON object per stack")
+    ap.add_argument("--cache-sim", action="store_true",
+                    help="also simulated data cache misses (callgrind --cache-sim; slower)")
+    ap.add_argument("--l1", type=int, default=32768, help="L1 bytes with --cache-sim (8-way)")
+    ap.add_argument("--ll", type=int, default=524288,
+                    help="last level bytes with --cache-sim (8-way; default a Zen 3 core's L2)")
     args = ap.parse_args()
     args.smoltcp = args.smoltcp or default_smoltcp(args.hotpath)
     stacks = [s for s in args.stacks.split(",") if s]
@@ -214,6 +227,10 @@ def print_tables(rows, args):
         cats = ", ".join(f"{c} {v:.0f}" for c, v in r["by_category"].items())
         print(f"  {r['stack']:8s} {r['count']:9d} {r['frames_per_unit']:7.2f} {r['ir_per_unit']:8.0f} {ipf}   "
               f"{cats}")
+    if args.cache_sim:
+        print(f"  simulated data cache misses per {unit} (L1 {args.l1} B, last level {args.ll} B): "
+              + ", ".join(f"{r['stack']} L1 {r['d1_miss_per_unit']:.1f} LL {r['ll_miss_per_unit']:.1f}"
+                          for r in rows))
     for r in rows:
         print(f"\n  {r['stack']}: own instructions per {unit}, by source file (inlined code where it "
               f"came from) | by function")
