@@ -28,7 +28,7 @@ static const struct {
     {"tcp-rr", bench_tcp_rr,
      "TCP 1-byte request/response, CPU ns/transaction: two stacks over mem vs the kernel's TCP over loopback"},
     {"peers", bench_peers,
-     "hotpath vs lwIP and smoltcp, same workloads and harness (two instances, one thread): tcp_rr at 1 and 1,000 flows, bulk, connection rate, UDP echo, idle memory"},
+     "hotpath vs lwIP and smoltcp on one harness (two instances, one thread): tcp_rr, bulk, connection rate, UDP echo, idle memory"},
 };
 #define NBENCH (sizeof benches / sizeof benches[0])
 

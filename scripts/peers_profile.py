@@ -143,7 +143,7 @@ def file_label(path):
     m = re.search(r"/(src/(?:base|buf|link|wire|net|sock|app)/[^/]+|include/hotpath/.*)$", path)
     if m:
         return "hotpath " + m.group(1), "stack"
-    return "libc/vdso " + os.path.basename(path), "libc, vdso"
+    return "libc/vdso " + os.path.basename(path), "libc/vdso"
 
 
 def short(name):

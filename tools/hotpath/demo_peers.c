@@ -109,7 +109,7 @@ int demo_peers(const char *dir, FILE *md, bool quick, int cpu, int *missed)
     fprintf(md, "\n![peers: speed relative to hotpath, memory per idle connection](peers.png)\n\n");
     if (!quick)
         profile(dir, md);
-    printf("goals:\n");
+    printf("\ngoals:\n");
     fprintf(md, "Goals:\n\n");
     peers_print_goals(r, stdout, false);
     *missed += peers_print_goals(r, md, true);

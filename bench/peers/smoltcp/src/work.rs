@@ -57,6 +57,7 @@ pub struct Run {
     out: Vec<bool>,  // tcp_rr: a request is outstanding
     got: Vec<usize>, // server: bytes of the message being received
     slots: Vec<Slot>,
+    busy: Vec<bool>, // tcp_crr: the client socket is a slot's
     udp: Vec<SocketHandle>,
     count: u64,
     stop_at: u64,
@@ -76,6 +77,7 @@ impl Run {
             out: vec![],
             got: vec![],
             slots: vec![],
+            busy: vec![],
             udp: vec![],
             count: 0,
             stop_at: 0,
@@ -176,8 +178,7 @@ impl Run {
     /// A client socket nobody uses: closed, or in TIME_WAIT, which smoltcp lets
     /// a new connect() take over (its is_open() is false).
     fn free_socket(&mut self) -> Option<usize> {
-        let used: Vec<usize> = self.slots.iter().filter_map(|s| s.sock).collect();
-        (0..self.cli.len()).find(|&i| !used.contains(&i) && !self.p.tcp(0, self.cli[i]).is_open())
+        (0..self.cli.len()).find(|&i| !self.busy[i] && !self.p.tcp(0, self.cli[i]).is_open())
     }
 
     fn crr_slot(&mut self, k: usize) {
@@ -186,6 +187,7 @@ impl Run {
                 return; // the window is over: the slot waits for the next one
             }
             if let Some(i) = self.free_socket() {
+                self.busy[i] = true;
                 self.slots[k] = Slot {
                     sock: Some(i),
                     sent: false,
@@ -210,6 +212,7 @@ impl Run {
             self.acted[0] = true;
             self.count += 1;
             self.slots[k].sock = None;
+            self.busy[i] = false;
         } else if s.state() == tcp::State::Closed {
             self.fail("tcp_crr: a connection was reset".into());
         }
@@ -400,6 +403,7 @@ impl Run {
                     self.cli.push(c);
                 }
                 self.got = vec![0; self.srv.len()];
+                self.busy = vec![false; self.cli.len()];
                 self.slots = vec![Slot::default(); CRR_PAR];
                 Ok(())
             }
@@ -439,7 +443,11 @@ fn one_pair(w: W, warm: f64, secs: f64, res: &mut Res) -> Result<(), String> {
     // other stacks, so a round stops short of the ephemeral ports there; here too.
     r.stop_at = if w == W::Crr { CRR_WARM } else { 0 };
     r.spin(sys::now() + warm);
-    r.stop_at = if w == W::Crr { CRR_MAX - CRR_PAR as u64 } else { 0 };
+    r.stop_at = if w == W::Crr {
+        CRR_MAX - CRR_PAR as u64
+    } else {
+        0
+    };
     let mut one = Res::default();
     if r.err.is_none() {
         peers_measured_window(&mut r, secs, &mut one);
