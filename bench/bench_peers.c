@@ -1,15 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* `hotpath bench peers`: hotpath, lwIP and smoltcp side by side on the same workloads and harness (two instances, one thread), with ratios and the goals of issue 23. */
 #include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <hotpath/cpu.h>
@@ -71,10 +68,14 @@ static void select_env(const char *var, const char *(*name)(int), int n, bool *o
         return;
     char buf[256];
     snprintf(buf, sizeof buf, "%s", v);
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        bool known = false;
         for (int i = 0; i < n; i++)
             if (strcmp(t, name(i)) == 0)
-                on[i] = true;
+                known = on[i] = true;
+        if (!known)
+            fprintf(stderr, "hotpath bench peers: %s: no '%s' (ignored)\n", var, t);
+    }
 }
 
 static const char *stack_name(int i)
