@@ -102,10 +102,16 @@ peers_lwip() {
       echo "deps: SKIP: no deb-src entry for Debian and not root: no lwip row in 'hotpath bench peers'"
       return 0
     fi
-    # deb-src for the suites the machine already uses (Debian 12: bookworm).
-    local suite; suite=$( (. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}") 2>/dev/null)
+    # deb-src for the Debian release the machine runs (Debian 12: bookworm).
+    local id suite
+    id=$( (. /etc/os-release && echo "${ID:-}") 2>/dev/null)
+    suite=$( (. /etc/os-release && echo "${VERSION_CODENAME:-}") 2>/dev/null)
+    if [ "$id" != debian ] || [ -z "$suite" ]; then
+      echo "deps: SKIP: not Debian (${id:-unknown}): add a deb-src entry for lwip yourself; no lwip row in 'hotpath bench peers'"
+      return 0
+    fi
     printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: main\nSigned-By: %s\n' \
-      "${suite:-bookworm}" /usr/share/keyrings/debian-archive-keyring.gpg >/etc/apt/sources.list.d/hotpath-deb-src.sources
+      "$suite" /usr/share/keyrings/debian-archive-keyring.gpg >/etc/apt/sources.list.d/hotpath-deb-src.sources
     echo "deps: added a deb-src entry (/etc/apt/sources.list.d/hotpath-deb-src.sources) for lwIP's source"
     apt-get update -qq >>"$peers_log" 2>&1
   fi
