@@ -105,4 +105,5 @@ if(HP_HAVE_DPDK)
   target_link_libraries(hotpath PRIVATE ${DPDK_LDFLAGS})
 endif()
 
+# `hotpath bench peers`: its harness, and lwIP when scripts/deps.sh has fetched its source.
 include(${CMAKE_SOURCE_DIR}/bench/peers/peers.cmake)
