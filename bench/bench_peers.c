@@ -228,8 +228,14 @@ static void run_smoltcp(struct peers_report *r, int w)
     char secs[32], warm[32];
     snprintf(secs, sizeof secs, "%g", r->secs);
     snprintf(warm, sizeof warm, "%g", r->warm);
-    char *argv[] = {(char *)smoltcp_bin(), "--workloads", (char *)work_name(w), "--seconds", secs,
-                    "--warm", warm, NULL};
+    char *argv[] = {(char *)smoltcp_bin(),
+                    "--workloads",
+                    (char *)work_name(w),
+                    "--seconds",
+                    secs,
+                    "--warm",
+                    warm,
+                    NULL};
     char *out = NULL, why[200];
     json_error_t jerr;
     json_t *root = NULL, *results;
@@ -287,7 +293,8 @@ static int better_peer(const struct peers_report *r, int k)
     int b = -1;
     for (int s = ST_LWIP; s < NSTACK; s++) {
         const struct cell *c = &r->c[s][k];
-        if (c->n && c->med > 0 && (b < 0 || (hb ? c->med > r->c[b][k].med : c->med < r->c[b][k].med)))
+        if (c->n && c->med > 0 &&
+            (b < 0 || (hb ? c->med > r->c[b][k].med : c->med < r->c[b][k].med)))
             b = s;
     }
     return b;

@@ -460,8 +460,8 @@ void ph_run(const struct ph_ops *ops, enum ph_workload w, const struct ph_run_op
         tool_pin(o->cpu);
     /* tcp_crr's rounds end at PH_CRR_MAX connections, in a few tens of ms on
      * a fast stack: fresh pairs until the window's time is spent. */
-    int rc = 0;
-    for (int i = 0; rc == 0 && i < 100 && (i == 0 || (w == PH_CRR && res[0].seconds < o->seconds)); i++)
+    int rc = one_pair(ops, w, o, o->seconds, res);
+    for (int i = 1; rc == 0 && w == PH_CRR && i < 100 && res[0].seconds < o->seconds; i++)
         rc = one_pair(ops, w, o, o->seconds - res[0].seconds, res);
     if (rc == 0 && w != PH_IDLE)
         result_from(w, &res[0]);

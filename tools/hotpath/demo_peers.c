@@ -30,8 +30,8 @@ static void profile_line(json_t *o, FILE *out, FILE *md)
     const char *k;
     json_t *v;
     json_object_foreach(json_object_get(o, "by_category"), k, v)
-        snprintf(cats + strlen(cats), sizeof cats - strlen(cats), "%s%s %.0f", cats[0] ? ", " : "", k,
-                 json_number_value(v));
+        snprintf(cats + strlen(cats), sizeof cats - strlen(cats), "%s%s %.0f", cats[0] ? ", " : "",
+                 k, json_number_value(v));
     json_t *top = json_object_get(o, "top_files");
     for (size_t i = 0; i < 3 && i < json_array_size(top); i++)
         snprintf(files + strlen(files), sizeof files - strlen(files), "%s%s %.0f", i ? ", " : "",
@@ -40,7 +40,8 @@ static void profile_line(json_t *o, FILE *out, FILE *md)
     const char *st = json_string_value(json_object_get(o, "stack"));
     double ir = json_number_value(json_object_get(o, "ir_per_unit"));
     double ipf = json_number_value(json_object_get(o, "ir_per_frame"));
-    fprintf(out, "  %-8s %7.0f instructions per transaction, %5.0f per frame (%s)\n", st, ir, ipf, cats);
+    fprintf(out, "  %-8s %7.0f instructions per transaction, %5.0f per frame (%s)\n", st, ir, ipf,
+            cats);
     fprintf(md, "| %s | %.0f | %.0f | %s | %s |\n", st, ir, ipf, cats, files);
 }
 
@@ -63,14 +64,16 @@ static void profile(const char *dir, FILE *md)
         printf("  skipped: %s\n", why);
         return;
     }
-    fprintf(md, "Where the instructions go (`scripts/peers_profile.py`: callgrind, the measured window "
-                "of tcp_rr_1 only, own instructions by source file, inlined code counted where it "
-                "came from):\n\n| stack | instructions per transaction | per frame | by category "
-                "| costliest files |\n|---|---:|---:|---|---|\n");
+    fprintf(md,
+            "Where the instructions go (`scripts/peers_profile.py`: callgrind, the measured window "
+            "of tcp_rr_1 only, own instructions by source file, inlined code counted where it "
+            "came from):\n\n| stack | instructions per transaction | per frame | by category "
+            "| costliest files |\n|---|---:|---:|---|---|\n");
     char path[4096];
     snprintf(path, sizeof path, "%s/peers_profile.jsonl", dir);
     FILE *raw = fopen(path, "w");
-    for (char *save = NULL, *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    for (char *save = NULL, *line = strtok_r(out, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save)) {
         json_t *o = json_loads(line, 0, NULL);
         if (o)
             profile_line(o, stdout, md);
@@ -88,8 +91,11 @@ int demo_peers(const char *dir, FILE *md, bool quick, int cpu, int *missed)
 {
     struct progress pr;
     progress_init(&pr, "peers");
-    struct bench_opts o = {.quick = quick, .reps = quick ? 1 : 3, .cpu = cpu,
-                           .progress = progress_update, .progress_ctx = &pr};
+    struct bench_opts o = {.quick = quick,
+                           .reps = quick ? 1 : 3,
+                           .cpu = cpu,
+                           .progress = progress_update,
+                           .progress_ctx = &pr};
     struct peers_report *r = peers_report_run(&o);
     progress_done(&pr);
     if (!r)
