@@ -27,6 +27,8 @@ static const struct {
      "one TCP flow, Gbit/s and CPU ns/byte: two stacks over mem (MTU 1500) vs the kernel's TCP over loopback"},
     {"tcp-rr", bench_tcp_rr,
      "TCP 1-byte request/response, CPU ns/transaction: two stacks over mem vs the kernel's TCP over loopback"},
+    {"peers", bench_peers,
+     "hotpath vs lwIP and smoltcp on one harness (two instances, one thread): tcp_rr, bulk, connection rate, UDP echo, idle memory"},
 };
 #define NBENCH (sizeof benches / sizeof benches[0])
 

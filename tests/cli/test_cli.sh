@@ -128,6 +128,41 @@ PY
   then ok "bench $b --quick --json has the ratios"; else ko "bench $b --quick --json has the ratios" "$(head -c 600 "$tmp/$b.json"; head -3 "$tmp/err")"; fi
 done
 expect "bench udp-echo runs"                0 "echoes/s"                  -- "$HP" bench udp-echo --quick --reps 1
+# hotpath bench peers: every workload on every stack that is built; a peer that is not
+# (lwIP's source or smoltcp's cargo build missing) is skipped with its reason, and so here.
+if timeout 300 "$HP" bench peers --quick --json >"$tmp/peers.json" 2>"$tmp/err" \
+   && python3 - "$tmp/peers.json" >"$tmp/peers.out" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+stacks = {s["stack"]: s for s in d["stacks"]}
+assert set(stacks) == {"hotpath", "lwip", "smoltcp"}, stacks
+assert "skipped" not in stacks["hotpath"]
+want = {"tcp_rr_1", "tcp_rr_1000", "tcp_bulk", "tcp_crr", "udp_echo", "idle_rss", "idle_accounted",
+        "idle_held"}
+for name, s in stacks.items():
+    if "skipped" in s:
+        assert "not built" in s["skipped"] or s["skipped"], s
+        print(f"SKIP  bench peers: {name}: {s['skipped']}")
+        continue
+    rows = {r["workload"]: r for r in d["results"] if r["stack"] == name}
+    assert set(rows) == want, (name, sorted(rows))
+    for r in rows.values():
+        assert isinstance(r["value"], (int, float)) and r["value"] > 0, (name, r)
+ratios = {q["workload"]: q for q in d["ratios"]}
+assert set(ratios) == want
+assert [g for g in d["goals"] if "2x the better peer" in g["goal"]] and all("met" in g for g in d["goals"])
+assert d["cpu"] and d["compiler"] and d["flags"]
+PY
+then
+  ok "bench peers --quick --json: every workload of every built stack, ratios, goals"
+  while read -r line; do skip=$((skip + 1)); echo "$line"; done < <(grep '^SKIP' "$tmp/peers.out")
+else
+  ko "bench peers --quick --json: every workload of every built stack, ratios, goals" \
+     "$(head -c 400 "$tmp/peers.json"; head -3 "$tmp/err"; tail -3 "$tmp/peers.out")"
+fi
+expect "bench peers names a missing smoltcp driver" 0 "smoltcp: +SKIPPED: not built.*cargo" -- \
+  env HP_PEER_SMOLTCP=/nonexistent/driver HP_PEERS_STACKS=hotpath,smoltcp HP_PEERS_WORKLOADS=udp_echo \
+  "$HP" bench peers --quick
 expect "--alien-policy without a value"     2 "needs a value"             -- "$HP" version --alien-policy
 expect "--alien-policy bad value is named"  2 "'sideways': not local"     -- "$HP" --alien-policy sideways version
 expect "--alien-policy=defer is accepted"   0 "cpu: "                     -- "$HP" version --alien-policy=defer

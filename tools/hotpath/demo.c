@@ -23,6 +23,7 @@
 #include "cmd.h"
 #include "demo.h"
 #include "harness.h"
+#include "demo_peers.h"
 #include "tool.h"
 
 /* Open DIR/NAME for writing. */
@@ -337,6 +338,13 @@ const char *find_data_script(const char *name)
     return NULL;
 }
 
+/* ---- experiment 5: side by side with lwIP and smoltcp (demo_peers.c) ---- */
+
+static int exp_peers(struct demo_ctx *d)
+{
+    return demo_peers(d->dir, d->md, d->quick, d->cpu, &d->missed);
+}
+
 /* ---- the experiments, in the order they run ------------------------------
  * To add one: write a function that runs it with a progress display, prints
  * its table to stdout, appends a section to d->md and writes DIR/NAME.json;
@@ -352,6 +360,8 @@ static const struct {
      exp_txcomp},
     {"layout", "tcp_rr over many flows: hot structures grouped vs chrono layout, vs the kernel (SEEDS.md part 3)",
      exp_layout},
+    {"peers", "hotpath vs lwIP and smoltcp on one harness: rr, bulk, connections, UDP, idle memory (issue 23)",
+     exp_peers},
 };
 #define NEXP (sizeof experiments / sizeof experiments[0])
 
