@@ -119,7 +119,8 @@ enum hp_loop_kind {
 
 /* Interest modifiers of hp_loop_fd_add() / hp_loop_fd_mod(). */
 #define HP_LOOP_ET 0x10000u      /**< edge-triggered (EPOLLET): reported once per change */
-#define HP_LOOP_ONESHOT 0x20000u /**< reported once, then disabled until hp_loop_fd_mod() (EPOLLONESHOT) */
+/** reported once, then disabled until hp_loop_fd_mod() (EPOLLONESHOT) */
+#define HP_LOOP_ONESHOT 0x20000u
 
 /** One ready thing. */
 struct hp_loop_event {
@@ -137,7 +138,7 @@ struct hp_loop_stats {
     uint64_t idle_polls;   /**< of them, polls that found nothing to do */
     uint64_t sleeps;       /**< times the loop slept in the kernel (epoll_pwait2) */
     uint64_t naps;         /**< of them, sleeps capped short because a link cannot wake a sleeper */
-    uint64_t not_slept;    /**< times a link or the stack said work was waiting just before a sleep */
+    uint64_t not_slept;    /**< times work turned up just before a sleep (no sleep then) */
     uint64_t fd_checks;    /**< non-blocking epoll_wait calls for registered fds while busy */
     uint64_t wake_calls;   /**< hp_loop_wake() calls (any thread) */
     uint64_t wake_signals; /**< of them, calls that had to signal the eventfd (the loop slept) */

@@ -207,7 +207,8 @@ static void run_forget(struct hp_loop *l, const struct hp_loop_timer *t, int fd)
 {
     for (int i = 0; i < l->run_n; i++) {
         struct hp_loop_event *e = &l->run_ev[i];
-        if ((t && e->kind == HP_LOOP_TIMER && e->timer == t) || (fd >= 0 && e->kind == HP_LOOP_FD && e->fd == fd))
+        if ((t && e->kind == HP_LOOP_TIMER && e->timer == t) ||
+            (fd >= 0 && e->kind == HP_LOOP_FD && e->fd == fd))
             e->kind = 0;
     }
 }
@@ -243,8 +244,8 @@ static int timers_due(struct hp_loop *l, struct hp_loop_event *ev, int max, uint
         } else {
             heap_remove(l, t);
         }
-        ev[n] = (struct hp_loop_event){.kind = HP_LOOP_TIMER, .events = HP_EV_IN, .user = t->user, .fd = -1,
-                                       .timer = t};
+        ev[n] = (struct hp_loop_event){
+            .kind = HP_LOOP_TIMER, .events = HP_EV_IN, .user = t->user, .fd = -1, .timer = t};
         n++;
     }
     l->st.ev_timer += (uint64_t)n;
@@ -295,8 +296,9 @@ HP_API struct hp_loop *hp_loop_create(struct hp_stack *s, const struct hp_loop_c
     if (cfg->flags & ~(unsigned)HP_LOOP_F_NO_SPIN)
         return hp__fail_null(EINVAL, "loop", "unknown flags 0x%x", cfg->flags);
     if (cfg->spin_us > SPIN_MAX_US && cfg->spin_us != HP_LOOP_SPIN_FOREVER)
-        return hp__fail_null(EINVAL, "loop", "spin_us %u: at most %u (10 s), or HP_LOOP_SPIN_FOREVER",
-                             cfg->spin_us, SPIN_MAX_US);
+        return hp__fail_null(EINVAL, "loop",
+                             "spin_us %u: at most %u (10 s), or HP_LOOP_SPIN_FOREVER", cfg->spin_us,
+                             SPIN_MAX_US);
     struct hp_loop *l = aligned_alloc(64, sizeof *l);
     if (!l)
         return hp__fail_null(ENOMEM, "loop", "out of memory");
@@ -308,13 +310,16 @@ HP_API struct hp_loop *hp_loop_create(struct hp_stack *s, const struct hp_loop_c
     atomic_init(&l->wake_signals, 0);
     l->s = s;
     l->ep = l->uep = l->wfd = -1;
-    l->spin_us = (cfg->flags & HP_LOOP_F_NO_SPIN) ? 0 : cfg->spin_us ? cfg->spin_us : HP_LOOP_SPIN_US_DEFAULT;
+    l->spin_us = (cfg->flags & HP_LOOP_F_NO_SPIN) ? 0
+                 : cfg->spin_us                   ? cfg->spin_us
+                                                  : HP_LOOP_SPIN_US_DEFAULT;
     l->spin_ns = spin_ns_of(l->spin_us);
     int rc = loop_open_fds(l);
     if (rc < 0) {
         loop_close_fds(l);
         free(l);
-        return hp__fail_null(-rc, "loop", "cannot create its epoll sets and eventfd: %s", hp_strerror(rc));
+        return hp__fail_null(-rc, "loop", "cannot create its epoll sets and eventfd: %s",
+                             hp_strerror(rc));
     }
     return l;
 }
@@ -401,7 +406,8 @@ static uint32_t to_epoll(uint32_t ev)
 {
     return ((ev & HP_EV_IN) ? EPOLLIN : 0u) | ((ev & HP_EV_OUT) ? EPOLLOUT : 0u) |
            ((ev & HP_EV_RDHUP) ? EPOLLRDHUP : 0u) | ((ev & HP_EV_PRI) ? EPOLLPRI : 0u) |
-           ((ev & HP_LOOP_ET) ? (uint32_t)EPOLLET : 0u) | ((ev & HP_LOOP_ONESHOT) ? EPOLLONESHOT : 0u);
+           ((ev & HP_LOOP_ET) ? (uint32_t)EPOLLET : 0u) |
+           ((ev & HP_LOOP_ONESHOT) ? EPOLLONESHOT : 0u);
 }
 
 static uint32_t from_epoll(uint32_t e)
@@ -519,8 +525,8 @@ static int sock_events(struct hp_loop *l, struct hp_loop_event *ev, int max)
         int want = max - n < 32 ? max - n : 32;
         int k = hp_stack_events(l->s, se, want);
         for (int i = 0; i < k; i++)
-            ev[n++] = (struct hp_loop_event){.kind = HP_LOOP_SOCK, .events = se[i].events, .user = se[i].user,
-                                             .fd = -1};
+            ev[n++] = (struct hp_loop_event){
+                .kind = HP_LOOP_SOCK, .events = se[i].events, .user = se[i].user, .fd = -1};
         if (k < want)
             break;
     }
@@ -632,7 +638,8 @@ static int arm(struct hp_loop *l, uint64_t now, uint64_t deadline, int64_t *time
     return 0;
 }
 
-static int epoll_sleep(int ep, struct epoll_event *e, int n, int64_t timeout_ns, const sigset_t *mask)
+static int epoll_sleep(int ep, struct epoll_event *e, int n, int64_t timeout_ns,
+                       const sigset_t *mask)
 {
     struct timespec ts = {.tv_sec = timeout_ns / 1000000000, .tv_nsec = timeout_ns % 1000000000};
     int k = epoll_pwait2(ep, e, n, timeout_ns < 0 ? NULL : &ts, mask);

@@ -64,7 +64,8 @@ static int mem_prepare_sleep(struct hp_link *l, int64_t *due_ns)
     (void)due_ns;
     /* The peer cleared our flag since we set it: it signalled; consume that
      * signal, or it would end this sleep at once. */
-    if (m->stale || (m->armed && atomic_load_explicit(&m->me->sleeping, memory_order_relaxed) == 0)) {
+    if (m->stale ||
+        (m->armed && atomic_load_explicit(&m->me->sleeping, memory_order_relaxed) == 0)) {
         uint64_t v;
         while (read(m->me->efd, &v, sizeof v) < 0 && errno == EINTR)
             ;
@@ -204,7 +205,8 @@ HP_API int hp_link_mem_pair(const struct hp_link_config *cfg, struct hp_link *en
     if (cfg->flags & ~(unsigned)HP_LINK_F_TX_COMPLETIONS)
         return hp__link_fail(EINVAL, "mem: flags 0x%x are for other backends", cfg->flags);
     struct mem_shared *sh = shared_new();
-    struct mem_link *m[2] = {calloc(1, sizeof(struct mem_link)), calloc(1, sizeof(struct mem_link))};
+    struct mem_link *m[2] = {calloc(1, sizeof(struct mem_link)),
+                             calloc(1, sizeof(struct mem_link))};
     if (!sh || !m[0] || !m[1])
         goto nomem;
     if (sh->wake[0].efd < 0 || sh->wake[1].efd < 0) {
