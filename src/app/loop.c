@@ -661,6 +661,7 @@ static int epoll_sleep(int ep, struct epoll_event *e, int n, int64_t timeout_ns,
  * (the links' fds need nothing: the next poll takes their frames). */
 static void sleep_events(struct hp_loop *l, const struct epoll_event *e, int k)
 {
+    bool link = false;
     for (int i = 0; i < k; i++) {
         uint32_t tag = (uint32_t)(e[i].data.u64 >> 32);
         if (tag == TAG_WAKE) {
@@ -669,6 +670,9 @@ static void sleep_events(struct hp_loop *l, const struct epoll_event *e, int k)
                 ;
         } else if (tag == TAG_USER) {
             l->user_ready = true;
+        } else if (tag == TAG_LINK && !link) {
+            link = true;
+            l->st.link_wakes++;
         }
     }
 }

@@ -212,7 +212,15 @@ run_kind() {
   ip netns exec "$B" ping -6 -c 1 -W 2 2001:2::2 >/dev/null 2>&1
   sleep 1
   idle_check "$kind" "$pid" "$out"
+  local w0 w1
+  w0=$(loop_ctr "$out" link_wakes)
   wake_checks "$kind" "$B"
+  sleep 1.1
+  w1=$(loop_ctr "$out" link_wakes)
+  # Each probe came after a pause longer than the spin: the link's fd ended
+  # a sleep for it (not the next counters tick).
+  if [ $((w1 - w0)) -ge 6 ]; then ok "$kind: the link's fd woke the sleeping loop ($((w1 - w0)) times for 6 probes)"
+  else ko "$kind: the link's fd woke the sleeping loop" "link_wakes $w0 -> $w1 for 6 probes"; fi
   latency "$kind" "$B" "$pid" "spin 50 us"
   stop_serve "$pid"
   if grep -qi "still in use" "$err"; then ko "$kind: every buffer back at exit" "$(head -3 "$err")"
