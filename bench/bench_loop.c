@@ -244,7 +244,7 @@ static double measure_one_thread(int mode, unsigned txns)
     struct hp_sockaddr to = {.family = 4, .port = PORT};
     memcpy(to.addr, IP4[1], 4);
     char byte = 'r';
-    unsigned done = 0, lost = 0;
+    unsigned done = 0;
     double t0 = 0;
     for (unsigned i = 0; i < txns + 1000; i++) {
         if (i == 1000)
@@ -261,8 +261,6 @@ static double measure_one_thread(int mode, unsigned txns)
         side_turn(loop, &r->x[0]);
         if (hp_udp_recvfrom(r->x[0].u, &byte, 1, NULL) == 1)
             done += i >= 1000;
-        else
-            lost += i >= 1000;
     }
     if (done > txns / 2)
         ns = (tool_now_s() - t0) * 1e9 / (double)done;
