@@ -29,6 +29,8 @@ static const struct {
      "TCP 1-byte request/response, CPU ns/transaction: two stacks over mem vs the kernel's TCP over loopback"},
     {"peers", bench_peers,
      "hotpath vs lwIP and smoltcp on one harness (two instances, one thread): tcp_rr, bulk, connection rate, UDP echo, idle memory"},
+    {"loop", bench_loop,
+     "UDP 1-byte request/response over mem, p50/p99: the event loop (each spin setting) vs a hand-written poll loop"},
 };
 #define NBENCH (sizeof benches / sizeof benches[0])
 
