@@ -63,6 +63,27 @@ enum hp_tcp_state {
     HP_TCP_TIME_WAIT,
 };
 
+/** Congestion control algorithms (hp_tcp_config.cc, HP_TCP_OPT_CC). */
+enum hp_tcp_cc {
+    HP_TCP_CC_DEFAULT = 0, /**< the stack's choice (in the config: CUBIC) */
+    HP_TCP_CC_NEWRENO = 1, /**< RFC 5681, RFC 6582, RFC 3465 */
+    HP_TCP_CC_CUBIC = 2,   /**< RFC 9438, with HyStart++ (RFC 9406) */
+};
+
+/** Explicit Congestion Notification (RFC 3168), hp_tcp_config.ecn. */
+enum hp_tcp_ecn {
+    HP_TCP_ECN_DEFAULT = 0, /**< HP_TCP_ECN_PASSIVE */
+    HP_TCP_ECN_OFF = 1,     /**< never negotiated */
+    HP_TCP_ECN_PASSIVE = 2, /**< accepted when a peer's SYN asks for it; our SYNs do not ask */
+    HP_TCP_ECN_ON = 3,      /**< asked for in our SYNs and accepted */
+};
+
+/**
+ * "newreno" or "cubic" (any case) as an enum hp_tcp_cc.
+ * @return HP_TCP_CC_NEWRENO, HP_TCP_CC_CUBIC, or -EINVAL (NULL or another name).
+ */
+HP_API int hp_tcp_cc_by_name(const char *name);
+
 /**
  * Stack-wide TCP parameters (the knobs of docs/knobs.md). A zeroed field
  * asks for its default. Set them with hp_tcp_configure() before the first
@@ -92,6 +113,11 @@ struct hp_tcp_config {
                                     the connections' hot cache lines prefetched (docs/knobs.md);
                                     0: 16384; UINT32_MAX: never */
     uint16_t mss;              /**< our MSS when smaller than the interface's MTU allows; 0: from the MTU */
+    uint8_t cc;                /**< congestion control, enum hp_tcp_cc; 0: HP_TCP_CC_CUBIC */
+    uint8_t ecn;               /**< enum hp_tcp_ecn; 0: HP_TCP_ECN_PASSIVE (accept when the peer asks, as Linux) */
+    bool no_sack;              /**< neither offer nor accept SACK (RFC 2018): NewReno recovery, no RACK-TLP */
+    bool no_pmtud;             /**< IPv4 segments without DF, ICMP "too big" ignored (no RFC 1191 / 8201) */
+    bool no_plpmtud;           /**< no black hole detection and MTU probing (RFC 4821) */
     bool no_syncookies;        /**< never answer with SYN cookies when a SYN queue is full (drop instead) */
     bool no_timestamps;        /**< do not offer RFC 7323 timestamps */
     bool no_window_scaling;    /**< do not offer RFC 7323 window scaling */
@@ -246,6 +272,9 @@ enum hp_tcp_opt {
     HP_TCP_OPT_QUICKACK,     /**< 1: acknowledge every segment at once (no delayed ACK) */
     HP_TCP_OPT_MAXSEG,       /**< our MSS (88 .. 65495), before connect/listen (a listener's
                               * connections take it); read once connected: the MSS we send with */
+    HP_TCP_OPT_CC,           /**< congestion control, enum hp_tcp_cc (HP_TCP_CC_DEFAULT: the
+                              * stack's); any time: an established connection keeps its cwnd and
+                              * ssthresh; a listener's connections take it */
 };
 
 /** Set an option. @return 0, -EINVAL (unknown option or value out of range). */

@@ -50,6 +50,8 @@ static void fill_defaults(struct hp_tcp_config *c)
     DEF(challenge_ack_limit, 1000u);
     DEF(syn_backlog_max, 4096u);
     DEF(early_demux_conns, 16384u);
+    DEF(cc, HP_TCP_CC_CUBIC);
+    DEF(ecn, HP_TCP_ECN_PASSIVE);
 #undef DEF
 }
 
@@ -76,6 +78,8 @@ static int check_config(const struct hp_tcp_config *c)
     if (c->syn_backlog_max > (1u << 20))
         return -EINVAL;
     if (c->mss && (c->mss < MSS_MIN || c->mss > MSS_MAX))
+        return -EINVAL;
+    if (c->cc > HP_TCP_CC_CUBIC || c->ecn > HP_TCP_ECN_ON)
         return -EINVAL;
     return 0;
 }
@@ -203,6 +207,7 @@ struct hp_tcp_sock *hp__tcp_conn_new(struct hp_stack *s, int family)
     c->ka_idle_s = cfg->keepalive_idle_s;
     c->ka_intvl_s = cfg->keepalive_intvl_s;
     c->ka_cnt = cfg->keepalive_probes;
+    c->cc_algo = cfg->cc;
     if (hp__tcp_rtt_init(&c->rtt, &st->rtt_cfg) < 0)
         hp__tcp_rtt_init(&c->rtt, NULL); /* not reached: hp_tcp_configure checked the bounds */
     hp__tcp_bufq_init(&c->sndq);
@@ -346,6 +351,7 @@ static void inherit(struct hp_tcp_sock *c, const struct hp_tcp_sock *l)
     c->ka_idle_s = l->ka_idle_s;
     c->ka_intvl_s = l->ka_intvl_s;
     c->ka_cnt = l->ka_cnt;
+    c->cc_algo = l->cc_algo;
 }
 
 int hp__tcp_established(struct hp_tcp_sock *c)
@@ -378,6 +384,7 @@ int hp__tcp_established(struct hp_tcp_sock *c)
     }
     bool syn_lost = (c->flags & HP__TCPF_SYN_LOST) != 0;
     hp__tcp_cc_init(&c->cc, c->mss_eff, c->iss, syn_lost);
+    hp__tcp_cc_set_algo(&c->cc, &c->cubic, c->cc_algo, c->snd_max);
     hp__tcp_rtt_established(&c->rtt, hp__tcp_rtt_cfg_of(c), syn_lost);
     if (l) {
         hp__ctr(c->s, HP_CTR_TCP_PASSIVE_OPENS);

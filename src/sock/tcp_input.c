@@ -89,21 +89,27 @@ static void ack_and_drop(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
  * which tcp_output.c stops timing when anything is retransmitted (Karn,
  * RFC 6298 3). flight: bytes outstanding when the ACK arrived.
  */
-static void rtt_on_ack(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, uint32_t ack, uint32_t flight)
+static uint32_t rtt_on_ack(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, uint32_t ack, uint32_t flight)
 {
     if (c->flags & HP__TCPF_TS_OK) {
         if (r->opt.has_ts && r->opt.ts_ecr != 0) {
             uint32_t ms = hp__tcp_ts_now(c) - r->opt.ts_ecr;
-            if (ms <= TS_RTT_MAX_MS)
+            if (ms <= TS_RTT_MAX_MS) {
                 hp__tcp_rtt_sample_ts(&c->rtt, hp__tcp_rtt_cfg_of(c), ms * 1000u, flight, c->smss);
+                /* A 0 ms sample (a LAN) says less than 1 ms: 1 us, not "none". */
+                return ms ? ms * 1000u : 1u;
+            }
         }
-        return;
+        return 0;
     }
     if ((c->flags & HP__TCPF_RTT_TIMING) && hp__seq_ge(ack, c->rtt_seq)) {
         c->flags &= ~HP__TCPF_RTT_TIMING;
         uint64_t us = (c->s->now - c->rtt_start_ns) / 1000u;
-        (void)hp__tcp_rtt_sample(&c->rtt, hp__tcp_rtt_cfg_of(c), us > UINT32_MAX ? UINT32_MAX : (uint32_t)us, false);
+        uint32_t u = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+        (void)hp__tcp_rtt_sample(&c->rtt, hp__tcp_rtt_cfg_of(c), u, false);
+        return u ? u : 1u;
     }
+    return 0;
 }
 
 /* ---- FIN ------------------------------------------------------------------------------- */
@@ -196,7 +202,7 @@ static void syn_sent(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
         c->snd_nxt = c->snd_una;
     c->rtx_count = 0;
     (void)hp__tcp_established(c); /* active: cannot fail */
-    rtt_on_ack(c, r, r->ack, flight);
+    (void)rtt_on_ack(c, r, r->ack, flight);
     if (c->snd_una == c->snd_max)
         hp__tcp_rtx_stop(c);
     else
@@ -367,11 +373,13 @@ static unsigned ack_new(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, bool
     if (hp__seq_lt(c->snd_nxt, ack))
         c->snd_nxt = ack;
     c->rtx_count = 0;
-    rtt_on_ack(c, r, ack, flight);
+    uint32_t rtt_us = rtt_on_ack(c, r, ack, flight);
 
     unsigned cc = HP__TCP_CC_NONE;
-    if (!syn_pending) /* hp__tcp_established just started congestion control */
-        cc = hp__tcp_cc_on_ack(&c->cc, ack - old_una, ack, c->snd_max, c->mss_eff);
+    if (!syn_pending) { /* hp__tcp_established just started congestion control */
+        struct hp__tcp_cc_ev ev = hp__tcp_cc_ev(c, rtt_us, flight);
+        cc = hp__tcp_cc_ack(&c->cc, &c->cubic, ack - old_una, &ev);
+    }
     /* The persist timer stays in charge while the window is closed; the
      * window update below decides when it ends. */
     if (!(c->flags & HP__TCPF_PERSIST)) {
@@ -444,7 +452,8 @@ static bool ack_in(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
          * repeated ACKs are not a loss signal. */
         hp__ctr(s, HP_CTR_TCP_DUP_ACKS);
         c->st.dupacks_in++;
-        cc = hp__tcp_cc_on_dupack(&c->cc, c->snd_una, c->snd_max, c->mss_eff);
+        struct hp__tcp_cc_ev ev = hp__tcp_cc_ev(c, 0, c->snd_max - c->snd_una);
+        cc = hp__tcp_cc_dupack(&c->cc, &c->cubic, &ev);
         if (cc & HP__TCP_CC_RETRANSMIT) {
             hp__ctr(s, HP_CTR_TCP_FAST_RETRANS);
             c->st.fast_retrans++;

@@ -188,6 +188,12 @@ struct hp_buf *hp__tcp_bufq_pop(struct hp__tcp_bufq *q);
 #define HP__TCPF_SEND_SPACE    0x00800000u /* the user hit a full send buffer: raise OUT when room is back */
 #define HP__TCPF_ACCQ          0x01000000u /* on parent's accept queue (tcp.c); with a parent and without it: on the SYN queue if linked */
 #define HP__TCPF_DACK_PEND     0x02000000u /* on the stack's dack_pend list: t_dack armed at the next poll if still owed */
+#define HP__TCPF_SACK_OK       0x04000000u /* SACK negotiated (RFC 2018 2): we send blocks, the peer's are used */
+#define HP__TCPF_SB            0x08000000u /* the transmit log (tcp_sack.c) holds segments: ACKs update it */
+#define HP__TCPF_SB_LOSS       0x10000000u /* SACKed or lost segments, recovery, a probe out: the slow paths run */
+#define HP__TCPF_SACK_OUT      0x20000000u /* out-of-order data or a D-SACK to report: ACKs carry SACK blocks */
+#define HP__TCPF_ECN_OK        0x40000000u /* ECN negotiated (RFC 3168 6.1.1) */
+#define HP__TCPF_ECN_PEND      0x80000000u /* an ECE to echo or a CWR to send (c->ecn says which) */
 
 /*
  * The connection block's fields, in blocks of fields that share both their
@@ -286,6 +292,11 @@ struct hp__tcp_ctr {     /* the rare ones */
 #define HP__TCPS_PERSIST_rx uint8_t persist_shift; /* persist timer back-off (zeroed by every rtx_stop) */
 #define HP__TCPS_KA_cold uint32_t ka_idle_s, ka_intvl_s, ka_cnt;
 
+/* congestion control's cold state: CUBIC, HyStart++, undo (tcp_cc.h) */
+#define HP__TCPS_CCX_cold                                                                  \
+    struct hp__tcp_cubic cubic;                                                            \
+    uint8_t cc_algo;             /* HP__TCP_CC_*: the algorithm this socket uses (set at open, HP_TCP_OPT_CC) */
+
 /* the route our segments take (chosen at connect / accept; its source
  * address is key.laddr: hp__tcp_route) */
 #define HP__TCPS_RT_tx                                                                     \
@@ -324,6 +335,7 @@ struct hp_tcp_sock {
     HP__TCPS_EV_rx HP__TCPS_ERR_tx
     HP__TCPS_LISTEN_cold
     HP__TCPS_CTRRX_rx HP__TCPS_CTRTX_tx HP__TCPS_CTR_cold
+    HP__TCPS_CCX_cold
 #else
     HP_CACHELINE_GROUP_BEGIN(demux)   /* line 0: both paths read it */
     HP__TCPS_ID_demux
@@ -348,6 +360,7 @@ struct hp_tcp_sock {
     /* cold: the handshake, listeners, keepalive, the timers themselves, rare counters */
     HP__TCPS_ISS_cold HP__TCPS_IRS_cold HP__TCPS_OOON_cold HP__TCPS_RTTSEQ_cold
     HP__TCPS_KA_cold HP__TCPS_TRTX_cold HP__TCPS_TDACK_cold HP__TCPS_TMISC_cold HP__TCPS_LISTEN_cold HP__TCPS_CTR_cold
+    HP__TCPS_CCX_cold
 #endif
 } __attribute__((aligned(HP_CACHELINE_SIZE))); /* allocated with aligned_alloc(64) by hp__tcp_conn_new */
 
@@ -450,6 +463,22 @@ static inline bool hp__tcp_send_room_ok(const struct hp_tcp_sock *c)
 static inline bool hp__tcp_synchronized(const struct hp_tcp_sock *c)
 {
     return c->state >= HP_TCP_ESTABLISHED;
+}
+
+/* What congestion control is told at an event of c (tcp_cc.h). rtt_us: a
+ * sample from this ACK (0: none); flight: bytes outstanding before it. */
+static inline struct hp__tcp_cc_ev hp__tcp_cc_ev(const struct hp_tcp_sock *c, uint32_t rtt_us, uint32_t flight)
+{
+    struct hp__tcp_cc_ev ev = {
+        .snd_una = c->snd_una,
+        .snd_max = c->snd_max,
+        .smss = c->mss_eff,
+        .now_ns = c->s->now,
+        .rtt_us = rtt_us,
+        .srtt_us = hp__tcp_rtt_srtt_us(&c->rtt),
+        .flight = flight,
+    };
+    return ev;
 }
 
 /* ---- tcp.c: lifecycle -------------------------------------------------------- */

@@ -280,7 +280,7 @@ static int output(struct hp_tcp_sock *c, bool force)
     /* RFC 5681 4.1: after an idle period longer than the RTO, start again
      * from the restart window rather than send an old cwnd as one burst. */
     if (pending && una == c->snd_max && now - c->last_send_ns > (uint64_t)hp__tcp_rtt_rto(&c->rtt) * 1000u)
-        hp__tcp_cc_after_idle(&c->cc, c->mss_eff);
+        hp__tcp_cc_idle(&c->cc, &c->cubic, c->mss_eff);
 
     const uint32_t mss = c->mss_eff;
     /* Limited Transmit (RFC 3042): on the first two duplicate ACKs, one

@@ -256,7 +256,8 @@ void hp__tcp_timer_rtx(struct hp_stack *s, void *arg)
      * outstanding, goes again after the last byte: hp__tcp_output sends
      * it whenever snd_nxt has not passed it. */
     hp__tcp_rtt_timeout(&c->rtt, hp__tcp_rtt_cfg_of(c));
-    hp__tcp_cc_on_timeout(&c->cc, c->snd_una, c->snd_max, c->mss_eff, c->rtx_count > 0);
+    struct hp__tcp_cc_ev ev = hp__tcp_cc_ev(c, 0, c->snd_max - c->snd_una);
+    hp__tcp_cc_timeout(&c->cc, &c->cubic, &ev, c->rtx_count > 0);
     c->snd_nxt = c->snd_una;
     c->flags &= ~HP__TCPF_RTT_TIMING; /* Karn: nothing sent before is timed */
     if (c->rtx_count < UINT8_MAX)
