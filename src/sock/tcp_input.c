@@ -137,6 +137,19 @@ static void fin_in(struct hp_tcp_sock *c)
     hp__tcp_wake(c, HP_EV_IN);
 }
 
+/* ---- what the SYNs negotiate beyond hp__tcp_negotiate ----------------------------------------- */
+
+void hp__tcp_negotiate_more(struct hp_tcp_sock *c, const struct hp_tcp_repr *r)
+{
+    const struct hp_tcp_config *cfg = &hp__tcp(c->s)->cfg;
+    /* RFC 2018 2: SACK when both SYNs carry SACK-permitted (ours does
+     * unless no_sack; a SYN-ACK offers it only to a SYN that did). */
+    if (r->opt.sack_perm && !cfg->no_sack)
+        c->flags |= HP__TCPF_SACK_OK;
+    else
+        c->flags &= ~HP__TCPF_SACK_OK;
+}
+
 /* ---- SYN-SENT (RFC 9293 3.10.7.3) ---------------------------------------------------------- */
 
 static void syn_sent(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
@@ -179,6 +192,7 @@ static void syn_sent(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
     c->rcv_adv = c->rcv_nxt + (c->rcv_wnd < WND_MAX_UNSCALED ? c->rcv_wnd : WND_MAX_UNSCALED);
     c->last_ack_sent = c->rcv_nxt;
     hp__tcp_negotiate(c, &r->opt);
+    hp__tcp_negotiate_more(c, r);
     /* RFC 7323 2.2: a SYN's window is never scaled. */
     c->snd_wnd = c->max_snd_wnd = r->window;
     c->snd_wl1 = r->seq;
@@ -272,6 +286,8 @@ static void trim(struct hp_tcp_sock *c, struct hp__tcp_seg *sg, uint32_t wnd)
     }
     if (hp__seq_lt(sg->seq, c->rcv_nxt)) {
         uint32_t d = c->rcv_nxt - sg->seq;
+        if (sg->len)
+            hp__tcp_dsack_note(c, sg->seq, d < sg->len ? c->rcv_nxt : sg->seq + sg->len);
         if (d > sg->len) {
             /* Everything, the FIN at seq + len included, was seen. */
             sg->flags &= (uint8_t)~HP_TCP_F_FIN;
@@ -562,6 +578,12 @@ void hp__tcp_conn_input(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
          * acknowledged again and restarts the 2 MSL wait. */
         if (c->state == HP_TCP_TIME_WAIT && (fl & HP_TCP_F_FIN) && r->seq + sg->len + 1 == c->rcv_nxt)
             hp__tcp_time_wait(c);
+        /* Data we already have, sent again: a D-SACK tells the sender its
+         * retransmission was not needed (RFC 2883 4.1). Only what lies
+         * within a window below RCV.NXT: older is not plausible. */
+        if (sg->len && hp__seq_lt(sg->seq, c->rcv_nxt) && hp__seq_le(sg->seq + sg->len, c->rcv_nxt) &&
+            c->rcv_nxt - sg->seq <= c->rcvbuf)
+            hp__tcp_dsack_note(c, sg->seq, sg->seq + sg->len);
         ack_and_drop(c, sg);
         return;
     }

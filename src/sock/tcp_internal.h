@@ -292,6 +292,16 @@ struct hp__tcp_ctr {     /* the rare ones */
 #define HP__TCPS_PERSIST_rx uint8_t persist_shift; /* persist timer back-off (zeroed by every rtx_stop) */
 #define HP__TCPS_KA_cold uint32_t ka_idle_s, ka_intvl_s, ka_cnt;
 
+/* SACK blocks we send (tcp_ooo.c, RFC 2018 4, RFC 2883) */
+#define HP__TCP_SACK_RECENT 4
+struct hp__tcp_sackrx {
+    uint32_t recent[HP__TCP_SACK_RECENT]; /* first sequence numbers of the latest out-of-order arrivals, newest first */
+    uint32_t dsack[2];           /* a duplicate to report once, [left, right) */
+    uint8_t nrecent;
+    bool dsack_pend;
+};
+#define HP__TCPS_SACKRX_cold struct hp__tcp_sackrx sackrx;
+
 /* congestion control's cold state: CUBIC, HyStart++, undo (tcp_cc.h) */
 #define HP__TCPS_CCX_cold                                                                  \
     struct hp__tcp_cubic cubic;                                                            \
@@ -335,7 +345,7 @@ struct hp_tcp_sock {
     HP__TCPS_EV_rx HP__TCPS_ERR_tx
     HP__TCPS_LISTEN_cold
     HP__TCPS_CTRRX_rx HP__TCPS_CTRTX_tx HP__TCPS_CTR_cold
-    HP__TCPS_CCX_cold
+    HP__TCPS_CCX_cold HP__TCPS_SACKRX_cold
 #else
     HP_CACHELINE_GROUP_BEGIN(demux)   /* line 0: both paths read it */
     HP__TCPS_ID_demux
@@ -360,7 +370,7 @@ struct hp_tcp_sock {
     /* cold: the handshake, listeners, keepalive, the timers themselves, rare counters */
     HP__TCPS_ISS_cold HP__TCPS_IRS_cold HP__TCPS_OOON_cold HP__TCPS_RTTSEQ_cold
     HP__TCPS_KA_cold HP__TCPS_TRTX_cold HP__TCPS_TDACK_cold HP__TCPS_TMISC_cold HP__TCPS_LISTEN_cold HP__TCPS_CTR_cold
-    HP__TCPS_CCX_cold
+    HP__TCPS_CCX_cold HP__TCPS_SACKRX_cold
 #endif
 } __attribute__((aligned(HP_CACHELINE_SIZE))); /* allocated with aligned_alloc(64) by hp__tcp_conn_new */
 
@@ -546,6 +556,15 @@ void hp__tcp_input(struct hp__iface *ifc, struct hp_buf *b, int family, const ui
                    const uint8_t *dst);
 /* Free c's out-of-order list (from hp__tcp_conn_free / hp__tcp_drop). */
 void hp__tcp_ooo_purge(struct hp_tcp_sock *c);
+/* tcp_ooo.c: the SACK blocks our next ACK carries (at most max; SACK_OK
+ * connections): a pending D-SACK first (then forgotten), then the out-of-
+ * order list's ranges, the one holding the latest arrival first. Clears
+ * HP__TCPF_SACK_OUT when there is nothing. @return the count. */
+unsigned hp__tcp_sack_fill(struct hp_tcp_sock *c, uint32_t (*blk)[2], unsigned max);
+/* tcp_ooo.c: [seq, end) arrived a second time: the next ACK reports it as
+ * a D-SACK (RFC 2883; the first duplicate until then is kept). Counted
+ * TCP_DSACK_SENT. No-op without SACK. */
+void hp__tcp_dsack_note(struct hp_tcp_sock *c, uint32_t seq, uint32_t end);
 
 /* ---- tcp_output.c ------------------------------------------------------------ */
 

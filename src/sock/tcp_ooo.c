@@ -187,6 +187,99 @@ static bool in_order(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
     return fin;
 }
 
+/* ---- SACK blocks we send (RFC 2018, RFC 2883) ------------------------------------ */
+
+/* Remember that a segment starting at seq arrived out of order now (most
+ * recent first, no repeats). */
+static void sack_recent_push(struct hp_tcp_sock *c, uint32_t seq)
+{
+    if (!(c->flags & HP__TCPF_SACK_OK))
+        return;
+    struct hp__tcp_sackrx *x = &c->sackrx;
+    unsigned n = x->nrecent, i = 0;
+    while (i < n && x->recent[i] != seq)
+        i++;
+    if (i == n && n < HP__TCP_SACK_RECENT)
+        x->nrecent = (uint8_t)++n;
+    if (i == n)
+        i = n - 1; /* full: the oldest goes */
+    for (; i > 0; i--)
+        x->recent[i] = x->recent[i - 1];
+    x->recent[0] = seq;
+    c->flags |= HP__TCPF_SACK_OUT;
+}
+
+void hp__tcp_dsack_note(struct hp_tcp_sock *c, uint32_t seq, uint32_t end)
+{
+    if (!(c->flags & HP__TCPF_SACK_OK) || !hp__seq_lt(seq, end) || c->sackrx.dsack_pend)
+        return;
+    c->sackrx.dsack[0] = seq;
+    c->sackrx.dsack[1] = end;
+    c->sackrx.dsack_pend = true;
+    /* At once: the sender learns of a spurious retransmission from it. */
+    c->flags |= HP__TCPF_SACK_OUT | HP__TCPF_ACK_NOW;
+    hp__ctr(c->s, HP_CTR_TCP_DSACK_SENT);
+}
+
+/* Insert [l, r) into the picked blocks, sorted by priority (lower first,
+ * ties by sequence), keeping at most max. */
+static unsigned pick_add(uint32_t (*blk)[2], uint8_t *pri, unsigned n, unsigned max, uint32_t l,
+                         uint32_t r, uint8_t p)
+{
+    unsigned at = n;
+    while (at > 0 && pri[at - 1] > p)
+        at--;
+    if (at >= max)
+        return n;
+    if (n == max)
+        n--;
+    for (unsigned i = n; i > at; i--) {
+        blk[i][0] = blk[i - 1][0];
+        blk[i][1] = blk[i - 1][1];
+        pri[i] = pri[i - 1];
+    }
+    blk[at][0] = l;
+    blk[at][1] = r;
+    pri[at] = p;
+    return n + 1;
+}
+
+unsigned hp__tcp_sack_fill(struct hp_tcp_sock *c, uint32_t (*blk)[2], unsigned max)
+{
+    struct hp__tcp_sackrx *x = &c->sackrx;
+    unsigned n = 0;
+    if (x->dsack_pend && max) {
+        /* RFC 2883 4: the duplicate first, reported once. */
+        blk[0][0] = x->dsack[0];
+        blk[0][1] = x->dsack[1];
+        x->dsack_pend = false;
+        blk++;
+        max--;
+        n = 1;
+    }
+    uint8_t pri[HP_TCP_MAX_SACK];
+    unsigned m = 0;
+    /* The out-of-order list merged into ranges; each ranked by the most
+     * recent arrival it holds (RFC 2018 4: most recent first, then the
+     * others). A FIN alone (no data) reports nothing. */
+    struct hp_buf *q = c->ooo;
+    while (q) {
+        uint32_t l = ooo_seq(q), r = ooo_end(q);
+        for (q = q->next; q && ooo_seq(q) == r; q = q->next)
+            r = ooo_end(q);
+        if (l == r)
+            continue;
+        uint8_t p = 0xff;
+        for (unsigned i = 0; i < x->nrecent && p == 0xff; i++)
+            if (hp__seq_ge(x->recent[i], l) && hp__seq_lt(x->recent[i], r))
+                p = (uint8_t)i;
+        m = pick_add(blk, pri, m, max, l, r, p);
+    }
+    if (m + n == 0)
+        c->flags &= ~HP__TCPF_SACK_OUT;
+    return m + n;
+}
+
 static void out_of_order(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
 {
     struct hp_stack *s = c->s;
@@ -209,6 +302,9 @@ static void out_of_order(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
         return;
     }
 
+    /* RFC 2018 4: the block of the segment that arrived last goes first. */
+    sack_recent_push(c, s0);
+
     /* prev: the last entry starting at or before s0. */
     struct hp_buf *prev = NULL;
     for (struct hp_buf *q = c->ooo; q && hp__seq_le(ooo_seq(q), s0); q = q->next)
@@ -216,14 +312,19 @@ static void out_of_order(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
     if (prev) {
         uint32_t pe = ooo_end(prev);
         if (hp__seq_ge(pe, e0)) {
-            /* Nothing new but perhaps the FIN after what we hold. */
+            /* Nothing new but perhaps the FIN after what we hold: a
+             * duplicate (RFC 2883). */
             if (fin && pe == e0)
                 prev->reserved |= OOO_FIN;
+            if (len)
+                hp__tcp_dsack_note(c, s0, e0);
             hp__tcp_seg_free(sg);
             return;
         }
         if (hp__seq_gt(pe, s0)) {
             uint32_t d = pe - s0;
+            if (d && d <= len)
+                hp__tcp_dsack_note(c, s0, pe);
             if (d > len)
                 d = len;
             off += d;

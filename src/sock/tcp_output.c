@@ -176,6 +176,23 @@ static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
     }
     bool ts = (c->flags & HP__TCPF_TS_OK) != 0;
     uint32_t hlen = HP_TCP_HDR_LEN + (ts ? TS_OPT_LEN : 0);
+    uint32_t blk[HP_TCP_MAX_SACK][2];
+    unsigned nsack = 0;
+    if ((c->flags & HP__TCPF_SACK_OUT) && (fl & HP_TCP_F_ACK)) {
+        /* RFC 2018 3: with timestamps, three blocks fit in 40 bytes. The
+         * option's bytes come out of the payload (RFC 6691: the MSS counts
+         * data and options). */
+        nsack = hp__tcp_sack_fill(c, blk, ts ? 3 : 4);
+        if (nsack) {
+            uint32_t extra = 4 + 8 * nsack;
+            hlen += extra;
+            uint32_t most = c->mss_eff > extra ? c->mss_eff - extra : 1;
+            if (len > most) {
+                len = most;
+                fl &= (uint8_t)~(HP_TCP_F_FIN | HP_TCP_F_PSH);
+            }
+        }
+    }
     uint32_t room = hp_buf_tailroom(b);
     if (hlen + len > room) {
         len = room > hlen ? room - hlen : 0;
@@ -204,6 +221,18 @@ static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
         h[23] = 10;
         hp_put_be32(h + 24, hp__tcp_ts_now(c));
         hp_put_be32(h + 28, c->ts_recent);
+    }
+    if (nsack) {
+        /* NOP NOP SACK (hp_tcp_emit's layout, 4-byte aligned blocks). */
+        uint8_t *o = h + HP_TCP_HDR_LEN + (ts ? TS_OPT_LEN : 0);
+        o[0] = HP_TCP_KIND_NOP;
+        o[1] = HP_TCP_KIND_NOP;
+        o[2] = HP_TCP_KIND_SACK;
+        o[3] = (uint8_t)(2 + 8 * nsack);
+        for (unsigned i = 0; i < nsack; i++) {
+            hp_put_be32(o + 4 + 8 * i, blk[i][0]);
+            hp_put_be32(o + 8 + 8 * i, blk[i][1]);
+        }
     }
     uint32_t sum = c->family == 4 ? hp_cksum_pseudo_ipv4(c->key.laddr, c->key.raddr, 6, (uint16_t)tot)
                                   : hp_cksum_pseudo_ipv6(c->key.laddr, c->key.raddr, 6, tot);
@@ -451,6 +480,7 @@ int hp__tcp_send_syn(struct hp_tcp_sock *c)
             r.opt.ts_val = hp__tcp_ts_now(c);
             r.opt.ts_ecr = 0; /* RFC 7323 3.2: TSecr is 0 without ACK */
         }
+        r.opt.sack_perm = !cfg->no_sack; /* RFC 2018 2 */
     } else if (c->state == HP_TCP_SYN_RECEIVED) {
         /* A SYN-ACK offers only what the peer's SYN offered (RFC 7323 1.3);
          * a cookie connection nothing but MSS (tcp_cookie.h). */
@@ -466,6 +496,7 @@ int hp__tcp_send_syn(struct hp_tcp_sock *c)
                 r.opt.ts_val = hp__tcp_ts_now(c);
                 r.opt.ts_ecr = c->ts_recent;
             }
+            r.opt.sack_perm = (c->flags & HP__TCPF_SACK_OK) != 0;
         }
     } else {
         return -EINVAL;

@@ -389,7 +389,8 @@ static void parse_opts(struct pd *h, const char *str, bool inbound, struct optsp
             if (!strcmp(a1, "*"))
                 sp->sack_any = true;
             while (sp->o.n_sack < HP_TCP_MAX_SACK && sscanf(p, " %u:%u%n", &l, &r, &used) == 2) {
-                uint32_t base = h->c->isn_known ? h->c->our_isn : 0;
+                /* Injected blocks acknowledge our data; expected ones, the peer's. */
+                uint32_t base = inbound ? (h->c->isn_known ? h->c->our_isn : 0) : h->c->peer_isn;
                 sp->o.sack[sp->o.n_sack][0] = base + l;
                 sp->o.sack[sp->o.n_sack][1] = base + r;
                 put_be32(b, base + l);
@@ -584,6 +585,18 @@ static void check_invariants(struct pd *h, struct pd_conn *c, struct pd_seg *g)
     }
     if ((f & HP_TCP_F_SYN) && (f & HP_TCP_F_FIN))
         complain(h, c, g, "SYN and FIN together");
+    if (g->opt.n_sack && c->peer_syn_seen && c->stack_syn_seen &&
+        !(c->peer_syn.sack_perm && c->stack_syn.sack_perm))
+        complain(h, c, g, "SACK blocks on a connection that did not negotiate SACK (RFC 2018 2)");
+    if (g->opt.n_sack && (f & HP_TCP_F_ACK)) {
+        /* Every block but a D-SACK first block lies above the ACK (RFC 2018 3, RFC 2883 4). */
+        for (int i = 0; i < g->opt.n_sack; i++) {
+            bool dsack = i == 0 && !seq_lt(g->ack, g->opt.sack[0][1]);
+            if (!dsack && (seq_lt(g->opt.sack[i][0], g->ack) || !seq_lt(g->opt.sack[i][0], g->opt.sack[i][1])))
+                complain(h, c, g, "SACK block %d (%u:%u) is not above the ACK", i,
+                         g->opt.sack[i][0] - c->peer_isn, g->opt.sack[i][1] - c->peer_isn);
+        }
+    }
     if (!(f & (HP_TCP_F_SYN | HP_TCP_F_RST)) && !(f & HP_TCP_F_ACK))
         complain(h, c, g, "no ACK on a segment of a synchronized connection (RFC 9293 3.10.7.4)");
     if (!(f & HP_TCP_F_RST) && !(f & HP_TCP_F_SYN) && pd_ts_ok(c) && !g->opt.has_ts)
@@ -907,8 +920,15 @@ static bool opts_match(struct pd *h, const struct pd_conn *c, const struct optsp
             return snprintf(why, cap, "TSecr %u is not the peer's last TSval %u", o->ts_ecr, c->last_peer_tsval),
                    false;
     }
-    if (e->n_sack != o->n_sack && !sp->sack_any)
-        return snprintf(why, cap, "SACK blocks differ"), false;
+    if (!sp->sack_any) {
+        if (e->n_sack != o->n_sack)
+            return snprintf(why, cap, "SACK blocks differ"), false;
+        /* In order: the first block says what arrived last (RFC 2018 4),
+         * or the duplicate (RFC 2883 4). */
+        for (int i = 0; i < e->n_sack; i++)
+            if (e->sack[i][0] != o->sack[i][0] || e->sack[i][1] != o->sack[i][1])
+                return snprintf(why, cap, "SACK block %d differs", i), false;
+    }
     (void)h;
     return true;
 }

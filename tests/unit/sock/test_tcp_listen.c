@@ -10,11 +10,11 @@
 /* The options our SYN-ACK must carry in answer to PD_SYN_OPTS sent at
  * time 0: our MSS, window scale 3 (the smallest shift that fits the
  * default rcvbuf of 262144 in 16 bits, RFC 7323 2.3), timestamps echoing
- * TSval 100. No SACK-permitted: we do not implement SACK. */
+ * TSval 100, SACK-permitted (the SYN offered it, RFC 2018 2). */
 static void expect_synack_full(struct pd *h)
 {
     char o[80];
-    snprintf(o, sizeof o, "mss %u,ws 3,ts * 100", h->mss);
+    snprintf(o, sizeof o, "mss %u,sackok,ws 3,ts * 100", h->mss);
     pd_expect(h, "S.", 0, 1, PD_ANY, o);
 }
 
