@@ -312,6 +312,21 @@ struct hp_tcp_info {
     uint64_t bytes_sent, bytes_acked, bytes_received;
     uint64_t segs_out, segs_in, retrans_segs;
     uint32_t fast_retrans, timeouts, dupacks_in;
+    bool sack_ok, ecn_ok;        /**< SACK (RFC 2018) / ECN (RFC 3168) negotiated */
+    uint8_t cc;                  /**< enum hp_tcp_cc in use */
+    uint32_t pmtu;               /**< the path MTU our segments are sized for */
+    uint32_t min_rtt_us;         /**< RACK's recent minimum RTT (0: none yet) */
+    uint32_t sacked, lost;       /**< bytes SACKed / deemed lost, not yet acknowledged (RFC 6675 scoreboard) */
+    uint32_t reordering;         /**< the deepest reordering seen, in segments (3 until more is seen) */
+    uint64_t delivery_rate;      /**< bytes/s delivered over the last round trip that had more than one
+                                      segment in flight with SACK (0: none measured) */
+    uint32_t recoveries;         /**< fast recoveries entered (SACK or NewReno) */
+    uint32_t tlp_probes;         /**< tail loss probes sent (RFC 8985 7) */
+    uint32_t dsacks_in;          /**< D-SACK blocks received (RFC 2883) */
+    uint32_t spurious_undos;     /**< reductions undone: every retransmission was a duplicate */
+    uint32_t ecn_ce_in;          /**< segments received with CE (RFC 3168) */
+    uint32_t ecn_reductions;     /**< window reductions for ECN echoes */
+    uint32_t pmtu_probes;        /**< path MTU probes sent (RFC 4821) */
 };
 
 /** Fill *out. @return 0, or -EINVAL. */

@@ -208,6 +208,7 @@ struct hp_tcp_sock *hp__tcp_conn_new(struct hp_stack *s, int family)
     c->ka_intvl_s = cfg->keepalive_intvl_s;
     c->ka_cnt = cfg->keepalive_probes;
     c->cc_algo = cfg->cc;
+    hp__tcp_sb_init(&c->sb);
     if (hp__tcp_rtt_init(&c->rtt, &st->rtt_cfg) < 0)
         hp__tcp_rtt_init(&c->rtt, NULL); /* not reached: hp_tcp_configure checked the bounds */
     hp__tcp_bufq_init(&c->sndq);
@@ -287,6 +288,7 @@ static void quiesce(struct hp_tcp_sock *c)
 {
     hp__tcp_timers_cancel(c);
     c->flags &= ~(HP__TCPF_PERSIST | HP__TCPF_DACK | HP__TCPF_ACK_NOW);
+    hp__tcp_sb_free(c);
     hp__tcp_bufq_purge(&c->sndq);
     hp__tcp_ooo_purge(c);
 }
@@ -458,6 +460,7 @@ int hp__tcp_conn_attach(struct hp_tcp_sock *c, int family, const uint8_t *laddr,
     c->family = (uint8_t)family;
     c->ifc = rt.ifc;
     memcpy(c->nexthop, rt.nexthop, sizeof c->nexthop);
+    c->pmtu = (uint16_t)(rt.ifc->mtu < 65535u ? rt.ifc->mtu : 65535u);
 
     /* A passive connection takes the listener's buffers and MSS before
      * they are used below (window scale, MSS option of the SYN-ACK). */

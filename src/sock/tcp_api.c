@@ -903,5 +903,21 @@ HP_API int hp_tcp_get_info(const struct hp_tcp_sock *t, struct hp_tcp_info *out)
     out->fast_retrans = t->st.fast_retrans;
     out->timeouts = t->st.timeouts;
     out->dupacks_in = t->st.dupacks_in;
+    out->sack_ok = (t->flags & HP__TCPF_SACK_OK) != 0;
+    out->ecn_ok = (t->flags & HP__TCPF_ECN_OK) != 0;
+    out->cc = hp__tcp_synchronized(t) ? t->cc.algo : t->cc_algo;
+    out->pmtu = t->pmtu;
+    out->min_rtt_us = t->sb.min_rtt_us;
+    out->sacked = t->sb.sacked;
+    out->lost = t->sb.lost;
+    out->reordering = t->sb.reordering;
+    out->delivery_rate = t->sb.rate;
+    out->recoveries = t->st.fast_retrans;
+    out->tlp_probes = t->st.tlp_probes;
+    out->dsacks_in = t->st.dsacks_in;
+    out->spurious_undos = t->st.spurious_undos;
+    out->ecn_ce_in = t->st.ecn_ce_in;
+    out->ecn_reductions = t->st.ecn_reductions;
+    out->pmtu_probes = t->st.pmtu_probes;
     return 0;
 }

@@ -148,6 +148,8 @@ void hp__tcp_negotiate_more(struct hp_tcp_sock *c, const struct hp_tcp_repr *r)
         c->flags |= HP__TCPF_SACK_OK;
     else
         c->flags &= ~HP__TCPF_SACK_OK;
+    /* Kept for a later change of the path MTU (tcp_pmtu.c). */
+    c->peer_mss = r->opt.has_mss ? r->opt.mss : (c->family == 6 ? 1220 : 536);
 }
 
 /* ---- SYN-SENT (RFC 9293 3.10.7.3) ---------------------------------------------------------- */
@@ -392,7 +394,9 @@ static unsigned ack_new(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, bool
     uint32_t rtt_us = rtt_on_ack(c, r, ack, flight);
 
     unsigned cc = HP__TCP_CC_NONE;
-    if (!syn_pending) { /* hp__tcp_established just started congestion control */
+    /* hp__tcp_established just started congestion control; in SACK
+     * recovery PRR sets cwnd (tcp_sack.c). */
+    if (!syn_pending && !((c->flags & HP__TCPF_SB_LOSS) && c->sb.in_recovery)) {
         struct hp__tcp_cc_ev ev = hp__tcp_cc_ev(c, rtt_us, flight);
         cc = hp__tcp_cc_ack(&c->cc, &c->cubic, ack - old_una, &ev);
     }
@@ -459,6 +463,7 @@ static bool ack_in(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
     uint32_t swnd = (uint32_t)r->window << c->snd_wscale;
     unsigned cc = HP__TCP_CC_NONE;
     bool fin_acked = false;
+    uint32_t old_una = c->snd_una;
     if (hp__seq_gt(ack, c->snd_una)) {
         cc = ack_new(c, r, syn_pending, &fin_acked);
     } else if (ack == c->snd_una && c->snd_max != c->snd_una && r->payload_len == 0 &&
@@ -468,11 +473,14 @@ static bool ack_in(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
          * repeated ACKs are not a loss signal. */
         hp__ctr(s, HP_CTR_TCP_DUP_ACKS);
         c->st.dupacks_in++;
-        struct hp__tcp_cc_ev ev = hp__tcp_cc_ev(c, 0, c->snd_max - c->snd_una);
-        cc = hp__tcp_cc_dupack(&c->cc, &c->cubic, &ev);
-        if (cc & HP__TCP_CC_RETRANSMIT) {
-            hp__ctr(s, HP_CTR_TCP_FAST_RETRANS);
-            c->st.fast_retrans++;
+        /* With a transmit log, RACK finds the losses (tcp_sack.c). */
+        if (!(c->flags & HP__TCPF_SB)) {
+            struct hp__tcp_cc_ev ev = hp__tcp_cc_ev(c, 0, c->snd_max - c->snd_una);
+            cc = hp__tcp_cc_dupack(&c->cc, &c->cubic, &ev);
+            if (cc & HP__TCP_CC_RETRANSMIT) {
+                hp__ctr(s, HP_CTR_TCP_FAST_RETRANS);
+                c->st.fast_retrans++;
+            }
         }
     }
 
@@ -496,6 +504,10 @@ static bool ack_in(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
             c->snd_nxt = c->snd_una;
         }
     }
+
+    /* The scoreboard: SACK blocks, RACK, recovery (RFC 6675, 8985, 6937). */
+    if ((c->flags & (HP__TCPF_SB | HP__TCPF_SB_LOSS)) || ((c->flags & HP__TCPF_SACK_OK) && r->opt.n_sack))
+        hp__tcp_sb_ack(c, r, old_una);
 
     if (cc & HP__TCP_CC_RETRANSMIT)
         (void)hp__tcp_retransmit(c);

@@ -14,6 +14,7 @@
 #include "tcp_cc.h"
 #include "tcp_hash.h"
 #include "tcp_rtt.h"
+#include "tcp_sack.h"
 #include "tcp_seq.h"
 #include "tcp_table.h"
 
@@ -222,6 +223,8 @@ struct hp__tcp_ctr_tx { uint64_t bytes_sent, segs_out; };
 struct hp__tcp_ctr {     /* the rare ones */
     uint64_t retrans_segs;
     uint32_t fast_retrans, timeouts, dupacks_in;
+    uint32_t tlp_probes, dsacks_in, spurious_undos;
+    uint32_t ecn_ce_in, ecn_reductions, pmtu_probes;
 };
 
 /* demux: the map entry, then what the receive path reads right after a hit
@@ -301,6 +304,12 @@ struct hp__tcp_sackrx {
     bool dsack_pend;
 };
 #define HP__TCPS_SACKRX_cold struct hp__tcp_sackrx sackrx;
+/* the sender's transmit log and scoreboard, RACK-TLP, PRR (tcp_sack.h) */
+#define HP__TCPS_SB_cold struct hp__tcp_sb sb;
+/* path MTU (tcp_pmtu.c, RFC 1191, RFC 8201, RFC 4821) */
+#define HP__TCPS_PMTU_cold                                                                 \
+    uint16_t pmtu;               /* the path MTU our segments are sized for (the route's MTU at first) */ \
+    uint16_t peer_mss;           /* the MSS the peer announced (or its default) */
 
 /* congestion control's cold state: CUBIC, HyStart++, undo (tcp_cc.h) */
 #define HP__TCPS_CCX_cold                                                                  \
@@ -345,7 +354,7 @@ struct hp_tcp_sock {
     HP__TCPS_EV_rx HP__TCPS_ERR_tx
     HP__TCPS_LISTEN_cold
     HP__TCPS_CTRRX_rx HP__TCPS_CTRTX_tx HP__TCPS_CTR_cold
-    HP__TCPS_CCX_cold HP__TCPS_SACKRX_cold
+    HP__TCPS_CCX_cold HP__TCPS_SACKRX_cold HP__TCPS_SB_cold HP__TCPS_PMTU_cold
 #else
     HP_CACHELINE_GROUP_BEGIN(demux)   /* line 0: both paths read it */
     HP__TCPS_ID_demux
@@ -370,7 +379,7 @@ struct hp_tcp_sock {
     /* cold: the handshake, listeners, keepalive, the timers themselves, rare counters */
     HP__TCPS_ISS_cold HP__TCPS_IRS_cold HP__TCPS_OOON_cold HP__TCPS_RTTSEQ_cold
     HP__TCPS_KA_cold HP__TCPS_TRTX_cold HP__TCPS_TDACK_cold HP__TCPS_TMISC_cold HP__TCPS_LISTEN_cold HP__TCPS_CTR_cold
-    HP__TCPS_CCX_cold HP__TCPS_SACKRX_cold
+    HP__TCPS_CCX_cold HP__TCPS_SACKRX_cold HP__TCPS_SB_cold HP__TCPS_PMTU_cold
 #endif
 } __attribute__((aligned(HP_CACHELINE_SIZE))); /* allocated with aligned_alloc(64) by hp__tcp_conn_new */
 
@@ -629,6 +638,10 @@ int hp__tcp_output_force(struct hp_tcp_sock *c);
  * queue from seq (a zero window probe), or none (a keepalive probe, seq =
  * SND.UNA - 1). Moves no sequence variable. @return bytes sent, -ENOBUFS. */
 int hp__tcp_send_seg(struct hp_tcp_sock *c, uint32_t seq, uint32_t len);
+/* A tail loss probe (RFC 8985 7.3): one new segment if the peer's window
+ * takes one, else the last segment sent again (*rtx true). Ignores cwnd.
+ * @return 0, -ENOBUFS, or -EAGAIN (nothing to send). */
+int hp__tcp_send_tlp(struct hp_tcp_sock *c, bool *rtx);
 
 /* ---- tcp_timer.c ---------------------------------------------------------------- */
 
@@ -641,6 +654,9 @@ void hp__tcp_timer_misc(struct hp_stack *s, void *arg);
 void hp__tcp_rtx_restart(struct hp_tcp_sock *c);
 /* Start it only if not running. */
 void hp__tcp_rtx_ensure(struct hp_tcp_sock *c);
+/* Have it fire by due at the latest (the RACK reordering timer): the
+ * deadline moves earlier, never later. */
+void hp__tcp_rtx_at(struct hp_tcp_sock *c, uint64_t due);
 void hp__tcp_rtx_stop(struct hp_tcp_sock *c);
 /* Enter the persist state (window zero, data waiting). */
 void hp__tcp_persist_start(struct hp_tcp_sock *c);

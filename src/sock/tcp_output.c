@@ -251,6 +251,8 @@ static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
         return rc;
     if (fl & HP_TCP_F_ACK)
         acked_now(c, wnd_bytes);
+    if ((c->flags & HP__TCPF_SACK_OK) && (len || (fl & HP_TCP_F_FIN)) && !(c->flags & HP__TCPF_PERSIST))
+        hp__tcp_sb_sent(c, seq, seq + len + ((fl & HP_TCP_F_FIN) ? 1u : 0u));
     c->st_tx.segs_out++;
     c->st_tx.bytes_sent += len;
     if (rtx) {
@@ -280,6 +282,97 @@ static int emit_send(struct hp_stack *s, const struct hp__route *rt, int family,
 }
 
 /* ---- data and FIN ------------------------------------------------------------- */
+
+/* Send [seq, end) of sequence space again, in segments of at most the
+ * MSS (a FIN at its end included). @return segments sent, or -ENOBUFS. */
+static int resend_range(struct hp_tcp_sock *c, uint32_t seq, uint32_t end)
+{
+    uint32_t qend = hp__tcp_sndq_seq(c) + c->sndq.bytes;
+    bool fin_in = (c->flags & HP__TCPF_FIN_SENT) && end == qend + 1;
+    uint32_t dend = fin_in ? qend : end;
+    int n = 0;
+    do {
+        uint32_t left = hp__seq_lt(seq, dend) ? dend - seq : 0;
+        uint32_t len = min32(left, c->mss_eff);
+        bool fin = fin_in && len == left;
+        uint8_t fl = HP_TCP_F_ACK | (fin ? HP_TCP_F_FIN : 0) | (len && seq + len == qend ? HP_TCP_F_PSH : 0);
+        int k = xmit(c, seq, len, fl);
+        if (k < 0)
+            return n ? n : k;
+        n++;
+        seq += (uint32_t)k + (fin && (uint32_t)k == len ? 1u : 0u);
+        if (!k && !fin)
+            break;
+    } while (hp__seq_lt(seq, end));
+    return n;
+}
+
+/* RFC 6675 5 (NextSeg rule 1), with RACK's losses: the segments deemed
+ * lost go again, lowest first, while cwnd - pipe allows (always one when
+ * nothing is in flight). @return segments sent. */
+static int sack_retransmit(struct hp_tcp_sock *c, uint32_t cwnd, bool *nobufs)
+{
+    int sent = 0;
+    uint32_t seq, end;
+    while (hp__tcp_sb_next_lost(c, &seq, &end)) {
+        uint32_t pipe = hp__tcp_sb_pipe(c);
+        uint32_t want = min32(end - seq, c->mss_eff);
+        if (pipe && (cwnd <= pipe || cwnd - pipe < want))
+            break;
+        c->flags &= ~HP__TCPF_RTT_TIMING; /* Karn */
+        int n = resend_range(c, seq, end);
+        if (n < 0) {
+            *nobufs = true;
+            break;
+        }
+        sent += n;
+    }
+    if (sent) {
+        c->last_send_ns = c->s->now;
+        hp__tcp_rtx_ensure(c);
+    }
+    return sent;
+}
+
+int hp__tcp_send_tlp(struct hp_tcp_sock *c, bool *rtx)
+{
+    uint32_t una = c->snd_una, nxt = c->snd_nxt;
+    uint32_t end = hp__tcp_sndq_seq(c) + c->sndq.bytes;
+    bool fin_q = (c->flags & HP__TCPF_FIN_QUEUED) != 0;
+    uint32_t room = c->snd_wnd > nxt - una ? c->snd_wnd - (nxt - una) : 0;
+    *rtx = false;
+    if (nxt == c->snd_max && hp__seq_lt(nxt, end) && room) {
+        /* New data the peer's window takes (RFC 8985 7.3 first choice). */
+        uint32_t len = min32(min32(end - nxt, c->mss_eff), room);
+        bool fin = fin_q && nxt + len == end;
+        int n = xmit(c, nxt, len, HP_TCP_F_ACK | (nxt + len == end ? HP_TCP_F_PSH : 0) | (fin ? HP_TCP_F_FIN : 0));
+        if (n < 0)
+            return n;
+        c->snd_nxt = nxt + (uint32_t)n + (fin && (uint32_t)n == len ? 1u : 0u);
+        if (hp__seq_gt(c->snd_nxt, c->snd_max))
+            c->snd_max = c->snd_nxt;
+        if (fin && (uint32_t)n == len)
+            c->flags |= HP__TCPF_FIN_SENT;
+        c->last_send_ns = c->s->now;
+        return 0;
+    }
+    /* Else the last segment again (its last MSS of sequence space). */
+    uint32_t max = c->snd_max;
+    uint32_t start = max - una > c->mss_eff ? max - c->mss_eff : una;
+    if (c->flags & HP__TCPF_FIN_SENT) {
+        uint32_t dstart = (end - una > c->mss_eff) ? end - c->mss_eff : una;
+        start = dstart;
+    }
+    if (start == max)
+        return -EAGAIN;
+    c->flags &= ~HP__TCPF_RTT_TIMING;
+    int n = resend_range(c, start, max);
+    if (n < 0)
+        return n;
+    *rtx = true;
+    c->last_send_ns = c->s->now;
+    return 0;
+}
 
 /*
  * The body of hp__tcp_output. force: the persist timer's override of
@@ -318,16 +411,26 @@ static int output(struct hp_tcp_sock *c, bool force)
     uint32_t cwnd = c->cc.cwnd;
     if (c->cc.dupacks && !c->cc.in_recovery && c->snd_nxt == c->snd_max)
         cwnd += (c->cc.dupacks < 2 ? c->cc.dupacks : 2u) * mss;
-    const uint32_t wnd = min32(c->snd_wnd, cwnd);
     const bool nodelay = (c->flags & HP__TCPF_NODELAY) != 0;
     int sent = 0;
     bool blocked = false, nobufs = false;
+    /* With SACK state, cwnd limits RFC 6675's pipe, not the flight: the
+     * bytes SACKed or lost are out of the network (adj), and lost ones go
+     * again first. */
+    uint32_t adj = 0;
+    if (c->flags & HP__TCPF_SB_LOSS) {
+        sent = sack_retransmit(c, cwnd, &nobufs);
+        uint32_t pipe = hp__tcp_sb_pipe(c), fl0 = c->snd_nxt - una;
+        adj = fl0 > pipe ? fl0 - pipe : 0;
+    }
 
-    while (pending) {
+    while (pending && !nobufs) {
         uint32_t seq = c->snd_nxt;
         uint32_t d = end - seq; /* unsent bytes */
         uint32_t flight = seq - una;
-        uint32_t usable = wnd > flight ? wnd - flight : 0;
+        uint32_t rwnd = c->snd_wnd > flight ? c->snd_wnd - flight : 0;
+        uint32_t cflight = flight - (adj < flight ? adj : flight);
+        uint32_t usable = min32(rwnd, cwnd > cflight ? cwnd - cflight : 0);
         uint32_t len = d < mss ? d : mss;
         bool rtx = hp__seq_lt(seq, c->snd_max);
         if (len > usable) {

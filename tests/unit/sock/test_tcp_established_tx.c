@@ -197,7 +197,7 @@ PD_TEST(tcp_est_rto_retransmit_backoff)
  * dropped (ETIMEDOUT) when the last one times out too. */
 PD_TEST(tcp_est_data_retries_then_etimedout)
 {
-    struct hp_tcp_config cfg = {.data_retries = 3};
+    struct hp_tcp_config cfg = {.data_retries = 3, .no_sack = true};
     pd_configure(h, &cfg);
     struct hp_tcp_sock *t = prime(h);
     uint64_t t0 = pd_now_ms(h);
@@ -267,6 +267,7 @@ PD_TEST(tcp_est_fast_retransmit_newreno)
  * retransmits, and nothing else goes beyond cwnd. */
 PD_TEST(tcp_est_fast_retransmit_with_new_data)
 {
+    newreno_no_sack(h);
     struct hp_tcp_sock *t = prime(h);
     uint32_t f = pd_full(h);
     HP_CHECK_EQ(pd_send(h, t, 20 * f), 20 * f);
@@ -484,6 +485,7 @@ PD_TEST(tcp_est_rto_3s_after_lost_synack)
  * duplicate; three of them trigger no fast retransmit. */
 PD_TEST(tcp_est_window_updates_are_not_dupacks)
 {
+    newreno_no_sack(h);
     struct hp_tcp_sock *t = prime(h);
     uint32_t f = pd_full(h);
     HP_CHECK_EQ(pd_send(h, t, 4 * f), 4 * f);
