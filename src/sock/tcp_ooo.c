@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Received TCP text: in-order bytes into the receive queue, out-of-order segments held sorted and trimmed until the gap before them fills (RFC 9293 3.10.7.4 seventh step, RFC 5681 4.2). */
+#include <string.h>
+
 #include "tcp_in.h"
 
 /*
@@ -221,26 +223,24 @@ void hp__tcp_dsack_note(struct hp_tcp_sock *c, uint32_t seq, uint32_t end)
     hp__ctr(c->s, HP_CTR_TCP_DSACK_SENT);
 }
 
+struct pick {
+    uint32_t l, r;
+    uint32_t pri;
+};
+
 /* Insert [l, r) into the picked blocks, sorted by priority (lower first,
- * ties by sequence), keeping at most max. */
-static unsigned pick_add(uint32_t (*blk)[2], uint8_t *pri, unsigned n, unsigned max, uint32_t l,
-                         uint32_t r, uint8_t p)
+ * ties by sequence), keeping at most max (<= HP_TCP_MAX_SACK). */
+static unsigned pick_add(struct pick *pk, unsigned n, unsigned max, uint32_t l, uint32_t r, uint32_t p)
 {
     unsigned at = n;
-    while (at > 0 && pri[at - 1] > p)
+    while (at > 0 && pk[at - 1].pri > p)
         at--;
     if (at >= max)
         return n;
     if (n == max)
         n--;
-    for (unsigned i = n; i > at; i--) {
-        blk[i][0] = blk[i - 1][0];
-        blk[i][1] = blk[i - 1][1];
-        pri[i] = pri[i - 1];
-    }
-    blk[at][0] = l;
-    blk[at][1] = r;
-    pri[at] = p;
+    memmove(&pk[at + 1], &pk[at], (n - at) * sizeof pk[0]);
+    pk[at] = (struct pick){.l = l, .r = r, .pri = p};
     return n + 1;
 }
 
@@ -257,8 +257,10 @@ unsigned hp__tcp_sack_fill(struct hp_tcp_sock *c, uint32_t (*blk)[2], unsigned m
         max--;
         n = 1;
     }
-    uint8_t pri[HP_TCP_MAX_SACK];
+    struct pick pk[HP_TCP_MAX_SACK];
     unsigned m = 0;
+    if (max > HP_TCP_MAX_SACK)
+        max = HP_TCP_MAX_SACK;
     /* The out-of-order list merged into ranges; each ranked by the most
      * recent arrival it holds (RFC 2018 4: most recent first, then the
      * others). A FIN alone (no data) reports nothing. */
@@ -269,11 +271,15 @@ unsigned hp__tcp_sack_fill(struct hp_tcp_sock *c, uint32_t (*blk)[2], unsigned m
             r = ooo_end(q);
         if (l == r)
             continue;
-        uint8_t p = 0xff;
+        uint32_t p = 0xff;
         for (unsigned i = 0; i < x->nrecent && p == 0xff; i++)
             if (hp__seq_ge(x->recent[i], l) && hp__seq_lt(x->recent[i], r))
-                p = (uint8_t)i;
-        m = pick_add(blk, pri, m, max, l, r, p);
+                p = i;
+        m = pick_add(pk, m, max, l, r, p);
+    }
+    for (unsigned i = 0; i < m; i++) {
+        blk[i][0] = pk[i].l;
+        blk[i][1] = pk[i].r;
     }
     if (m + n == 0)
         c->flags &= ~HP__TCPF_SACK_OUT;

@@ -262,9 +262,8 @@ PD_TEST(tcp_sack_rto_skips_sacked)
     uint32_t f = pd_full(h);
     flight(h, t, 4);
     pd_advance_ms(h, 5);
-    char b[64], b2[32];
-    snprintf(b2, sizeof b2, "%s", blk(h, b, sizeof b, 1, 2));
-    sack(h, S, b2); /* segment 2 SACKed; 1, 3 and 4 outstanding */
+    char b[32];
+    sack(h, S, blk(h, b, sizeof b, 1, 2)); /* segment 2 SACKed; 1, 3 and 4 outstanding */
     pd_discard(h);
     pd_advance_ms(h, 1000);
     uint32_t lens = 0;
