@@ -335,6 +335,16 @@ int hp__ipv4_output(struct hp_stack *s, const struct hp__route *r, const uint8_t
                     struct hp_buf *b);
 int hp__ipv6_output(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[16], uint8_t next,
                     struct hp_buf *b);
+/* The same with per-packet choices (TCP's): HP__IP_DF sends an IPv4 datagram
+ * with Don't Fragment (RFC 1191; an atomic datagram, RFC 6864), refused with
+ * -EMSGSIZE (counted IP_FRAG_FAILS) when larger than the MTU; HP__IP_ECT0
+ * marks it ECN-capable, ECT(0) (RFC 3168 5). */
+#define HP__IP_DF 0x1u
+#define HP__IP_ECT0 0x2u
+int hp__ipv4_output_x(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[4], uint8_t proto,
+                      unsigned xf, struct hp_buf *b);
+int hp__ipv6_output_x(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[16], uint8_t next,
+                      unsigned xf, struct hp_buf *b);
 
 int hp__reasm_init(struct hp_stack *s);
 void hp__reasm_fini(struct hp_stack *s);

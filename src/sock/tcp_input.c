@@ -148,6 +148,22 @@ void hp__tcp_negotiate_more(struct hp_tcp_sock *c, const struct hp_tcp_repr *r)
         c->flags |= HP__TCPF_SACK_OK;
     else
         c->flags &= ~HP__TCPF_SACK_OK;
+    /* RFC 3168 6.1.1: an ECN-setup SYN has ECE and CWR; an ECN-setup
+     * SYN-ACK has ECE without CWR, and counts only if our SYN asked. Any
+     * other combination (a SYN with one of them, a SYN-ACK with both, or
+     * ECE when we did not ask) sets nothing up. */
+    uint8_t ef = r->flags & (HP_TCP_F_ECE | HP_TCP_F_CWR);
+    bool ecn;
+    if (r->flags & HP_TCP_F_ACK)
+        ecn = cfg->ecn == HP_TCP_ECN_ON && ef == HP_TCP_F_ECE;
+    else
+        ecn = cfg->ecn != HP_TCP_ECN_OFF && ef == (HP_TCP_F_ECE | HP_TCP_F_CWR);
+    c->flags &= ~(HP__TCPF_ECN_OK | HP__TCPF_ECN_PEND);
+    memset(&c->ecn, 0, sizeof c->ecn);
+    if (ecn) {
+        c->flags |= HP__TCPF_ECN_OK;
+        hp__ctr(c->s, HP_CTR_TCP_ECN_NEGOTIATED);
+    }
     /* Kept for a later change of the path MTU (tcp_pmtu.c). */
     c->peer_mss = r->opt.has_mss ? r->opt.mss : (c->family == 6 ? 1220 : 536);
 }
@@ -239,6 +255,59 @@ static void syn_sent(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
     if (fin)
         fin_in(c);
     (void)hp__tcp_output(c);
+}
+
+/* ---- ECN (RFC 3168 6.1) ------------------------------------------------------------------- */
+
+/* The ECN field of the segment's IP header (0 when it cannot be read). */
+static uint8_t ip_ecn(const struct hp__tcp_seg *sg)
+{
+    const struct hp_buf *b = sg->b;
+    if (!b || b->l3_len < (sg->family == 6 ? 40u : 20u) || b->data_off < b->l3_len)
+        return 0;
+    const uint8_t *ip = (const uint8_t *)hp_buf_data(b) - b->l3_len;
+    return sg->family == 6 ? (uint8_t)((ip[1] >> 4) & 3u) : (uint8_t)(ip[1] & 3u);
+}
+
+/* An acceptable segment of an ECN connection: CE is echoed with ECE on
+ * every ACK until the peer's CWR (6.1.3), and a CE is acknowledged at
+ * once; CWR stops the echo unless the segment itself is CE. */
+static void ecn_in(struct hp_tcp_sock *c, const struct hp__tcp_seg *sg)
+{
+    if (sg->r.flags & HP_TCP_F_CWR)
+        c->ecn.ece_owed = false;
+    if (ip_ecn(sg) == 3) {
+        hp__ctr(c->s, HP_CTR_TCP_ECN_CE_IN);
+        c->st.ecn_ce_in++;
+        c->ecn.ece_owed = true;
+        c->flags |= HP__TCPF_ACK_NOW;
+    }
+    if (c->ecn.ece_owed || c->ecn.cwr_owed)
+        c->flags |= HP__TCPF_ECN_PEND;
+    else
+        c->flags &= ~HP__TCPF_ECN_PEND;
+}
+
+/* An ACK with ECE (6.1.2): the congestion response of a loss, without a
+ * retransmission, once per window and not inside a loss recovery; the
+ * next new data segment carries CWR. */
+static void ece_in(struct hp_tcp_sock *c)
+{
+    hp__ctr(c->s, HP_CTR_TCP_ECN_ECE_IN);
+    if (c->ecn.recover_on && !hp__seq_gt(c->snd_una, c->ecn.recover))
+        return;
+    if (c->cc.in_recovery || ((c->flags & HP__TCPF_SB_LOSS) && c->sb.in_recovery))
+        return;
+    struct hp__tcp_cc_ev ev = hp__tcp_cc_ev(c, 0, c->snd_max - c->snd_una);
+    hp__tcp_cc_reduce(&c->cc, &c->cubic, &ev);
+    if (c->cc.cwnd > c->cc.ssthresh)
+        c->cc.cwnd = c->cc.ssthresh;
+    c->ecn.recover = c->snd_max;
+    c->ecn.recover_on = true;
+    c->ecn.cwr_owed = true;
+    c->flags |= HP__TCPF_ECN_PEND;
+    hp__ctr(c->s, HP_CTR_TCP_ECN_REDUCTIONS);
+    c->st.ecn_reductions++;
 }
 
 /* ---- the synchronized states (RFC 9293 3.10.7.4) ------------------------------------------- */
@@ -505,6 +574,10 @@ static bool ack_in(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
         }
     }
 
+    if ((c->flags & HP__TCPF_ECN_OK) && (r->flags & HP_TCP_F_ECE) && !syn_pending &&
+        hp__seq_gt(c->snd_max, old_una))
+        ece_in(c);
+
     /* The scoreboard: SACK blocks, RACK, recovery (RFC 6675, 8985, 6937). */
     if ((c->flags & (HP__TCPF_SB | HP__TCPF_SB_LOSS)) || ((c->flags & HP__TCPF_SACK_OK) && r->opt.n_sack))
         hp__tcp_sb_ack(c, r, old_una);
@@ -599,6 +672,8 @@ void hp__tcp_conn_input(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
         ack_and_drop(c, sg);
         return;
     }
+    if (c->flags & HP__TCPF_ECN_OK)
+        ecn_in(c, sg);
     /* The peer is alive (RFC 9293 3.8.4): keepalive starts over. */
     c->last_rcv_ns = s->now;
     c->ka_probes = 0;

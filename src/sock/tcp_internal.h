@@ -306,6 +306,14 @@ struct hp__tcp_sackrx {
 #define HP__TCPS_SACKRX_cold struct hp__tcp_sackrx sackrx;
 /* the sender's transmit log and scoreboard, RACK-TLP, PRR (tcp_sack.h) */
 #define HP__TCPS_SB_cold struct hp__tcp_sb sb;
+/* ECN (RFC 3168 6.1) */
+struct hp__tcp_ecn {
+    bool ece_owed;               /* a CE arrived: our ACKs carry ECE until the peer's CWR */
+    bool cwr_owed;               /* we reduced for an ECE: the next new data carries CWR */
+    bool recover_on;
+    uint32_t recover;            /* one reduction per window: ECEs before SND.UNA passes this are one event */
+};
+#define HP__TCPS_ECN_cold struct hp__tcp_ecn ecn;
 /* path MTU (tcp_pmtu.c, RFC 1191, RFC 8201, RFC 4821) */
 #define HP__TCPS_PMTU_cold                                                                 \
     uint16_t pmtu;               /* the path MTU our segments are sized for (the route's MTU at first) */ \
@@ -354,7 +362,7 @@ struct hp_tcp_sock {
     HP__TCPS_EV_rx HP__TCPS_ERR_tx
     HP__TCPS_LISTEN_cold
     HP__TCPS_CTRRX_rx HP__TCPS_CTRTX_tx HP__TCPS_CTR_cold
-    HP__TCPS_CCX_cold HP__TCPS_SACKRX_cold HP__TCPS_SB_cold HP__TCPS_PMTU_cold
+    HP__TCPS_CCX_cold HP__TCPS_SACKRX_cold HP__TCPS_SB_cold HP__TCPS_PMTU_cold HP__TCPS_ECN_cold
 #else
     HP_CACHELINE_GROUP_BEGIN(demux)   /* line 0: both paths read it */
     HP__TCPS_ID_demux
@@ -379,7 +387,7 @@ struct hp_tcp_sock {
     /* cold: the handshake, listeners, keepalive, the timers themselves, rare counters */
     HP__TCPS_ISS_cold HP__TCPS_IRS_cold HP__TCPS_OOON_cold HP__TCPS_RTTSEQ_cold
     HP__TCPS_KA_cold HP__TCPS_TRTX_cold HP__TCPS_TDACK_cold HP__TCPS_TMISC_cold HP__TCPS_LISTEN_cold HP__TCPS_CTR_cold
-    HP__TCPS_CCX_cold HP__TCPS_SACKRX_cold HP__TCPS_SB_cold HP__TCPS_PMTU_cold
+    HP__TCPS_CCX_cold HP__TCPS_SACKRX_cold HP__TCPS_SB_cold HP__TCPS_PMTU_cold HP__TCPS_ECN_cold
 #endif
 } __attribute__((aligned(HP_CACHELINE_SIZE))); /* allocated with aligned_alloc(64) by hp__tcp_conn_new */
 

@@ -146,10 +146,15 @@ static void acked_now(struct hp_tcp_sock *c, uint32_t wnd_bytes)
     c->flags &= ~(HP__TCPF_ACK_NOW | HP__TCPF_DACK);
 }
 
+/* Every segment goes with DF (RFC 1191: the path MTU is discovered, not
+ * fragmented around) unless no_pmtud; xf adds ECT(0) for ECN data. */
 static int ip_send(struct hp_stack *s, const struct hp__route *rt, int family, const uint8_t *dst,
-                   struct hp_buf *b)
+                   unsigned xf, struct hp_buf *b)
 {
-    int rc = family == 4 ? hp__ipv4_output(s, rt, dst, 6, b) : hp__ipv6_output(s, rt, dst, 6, b);
+    if (!hp__tcp(s)->cfg.no_pmtud)
+        xf |= HP__IP_DF;
+    int rc = family == 4 ? hp__ipv4_output_x(s, rt, dst, HP_IPPROTO_TCP, xf, b)
+                         : hp__ipv6_output_x(s, rt, dst, HP_IPPROTO_TCP, xf, b);
     if (rc < 0) {
         if (rc == -ENOBUFS)
             hp__ctr(s, HP_CTR_TCP_NO_BUFFERS);
@@ -157,6 +162,21 @@ static int ip_send(struct hp_stack *s, const struct hp__route *rt, int family, c
     }
     hp__ctr(s, HP_CTR_TCP_OUT_SEGS);
     return 0;
+}
+
+/* RFC 3168 6.1: ECE on every ACK while a CE is unanswered (6.1.3); CWR on
+ * the first new data segment after a reduction (6.1.2). */
+static void ecn_flags(struct hp_tcp_sock *c, uint8_t *h, uint32_t len, bool rtx)
+{
+    if (c->ecn.ece_owed && (h[13] & HP_TCP_F_ACK))
+        h[13] |= HP_TCP_F_ECE;
+    if (c->ecn.cwr_owed && len && !rtx && !(c->flags & HP__TCPF_PERSIST)) {
+        h[13] |= HP_TCP_F_CWR;
+        c->ecn.cwr_owed = false;
+        hp__ctr(c->s, HP_CTR_TCP_ECN_CWR_OUT);
+    }
+    if (!c->ecn.ece_owed && !c->ecn.cwr_owed)
+        c->flags &= ~HP__TCPF_ECN_PEND;
 }
 
 /*
@@ -234,19 +254,26 @@ static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
             hp_put_be32(o + 8 + 8 * i, blk[i][1]);
         }
     }
-    uint32_t sum = c->family == 4 ? hp_cksum_pseudo_ipv4(c->key.laddr, c->key.raddr, 6, (uint16_t)tot)
-                                  : hp_cksum_pseudo_ipv6(c->key.laddr, c->key.raddr, 6, tot);
-    uint16_t ck = hp_cksum_fold(hp_cksum_partial(h, tot, sum));
-    memcpy(h + 16, &ck, 2);
-
     /* Whether it repeats sequence space already sent; a pure ACK or a
      * keepalive (seq below snd_max, nothing in it) is not a retransmission,
      * nor is a zero window probe (counted on its own). */
     bool rtx = (len || (fl & HP_TCP_F_FIN)) && hp__seq_lt(seq, c->snd_max) &&
                !(c->flags & HP__TCPF_PERSIST);
+    unsigned xf = 0;
+    if (c->flags & HP__TCPF_ECN_PEND)
+        ecn_flags(c, h, len, rtx);
+    /* RFC 3168 6.1.4-6.1.6: ECT on new data only: not on pure ACKs, not
+     * on retransmissions or window probes. */
+    if ((c->flags & HP__TCPF_ECN_OK) && len && !hp__seq_lt(seq, c->snd_max) && !(c->flags & HP__TCPF_PERSIST))
+        xf |= HP__IP_ECT0;
+    uint32_t sum = c->family == 4 ? hp_cksum_pseudo_ipv4(c->key.laddr, c->key.raddr, 6, (uint16_t)tot)
+                                  : hp_cksum_pseudo_ipv6(c->key.laddr, c->key.raddr, 6, tot);
+    uint16_t ck = hp_cksum_fold(hp_cksum_partial(h, tot, sum));
+    memcpy(h + 16, &ck, 2);
+
     struct hp__route rt;
     hp__tcp_route(c, &rt);
-    int rc = ip_send(s, &rt, c->family, c->key.raddr, b);
+    int rc = ip_send(s, &rt, c->family, c->key.raddr, xf, b);
     if (rc < 0)
         return rc;
     if (fl & HP_TCP_F_ACK)
@@ -278,7 +305,7 @@ static int emit_send(struct hp_stack *s, const struct hp__route *rt, int family,
         hp_buf_free(b);
         return -EINVAL;
     }
-    return ip_send(s, rt, family, dst, b);
+    return ip_send(s, rt, family, dst, 0, b);
 }
 
 /* ---- data and FIN ------------------------------------------------------------- */
@@ -584,6 +611,8 @@ int hp__tcp_send_syn(struct hp_tcp_sock *c)
             r.opt.ts_ecr = 0; /* RFC 7323 3.2: TSecr is 0 without ACK */
         }
         r.opt.sack_perm = !cfg->no_sack; /* RFC 2018 2 */
+        if (cfg->ecn == HP_TCP_ECN_ON)
+            r.flags |= HP_TCP_F_ECE | HP_TCP_F_CWR; /* an ECN-setup SYN (RFC 3168 6.1.1) */
     } else if (c->state == HP_TCP_SYN_RECEIVED) {
         /* A SYN-ACK offers only what the peer's SYN offered (RFC 7323 1.3);
          * a cookie connection nothing but MSS (tcp_cookie.h). */
@@ -601,6 +630,8 @@ int hp__tcp_send_syn(struct hp_tcp_sock *c)
             }
             r.opt.sack_perm = (c->flags & HP__TCPF_SACK_OK) != 0;
         }
+        if (c->flags & HP__TCPF_ECN_OK)
+            r.flags |= HP_TCP_F_ECE; /* an ECN-setup SYN-ACK */
     } else {
         return -EINVAL;
     }

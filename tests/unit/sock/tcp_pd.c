@@ -541,12 +541,13 @@ void pd__in(struct pd *h, const char *file, int line, const char *flags, int64_t
         tcp[17] ^= 0x5A;
     if (h->family == 4) {
         struct hp_ipv4_repr ip = {.proto = HP_IPPROTO_TCP, .ttl = 64, .ident = h->ip_ident++, .df = true,
-                                  .payload_len = (uint16_t)tl};
+                                  .payload_len = (uint16_t)tl, .dscp_ecn = (mut & PD_MUT_CE) ? 3 : 0};
         memcpy(ip.src, PEER4, 4);
         memcpy(ip.dst, OUR4, 4);
         hp_ipv4_emit(&ip, pkt, HP_IPV4_HDR_LEN);
     } else {
-        struct hp_ipv6_repr ip = {.next_header = HP_IPPROTO_TCP, .hop_limit = 64, .payload_len = (uint16_t)tl};
+        struct hp_ipv6_repr ip = {.next_header = HP_IPPROTO_TCP, .hop_limit = 64, .payload_len = (uint16_t)tl,
+                                  .traffic_class = (mut & PD_MUT_CE) ? 3 : 0};
         memcpy(ip.src, PEER6, 16);
         memcpy(ip.dst, OUR6, 16);
         hp_ipv6_emit(&ip, pkt, HP_IPV6_HDR_LEN);
@@ -585,6 +586,10 @@ static void check_invariants(struct pd *h, struct pd_conn *c, struct pd_seg *g)
     }
     if ((f & HP_TCP_F_SYN) && (f & HP_TCP_F_FIN))
         complain(h, c, g, "SYN and FIN together");
+    if (g->ecn && (!g->len || (f & (HP_TCP_F_SYN | HP_TCP_F_RST))))
+        complain(h, c, g, "ECN field %u on a segment without data, a SYN or a RST (RFC 3168 6.1.1, 6.1.4)", g->ecn);
+    if (g->ecn == 3)
+        complain(h, c, g, "CE set by the sender (RFC 3168 5: only routers set it)");
     if (g->opt.n_sack && c->peer_syn_seen && c->stack_syn_seen &&
         !(c->peer_syn.sack_perm && c->stack_syn.sack_perm))
         complain(h, c, g, "SACK blocks on a connection that did not negotiate SACK (RFC 2018 2)");
@@ -670,6 +675,8 @@ static void capture_tcp(struct pd *h, const uint8_t *tcp, size_t len, const uint
         c->lport = r.src_port;
     struct pd_seg g;
     memset(&g, 0, sizeof g);
+    g.ecn = h->cur_ecn;
+    g.df = h->cur_df;
     g.flags = r.flags;
     g.seq = r.seq;
     g.ack = r.ack;
@@ -752,6 +759,8 @@ static void capture_frame(struct pd *h, const uint8_t *f, size_t len)
             complain(h, NULL, NULL, "a fragmented TCP segment (off %u, MF %d)", ip.frag_off, ip.mf);
         if (memcmp(eth.dst, PEER_MAC, 6) || memcmp(eth.src, h->mac, 6))
             complain(h, NULL, NULL, "TCP frame with unexpected MAC addresses");
+        h->cur_ecn = ip.dscp_ecn & 3u;
+        h->cur_df = ip.df;
         capture_tcp(h, p + ip.hdr_len, ip.payload_len, ip.src, ip.dst);
         return;
     }
@@ -781,6 +790,8 @@ static void capture_frame(struct pd *h, const uint8_t *f, size_t len)
             complain(h, NULL, NULL, "a TCP segment behind extension headers or fragmented");
         if (memcmp(eth.dst, PEER_MAC, 6) || memcmp(eth.src, h->mac, 6))
             complain(h, NULL, NULL, "TCP frame with unexpected MAC addresses");
+        h->cur_ecn = ip.traffic_class & 3u;
+        h->cur_df = false;
         capture_tcp(h, p + ip.l4_off, l4len, ip.src, ip.dst);
         return;
     }

@@ -85,6 +85,8 @@ struct pd_seg {
     uint8_t *payload;         /* malloc'd copy, freed by the harness */
     uint64_t at_ms;           /* when it was sent, ms since pd_open */
     int conn;                 /* index in pd.conn */
+    uint8_t ecn;              /* the IP header's ECN field (RFC 3168 5: 2 is ECT(0), 3 CE) */
+    bool df;                  /* IPv4 Don't Fragment */
 };
 
 /* What the harness knows about one connection (keyed by the peer's port). */
@@ -136,6 +138,8 @@ struct pd {
     struct { void *user; uint32_t ev; } evs[64];
     int nevs;
     uint64_t arp_answered, ns_answered, other_frames;
+    uint8_t cur_ecn;          /* of the frame being captured */
+    bool cur_df;
     const char *file;         /* the script line being run, for messages */
     int line;
     jmp_buf *jb;
@@ -177,6 +181,7 @@ void pd_close(struct pd *h);
 #define PD_MUT_NO_REBASE 0x2u    /* a SYN that does not start a new incarnation (an attack, a stray) */
 #define PD_MUT_RESERVED 0x4u     /* set the three reserved header bits */
 #define PD_MUT_DOFF4 0x8u        /* a data offset of 4 words (below the header) */
+#define PD_MUT_CE 0x10u          /* the IP header marked CE, Congestion Experienced (RFC 3168 5) */
 #define pd_in_mut(h, fl, seq, ack, win, len, opts, mut)                         \
     pd__in(h, __FILE__, __LINE__, fl, seq, ack, win, len, opts, mut)
 #define pd_expect(h, fl, seq, ack, win, opts)                                   \
