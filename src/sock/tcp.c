@@ -461,6 +461,7 @@ int hp__tcp_conn_attach(struct hp_tcp_sock *c, int family, const uint8_t *laddr,
     c->ifc = rt.ifc;
     memcpy(c->nexthop, rt.nexthop, sizeof c->nexthop);
     c->pmtu = (uint16_t)(rt.ifc->mtu < 65535u ? rt.ifc->mtu : 65535u);
+    c->plp.low = c->plp.high = c->pmtu; /* no search until a black hole */
 
     /* A passive connection takes the listener's buffers and MSS before
      * they are used below (window scale, MSS option of the SYN-ACK). */

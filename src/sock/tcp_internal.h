@@ -315,9 +315,16 @@ struct hp__tcp_ecn {
 };
 #define HP__TCPS_ECN_cold struct hp__tcp_ecn ecn;
 /* path MTU (tcp_pmtu.c, RFC 1191, RFC 8201, RFC 4821) */
+struct hp__tcp_plpmtud {         /* RFC 4821 7: the search for a larger MTU */
+    uint16_t low, high;          /* the MTU known to work, the smallest known not to (or the link's + 1) */
+    uint16_t probe;              /* the probe's MTU while one is out */
+    bool probe_out;
+    uint32_t probe_end;          /* the probe's end in sequence space */
+};
 #define HP__TCPS_PMTU_cold                                                                 \
     uint16_t pmtu;               /* the path MTU our segments are sized for (the route's MTU at first) */ \
-    uint16_t peer_mss;           /* the MSS the peer announced (or its default) */
+    uint16_t peer_mss;           /* the MSS the peer announced (or its default) */         \
+    struct hp__tcp_plpmtud plp;
 
 /* congestion control's cold state: CUBIC, HyStart++, undo (tcp_cc.h) */
 #define HP__TCPS_CCX_cold                                                                  \
@@ -650,6 +657,25 @@ int hp__tcp_send_seg(struct hp_tcp_sock *c, uint32_t seq, uint32_t len);
  * takes one, else the last segment sent again (*rtx true). Ignores cwnd.
  * @return 0, -ENOBUFS, or -EAGAIN (nothing to send). */
 int hp__tcp_send_tlp(struct hp_tcp_sock *c, bool *rtx);
+/* An MTU probe (RFC 4821 7.5): len new bytes from snd_nxt in one segment
+ * (the peer's window allowing), logged as a probe. @return bytes sent,
+ * -ENOBUFS, or -EAGAIN. */
+int hp__tcp_send_probe(struct hp_tcp_sock *c, uint32_t len);
+
+/* ---- tcp_pmtu.c ------------------------------------------------------------------ */
+
+/* Size smss and mss_eff for c->pmtu (and the peer's MSS, our rmss). */
+void hp__tcp_pmtu_apply(struct hp_tcp_sock *c);
+/* The retransmission timer expired with rtx_count consecutive timeouts
+ * (after counting this one): a probe out failed; the second timeout of a
+ * full-sized segment without ICMP is a black hole (RFC 4821 7.7, 7.8):
+ * the MTU falls to the base and the search starts. */
+void hp__tcp_pmtu_on_rto(struct hp_tcp_sock *c);
+/* An ACK (tcp_sack.c): a probe acknowledged or SACKed raises the MTU; a
+ * new probe goes when the search is on and data waits. */
+void hp__tcp_pmtu_on_ack(struct hp_tcp_sock *c);
+/* RACK deemed the probe lost: the search's upper bound falls. */
+void hp__tcp_pmtu_probe_lost(struct hp_tcp_sock *c);
 
 /* ---- tcp_timer.c ---------------------------------------------------------------- */
 

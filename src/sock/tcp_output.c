@@ -361,6 +361,26 @@ static int sack_retransmit(struct hp_tcp_sock *c, uint32_t cwnd, bool *nobufs)
     return sent;
 }
 
+int hp__tcp_send_probe(struct hp_tcp_sock *c, uint32_t len)
+{
+    uint32_t nxt = c->snd_nxt;
+    uint32_t end = hp__tcp_sndq_seq(c) + c->sndq.bytes;
+    if (!hp__seq_lt(nxt, end) || end - nxt < len)
+        return -EAGAIN;
+    /* Larger than mss_eff on purpose: xmit caps at the buffer's room only. */
+    int n = xmit(c, nxt, len, HP_TCP_F_ACK | (nxt + len == end ? HP_TCP_F_PSH : 0));
+    if (n <= 0)
+        return n < 0 ? n : -EAGAIN;
+    c->snd_nxt = nxt + (uint32_t)n;
+    if (hp__seq_gt(c->snd_nxt, c->snd_max))
+        c->snd_max = c->snd_nxt;
+    c->last_send_ns = c->s->now;
+    if (c->flags & HP__TCPF_SACK_OK)
+        hp__tcp_sb_mark_probe(c, nxt);
+    hp__tcp_rtx_ensure(c);
+    return n;
+}
+
 int hp__tcp_send_tlp(struct hp_tcp_sock *c, bool *rtx)
 {
     uint32_t una = c->snd_una, nxt = c->snd_nxt;

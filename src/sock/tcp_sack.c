@@ -272,7 +272,7 @@ static uint64_t reo_wnd_ns(const struct hp_tcp_sock *c)
 /* 6.2 step 5: entries sent before the latest delivered one, and not
  * delivered since RACK.rtt + reo_wnd, are lost. @return ns until the next
  * one would be (0: none). */
-static uint64_t rack_detect(struct hp_tcp_sock *c, uint64_t now)
+static uint64_t rack_detect(struct hp_tcp_sock *c, uint64_t now, bool *congestion)
 {
     struct hp__tcp_sb *sb = &c->sb;
     if (!sb->rack_xmit_ns)
@@ -288,8 +288,14 @@ static uint64_t rack_detect(struct hp_tcp_sock *c, uint64_t now)
             continue; /* sent after the latest delivered: no evidence yet */
         uint64_t due = e->xmit_ns + wait;
         if (due <= now) {
-            /* Lost (again, if it was a retransmission). */
-            set_flags(sb, e, (uint8_t)((f | HP__TXS_LOST) & ~HP__TXS_RETRANS));
+            /* Lost (again, if it was a retransmission). A lost MTU probe
+             * says the MTU is too big, not that the path is congested
+             * (RFC 4821 7.6.2). */
+            set_flags(sb, e, (uint8_t)((f | HP__TXS_LOST) & ~(HP__TXS_RETRANS | HP__TXS_PROBE)));
+            if (f & HP__TXS_PROBE)
+                hp__tcp_pmtu_probe_lost(c);
+            else
+                *congestion = true;
             hp__ctr(c->s, HP_CTR_TCP_RACK_LOSSES);
         } else if (!next || due - now > next) {
             next = due - now;
@@ -465,6 +471,8 @@ static uint32_t sack_block(struct hp_tcp_sock *c, uint32_t l, uint32_t r, uint64
         newly += e->end - e->seq;
         rack_update(c, e, now);
         reorder_check(c, e, fack);
+        if ((e->flags & HP__TXS_PROBE) && c->plp.probe_out)
+            c->plp.probe_end = c->snd_una; /* the probe got through: success at the next check */
         set_flags(sb, e, (uint8_t)((e->flags | HP__TXS_SACKED) & ~(HP__TXS_LOST | HP__TXS_RETRANS)));
         if (hp__seq_gt(e->end, sb->fack))
             sb->fack = e->end;
@@ -556,8 +564,9 @@ void hp__tcp_sb_ack(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, uint32_t
         recovery_exit(c);
 
     if (sb->sacked || sb->lost || sb->in_recovery || sb->reo_due) {
-        uint64_t next = rack_detect(c, now);
-        if (sb->lost && !sb->in_recovery)
+        bool cong = false;
+        uint64_t next = rack_detect(c, now, &cong);
+        if (cong && !sb->in_recovery)
             recovery_enter(c);
         sb->reo_due = next ? now + next : 0;
         if (sb->reo_due)
@@ -576,6 +585,8 @@ void hp__tcp_sb_ack(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, uint32_t
      * the reordering timer's; now it is the probe's or the RTO's. */
     if (was_loss && !(c->flags & HP__TCPF_SB_LOSS) && advanced && c->snd_una != c->snd_max)
         hp__tcp_rtx_restart(c);
+    if (c->plp.probe_out || c->plp.high > c->plp.low)
+        hp__tcp_pmtu_on_ack(c);
 }
 
 /* ---- timers --------------------------------------------------------------------------- */
@@ -619,8 +630,9 @@ bool hp__tcp_sb_timer(struct hp_tcp_sock *c)
         /* RFC 8985 6.3: the reordering timer. */
         sb->reo_due = 0;
         hp__ctr(c->s, HP_CTR_TCP_RACK_REO_TIMEOUTS);
-        uint64_t next = rack_detect(c, now);
-        if (sb->lost && !sb->in_recovery)
+        bool cong = false;
+        uint64_t next = rack_detect(c, now, &cong);
+        if (cong && !sb->in_recovery)
             recovery_enter(c);
         if (sb->in_recovery)
             prr_ack(c, 0);
@@ -680,19 +692,25 @@ bool hp__tcp_sb_rto(struct hp_tcp_sock *c)
     return true;
 }
 
-bool hp__tcp_sb_mark_lost(struct hp_tcp_sock *c, uint32_t seq, uint32_t end)
+bool hp__tcp_sb_mark_larger(struct hp_tcp_sock *c, uint32_t size)
 {
     struct hp__tcp_sb *sb = &c->sb;
     materialize(c);
     if (!sb->n)
         return false;
-    for (uint32_t i = find(c, seq); i < sb->n; i++) {
+    for (uint32_t i = 0; i < sb->n; i++) {
         struct hp__tcp_txseg *e = at(sb, i);
-        if (!hp__seq_lt(e->seq, end))
-            break;
-        if (!(e->flags & HP__TXS_SACKED))
+        if (!(e->flags & HP__TXS_SACKED) && e->end - e->seq > size)
             set_flags(sb, e, (uint8_t)((e->flags | HP__TXS_LOST) & ~HP__TXS_RETRANS));
     }
     update_flags(c);
     return true;
+}
+
+void hp__tcp_sb_mark_probe(struct hp_tcp_sock *c, uint32_t seq)
+{
+    struct hp__tcp_sb *sb = &c->sb;
+    uint32_t i = find(c, seq);
+    if (i < sb->n && at(sb, i)->seq == seq)
+        at(sb, i)->flags |= HP__TXS_PROBE;
 }

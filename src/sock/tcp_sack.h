@@ -126,9 +126,11 @@ bool hp__tcp_sb_timer(struct hp_tcp_sock *c);
  * log (the caller goes back to SND.UNA instead). */
 bool hp__tcp_sb_rto(struct hp_tcp_sock *c);
 
-/* Deem [seq, end) lost and retransmittable (a smaller path MTU: the
- * segments larger than the new MSS were dropped, RFC 1191 / RFC 8201),
- * without a congestion response. @return false without a log. */
-bool hp__tcp_sb_mark_lost(struct hp_tcp_sock *c, uint32_t seq, uint32_t end);
+/* Deem the segments in flight larger than size lost and retransmittable
+ * (a smaller path MTU: they were dropped, RFC 1191 / RFC 8201), without a
+ * congestion response. @return false without a log. */
+bool hp__tcp_sb_mark_larger(struct hp_tcp_sock *c, uint32_t size);
+/* The segment starting at seq is an MTU probe (RFC 4821). */
+void hp__tcp_sb_mark_probe(struct hp_tcp_sock *c, uint32_t seq);
 
 #endif

@@ -284,6 +284,7 @@ void hp__tcp_timer_rtx(struct hp_stack *s, void *arg)
     c->flags &= ~HP__TCPF_RTT_TIMING; /* Karn: nothing sent before is timed */
     if (c->rtx_count < UINT8_MAX)
         c->rtx_count++;
+    hp__tcp_pmtu_on_rto(c); /* RFC 4821: a probe lost, or a black hole */
     hp__ctr(s, HP_CTR_TCP_TIMEOUTS);
     c->st.timeouts++;
     hp__tcp_rtx_restart(c);

@@ -1225,3 +1225,57 @@ __attribute__((constructor)) static void pd_register_teardown(void)
 {
     hp_test_add_teardown("no buffer in use in any pool", pools_teardown);
 }
+
+/* ---- ICMP errors ------------------------------------------------------------------------- */
+
+void pd_icmp_too_big(struct pd *h, uint32_t mtu, int64_t seq, uint32_t len)
+{
+    struct pd_conn *c = h->c;
+    uint8_t quote[HP_IPV6_HDR_LEN + 20];
+    size_t iph = h->family == 4 ? HP_IPV4_HDR_LEN : HP_IPV6_HDR_LEN;
+    /* The datagram we (the stack) sent: its IP header and TCP header. */
+    if (h->family == 4) {
+        struct hp_ipv4_repr ip = {.proto = HP_IPPROTO_TCP, .ttl = 63, .df = true,
+                                  .payload_len = (uint16_t)(20 + len)};
+        memcpy(ip.src, OUR4, 4);
+        memcpy(ip.dst, PEER4, 4);
+        hp_ipv4_emit(&ip, quote, HP_IPV4_HDR_LEN);
+    } else {
+        struct hp_ipv6_repr ip = {.next_header = HP_IPPROTO_TCP, .hop_limit = 63, .payload_len = (uint16_t)(20 + len)};
+        memcpy(ip.src, OUR6, 16);
+        memcpy(ip.dst, PEER6, 16);
+        hp_ipv6_emit(&ip, quote, HP_IPV6_HDR_LEN);
+    }
+    uint8_t *t = quote + iph;
+    memset(t, 0, 20);
+    t[0] = (uint8_t)(c->lport >> 8), t[1] = (uint8_t)c->lport;
+    t[2] = (uint8_t)(c->rport >> 8), t[3] = (uint8_t)c->rport;
+    put_be32(t + 4, (uint32_t)seq + (c->isn_known ? c->our_isn : 0));
+    t[12] = 0x50;
+    t[13] = HP_TCP_F_ACK;
+    uint8_t pkt[HP_IPV6_HDR_LEN + 8 + sizeof quote];
+    size_t ml;
+    if (h->family == 4) {
+        struct hp_icmp_repr m = {.type = HP_ICMP_DEST_UNREACH, .code = HP_ICMP_UNREACH_FRAG_NEEDED,
+                                 .next_hop_mtu = (uint16_t)mtu, .data = quote, .data_len = iph + 20};
+        int n = hp_icmp_emit(&m, pkt + HP_IPV4_HDR_LEN, sizeof pkt - HP_IPV4_HDR_LEN);
+        ml = n > 0 ? (size_t)n : 0;
+        struct hp_ipv4_repr ip = {.proto = HP_IPPROTO_ICMP, .ttl = 64, .payload_len = (uint16_t)ml};
+        memcpy(ip.src, PEER4, 4);
+        memcpy(ip.dst, OUR4, 4);
+        hp_ipv4_emit(&ip, pkt, HP_IPV4_HDR_LEN);
+        send_frame(h, h->mac, HP_ETHERTYPE_IPV4, pkt, HP_IPV4_HDR_LEN + ml);
+    } else {
+        struct hp_icmp6_repr m = {.type = HP_ICMP6_PACKET_TOO_BIG, .mtu = mtu, .data = quote, .data_len = iph + 20};
+        struct hp_l4_addrs a = {.family = 6, .src = PEER6, .dst = OUR6};
+        int n = hp_icmp6_emit(&m, &a, pkt + HP_IPV6_HDR_LEN, sizeof pkt - HP_IPV6_HDR_LEN);
+        ml = n > 0 ? (size_t)n : 0;
+        struct hp_ipv6_repr ip = {.next_header = HP_IPPROTO_ICMPV6, .hop_limit = 64, .payload_len = (uint16_t)ml};
+        memcpy(ip.src, PEER6, 16);
+        memcpy(ip.dst, OUR6, 16);
+        hp_ipv6_emit(&ip, pkt, HP_IPV6_HDR_LEN);
+        send_frame(h, h->mac, HP_ETHERTYPE_IPV6, pkt, HP_IPV6_HDR_LEN + ml);
+    }
+    trace(h, "in   ICMP too big, MTU %u, quoting seq %lld len %u", mtu, (long long)seq, len);
+    pd_pump(h);
+}

@@ -258,6 +258,11 @@ long pd_send(struct pd *h, struct hp_tcp_sock *t, uint32_t len);
  * returns what hp_tcp_recv returned. */
 long pd_read(struct pd *h, struct hp_tcp_sock *t, uint32_t len);
 
+/* The peer's side sends an ICMP "too big" (IPv4 fragmentation needed with
+ * next-hop MTU mtu, or ICMPv6 Packet Too Big) quoting a segment of h->c
+ * the stack sent: seq relative to the stack's ISN, len payload bytes. */
+void pd_icmp_too_big(struct pd *h, uint32_t mtu, int64_t seq, uint32_t len);
+
 /* Events raised for `user` since the last call (edge-triggered, ORed). */
 uint32_t pd_events(struct pd *h, void *user);
 
