@@ -907,7 +907,7 @@ HP_API int hp_tcp_get_info(const struct hp_tcp_sock *t, struct hp_tcp_info *out)
     out->ecn_ok = (t->flags & HP__TCPF_ECN_OK) != 0;
     out->cc = hp__tcp_synchronized(t) ? t->cc.algo : t->cc_algo;
     out->pmtu = t->pmtu;
-    out->min_rtt_us = t->sb.min_rtt_us;
+    out->min_rtt_us = (uint32_t)(t->sb.min_rtt_ns / 1000u > UINT32_MAX ? UINT32_MAX : t->sb.min_rtt_ns / 1000u);
     out->sacked = t->sb.sacked;
     out->lost = t->sb.lost;
     out->reordering = t->sb.reordering;

@@ -80,7 +80,9 @@ static void open_window(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, uint32_t
     uint32_t smss = ev->smss;
     if (cc->cwnd < cc->ssthresh) {
         uint32_t inc = ss_inc(cc, acked, smss);
-        if (cc->hs != HP__HS_OFF && cubic(cc, x))
+        /* HyStart++ needs N_RTT_SAMPLE (8) segments in a round; smaller
+         * flights skip it (tcp_cubic.c). */
+        if (cc->hs != HP__HS_OFF && (ev->flight >= 8u * smss || cc->hs == HP__HS_CSS) && cubic(cc, x))
             inc = hp__tcp_hystart_ack(cc, x, inc, ev);
         cc->cwnd = grow(cc->cwnd, inc);
         if (cc->cwnd >= cc->ssthresh)

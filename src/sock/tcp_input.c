@@ -89,7 +89,8 @@ static void ack_and_drop(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
  * which tcp_output.c stops timing when anything is retransmitted (Karn,
  * RFC 6298 3). flight: bytes outstanding when the ACK arrived.
  */
-static uint32_t rtt_on_ack(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, uint32_t ack, uint32_t flight)
+static inline uint32_t rtt_on_ack(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, uint32_t ack,
+                                  uint32_t flight)
 {
     if (c->flags & HP__TCPF_TS_OK) {
         if (r->opt.has_ts && r->opt.ts_ecr != 0) {
@@ -579,8 +580,13 @@ static bool ack_in(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
         ece_in(c);
 
     /* The scoreboard: SACK blocks, RACK, recovery (RFC 6675, 8985, 6937). */
-    if ((c->flags & (HP__TCPF_SB | HP__TCPF_SB_LOSS)) || ((c->flags & HP__TCPF_SACK_OK) && r->opt.n_sack))
+    if ((c->flags & (HP__TCPF_SB_LOSS | HP__TCPF_SACK_OK)) == HP__TCPF_SACK_OK && !r->opt.n_sack) {
+        if ((c->flags & HP__TCPF_SB) && c->snd_una != old_una)
+            hp__tcp_sb_ack_clean(c);
+    } else if ((c->flags & (HP__TCPF_SB | HP__TCPF_SB_LOSS)) ||
+               ((c->flags & HP__TCPF_SACK_OK) && r->opt.n_sack)) {
         hp__tcp_sb_ack(c, r, old_una);
+    }
 
     if (cc & HP__TCP_CC_RETRANSMIT)
         (void)hp__tcp_retransmit(c);

@@ -499,6 +499,32 @@ static inline bool hp__tcp_synchronized(const struct hp_tcp_sock *c)
     return c->state >= HP_TCP_ESTABLISHED;
 }
 
+/* xmit sent [seq, end) on a SACK connection (tcp_sack.h): the bulk
+ * sender's new segment goes straight into the log, the first segment into
+ * an empty flight nowhere; the rest in tcp_sack.c. */
+static inline void hp__tcp_sb_sent(struct hp_tcp_sock *c, uint32_t seq, uint32_t end)
+{
+    struct hp__tcp_sb *sb = &c->sb;
+    if (seq == c->snd_max && !(c->flags & HP__TCPF_SB_LOSS)) {
+        if ((c->flags & HP__TCPF_SB) && sb->n < sb->cap) {
+            struct hp__tcp_txseg *e = &sb->seg[(sb->head + sb->n) & (sb->cap - 1)];
+            e->seq = seq;
+            e->end = end;
+            e->xmit_ns = c->s->now;
+            e->flags = 0;
+            sb->n++;
+            return;
+        }
+        if (!(c->flags & HP__TCPF_SB) && c->snd_una == seq) {
+            /* (The flag, not sb->n: a request/response flow never reads
+             * the log's cold line.) */
+            c->last_send_ns = c->s->now; /* the time a later entry for it takes */
+            return;
+        }
+    }
+    hp__tcp_sb_sent_slow(c, seq, end);
+}
+
 /* What congestion control is told at an event of c (tcp_cc.h). rtt_us: a
  * sample from this ACK (0: none); flight: bytes outstanding before it. */
 static inline struct hp__tcp_cc_ev hp__tcp_cc_ev(const struct hp_tcp_sock *c, uint32_t rtt_us, uint32_t flight)

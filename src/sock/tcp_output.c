@@ -471,13 +471,13 @@ static int output(struct hp_tcp_sock *c, bool force)
         adj = fl0 > pipe ? fl0 - pipe : 0;
     }
 
+    /* flight - adj < cwnd and flight < snd_wnd: one bound on the flight. */
+    const uint32_t wnd = min32(c->snd_wnd, cwnd + adj < cwnd ? UINT32_MAX : cwnd + adj);
     while (pending && !nobufs) {
         uint32_t seq = c->snd_nxt;
         uint32_t d = end - seq; /* unsent bytes */
         uint32_t flight = seq - una;
-        uint32_t rwnd = c->snd_wnd > flight ? c->snd_wnd - flight : 0;
-        uint32_t cflight = flight - (adj < flight ? adj : flight);
-        uint32_t usable = min32(rwnd, cwnd > cflight ? cwnd - cflight : 0);
+        uint32_t usable = wnd > flight ? wnd - flight : 0;
         uint32_t len = d < mss ? d : mss;
         bool rtx = hp__seq_lt(seq, c->snd_max);
         if (len > usable) {

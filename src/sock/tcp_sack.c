@@ -120,6 +120,15 @@ static bool grow(struct hp__tcp_sb *sb)
 static void append(struct hp_tcp_sock *c, uint32_t seq, uint32_t end, uint64_t t)
 {
     struct hp__tcp_sb *sb = &c->sb;
+    if (sb->n) {
+        /* Segments sent together (the same clock reading) make one entry:
+         * a run, split later where SACK blocks or retransmissions cut it. */
+        struct hp__tcp_txseg *l = at(sb, sb->n - 1);
+        if (l->xmit_ns == t && l->end == seq && l->flags == 0) {
+            l->end = end;
+            return;
+        }
+    }
     if (sb->n == sb->cap && !grow(sb)) {
         if (!sb->n)
             return; /* no memory: the connection goes on without a log (NewReno) */
@@ -156,6 +165,34 @@ static uint32_t find(const struct hp_tcp_sock *c, uint32_t seq)
     return lo;
 }
 
+/* Cut entry i in two at seq (inside it): both halves keep its flags and
+ * time. @return false when the log cannot grow (the entry stays whole). */
+static bool split(struct hp__tcp_sb *sb, uint32_t i, uint32_t seq)
+{
+    if (sb->n == sb->cap && !grow(sb))
+        return false;
+    for (uint32_t k = sb->n; k > i + 1; k--)
+        *at(sb, k) = *at(sb, k - 1);
+    sb->n++;
+    struct hp__tcp_txseg *e = at(sb, i), *f = at(sb, i + 1);
+    *f = *e;
+    acct(sb, e->flags, e->end - e->seq, -1);
+    e->end = seq;
+    f->seq = seq;
+    acct(sb, e->flags, e->end - e->seq, 1);
+    acct(sb, f->flags, f->end - f->seq, 1);
+    return true;
+}
+
+/* Make seq an entry boundary, if it falls inside one. */
+static void cut_at(struct hp_tcp_sock *c, uint32_t seq)
+{
+    struct hp__tcp_sb *sb = &c->sb;
+    uint32_t i = find(c, seq);
+    if (i < sb->n && hp__seq_lt(at(sb, i)->seq, seq))
+        (void)split(sb, i, seq);
+}
+
 /* The single segment sent into an empty flight becomes an entry. */
 static void materialize(struct hp_tcp_sock *c)
 {
@@ -166,6 +203,8 @@ static void materialize(struct hp_tcp_sock *c)
 static void mark_retrans(struct hp_tcp_sock *c, uint32_t seq, uint32_t end, uint64_t now)
 {
     struct hp__tcp_sb *sb = &c->sb;
+    cut_at(c, seq);
+    cut_at(c, end);
     for (uint32_t i = find(c, seq); i < sb->n; i++) {
         struct hp__tcp_txseg *e = at(sb, i);
         if (!hp__seq_lt(e->seq, end))
@@ -179,13 +218,18 @@ static void mark_retrans(struct hp_tcp_sock *c, uint32_t seq, uint32_t end, uint
     }
 }
 
-void hp__tcp_sb_sent(struct hp_tcp_sock *c, uint32_t seq, uint32_t end)
+void hp__tcp_sb_sent_slow(struct hp_tcp_sock *c, uint32_t seq, uint32_t end)
 {
     struct hp__tcp_sb *sb = &c->sb;
     uint64_t now = c->s->now;
     uint32_t max = c->snd_max;
-    if (sb->in_recovery)
+    if ((c->flags & HP__TCPF_SB_LOSS) && sb->in_recovery)
         sb->prr_out += end - seq;
+    if (seq == max && sb->n) {
+        /* New data after logged data: the common case of a bulk sender. */
+        append(c, seq, end, now);
+        return;
+    }
     if (seq == max && c->snd_una == max && sb->n == 0) {
         /* Into an empty flight: not logged (see tcp_sack.h); its time is
          * what a later entry for it takes. */
@@ -220,19 +264,18 @@ bool hp__tcp_sb_next_lost(const struct hp_tcp_sock *c, uint32_t *seq, uint32_t *
 /* ---- RACK (RFC 8985 6) --------------------------------------------------------------- */
 
 /* Segment e was delivered (acknowledged or SACKed) by this ACK. */
-static void rack_update(struct hp_tcp_sock *c, const struct hp__tcp_txseg *e, uint64_t now)
+static inline void rack_update(struct hp_tcp_sock *c, const struct hp__tcp_txseg *e, uint64_t now)
 {
     struct hp__tcp_sb *sb = &c->sb;
-    uint64_t rtt_ns = now > e->xmit_ns ? now - e->xmit_ns : 0;
-    uint32_t rtt = rtt_ns / 1000u > UINT32_MAX ? UINT32_MAX : (uint32_t)(rtt_ns / 1000u);
+    uint64_t rtt = now > e->xmit_ns ? now - e->xmit_ns : 1;
     /* 6.2 step 2: a retransmitted segment's ACK may answer the original:
      * an RTT below the minimum says it does. */
-    if ((e->flags & HP__TXS_EVER) && sb->min_rtt_us && rtt < sb->min_rtt_us)
+    if ((e->flags & HP__TXS_EVER) && rtt < sb->min_rtt_ns)
         return;
-    sb->rack_rtt_us = rtt;
-    if (!sb->min_rtt_us || rtt < sb->min_rtt_us || now - sb->min_rtt_ns > MIN_RTT_WIN_NS) {
-        sb->min_rtt_us = rtt ? rtt : 1;
-        sb->min_rtt_ns = now;
+    sb->rack_rtt_ns = rtt;
+    if (rtt < sb->min_rtt_ns || !sb->min_rtt_ns || now - sb->min_rtt_at > MIN_RTT_WIN_NS) {
+        sb->min_rtt_ns = rtt;
+        sb->min_rtt_at = now;
     }
     if (e->xmit_ns > sb->rack_xmit_ns || (e->xmit_ns == sb->rack_xmit_ns && hp__seq_gt(e->end, sb->rack_end))) {
         sb->rack_xmit_ns = e->xmit_ns;
@@ -260,13 +303,14 @@ static void reorder_check(struct hp_tcp_sock *c, const struct hp__tcp_txseg *e, 
 static uint64_t reo_wnd_ns(const struct hp_tcp_sock *c)
 {
     const struct hp__tcp_sb *sb = &c->sb;
-    if (!sb->reordering_seen && (sb->in_recovery || sb->nsacked >= DUPTHRESH))
+    if (!sb->reordering_seen && (sb->in_recovery || sb->sacked >= DUPTHRESH * (uint32_t)c->mss_eff))
         return 0;
     uint64_t srtt = hp__tcp_rtt_srtt_us(&c->rtt);
-    uint64_t w = (uint64_t)(sb->min_rtt_us ? sb->min_rtt_us : srtt) / 4 * sb->reo_mult;
+    srtt *= 1000u;
+    uint64_t w = (sb->min_rtt_ns ? sb->min_rtt_ns : srtt) / 4 * sb->reo_mult;
     if (srtt && w > srtt)
         w = srtt;
-    return w * 1000u;
+    return w;
 }
 
 /* 6.2 step 5: entries sent before the latest delivered one, and not
@@ -277,7 +321,7 @@ static uint64_t rack_detect(struct hp_tcp_sock *c, uint64_t now, bool *congestio
     struct hp__tcp_sb *sb = &c->sb;
     if (!sb->rack_xmit_ns)
         return 0;
-    uint64_t wait = (uint64_t)sb->rack_rtt_us * 1000u + reo_wnd_ns(c), next = 0;
+    uint64_t wait = sb->rack_rtt_ns + reo_wnd_ns(c), next = 0;
     for (uint32_t i = 0; i < sb->n; i++) {
         struct hp__tcp_txseg *e = at(sb, i);
         uint8_t f = e->flags;
@@ -462,6 +506,8 @@ static uint32_t sack_block(struct hp_tcp_sock *c, uint32_t l, uint32_t r, uint64
 {
     struct hp__tcp_sb *sb = &c->sb;
     uint32_t newly = 0, fack = sb->fack;
+    cut_at(c, l);
+    cut_at(c, r);
     for (uint32_t i = find(c, l); i < sb->n; i++) {
         struct hp__tcp_txseg *e = at(sb, i);
         if (hp__seq_gt(e->end, r))
@@ -541,11 +587,57 @@ static void rate_round(struct hp_tcp_sock *c, uint64_t now)
     sb->round_end = c->snd_max;
 }
 
+/* The clean path: nothing SACKed, lost or retransmitted (so no entry
+ * carries a counted flag), no SACK blocks: drop what the ACK covers, one
+ * RACK update for the latest delivered. */
+void hp__tcp_sb_ack_clean(struct hp_tcp_sock *c)
+{
+    struct hp__tcp_sb *sb = &c->sb;
+    uint64_t now = c->s->now;
+    uint32_t una = c->snd_una, newly = 0;
+    struct hp__tcp_txseg last = {0};
+    bool any = false;
+    while (sb->n) {
+        struct hp__tcp_txseg *e = at(sb, 0);
+        if (hp__seq_le(e->end, una)) {
+            newly += e->end - e->seq;
+            last = *e;
+            any = true;
+            sb->head = (sb->head + 1) & (sb->cap - 1);
+            sb->n--;
+            continue;
+        }
+        if (hp__seq_lt(e->seq, una)) {
+            newly += una - e->seq;
+            last = *e;
+            any = true;
+            e->seq = una;
+        }
+        break;
+    }
+    if (any)
+        rack_update(c, &last, now);
+    if (!sb->n) {
+        sb->head = 0;
+        c->flags &= ~HP__TCPF_SB;
+    }
+    sb->fack = una;
+    sb->delivered += newly;
+    rate_round(c, now);
+    if (c->plp.high > c->plp.low)
+        hp__tcp_pmtu_on_ack(c);
+}
+
 void hp__tcp_sb_ack(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, uint32_t old_una)
 {
     struct hp__tcp_sb *sb = &c->sb;
     uint64_t now = c->s->now;
     bool advanced = c->snd_una != old_una;
+    if (!(c->flags & HP__TCPF_SB_LOSS) && !((c->flags & HP__TCPF_SACK_OK) && r->opt.n_sack)) {
+        if (advanced)
+            hp__tcp_sb_ack_clean(c);
+        return;
+    }
     bool was_loss = (c->flags & HP__TCPF_SB_LOSS) != 0;
     uint32_t sacked_before = sb->sacked;
     if (hp__seq_lt(sb->fack, old_una) || hp__seq_gt(sb->fack, c->snd_max))
@@ -602,22 +694,22 @@ static bool tlp_allowed(const struct hp_tcp_sock *c)
 
 uint64_t hp__tcp_sb_due(const struct hp_tcp_sock *c, uint64_t due)
 {
-    uint64_t now = c->s->now;
     if (c->flags & HP__TCPF_SB_LOSS) {
         uint64_t reo = c->sb.reo_due;
         return reo && reo < due ? reo : due;
     }
-    if (!tlp_allowed(c))
-        return due;
     /* RFC 8985 7.2: PTO = 2 SRTT, plus a delayed ACK's worst case when
      * one segment is out; never later than the RTO. */
+    uint64_t now = c->s->now;
     uint64_t srtt = (uint64_t)hp__tcp_rtt_srtt_us(&c->rtt) * 1000u;
     uint64_t pto = srtt ? 2 * srtt : 1000000000ull;
     if (pto < PTO_MIN_NS)
         pto = PTO_MIN_NS;
     if (c->snd_max - c->snd_una <= c->mss_eff)
         pto += WCDELACK_NS;
-    return now + pto < due ? now + pto : due;
+    if (now + pto >= due || !tlp_allowed(c))
+        return due;
+    return now + pto;
 }
 
 bool hp__tcp_sb_timer(struct hp_tcp_sock *c)
@@ -680,7 +772,7 @@ bool hp__tcp_sb_rto(struct hp_tcp_sock *c)
     sb->reo_due = 0;
     sb->undo_retrans = 0;
     sb->undo_ok = true;
-    uint64_t wait = (uint64_t)sb->rack_rtt_us * 1000u + reo_wnd_ns(c);
+    uint64_t wait = sb->rack_rtt_ns + reo_wnd_ns(c);
     for (uint32_t i = 0; i < sb->n; i++) {
         struct hp__tcp_txseg *e = at(sb, i);
         if (e->flags & HP__TXS_SACKED)

@@ -50,9 +50,9 @@ struct hp__tcp_sb {
     /* RACK (RFC 8985 6) */
     uint64_t rack_xmit_ns;       /* RACK.xmit_ts: the latest sent of the segments delivered */
     uint32_t rack_end;           /* RACK.end_seq */
-    uint32_t rack_rtt_us;        /* RACK.rtt */
-    uint32_t min_rtt_us;         /* RACK.min_RTT (windowed) */
-    uint64_t min_rtt_ns;         /* when it was taken */
+    uint64_t rack_rtt_ns;        /* RACK.rtt */
+    uint64_t min_rtt_ns;         /* RACK.min_RTT (windowed; 0: none yet) */
+    uint64_t min_rtt_at;         /* when it was taken */
     uint64_t reo_due;            /* the reordering timer's deadline, 0: not armed */
     uint32_t reo_mult;           /* RACK.reo_wnd_mult */
     uint32_t reo_persist;        /* recoveries left before reo_mult goes back to 1 */
@@ -89,8 +89,12 @@ void hp__tcp_sb_free(struct hp_tcp_sock *c);
 void hp__tcp_sb_reset(struct hp_tcp_sock *c);
 
 /* xmit sent [seq, end) (before snd_nxt / snd_max move): logs it, or marks
- * the entries it retransmits; PRR counts it (prr_out). */
-void hp__tcp_sb_sent(struct hp_tcp_sock *c, uint32_t seq, uint32_t end);
+ * the entries it retransmits; PRR counts it (prr_out). The common cases
+ * are inline (tcp_internal.h, hp__tcp_sb_sent); this is the rest. */
+void hp__tcp_sb_sent_slow(struct hp_tcp_sock *c, uint32_t seq, uint32_t end);
+/* The ACK path when nothing is SACKed, lost or probing and the ACK has no
+ * SACK blocks (HP__TCPF_SB_LOSS clear): drop what it acknowledges. */
+void hp__tcp_sb_ack_clean(struct hp_tcp_sock *c);
 
 /*
  * An acceptable ACK r has been processed up to the send window (SND.UNA

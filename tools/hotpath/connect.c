@@ -170,6 +170,7 @@ static int setup(const struct connect_opts *o, struct run *r)
                            &r->cs))
         return 1;
     struct hp_tcp_config tc = {.sndbuf = r->sockbuf, .rcvbuf = r->sockbuf};
+    netopt_tcp(&o->n, &tc);
     int rc = hp_tcp_configure(r->cs, &tc);
     if (rc < 0) {
         fprintf(stderr, "hotpath connect: cannot configure TCP: %s\n", hp_strerror(rc));
