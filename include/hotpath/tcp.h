@@ -37,14 +37,22 @@ extern "C" {
  * deliver what was sent and close in order (FIN_WAIT, TIME_WAIT), as a
  * kernel's orphaned sockets do. hp_stack_destroy() frees everything.
  *
- * Not implemented, by choice or not yet: selective acknowledgments (SACK,
- * RFC 2018: never offered, so peers send none; loss recovery is NewReno
- * with Limited Transmit), ECN (RFC 3168: never negotiated), the urgent
- * mechanism (RFC 9293 3.8.5: URG and the urgent pointer are ignored, so
- * urgent data arrives inline, in order, as RFC 6093 recommends; we never
- * send URG), and path MTU discovery (IPv4 segments go without DF, so
- * routers may fragment them; over IPv6 the MSS comes from the route's MTU
- * and ICMPv6 Packet Too Big does not lower it).
+ * Loss recovery and congestion control: SACK (RFC 2018) and D-SACK (RFC
+ * 2883) both ways, the RFC 6675 scoreboard with RACK-TLP (RFC 8985) and
+ * PRR (RFC 6937), CUBIC (RFC 9438) with HyStart++ (RFC 9406) or NewReno;
+ * ECN (RFC 3168); path MTU discovery with DF (RFC 1191, RFC 8201, checked
+ * as RFC 5927 says) and black hole probing (RFC 4821). Knobs in struct
+ * hp_tcp_config, docs/knobs.md.
+ *
+ * Not implemented, by choice or not yet: the urgent mechanism (RFC 9293
+ * 3.8.5: URG and the urgent pointer are ignored, so urgent data arrives
+ * inline, in order, as RFC 6093 recommends; we never send URG); pacing;
+ * the rescue retransmission of RFC 6675 4 (NextSeg rules 3-4: RACK-TLP
+ * covers tail losses); SACK with SYN cookies (a cookie connection offers
+ * nothing but the MSS); F-RTO (RFC 5682; a D-SACK undoes a spurious
+ * timeout instead); raising a path MTU that ICMP lowered (RFC 8201 4's
+ * periodic increase); ICMP errors other than "too big" (soft errors,
+ * RFC 5461) do not reach connections.
  */
 struct hp_tcp_sock;
 

@@ -578,6 +578,10 @@ void hp__tcp_drop(struct hp_tcp_sock *c, int err);
  * expired, CLOSING/FIN_WAIT_2 orphan timeout): state CLOSED, out of the
  * map, HP_EV_HUP; freed if orphaned. */
 void hp__tcp_closed(struct hp_tcp_sock *c);
+/* Debug builds (HP_DEBUG): HP_ASSERT the invariants this file states
+ * (snd_una <= snd_nxt <= snd_max, queue counts, the out-of-order list,
+ * the scoreboard's counters); nothing otherwise. */
+void hp__tcp_check(const struct hp_tcp_sock *c);
 /* Raise events on c (no-op for an orphan or a connection not yet accepted). */
 void hp__tcp_wake(struct hp_tcp_sock *c, uint32_t events);
 /*

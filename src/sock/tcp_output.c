@@ -6,6 +6,7 @@
 #include <hotpath/cksum.h>
 #include <hotpath/wire/tcp.h>
 
+#include "../base/debug.h"
 #include "tcp_cookie.h"
 #include "tcp_internal.h"
 
@@ -137,8 +138,14 @@ static bool window_grew(const struct hp_tcp_sock *c)
 static void acked_now(struct hp_tcp_sock *c, uint32_t wnd_bytes)
 {
     c->rcv_wnd = wnd_bytes;
+    HP_DEBUG_ONLY(uint32_t adv0 = c->rcv_adv;)
     if (hp__seq_gt(c->rcv_nxt + wnd_bytes, c->rcv_adv))
         c->rcv_adv = c->rcv_nxt + wnd_bytes;
+    /* rcv_adv never moves left (tcp_internal.h); the advertised edge is
+     * short of it by less than one window-scale unit at most (window_field). */
+    HP_ASSERT(hp__seq_ge(c->rcv_adv, adv0));
+    HP_ASSERT(!hp__seq_gt(c->rcv_nxt, c->rcv_adv) ||
+              hp__seq_ge(c->rcv_nxt + wnd_bytes + (1u << wscale(c)), c->rcv_adv));
     c->last_ack_sent = c->rcv_nxt;
     c->segs_unacked = 0;
     /* A delayed ACK's timer stays in the heap: it finds DACK clear and does
@@ -557,7 +564,9 @@ static int output(struct hp_tcp_sock *c, bool force)
 
 int hp__tcp_output(struct hp_tcp_sock *c)
 {
-    return output(c, false);
+    int n = output(c, false);
+    hp__tcp_check(c);
+    return n;
 }
 
 int hp__tcp_output_force(struct hp_tcp_sock *c)
