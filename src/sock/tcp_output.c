@@ -138,7 +138,8 @@ static bool window_grew(const struct hp_tcp_sock *c)
 static void acked_now(struct hp_tcp_sock *c, uint32_t wnd_bytes)
 {
     c->rcv_wnd = wnd_bytes;
-    HP_DEBUG_ONLY(uint32_t adv0 = c->rcv_adv;)
+    uint32_t adv0 = c->rcv_adv;
+    (void)adv0;
     if (hp__seq_gt(c->rcv_nxt + wnd_bytes, c->rcv_adv))
         c->rcv_adv = c->rcv_nxt + wnd_bytes;
     /* rcv_adv never moves left (tcp_internal.h); the advertised edge is
