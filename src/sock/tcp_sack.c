@@ -15,11 +15,6 @@
 #define MIN_RTT_WIN_NS 300000000000ull /* RACK.min_RTT's window (RFC 8985 6.1: "recent") */
 #define REO_PERSIST 16u          /* RFC 8985 6.2 step 4 */
 
-static inline uint32_t min32(uint32_t a, uint32_t b)
-{
-    return a < b ? a : b;
-}
-
 static inline struct hp__tcp_txseg *at(const struct hp__tcp_sb *sb, uint32_t i)
 {
     return &sb->seg[(sb->head + i) & (sb->cap - 1)];
