@@ -700,8 +700,12 @@ uint64_t hp__tcp_sb_due(const struct hp_tcp_sock *c, uint64_t due)
     uint64_t pto = srtt ? 2 * srtt : 1000000000ull;
     if (pto < PTO_MIN_NS)
         pto = PTO_MIN_NS;
-    if (c->snd_max - c->snd_una <= c->mss_eff)
-        pto += WCDELACK_NS;
+    if (c->snd_max - c->snd_una <= c->mss_eff) {
+        /* WCDelAckT: 200 ms, or the RTO's configured floor when larger (a
+         * stack told to let its timers rest, as rr under valgrind is). */
+        uint64_t d = (uint64_t)hp__tcp_rtt_cfg_of(c)->min_rto_us * 1000u;
+        pto += d > WCDELACK_NS ? d : WCDELACK_NS;
+    }
     if (now + pto >= due || !tlp_allowed(c))
         return due;
     return now + pto;
