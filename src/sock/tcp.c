@@ -403,7 +403,7 @@ static void sb_check(const struct hp_tcp_sock *c)
             rtx += len;
     }
     HP_ASSERT(sacked == sb->sacked && lost == sb->lost && rtx == sb->rtx_out && nsacked == sb->nsacked);
-    HP_ASSERT(!(c->flags & HP__TCPF_SB) == !sb->n);
+    HP_ASSERT(!(c->flags & HP__TCPF_SB) == !sb->cap);
     HP_ASSERT(!(sacked || lost || rtx) || (c->flags & HP__TCPF_SB_LOSS));
 }
 #endif

@@ -190,7 +190,7 @@ struct hp_buf *hp__tcp_bufq_pop(struct hp__tcp_bufq *q);
 #define HP__TCPF_ACCQ          0x01000000u /* on parent's accept queue (tcp.c); with a parent and without it: on the SYN queue if linked */
 #define HP__TCPF_DACK_PEND     0x02000000u /* on the stack's dack_pend list: t_dack armed at the next poll if still owed */
 #define HP__TCPF_SACK_OK       0x04000000u /* SACK negotiated (RFC 2018 2): we send blocks, the peer's are used */
-#define HP__TCPF_SB            0x08000000u /* the transmit log (tcp_sack.c) holds segments: ACKs update it */
+#define HP__TCPF_SB            0x08000000u /* the transmit log (tcp_sack.c) exists: sends go in it, ACKs update it */
 #define HP__TCPF_SB_LOSS       0x10000000u /* SACKed or lost segments, recovery, a probe out: the slow paths run */
 #define HP__TCPF_SACK_OUT      0x20000000u /* out-of-order data or a D-SACK to report: ACKs carry SACK blocks */
 #define HP__TCPF_ECN_OK        0x40000000u /* ECN negotiated (RFC 3168 6.1.1) */
@@ -506,11 +506,21 @@ static inline void hp__tcp_sb_sent(struct hp_tcp_sock *c, uint32_t seq, uint32_t
 {
     struct hp__tcp_sb *sb = &c->sb;
     if (seq == c->snd_max && !(c->flags & HP__TCPF_SB_LOSS)) {
-        if ((c->flags & HP__TCPF_SB) && sb->n < sb->cap) {
+        /* Once a connection has its log, every segment goes in: a bulk
+         * sender's flight empties and fills again all the time. */
+        if ((c->flags & HP__TCPF_SB) && sb->n < sb->cap && (sb->n || c->snd_una == seq)) {
+            uint64_t now = c->s->now;
+            if (sb->n) {
+                struct hp__tcp_txseg *l = &sb->seg[(sb->head + sb->n - 1) & (sb->cap - 1)];
+                if (l->xmit_ns == now && l->end == seq && !l->flags) {
+                    l->end = end; /* sent together: one entry (tcp_sack.c, a run) */
+                    return;
+                }
+            }
             struct hp__tcp_txseg *e = &sb->seg[(sb->head + sb->n) & (sb->cap - 1)];
             e->seq = seq;
             e->end = end;
-            e->xmit_ns = c->s->now;
+            e->xmit_ns = now;
             e->flags = 0;
             sb->n++;
             return;

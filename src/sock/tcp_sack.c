@@ -63,7 +63,7 @@ static void set_flags(struct hp__tcp_sb *sb, struct hp__tcp_txseg *e, uint8_t f)
 static void update_flags(struct hp_tcp_sock *c)
 {
     struct hp__tcp_sb *sb = &c->sb;
-    if (sb->n)
+    if (sb->cap)
         c->flags |= HP__TCPF_SB;
     else
         c->flags &= ~HP__TCPF_SB;
@@ -612,10 +612,8 @@ void hp__tcp_sb_ack_clean(struct hp_tcp_sock *c)
     }
     if (any)
         rack_update(c, &last, now);
-    if (!sb->n) {
+    if (!sb->n)
         sb->head = 0;
-        c->flags &= ~HP__TCPF_SB;
-    }
     sb->fack = una;
     sb->delivered += newly;
     rate_round(c, now);

@@ -9,6 +9,8 @@
 /*
  * The transmit log
  * ----------------
+ * (HP__TCPF_SB: the log's ring exists. A connection that never had two
+ * segments in flight has none, and its paths read nothing of this.)
  * One entry per segment in flight, [seq, end) of sequence space (a FIN
  * counts), in sequence order, with the time of its latest transmission
  * and its scoreboard bits. It costs nothing while at most one segment is
