@@ -187,6 +187,39 @@ static void ecn_flags(struct hp_tcp_sock *c, uint8_t *h, uint32_t len, bool rtx)
         c->flags &= ~HP__TCPF_ECN_PEND;
 }
 
+/* The SACK blocks an ACK carries (RFC 2018 3: with timestamps three fit
+ * in 40 bytes); their option comes out of the payload (RFC 6691: the MSS
+ * counts data and options), so *len may shrink (then FIN and PSH go).
+ * @return the blocks' count; *hlen grows by the option. */
+static unsigned sack_room(struct hp_tcp_sock *c, bool ts, uint32_t (*blk)[2], uint32_t *hlen, uint32_t *len,
+                          uint8_t *fl)
+{
+    unsigned n = hp__tcp_sack_fill(c, blk, ts ? 3 : 4);
+    if (!n)
+        return 0;
+    uint32_t extra = 4 + 8 * n;
+    *hlen += extra;
+    uint32_t most = c->mss_eff > extra ? c->mss_eff - extra : 1;
+    if (*len > most) {
+        *len = most;
+        *fl &= (uint8_t)~(HP_TCP_F_FIN | HP_TCP_F_PSH);
+    }
+    return n;
+}
+
+/* NOP NOP SACK blocks (hp_tcp_emit's layout, 4-byte aligned blocks). */
+static void put_sack(uint8_t *o, uint32_t (*blk)[2], unsigned n)
+{
+    o[0] = HP_TCP_KIND_NOP;
+    o[1] = HP_TCP_KIND_NOP;
+    o[2] = HP_TCP_KIND_SACK;
+    o[3] = (uint8_t)(2 + 8 * n);
+    for (unsigned i = 0; i < n; i++) {
+        hp_put_be32(o + 4 + 8 * i, blk[i][0]);
+        hp_put_be32(o + 8 + 8 * i, blk[i][1]);
+    }
+}
+
 /*
  * Send one segment of c: seq, len payload bytes from the send queue (seq
  * at or after the queue's first byte), control bits fl (ACK, PSH, FIN;
@@ -206,21 +239,8 @@ static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
     uint32_t hlen = HP_TCP_HDR_LEN + (ts ? TS_OPT_LEN : 0);
     uint32_t blk[HP_TCP_MAX_SACK][2];
     unsigned nsack = 0;
-    if ((c->flags & HP__TCPF_SACK_OUT) && (fl & HP_TCP_F_ACK)) {
-        /* RFC 2018 3: with timestamps, three blocks fit in 40 bytes. The
-         * option's bytes come out of the payload (RFC 6691: the MSS counts
-         * data and options). */
-        nsack = hp__tcp_sack_fill(c, blk, ts ? 3 : 4);
-        if (nsack) {
-            uint32_t extra = 4 + 8 * nsack;
-            hlen += extra;
-            uint32_t most = c->mss_eff > extra ? c->mss_eff - extra : 1;
-            if (len > most) {
-                len = most;
-                fl &= (uint8_t)~(HP_TCP_F_FIN | HP_TCP_F_PSH);
-            }
-        }
-    }
+    if ((c->flags & HP__TCPF_SACK_OUT) && (fl & HP_TCP_F_ACK))
+        nsack = sack_room(c, ts, blk, &hlen, &len, &fl);
     uint32_t room = hp_buf_tailroom(b);
     if (hlen + len > room) {
         len = room > hlen ? room - hlen : 0;
@@ -250,18 +270,8 @@ static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
         hp_put_be32(h + 24, hp__tcp_ts_now(c));
         hp_put_be32(h + 28, c->ts_recent);
     }
-    if (nsack) {
-        /* NOP NOP SACK (hp_tcp_emit's layout, 4-byte aligned blocks). */
-        uint8_t *o = h + HP_TCP_HDR_LEN + (ts ? TS_OPT_LEN : 0);
-        o[0] = HP_TCP_KIND_NOP;
-        o[1] = HP_TCP_KIND_NOP;
-        o[2] = HP_TCP_KIND_SACK;
-        o[3] = (uint8_t)(2 + 8 * nsack);
-        for (unsigned i = 0; i < nsack; i++) {
-            hp_put_be32(o + 4 + 8 * i, blk[i][0]);
-            hp_put_be32(o + 8 + 8 * i, blk[i][1]);
-        }
-    }
+    if (nsack)
+        put_sack(h + HP_TCP_HDR_LEN + (ts ? TS_OPT_LEN : 0), blk, nsack);
     /* Whether it repeats sequence space already sent; a pure ACK or a
      * keepalive (seq below snd_max, nothing in it) is not a retransmission,
      * nor is a zero window probe (counted on its own). */

@@ -204,6 +204,20 @@ static void persist_fire(struct hp_tcp_sock *c)
 
 /* ---- the retransmission timeout ------------------------------------------------ */
 
+/* RFC 6298 5.5-5.6: back off; RFC 5681 3.1: the loss window, ssthresh
+ * once per loss episode; what goes again: with a log, the lost segments
+ * in order and the SACKed ones not (RFC 6675 5.1, RFC 8985 6.3); without,
+ * go-back-N from snd_una (RFC 5681 3.1 allows resending everything). */
+static void rto_response(struct hp_tcp_sock *c)
+{
+    hp__tcp_rtt_timeout(&c->rtt, hp__tcp_rtt_cfg_of(c));
+    struct hp__tcp_cc_ev ev = hp__tcp_cc_ev(c, 0, c->snd_max - c->snd_una);
+    hp__tcp_cc_timeout(&c->cc, &c->cubic, &ev, c->rtx_count > 0);
+    if (!(c->flags & HP__TCPF_SACK_OK) || !hp__tcp_sb_rto(c))
+        c->snd_nxt = c->snd_una;
+    c->flags &= ~HP__TCPF_RTT_TIMING; /* Karn: nothing sent before is timed */
+}
+
 void hp__tcp_timer_rtx(struct hp_stack *s, void *arg)
 {
     struct hp_tcp_sock *c = arg;
@@ -269,19 +283,9 @@ void hp__tcp_timer_rtx(struct hp_stack *s, void *arg)
         hp__tcp_drop(c, -ETIMEDOUT);
         return;
     }
-    /* RFC 6298 5.5-5.6: back off; RFC 5681 3.1: the loss window, ssthresh
-     * halved once per loss episode; go-back-N from snd_una (RFC 5681 3.1
-     * allows resending everything not acknowledged). The FIN, if it was
-     * outstanding, goes again after the last byte: hp__tcp_output sends
-     * it whenever snd_nxt has not passed it. */
-    hp__tcp_rtt_timeout(&c->rtt, hp__tcp_rtt_cfg_of(c));
-    struct hp__tcp_cc_ev ev = hp__tcp_cc_ev(c, 0, c->snd_max - c->snd_una);
-    hp__tcp_cc_timeout(&c->cc, &c->cubic, &ev, c->rtx_count > 0);
-    /* With a log, the lost segments go again in order and the SACKed ones
-     * not (RFC 6675 5.1, RFC 8985 6.3); without, go-back-N. */
-    if (!(c->flags & HP__TCPF_SACK_OK) || !hp__tcp_sb_rto(c))
-        c->snd_nxt = c->snd_una;
-    c->flags &= ~HP__TCPF_RTT_TIMING; /* Karn: nothing sent before is timed */
+    /* The FIN, if it was outstanding, goes again after the last byte:
+     * hp__tcp_output sends it whenever snd_nxt has not passed it. */
+    rto_response(c);
     if (c->rtx_count < UINT8_MAX)
         c->rtx_count++;
     hp__tcp_pmtu_on_rto(c); /* RFC 4821: a probe lost, or a black hole */
