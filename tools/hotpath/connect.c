@@ -354,9 +354,11 @@ static int our_addrs(const struct connect_opts *o, struct cidr *ips)
     return nip;
 }
 
-static int configure_tcp(struct hp_stack *s, uint32_t sockbuf, const char *what)
+static int configure_tcp(const struct net_opts *n, struct hp_stack *s, uint32_t sockbuf,
+                         const char *what)
 {
     struct hp_tcp_config tc = {.sndbuf = sockbuf, .rcvbuf = sockbuf};
+    netopt_tcp(n, &tc); /* --cc */
     int rc = hp_tcp_configure(s, &tc);
     if (rc < 0)
         fprintf(stderr, "hotpath connect: cannot configure %s TCP: %s\n", what, hp_strerror(rc));
@@ -376,7 +378,7 @@ static int setup_server(const struct connect_opts *o, struct run *r, const struc
     if (netopt_setup_stack("connect", &o->n, &srv, 1, false, r->peer, "server", HP_STACK_F_NO_DAD,
                            &r->ss))
         return 1;
-    if (configure_tcp(r->ss, r->sockbuf, "the mem server's"))
+    if (configure_tcp(&o->n, r->ss, r->sockbuf, "the mem server's"))
         return 1;
     r->srv = tcp_srv_new(r->ss);
     if (!r->srv) {
@@ -403,7 +405,7 @@ static int setup(const struct connect_opts *o, struct run *r)
     if (netopt_setup_stack("connect", &o->n, ips, nip, true, r->link, "connect",
                            mem ? HP_STACK_F_NO_DAD : 0, &r->cs))
         return 1;
-    if (configure_tcp(r->cs, r->sockbuf, "the client's"))
+    if (configure_tcp(&o->n, r->cs, r->sockbuf, "the client's"))
         return 1;
     r->cl = apploop_create("connect", r->cs, o->spin_us);
     r->step = r->cl ? hp_loop_timer_create(r->cl, NULL) : NULL;

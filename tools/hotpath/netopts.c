@@ -39,6 +39,11 @@ int netopt_parse_cidr(const char *cmd, const char *opt, const char *arg, int fam
     return 0;
 }
 
+void netopt_tcp(const struct net_opts *o, struct hp_tcp_config *tc)
+{
+    tc->cc = (uint8_t)o->cc;
+}
+
 int netopt_parse(const char *cmd, struct net_opts *o, int c, const char *arg)
 {
     switch (c) {
@@ -60,6 +65,10 @@ int netopt_parse(const char *cmd, struct net_opts *o, int c, const char *arg)
         if (inet_pton(AF_INET, arg, o->gw4) != 1)
             return tool_usage_error(cmd, "--gw '%s': not an IPv4 address", arg);
         o->has_gw4 = true;
+        return 0;
+    case 'C':
+        if ((o->cc = hp_tcp_cc_by_name(arg)) < 0)
+            return tool_usage_error(cmd, "--cc '%s': not cubic or newreno", arg);
         return 0;
     case 'G':
         if (inet_pton(AF_INET6, arg, o->gw6) != 1)
@@ -154,6 +163,11 @@ int netopt_setup_stack(const char *cmd, const struct net_opts *o, const struct c
         return 1;
     }
     *out = s;
+    /* --cc for commands that keep the default TCP configuration (serve);
+     * the others pass theirs through netopt_tcp. */
+    struct hp_tcp_config tc = {0};
+    netopt_tcp(o, &tc);
+    (void)hp_tcp_configure(s, &tc);
     int ifx = hp_stack_add_iface(s, link);
     if (ifx < 0) {
         fprintf(stderr, "hotpath %s: cannot add %s: %s\n", cmd, hp_link_name(link), hp_strerror(ifx));

@@ -9,6 +9,7 @@
 
 #include <hotpath/link.h>
 #include <hotpath/stack.h>
+#include <hotpath/tcp.h>
 
 #define NETOPT_MAX_ADDRS 8
 
@@ -27,6 +28,7 @@ struct net_opts {
     uint8_t gw4[4], gw6[16];
     bool has_gw4, has_gw6;
     int cpu; /* -1: leave */
+    int cc;  /* --cc: enum hp_tcp_cc (0: the library's default) */
 };
 
 /* The getopt_long entries of those options, to put at the head of a
@@ -35,7 +37,8 @@ struct net_opts {
     {"link", required_argument, NULL, 'l'}, {"iface", required_argument, NULL, 'i'},               \
     {"ip", required_argument, NULL, '4'}, {"ip6", required_argument, NULL, '6'},                   \
     {"gw", required_argument, NULL, 'g'}, {"gw6", required_argument, NULL, 'G'},                   \
-    {"pcap", required_argument, NULL, 'p'}, {"cpu", required_argument, NULL, 'c'}
+    {"pcap", required_argument, NULL, 'p'}, {"cpu", required_argument, NULL, 'c'},                 \
+    {"cc", required_argument, NULL, 'C'}
 
 /* The help lines of those options. */
 #define NETOPT_HELP                                                                                \
@@ -44,13 +47,17 @@ struct net_opts {
     "  --ip6 A/LEN       an IPv6 address and prefix (repeatable)\n"                                \
     "  --gw A, --gw6 A   default gateways\n"                                                       \
     "  --pcap FILE       write every frame to FILE\n"                                              \
-    "  --cpu N           pin to CPU N\n"
+    "  --cpu N           pin to CPU N\n"                                                          \
+    "  --cc ALGO         TCP congestion control: cubic (default) or newreno\n"
 
 void netopt_init(struct net_opts *o);
 
 /* Handle getopt's code c with argument arg for command cmd.
  * @return 0 (taken), 1 (not one of ours), 2 (a usage error, printed). */
 int netopt_parse(const char *cmd, struct net_opts *o, int c, const char *arg);
+
+/* Put the TCP choices of o (--cc) into tc, before hp_tcp_configure. */
+void netopt_tcp(const struct net_opts *o, struct hp_tcp_config *tc);
 
 /* The checks after parsing: a known link kind, --iface for real links and
  * not for mem. 0, or 2 after printing the error. */

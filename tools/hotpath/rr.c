@@ -281,7 +281,8 @@ static int pair_open(const struct rr_opts *o, struct rr_net *net, unsigned k, st
     bool dad = net && !net->own && fam == HP_AF_INET6;
     struct hp_tcp_config tc = {.max_conns = n + 1024, .sndbuf = o->sockbuf, .rcvbuf = o->sockbuf,
                                .syn_backlog_max = n + 1024 > 65535 ? 65535 : n + 1024,
-                               .early_demux_conns = o->early_demux, .rto_min_ms = o->rto_min_ms};
+                               .early_demux_conns = o->early_demux, .rto_min_ms = o->rto_min_ms,
+                               .cc = (uint8_t)o->cc};
     int ifx[2];
     for (int i = 0; i < 2; i++) {
         struct hp_stack_config sc = {.name = i ? "rr-server" : "rr-client", .flags = dad ? 0 : HP_STACK_F_NO_DAD,
@@ -773,6 +774,7 @@ static void usage(FILE *f)
             "                    connections or sockets) from N TCP connections, or N\n"
             "                    bound UDP sockets, per stack on, or 'off' (default: the\n"
             "                    library's, 16384)\n"
+            "  --cc ALGO         hotpath TCP: cubic (default) or newreno\n"
             "  --rto-min MS      hotpath TCP: the retransmission timeout's lower bound\n"
             "                    (default the library's, 200 ms; at most 60000). Under\n"
             "                    valgrind, where a transaction takes a hundred times longer,\n"
@@ -972,6 +974,10 @@ static int rr_option(int c, const char *arg, const char *opt, struct rr_opts *o)
             return tool_usage_error(CMD, "--proto '%s': not tcp or udp", arg);
         o->udp = arg[0] == 'u';
         return 0;
+    case 'C':
+        if ((o->cc = hp_tcp_cc_by_name(arg)) < 0)
+            return tool_usage_error(CMD, "--cc '%s': not cubic or newreno", arg);
+        return 0;
     case 'l':
         for (size_t i = 0; i < sizeof links / sizeof links[0]; i++)
             if (strcmp(arg, links[i]) == 0) {
@@ -1085,6 +1091,7 @@ int cmd_rr(int argc, char **argv)
         {"sockbuf", required_argument, NULL, 'b'}, {"help", no_argument, NULL, 'h'},
         {"early-demux", required_argument, NULL, 'e'}, {"rto-min", required_argument, NULL, 'R'},
         {"iface", required_argument, NULL, 'i'},   {"peer-iface", required_argument, NULL, 'I'},
+        {"cc", required_argument, NULL, 'C'},
         {NULL, 0, NULL, 0},
     };
     opterr = 0;

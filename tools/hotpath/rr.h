@@ -30,6 +30,7 @@ struct rr_opts {
     uint32_t sockbuf;     /* hotpath TCP: sndbuf and rcvbuf of every connection */
     uint32_t early_demux; /* hotpath TCP: hp_tcp_config.early_demux_conns (0: default, UINT32_MAX: off) */
     uint32_t rto_min_ms;  /* hotpath TCP: hp_tcp_config.rto_min_ms (0: the library's) */
+    int cc;               /* hotpath TCP: --cc, enum hp_tcp_cc (0: the library's) */
     int cpus[RR_MAX_CPUS];
     int ncpus;            /* 0: no pinning */
 };
