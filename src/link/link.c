@@ -177,7 +177,7 @@ HP_API struct hp_link *hp_link_open(const char *kind, const struct hp_link_confi
     if (!cfg)
         cfg = &zero;
     if (!kind)
-        return hp__link_fail_null(EINVAL, "no link kind given (mem, tap, afpacket or afxdp)");
+        return hp__link_fail_null(EINVAL, "no link kind given (mem, tap, afpacket, afxdp or memif)");
     if (cfg->ring_size && (cfg->ring_size < 2 || (cfg->ring_size & (cfg->ring_size - 1))))
         return hp__link_fail_null(EINVAL, "%s: ring_size %u is not a power of two >= 2", kind,
                                   cfg->ring_size);
@@ -187,9 +187,11 @@ HP_API struct hp_link *hp_link_open(const char *kind, const struct hp_link_confi
         return hp__afpacket_open(cfg);
     if (!strcmp(kind, "afxdp"))
         return hp__afxdp_open(cfg);
+    if (!strcmp(kind, "memif"))
+        return hp__memif_open(cfg);
     if (!strcmp(kind, "mem"))
         return hp__link_fail_null(EINVAL, "mem links come in pairs: use hp_link_mem_pair()");
-    return hp__link_fail_null(EINVAL, "unknown link kind '%s' (mem, tap, afpacket or afxdp)", kind);
+    return hp__link_fail_null(EINVAL, "unknown link kind '%s' (mem, tap, afpacket, afxdp or memif)", kind);
 }
 
 HP_API int hp_link_close(struct hp_link *l)
@@ -230,7 +232,20 @@ HP_API int hp_link_completions(struct hp_link *l, struct hp_buf **bufs, unsigned
 
 HP_API int hp_link_fd(const struct hp_link *l)
 {
+    /* Decorators pass their inner link's descriptor: tell the link that
+     * owns it that someone may sleep on it. */
+    for (const struct hp_link *x = l; x; x = x->inner)
+        if (x->ops->fd_taken)
+            x->ops->fd_taken(x);
     return l->fd;
+}
+
+HP_API bool hp_link_up(const struct hp_link *l)
+{
+    for (const struct hp_link *x = l; x; x = x->inner)
+        if (x->ops->is_up)
+            return x->ops->is_up(x);
+    return true;
 }
 
 HP_API const char *hp_link_kind(const struct hp_link *l)

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The memif link's state, shared by its data path (memif.c) and its control channel (memif_ctl.c). */
+#ifndef HOTPATH_LINK_MEMIF_INTERNAL_H
+#define HOTPATH_LINK_MEMIF_INTERNAL_H
+
+#include <stdatomic.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "internal.h"
+#include "memif_proto.h"
+
+#define MEMIF_DEFAULT_SOCKET "/run/vpp/memif.sock"
+#define MEMIF_DEFAULT_BSIZE 2048u
+#define MEMIF_DEFAULT_LOG2 10      /* client: 1024 entries per ring */
+#define MEMIF_HANDSHAKE_MS 3000    /* a peer that has not finished its handshake by then is dropped */
+#define MEMIF_SERVICE_NS 1000000   /* busy pollers look at the control channel every millisecond */
+#define MEMIF_SETUP_MAX (1 + HP__MEMIF_MAX_REGIONS + 2 * HP__MEMIF_MAX_QUEUES + 1)
+
+/*
+ * One ring as this end uses it. Our own indices are private copies: what
+ * sits in shared memory is only ever written from them, and what the peer
+ * writes there (its index, descriptors) is read once, checked, then used.
+ *
+ *                 producer index      consumer index
+ *   C2S ring      head (client)       tail (server)
+ *   S2C ring      tail (server)       head (client: the buffers it offers)
+ */
+struct memif_queue {
+    struct hp__memif_ring *ring;   /* in shared memory; NULL while down */
+    struct hp__memif_desc *desc;
+    uint32_t size, mask;
+    uint16_t prod;      /* tx: the next slot we fill */
+    uint16_t cons;      /* rx: the next slot we read */
+    uint16_t offered;   /* client rx (S2C): the head we gave (slots offered up to it) */
+    uint16_t reclaim;   /* zero-copy tx: slots up to here are back from the peer */
+    bool masked;        /* rx: MASK_INT as we last wrote it */
+    int irq_fd;         /* the ring's eventfd: ours to close */
+    uint32_t buf0;      /* client copy mode: offset of slot 0's buffer in region 0 */
+    struct hp_buf **slot; /* client zero-copy: the buffer behind each slot */
+};
+
+/* One step of the client's setup, waiting for its ACK: a message and the
+ * descriptor that goes with it (not ours to close: it is a region's or a
+ * ring's). */
+struct memif_out {
+    uint8_t msg[HP__MEMIF_MSG_SIZE];
+    int fd;
+};
+
+/* A region we map: the client's memfds (server), or ours (client). */
+struct memif_region_map {
+    int fd;             /* -1: none (or the zero-copy pool's, which the link keeps) */
+    void *base;
+    uint64_t size;      /* as mapped */
+};
+
+struct memif_link {
+    struct hp_link l;
+    /* ---- data path --------------------------------------------------- */
+    bool up;
+    bool server;
+    bool zc;                     /* client zero-copy: region 1 is the pool */
+    bool armed;                  /* interrupts asked for: service on the next rx */
+    uint16_t n_rx, n_tx;         /* rings in use (our receive and transmit sides) */
+    unsigned rx_next;            /* the receive ring to start with */
+    unsigned calls;              /* rx + tx calls, to pace the service */
+    uint64_t next_service_ns;
+    uint32_t bsize;              /* client copy mode: bytes per slot buffer */
+    uint32_t max_frame;          /* MTU + Ethernet and VLAN headers */
+    int rx_mode;
+    _Atomic bool fd_taken;       /* hp_link_fd() was asked for */
+    struct memif_queue rx[HP__MEMIF_MAX_QUEUES], tx[HP__MEMIF_MAX_QUEUES];
+    struct hp__memif_region reg[HP__MEMIF_MAX_REGIONS];
+    unsigned n_reg;
+    struct hp_memif_stats ms;
+    unsigned bad_logged;         /* bad descriptors logged in this connection */
+    /* ---- control --------------------------------------------------------- */
+    int epfd, listen_fd, ctl_fd, timer_fd;
+    struct sockaddr_un addr;
+    socklen_t addr_len;
+    bool abstract;
+    char sock_name[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
+    struct hp__memif_hs hs;
+    struct memif_region_map map[HP__MEMIF_MAX_REGIONS];
+    unsigned n_map;
+    struct memif_out out[MEMIF_SETUP_MAX];
+    unsigned n_out, next_out;    /* client: setup messages, the next to send */
+    uint32_t reconnect_ms;
+    uint64_t handshake_deadline_ns; /* 0: no handshake in progress */
+    /* zero-copy: the pool's shared memory, kept over reconnections */
+    int pool_fd;
+    void *pool_mem;
+    size_t pool_len;
+    char what[64];               /* "memif client /run/x.sock id 0", for messages */
+};
+
+/* ---- memif_ctl.c --------------------------------------------------------- */
+
+/* Set up the control side of a newly opened link: the epoll set (the
+ * link's fd), the timer, then listen (server) or try to connect (client).
+ * 0 or -errno with the message set. */
+int hp__memif_ctl_open(struct memif_link *m, const struct hp_link_config *cfg);
+/* Handle whatever the control side has waiting: messages, connections,
+ * the timer, and clear the eventfds. Never blocks. */
+void hp__memif_service(struct memif_link *m);
+/* Take the link down: tell the peer why (when send_reason), stop the data
+ * path, unmap, close the channel; a client arms its retry timer. */
+void hp__memif_down(struct memif_link *m, const char *reason, bool send_reason);
+/* The receive rings' eventfds join the link's epoll set while up. */
+void hp__memif_watch_irqs(struct memif_link *m, bool on);
+/* Close everything of the control side (the link is being closed). */
+void hp__memif_ctl_close(struct memif_link *m);
+uint64_t hp__memif_now_ns(void);
+
+/* ---- memif.c ------------------------------------------------------------- */
+
+/* After a successful handshake (regions mapped, rings checked): point the
+ * queues at the rings and bring the link up. 0 or -errno. */
+int hp__memif_start(struct memif_link *m);
+/* Before the regions go away: stop the data path, give back every buffer
+ * the rings held, count what the peer had not taken. */
+void hp__memif_stop(struct memif_link *m);
+/* Log a refusal of the peer's data (rate limited per connection). */
+void hp__memif_bad(struct memif_link *m, uint64_t *counter, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif
