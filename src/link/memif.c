@@ -215,19 +215,24 @@ void hp__memif_stop(struct memif_link *m)
 
 /* ---- the control side's turn -------------------------------------------- */
 
+static void zc_collect(struct memif_link *m);
+
 /* Busy pollers look at the control channel every millisecond (a clock read
- * every 64 calls while up); after an empty receive that asked for
- * interrupts, the next call looks at once: the caller may have slept. */
+ * every 64 calls while up), and zero-copy collects what the server gave
+ * back, so that buffers return even when nothing more is sent; after an
+ * empty receive that asked for interrupts, the next call looks at once:
+ * the caller may have slept. */
 static inline void pace(struct memif_link *m)
 {
-    if (m->armed) {
-        m->armed = false;
-        hp__memif_service(m);
+    bool now = m->armed;
+    m->armed = false;
+    if (!now && ((++m->calls & 63) == 0 || !m->up))
+        now = hp__memif_now_ns() >= m->next_service_ns;
+    if (!now)
         return;
-    }
-    if ((++m->calls & 63) == 0 || !m->up)
-        if (hp__memif_now_ns() >= m->next_service_ns)
-            hp__memif_service(m);
+    hp__memif_service(m);
+    if (m->zc && m->up)
+        zc_collect(m);
 }
 
 /* ---- receive ----------------------------------------------------------- */
@@ -765,12 +770,29 @@ static int drop_down(struct memif_link *m, struct hp_buf **bufs, unsigned n)
     return (int)n;
 }
 
+/* Zero-copy: take back from every ring what the server is done with. */
+static void zc_collect(struct memif_link *m)
+{
+    struct tx_burst t;
+    memset(t.open, 0, sizeof t.open);
+    t.nd = 0;
+    for (unsigned i = 0; i < m->n_tx && m->up; i++)
+        tx_open(m, i, &t);
+    if (t.nd)
+        hp__link_complete(&m->l, t.done, t.nd);
+}
+
 static int memif_tx(struct hp_link *l, struct hp_buf **bufs, unsigned n)
 {
     struct memif_link *m = (struct memif_link *)l;
     pace(m);
     if (!m->up)
         return drop_down(m, bufs, n);
+    if (n == 0) {
+        if (m->zc)
+            zc_collect(m);
+        return 0;
+    }
     struct tx_burst t;
     memset(t.open, 0, sizeof t.open);
     t.nd = 0;
@@ -988,8 +1010,11 @@ static struct memif_link *memif_alloc(void)
 
 struct hp_link *hp__memif_open(const struct hp_link_config *cfg)
 {
-    if (check_config(cfg) < 0)
+    int bad = check_config(cfg);
+    if (bad < 0) {
+        errno = -bad;
         return NULL;
+    }
     struct memif_link *m = memif_alloc();
     if (!m)
         return hp__link_fail_null(ENOMEM, "memif: out of memory");

@@ -220,10 +220,17 @@ void hp__memif_down(struct memif_link *m, const char *reason, bool send_reason)
     timer_set(m, m->server ? 0 : m->reconnect_ms);
 }
 
-/* Log the first few of a kind, then at powers of two: a peer that retries
- * the same mistake ten times a second stays a few lines. */
-static bool log_now(uint64_t count)
+/* Whether to log a refusal: a new reason always; the same again only the
+ * first few times, then at powers of two of its counter, so that a peer
+ * retrying the same mistake ten times a second stays a few lines. */
+static bool log_now(struct memif_link *m, uint64_t count, const char *why)
 {
+    if (strncmp(m->last_logged, why, sizeof m->last_logged - 1) != 0) {
+        size_t n = strnlen(why, sizeof m->last_logged - 1);
+        memcpy(m->last_logged, why, n);
+        m->last_logged[n] = '\0';
+        return true;
+    }
     return count <= 3 || (count & (count - 1)) == 0;
 }
 
@@ -233,13 +240,15 @@ static void refuse_peer(struct memif_link *m, const struct hp__memif_msg *msg, c
     char tb[16];
     bool before_init = m->server ? m->hs.state == HP__MEMIF_HS_WAIT_INIT : false;
     uint64_t *counter = before_init ? &m->ms.refused : &m->ms.bad_msgs;
-    if (!log_now(++*counter)) {
+    if (!log_now(m, ++*counter, why)) {
         hp__memif_down(m, why, true);
         return;
     }
+    const char *peer = m->hs.peer_name[0] ? m->hs.peer_name : "the peer";
+    if (msg && msg->type == HP__MEMIF_MSG_INIT && msg->u.init.name[0])
+        peer = msg->u.init.name;
     hp__log(HP_LOG_WARN, "memif", "%s: refused %s from %s: %s", m->what,
-            msg ? hp__memif_msg_name(msg->type, tb) : "a message",
-            m->hs.peer_name[0] ? m->hs.peer_name : "the peer", why);
+            msg ? hp__memif_msg_name(msg->type, tb) : "a message", peer, why);
     hp__memif_down(m, why, true);
 }
 
@@ -333,7 +342,7 @@ static void server_accept(struct memif_link *m)
             return;
         if (m->ctl_fd >= 0) {
             /* One peer per interface: DPDK says the same to a second one. */
-            if (log_now(++m->ms.refused))
+            if (log_now(m, ++m->ms.refused, "already connected"))
                 hp__log(HP_LOG_WARN, "memif", "%s: refused a second client: already connected", m->what);
             (void)send_simple(m, fd, HP__MEMIF_MSG_DISCONNECT, "Already connected");
             close(fd);
@@ -513,7 +522,7 @@ static void peer_gone(struct memif_link *m, const struct hp__memif_msg *msg)
 {
     char why[HP__MEMIF_REASON_LEN + 16];
     snprintf(why, sizeof why, "peer: %s", msg->u.disconnect.reason[0] ? msg->u.disconnect.reason : "disconnect");
-    if (!m->up && log_now(++m->ms.refused))
+    if (!m->up && log_now(m, ++m->ms.refused, why))
         hp__log(HP_LOG_WARN, "memif", "%s: the peer refused the connection: %s (%llu times)", m->what,
                 msg->u.disconnect.reason, (unsigned long long)m->ms.refused);
     hp__memif_down(m, why, false);
@@ -617,7 +626,7 @@ static void on_timer(struct memif_link *m)
     while (read(m->timer_fd, &n, sizeof n) > 0)
         ;
     if (m->handshake_deadline_ns && hp__memif_now_ns() >= m->handshake_deadline_ns) {
-        if (log_now(++m->ms.refused))
+        if (log_now(m, ++m->ms.refused, "handshake timeout"))
             hp__log(HP_LOG_WARN, "memif", "%s: handshake not finished in %u ms: dropped", m->what,
                     MEMIF_HANDSHAKE_MS);
         hp__memif_down(m, "handshake timeout", true);

@@ -93,6 +93,7 @@ struct memif_link {
     void *pool_mem;
     size_t pool_len;
     char what[64];               /* "memif client /run/x.sock id 0", for messages */
+    char last_logged[64];        /* the last refusal logged (see log_now) */
 };
 
 /* ---- memif_ctl.c --------------------------------------------------------- */
