@@ -4,6 +4,7 @@
 #define HOTPATH_LINK_MEMIF_INTERNAL_H
 
 #include <stdatomic.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -96,6 +97,38 @@ struct memif_link {
     char last_logged[64];        /* the last refusal logged (see log_now) */
 };
 
+/* ---- shared memory accesses (what the peer writes is read once) -------- */
+
+static inline uint16_t ld_acq(const uint16_t *p)
+{
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static inline void st_rel(uint16_t *p, uint16_t v)
+{
+    __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+/* One read of a descriptor the peer may be writing: two 8-byte loads the
+ * compiler cannot repeat. */
+static inline struct hp__memif_desc desc_read(const struct hp__memif_desc *p)
+{
+    const volatile uint64_t *w = (const volatile uint64_t *)(const void *)p;
+    uint64_t v[2] = {w[0], w[1]};
+    struct hp__memif_desc d;
+    memcpy(&d, v, sizeof d);
+    return d;
+}
+
+static inline void desc_write(struct hp__memif_desc *p, uint16_t flags, uint16_t region, uint32_t len,
+                              uint32_t off)
+{
+    p->flags = flags;
+    p->region = region;
+    p->length = len;
+    p->offset = off;
+}
+
 /* ---- memif_ctl.c --------------------------------------------------------- */
 
 /* Set up the control side of a newly opened link: the epoll set (the
@@ -125,5 +158,34 @@ void hp__memif_stop(struct memif_link *m);
 /* Log a refusal of the peer's data (rate limited per connection). */
 void hp__memif_bad(struct memif_link *m, uint64_t *counter, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* A ring index of the peer's out of range: counted, logged, link down. */
+void hp__memif_ring_error(struct memif_link *m, const char *what, uint16_t was, uint16_t now);
+
+/* ---- memif_tx.c ---------------------------------------------------------- */
+
+/* The link's transmit (hp_link_tx_burst). */
+int hp__memif_tx(struct hp_link *l, struct hp_buf **bufs, unsigned n);
+/* Zero-copy: take back from every ring what the server is done with. */
+void hp__memif_zc_collect(struct memif_link *m);
+
+/* ---- the control side's turn, from the data path ---------------------- */
+
+/* Busy pollers look at the control channel every millisecond (a clock read
+ * every 64 calls while up), and zero-copy collects what the server gave
+ * back, so that buffers return even when nothing more is sent; after an
+ * empty receive that asked for interrupts, the next call looks at once:
+ * the caller may have slept. */
+static inline void hp__memif_pace(struct memif_link *m)
+{
+    bool now = m->armed;
+    m->armed = false;
+    if (!now && ((++m->calls & 63) == 0 || !m->up))
+        now = hp__memif_now_ns() >= m->next_service_ns;
+    if (!now)
+        return;
+    hp__memif_service(m);
+    if (m->zc && m->up)
+        hp__memif_zc_collect(m);
+}
 
 #endif
