@@ -57,9 +57,9 @@ static void usage(FILE *f)
             "discard (send N bytes, then the server's orderly close) or source (read N bytes of\n"
             "the pattern 'hotpath serve --tcp-source' sends). Exit status 0 only when every\n"
             "connection verified.\n\n"
-            "  --link KIND       afxdp (copy mode), afpacket, tap, or mem: an echo (discard,\n"
-            "                    source) server stack of our own on the other end of an\n"
-            "                    in-process pair\n"
+            "  --link KIND       afxdp (copy mode), afpacket, tap, memif (shared memory with\n"
+            "                    another process), or mem: an echo (discard, source) server\n"
+            "                    stack of our own on the other end of an in-process pair\n"
             NETOPT_HELP
             "                    (mem: default 198.18.0.1/24 and 2001:2::1/64)\n"
             "  --to ADDR:PORT    the server, [v6]:PORT for IPv6 (mem: default 198.18.0.2:7)\n"
@@ -142,6 +142,10 @@ static int setup(const struct connect_opts *o, struct run *r)
     }
     if (netopt_open_link("connect", &o->n, &lc, &r->link, &r->peer))
         return 1;
+    if (!memifopt_wait_up("connect", r->link, 10, &interrupted)) {
+        fprintf(stderr, "hotpath connect: the memif peer did not come in 10 s\n");
+        return 1;
+    }
     if (o->loss > 0) {
         struct hp_fault_config fc = {.seed = 1, .drop = o->loss};
         struct hp_link *f = hp_link_fault(r->link, &fc);

@@ -34,6 +34,7 @@ void gen_defaults(struct gen_opts *o)
     o->duration = 10;
     o->cpu = -1;
     o->cpu2 = -1;
+    memifopt_init(&o->memif);
 }
 
 /* The frame txonly sends: Ethernet, IPv4 198.18.0.1 -> 198.18.0.2, UDP 9 -> 9
@@ -180,10 +181,13 @@ static int open_link(const struct gen_opts *o, struct hp_link **link, struct hp_
         *link = ends[0];
         *peer = ends[1];
     } else {
-        if (!o->iface)
+        bool memif = strcmp(o->link, "memif") == 0;
+        if (!o->iface && !memif)
             return tool_usage_error("gen", "--link %s needs --iface", o->link);
         struct hp_link_config cfg = {.iface = o->iface, .queue = o->queue,
                                      .flags = o->link_flags | (txc ? HP_LINK_F_TX_COMPLETIONS : 0)};
+        if (memif)
+            memifopt_apply(&o->memif, &cfg);
         *link = hp_link_open(o->link, &cfg);
         if (!*link) {
             fprintf(stderr, "hotpath gen: %s\n", hp_link_error());
@@ -224,6 +228,11 @@ int gen_run(const struct gen_opts *o, struct gen_result *r)
     int rc = open_link(o, &link, &peer);
     if (rc)
         return rc;
+    if (!memifopt_wait_up("gen", link, 60, &interrupted)) {
+        fprintf(stderr, "hotpath gen: no memif peer came in 60 s\n");
+        hp_link_close(link);
+        return 1;
+    }
     if (o->size > hp_link_mtu(link) + 14) {
         fprintf(stderr, "hotpath gen: --size %u is larger than %s's MTU %u + 14\n", o->size,
                 hp_link_name(link), hp_link_mtu(link));
@@ -357,6 +366,14 @@ int gen_run(const struct gen_opts *o, struct gen_result *r)
     struct hp_link_stats st;
     hp_link_stats(link, &st);
     r->dropped = st.tx_dropped + st.rx_dropped;
+    struct hp_memif_stats ms;
+    if (hp_link_memif_stats(link, &ms) == 0)
+        fprintf(stderr, "hotpath gen: memif %s: up %llu times, down %llu; dropped while down %llu, left unread "
+                "%llu; refused %llu descriptors, %llu messages, %llu ring indices\n", hp_link_name(link),
+                (unsigned long long)ms.connects, (unsigned long long)ms.disconnects,
+                (unsigned long long)ms.tx_down, (unsigned long long)ms.tx_unread,
+                (unsigned long long)ms.bad_descs, (unsigned long long)ms.bad_msgs,
+                (unsigned long long)ms.ring_errors);
     hp_pool_thread_flush(pool);
     int c1 = hp_link_close(link), c2 = hp_link_close(peer);
     if (c1 < 0 || c2 < 0) {
@@ -378,15 +395,18 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: hotpath gen [txonly|rxdrop|l2fwd] [OPTIONS]\n\n"
             "Send, receive or forward frames as fast as the link allows, like xdpsock.\n\n"
-            "  --link KIND           mem (default; an in-process pair), tap, afpacket, afxdp\n"
-            "  --iface IF            the interface (all links but mem)\n"
+            "  --link KIND           mem (default; an in-process pair), tap, afpacket, afxdp,\n"
+            "                        memif (shared memory with another process)\n"
+            "  --iface IF            the interface (all links but mem and memif)\n"
+            MEMIFOPT_HELP
             "  --queue N             afxdp: the queue to bind (default 0)\n"
             "  --size BYTES          frame size without FCS (default 64)\n"
             "  --batch N             frames per burst (default 32, at most %d)\n"
             "  --duration SECONDS    how long to run (default 10)\n"
             "  --completion-thread   txonly: free transmitted buffers on a second thread\n"
             "  --alien-policy P      local, defer or adaptive: where those frees go\n"
-            "  --copy | --zero-copy  afxdp: force the copy or the zero-copy mode\n"
+            "  --copy | --zero-copy  afxdp: force the copy or the zero-copy mode; memif client:\n"
+            "                        zero-copy (the pool is shared with the server)\n"
             "  --skb                 afxdp: attach XDP in generic (SKB) mode\n"
             "  --pcap FILE           also write every frame to FILE (pcap)\n"
             "  --cpu N, --cpu2 N     pin the data thread / the second thread\n"
@@ -420,7 +440,7 @@ int cmd_gen(int argc, char **argv)
         {"pcap", required_argument, NULL, 'p'}, {"cpu", required_argument, NULL, 'u'},
         {"cpu2", required_argument, NULL, 'U'}, {"json", no_argument, NULL, 'j'},
         {"mode", required_argument, NULL, 'm'}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        MEMIFOPT_LONGOPTS, {NULL, 0, NULL, 0},
     };
     int c;
     optind = 1;
@@ -482,8 +502,12 @@ int cmd_gen(int argc, char **argv)
         case 'h':
             usage(stdout);
             return 0;
-        default:
-            return tool_usage_error("gen", "unknown option (hotpath gen --help lists them)");
+        default: {
+            int r = memifopt_parse("gen", &o.memif, c, optarg);
+            if (r == 0)
+                break;
+            return r == 2 ? 2 : tool_usage_error("gen", "unknown option (hotpath gen --help lists them)");
+        }
         }
     }
     if (optind < argc)
@@ -493,10 +517,12 @@ int cmd_gen(int argc, char **argv)
     if ((o.link_flags & HP_LINK_F_COPY) && (o.link_flags & HP_LINK_F_ZEROCOPY))
         return tool_usage_error("gen", "--copy and --zero-copy exclude each other");
     if (strcmp(o.link, "mem") && strcmp(o.link, "tap") && strcmp(o.link, "afpacket") &&
-        strcmp(o.link, "afxdp"))
-        return tool_usage_error("gen", "--link '%s': not mem, tap, afpacket or afxdp", o.link);
-    if (strcmp(o.link, "mem") == 0 && o.iface)
-        return tool_usage_error("gen", "--iface is for real links; mem makes its own pair");
+        strcmp(o.link, "afxdp") && strcmp(o.link, "memif"))
+        return tool_usage_error("gen", "--link '%s': not mem, tap, afpacket, afxdp or memif", o.link);
+    if ((strcmp(o.link, "mem") == 0 || strcmp(o.link, "memif") == 0) && o.iface)
+        return tool_usage_error("gen", "--iface is for real links, not %s", o.link);
+    if (memifopt_check("gen", o.link, &o.memif))
+        return 2;
     if (json)
         o.rate_out = NULL;
     const char *pol = getenv("HP_ALIEN_POLICY");

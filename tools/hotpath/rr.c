@@ -301,7 +301,12 @@ static int pair_open(const struct rr_opts *o, struct rr_net *net, unsigned k, st
             return -1;
         }
         struct hp_link_config lc = {.pool = p->pool, .ring_size = ring};
-        if (hp_link_mem_pair(&lc, p->e) < 0) {
+        if (strcmp(o->link, "memif") == 0) {
+            /* memif rings hold at most 16384 entries. */
+            lc.ring_size = r->ring_size = ring > 16384 ? 16384 : ring;
+            if (memifopt_pair(&o->memif, k, &lc, p->e, why, len) < 0)
+                return -1;
+        } else if (hp_link_mem_pair(&lc, p->e) < 0) {
             snprintf(why, len, "mem pair: %s", hp_link_error());
             return -1;
         }
@@ -640,7 +645,7 @@ int rr_mem_run(const struct rr_opts *o, struct rr_result *r)
     }
     memset(bufs, 'r', 2 * (size_t)T * SCRATCH);
     double t_setup = tool_now_s();
-    if (strcmp(o->link, "mem") != 0) {
+    if (!rr_in_process(o)) {
         if (rr_net_up(o, rr_flows_of(o->flows, T, 0), &netb, r) < 0)
             goto out;
         net = &netb;
@@ -748,6 +753,9 @@ static void usage(FILE *f)
             "  --proto tcp|udp   protocol (default tcp)\n"
             "  --link KIND       mem (default): a client and a server hotpath stack over an\n"
             "                    in-memory link pair, each busy-polled by its own thread;\n"
+            "                    memif: the same over a memif link (shared memory; both\n"
+            "                    ends in this process, on abstract sockets unless\n"
+            "                    --memif-socket PATH gives a base path, --memif-id N the id);\n"
             "                    afxdp, afpacket, tap: the same two stacks and threads over a\n"
             "                    real link through the kernel: a veth pair (afxdp in copy\n"
             "                    mode, afpacket), or two tap devices on a Linux bridge (tap);\n"
@@ -822,7 +830,7 @@ static void print_report(const struct rr_opts *o, const struct rr_result *r)
     double p50 = rr_hist_quantile(&r->hist, 0.5) / r->ticks_per_us;
     double p99 = rr_hist_quantile(&r->hist, 0.99) / r->ticks_per_us;
     const char *proto = o->udp ? "udp" : "tcp";
-    bool real = rr_hotpath_link(o) && strcmp(o->link, "mem") != 0;
+    bool real = rr_hotpath_link(o) && !rr_in_process(o);
     if (o->json) {
         printf("{\"proto\": \"%s\", \"link\": \"%s\", \"flows\": %u, \"tps\": %.1f, \"cpu_s_per_txn\": %.4g, "
                "\"p50_us\": %.2f, \"p99_us\": %.2f",
@@ -937,7 +945,7 @@ int cmd_rr(int argc, char **argv)
 {
     struct rr_opts o = {.link = "mem", .flows = 1, .threads = 1, .request = 1, .response = 1,
                         .duration = 5, .sockbuf = 16384};
-    static const char *const links[] = {"mem", "afxdp", "afpacket", "tap", "kernel"};
+    static const char *const links[] = {"mem", "memif", "afxdp", "afpacket", "tap", "kernel"};
     static const struct option lo[] = {
         {"proto", required_argument, NULL, 'P'},   {"link", required_argument, NULL, 'l'},
         {"flows", required_argument, NULL, 'f'},   {"threads", required_argument, NULL, 't'},
@@ -947,7 +955,7 @@ int cmd_rr(int argc, char **argv)
         {"sockbuf", required_argument, NULL, 'b'}, {"help", no_argument, NULL, 'h'},
         {"early-demux", required_argument, NULL, 'e'}, {"rto-min", required_argument, NULL, 'R'},
         {"iface", required_argument, NULL, 'i'},   {"peer-iface", required_argument, NULL, 'I'},
-        {NULL, 0, NULL, 0},
+        MEMIFOPT_LONGOPTS, {NULL, 0, NULL, 0},
     };
     opterr = 0;
     optind = 1;
@@ -969,7 +977,7 @@ int cmd_rr(int argc, char **argv)
             if (i < nl)
                 o.link = links[i];
             else
-                rc = tool_usage_error(CMD, "--link '%s': not mem, afxdp, afpacket, tap or kernel", optarg);
+                rc = tool_usage_error(CMD, "--link '%s': not mem, memif, afxdp, afpacket, tap or kernel", optarg);
             break;
         }
         case 'i':
@@ -1030,16 +1038,22 @@ int cmd_rr(int argc, char **argv)
             usage(stdout);
             return 0;
         default:
-            rc = tool_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+            rc = memifopt_parse(CMD, &o.memif, c, optarg);
+            if (rc == 1)
+                rc = tool_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
         }
         if (rc)
             return rc;
     }
     if (optind < argc)
         return tool_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+    if (o.memif.role != HP_MEMIF_CLIENT)
+        return tool_usage_error(CMD, "--memif-role: rr runs both ends of the memif link itself");
+    if (o.memif.given && strcmp(o.link, "memif") != 0)
+        return tool_usage_error(CMD, "--memif-socket and --memif-id are for --link memif");
     if (o.threads > o.flows)
         return tool_usage_error(CMD, "--threads %u is more than --flows %u", o.threads, o.flows);
-    bool real = rr_hotpath_link(&o) && strcmp(o.link, "mem") != 0;
+    bool real = rr_hotpath_link(&o) && !rr_in_process(&o);
     if ((o.iface || o.peer_iface) && !real)
         return tool_usage_error(CMD, "--iface and --peer-iface are for --link afxdp, afpacket or tap, not %s", o.link);
     if (o.iface && !o.peer_iface)

@@ -51,10 +51,11 @@ struct serve_opts {
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: hotpath serve --link afxdp|afpacket|tap|mem --iface IF --ip ADDR/LEN [OPTIONS]\n\n"
+            "usage: hotpath serve --link afxdp|afpacket|tap|memif|mem [--iface IF] --ip ADDR/LEN [OPTIONS]\n\n"
             "Run a stack on one link: it answers ARP, NDP and ping, echoes UDP, and serves TCP.\n\n"
-            "  --link KIND       afxdp (copy mode), afpacket, tap, or mem: a self-test with a\n"
-            "                    built-in client stack on the other end of an in-process pair\n"
+            "  --link KIND       afxdp (copy mode), afpacket, tap, memif (shared memory with\n"
+            "                    another process), or mem: a self-test with a built-in client\n"
+            "                    stack on the other end of an in-process pair\n"
             NETOPT_HELP
             "  --udp-echo PORT   echo UDP datagrams on PORT, both families (default 7)\n"
             "  --tcp-echo PORT   TCP echo on PORT, both families (repeatable; with mem: 7 unless\n"
