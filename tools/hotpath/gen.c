@@ -295,6 +295,13 @@ int gen_run(const struct gen_opts *o, struct gen_result *r)
                 next_line = t + 1;
             }
         }
+        if (txonly && !hp_link_up(link)) {
+            /* A memif peer gone: wait for the next (an empty receive
+             * drives the link's control channel) rather than count frames
+             * the link would drop. */
+            (void)hp_link_rx_burst(link, b, 0);
+            continue;
+        }
         if (txonly) {
             unsigned n = fill(pool, b, o->batch, frame, o->size);
             if (n) {
