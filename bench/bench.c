@@ -27,6 +27,8 @@ static const struct {
      "one TCP flow, Gbit/s and CPU ns/byte: two stacks over mem (MTU 1500) vs the kernel's TCP over loopback"},
     {"tcp-rr", bench_tcp_rr,
      "TCP 1-byte request/response, CPU ns/transaction: two stacks over mem vs the kernel's TCP over loopback"},
+    {"memif", bench_memif,
+     "memif between processes: 64 B txonly->rxdrop Mpps vs DPDK testpmd both ways, one TCP flow vs the kernel's"},
 };
 #define NBENCH (sizeof benches / sizeof benches[0])
 
