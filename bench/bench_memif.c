@@ -2,6 +2,7 @@
 /* `hotpath bench memif`: the memif link between processes, each pinned to its CPU: 64-byte txonly to rxdrop against DPDK's testpmd both ways, and one TCP flow against the kernel's over loopback. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +48,7 @@
 #define TCP_PORT 5201
 #define TCP_CHUNK (128 * 1024)
 
-enum { R_HP, R_HP_ZC, R_MEM, R_HP_TP, R_TP_HP, R_TP_TP, R_TCP, R_TCPK, NROWS };
+enum { R_HP, R_HP_ZC, R_MEM, R_HP_TP, R_TP_HP, R_TP_TP, R_TCP, R_TCP_MEM, R_TCPK, NROWS };
 
 struct row {
     const char *name, *unit, *what;
@@ -341,15 +342,19 @@ struct tcp_end {
     struct hp_tcp_sock *l, *t;
 };
 
-static int tcp_end_open(struct tcp_end *e, const char *sock, bool server)
+/* A stack on link (NULL: a memif link of its own on sock, with its pool). */
+static int tcp_end_open(struct tcp_end *e, const char *sock, bool server, struct hp_link *link)
 {
     memset(e, 0, sizeof *e);
-    struct hp_pool_config pc = {.name = "bench-memif-tcp", .n_bufs = 16384};
-    e->pool = hp_pool_create(&pc);
-    struct hp_link_config lc = {.pool = e->pool};
-    lc.memif.socket = sock;
-    lc.memif.role = server ? HP_MEMIF_SERVER : HP_MEMIF_CLIENT;
-    e->link = e->pool ? hp_link_open("memif", &lc) : NULL;
+    e->link = link;
+    if (!link) {
+        struct hp_pool_config pc = {.name = "bench-memif-tcp", .n_bufs = 16384};
+        e->pool = hp_pool_create(&pc);
+        struct hp_link_config lc = {.pool = e->pool};
+        lc.memif.socket = sock;
+        lc.memif.role = server ? HP_MEMIF_SERVER : HP_MEMIF_CLIENT;
+        e->link = e->pool ? hp_link_open("memif", &lc) : NULL;
+    }
     struct hp_stack_config sc = {.name = server ? "receiver" : "sender", .flags = HP_STACK_F_NO_DAD};
     e->st = e->link ? hp_stack_create(&sc) : NULL;
     int ifx = e->st ? hp_stack_add_iface(e->st, e->link) : -1;
@@ -365,14 +370,17 @@ static int tcp_end_open(struct tcp_end *e, const char *sock, bool server)
     return 0;
 }
 
+/* Close the stack (and, when they are its own, the link and the pool). */
 static void tcp_end_close(struct tcp_end *e)
 {
     hp_tcp_close(e->t);
     hp_tcp_close(e->l);
     hp_stack_destroy(e->st);
-    hp_pool_thread_flush(e->pool);
-    hp_link_close(e->link);
-    hp_pool_destroy(e->pool);
+    if (e->pool) {
+        hp_pool_thread_flush(e->pool);
+        hp_link_close(e->link);
+        hp_pool_destroy(e->pool);
+    }
 }
 
 static void drain_events(struct hp_stack *st)
@@ -454,7 +462,7 @@ static pid_t tcp_child(bool server, const char *sock, int cpu, double warm, doub
         tool_pin(cpu);
     struct side_res r = {0};
     struct tcp_end e;
-    if (tcp_end_open(&e, sock, server) < 0)
+    if (tcp_end_open(&e, sock, server, NULL) < 0)
         snprintf(r.why, sizeof r.why, "cannot set up a stack on memif: %s", hp_link_error());
     else if (server)
         tcp_receiver(&e, warm, secs, &r);
@@ -483,6 +491,74 @@ static int tcp_round(int a, int b, double warm, double secs, double *gbps, doubl
     *gbps = r.rate / 1e9;
     *share = r.share;
     return 0;
+}
+
+/* The same flow between two threads over an in-process mem pair, on the
+ * same CPUs: what the machine gives two busy pollers without memif. */
+struct tcp_thread {
+    struct tcp_end e;
+    bool server;
+    int cpu;
+    double warm, secs;
+    struct side_res r;
+};
+
+static void *tcp_thread_fn(void *arg)
+{
+    struct tcp_thread *t = arg;
+    if (t->cpu >= 0)
+        tool_pin(t->cpu);
+    if (t->server)
+        tcp_receiver(&t->e, t->warm, t->secs, &t->r);
+    else
+        tcp_sender(&t->e, tool_now_s() + t->warm + t->secs + 2, &t->r);
+    hp_thread_exit();
+    return NULL;
+}
+
+static int tcp_mem_round(int a, int b, double warm, double secs, double *gbps, double *share, char *why,
+                         size_t len)
+{
+    struct hp_pool_config pc = {.name = "bench-mem-tcp", .n_bufs = 32768};
+    struct hp_pool *pool = hp_pool_create(&pc);
+    struct hp_link_config lc = {.pool = pool, .ring_size = 1024};
+    struct hp_link *e[2] = {NULL, NULL};
+    static struct tcp_thread th[2];
+    memset(th, 0, sizeof th);
+    int rc = -1, started = 0;
+    pthread_t id[2];
+    if (!pool || hp_link_mem_pair(&lc, e) < 0) {
+        snprintf(why, len, "mem pair: %s", hp_link_error());
+        goto out;
+    }
+    for (int i = 0; i < 2; i++) {
+        th[i] = (struct tcp_thread){.server = i == 0, .cpu = i == 0 ? a : b, .warm = warm, .secs = secs};
+        if (tcp_end_open(&th[i].e, NULL, i == 0, e[i]) < 0) {
+            snprintf(why, len, "cannot set up the stacks on the mem pair");
+            goto out;
+        }
+    }
+    for (; started < 2; started++)
+        if (pthread_create(&id[started], NULL, tcp_thread_fn, &th[started]) != 0)
+            break;
+    for (int i = 0; i < started; i++)
+        pthread_join(id[i], NULL);
+    if (started == 2 && th[0].r.ok) {
+        *gbps = th[0].r.rate / 1e9;
+        *share = th[0].r.share;
+        rc = 0;
+    } else {
+        snprintf(why, len, "%s", started < 2 ? "cannot start the threads" : th[0].r.why);
+    }
+out:
+    for (int i = 0; i < 2; i++)
+        tcp_end_close(&th[i].e);
+    if (pool)
+        hp_pool_thread_flush(pool);
+    hp_link_close(e[0]);
+    hp_link_close(e[1]);
+    hp_pool_destroy(pool);
+    return rc;
 }
 
 static int tcpk_round(int a, int b, double warm, double secs, double *gbps, char *why, size_t len)
@@ -529,6 +605,8 @@ static void run_rounds(struct row *rows, int reps, int a, int b, double warm, do
                 rc = tp_tp_round(a, b, secs, &v, why, sizeof why);
             } else if (i == R_TCP) {
                 rc = tcp_round(a, b, warm, secs, &v, &share, why, sizeof why);
+            } else if (i == R_TCP_MEM) {
+                rc = tcp_mem_round(a, b, warm, secs, &v, &share, why, sizeof why);
             } else {
                 rc = tcpk_round(a, b, warm, secs, &v, why, sizeof why);
             }
@@ -544,8 +622,8 @@ static void run_rounds(struct row *rows, int reps, int a, int b, double warm, do
 }
 
 struct ratios {
-    double hp_goal, tp_dir, hp_vs_tp, hp_vs_mem, tcp_goal, tcp_vs_kernel;
-    bool has_tp_dir, has_hp_vs_tp, has_hp_vs_mem, has_tcp_k;
+    double hp_goal, tp_dir, hp_vs_tp, hp_vs_mem, tcp_goal, tcp_vs_kernel, tcp_vs_mem;
+    bool has_tp_dir, has_hp_vs_tp, has_hp_vs_mem, has_tcp_k, has_tcp_mem;
 };
 
 static void compute_ratios(const struct row *r, struct ratios *x)
@@ -561,6 +639,8 @@ static void compute_ratios(const struct row *r, struct ratios *x)
     x->hp_vs_mem = x->has_hp_vs_mem ? r[R_HP].med / r[R_MEM].med : 0;
     x->has_tcp_k = r[R_TCP].n && r[R_TCPK].n;
     x->tcp_vs_kernel = x->has_tcp_k ? r[R_TCP].med / r[R_TCPK].med : 0;
+    x->has_tcp_mem = r[R_TCP].n && r[R_TCP_MEM].n;
+    x->tcp_vs_mem = x->has_tcp_mem ? r[R_TCP].med / r[R_TCP_MEM].med : 0;
 }
 
 static void print_json(FILE *f, const struct row *rows, const struct ratios *x, int reps, double secs, int a, int b)
@@ -587,6 +667,7 @@ static void print_json(FILE *f, const struct row *rows, const struct ratios *x, 
     json_object_set_new(rat, "hp_over_testpmd_to_testpmd", x->has_hp_vs_tp ? json_real(x->hp_vs_tp) : json_null());
     json_object_set_new(rat, "hp_over_mem_cross_cpu", x->has_hp_vs_mem ? json_real(x->hp_vs_mem) : json_null());
     json_object_set_new(rat, "tcp_gbps_over_goal_20", rows[R_TCP].n ? json_real(x->tcp_goal) : json_null());
+    json_object_set_new(rat, "tcp_over_mem", x->has_tcp_mem ? json_real(x->tcp_vs_mem) : json_null());
     json_object_set_new(rat, "tcp_over_kernel_loopback", x->has_tcp_k ? json_real(x->tcp_vs_kernel) : json_null());
     json_object_set_new(root, "ratios", rat);
     json_dumpf(root, f, JSON_COMPACT);
@@ -628,6 +709,8 @@ static void print_table(FILE *f, const struct row *rows, const struct ratios *x,
         fprintf(f, "  tcp / 20 Gbit/s goal:                  %.3fx\n", x->tcp_goal);
     if (x->has_tcp_k)
         fprintf(f, "  tcp over memif / kernel over loopback: %.3fx\n", x->tcp_vs_kernel);
+    if (x->has_tcp_mem)
+        fprintf(f, "  tcp over memif / tcp over mem:         %.3fx\n", x->tcp_vs_mem);
 }
 
 int bench_memif(const struct bench_opts *o, FILE *table)
@@ -643,6 +726,7 @@ int bench_memif(const struct bench_opts *o, FILE *table)
         [R_TP_HP] = {"testpmd>hp", "Mpps", "testpmd txonly (client) -> hotpath rxdrop (server)"},
         [R_TP_TP] = {"testpmd>testpmd", "Mpps", "testpmd txonly (client) -> testpmd rxonly (server), for scale"},
         [R_TCP] = {"tcp hp/memif", "Gbit/s", "one TCP flow, MTU 1500, hotpath in two processes over memif"},
+        [R_TCP_MEM] = {"tcp hp/mem", "Gbit/s", "the same flow, two threads over an in-process mem pair (no memif)"},
         [R_TCPK] = {"tcp kernel/lo", "Gbit/s", "one TCP flow, the kernel over loopback, same two CPUs"},
     };
     run_rounds(rows, reps, a, b, warm, secs, testpmd_missing(), o);
