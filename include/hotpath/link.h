@@ -107,7 +107,8 @@ struct hp_memif_config {
     const char *secret;
     /** Client: bytes of each shared buffer (copy mode); 0: 2048. Frames
      * longer than a buffer are chained over several descriptors. In
-     * zero-copy mode the buffers are the pool's, of 2048 - 128 bytes. */
+     * zero-copy mode, the data room of the pool's buffers (headroom
+     * included: a descriptor offers the room after the headroom). */
     uint32_t buffer_size;
     /** Rings per direction: the client asks for this many (the server may
      * allow fewer), the server allows at most this many; 0: 1, at most 16.
