@@ -62,8 +62,8 @@ struct row {
 
 struct side_res {
     int ok;
-    double rate;     /* packets/s, or bits/s for TCP */
-    double share;    /* CPU time over wall time while measuring: how much of its CPU it got */
+    double rate;  /* packets/s, or bits/s for TCP */
+    double share; /* CPU time over wall time while measuring: how much of its CPU it got */
     char why[160];
 };
 
@@ -89,8 +89,8 @@ static void read_res(int fd, pid_t pid, struct side_res *r)
 /* gen in a child: 64-byte frames over memif for secs, pinned to cpu (or,
  * sock NULL, over an in-process mem pair whose feeding thread runs on
  * cpu2: the same frames across the same two CPUs without memif). */
-static pid_t gen_child(const char *mode, const char *sock, int role, unsigned flags, int cpu, int cpu2, double secs,
-                       int *fd)
+static pid_t gen_child(const char *mode, const char *sock, int role, unsigned flags, int cpu,
+                       int cpu2, double secs, int *fd)
 {
     int p[2];
     if (pipe(p) < 0)
@@ -135,13 +135,15 @@ static void sock_name(char *buf, size_t len, const char *what)
 
 /* ---- hotpath to hotpath ------------------------------------------------------------------ */
 
-static int hp_round(bool zc, int a, int b, double secs, double *mpps, double *share, char *why, size_t len)
+static int hp_round(bool zc, int a, int b, double secs, double *mpps, double *share, char *why,
+                    size_t len)
 {
     char sock[128];
     sock_name(sock, sizeof sock, "hp");
     int rfd, tfd;
     pid_t rx = gen_child("rxdrop", sock, HP_MEMIF_SERVER, 0, a, -1, secs, &rfd);
-    pid_t tx = gen_child("txonly", sock, HP_MEMIF_CLIENT, zc ? HP_LINK_F_ZEROCOPY : 0, b, -1, secs + 1, &tfd);
+    pid_t tx = gen_child("txonly", sock, HP_MEMIF_CLIENT, zc ? HP_LINK_F_ZEROCOPY : 0, b, -1,
+                         secs + 1, &tfd);
     struct side_res r, t;
     read_res(rfd, rx, &r);
     read_res(tfd, tx, &t);
@@ -195,13 +197,15 @@ static const char *testpmd_missing(void)
 
 /* testpmd with one memif port in role, forwarding mode, its forwarding
  * lcore on cpu; output to log. */
-static pid_t testpmd_start(const char *role, const char *mode, const char *sock, int cpu, const char *log)
+static pid_t testpmd_start(const char *role, const char *mode, const char *sock, int cpu,
+                           const char *log)
 {
     pid_t pid = fork();
     if (pid != 0)
         return pid;
     char vdev[256], lcores[32], prefix[64];
-    snprintf(vdev, sizeof vdev, "--vdev=net_memif,role=%s,socket=%s,socket-abstract=no", role, sock);
+    snprintf(vdev, sizeof vdev, "--vdev=net_memif,role=%s,socket=%s,socket-abstract=no", role,
+             sock);
     snprintf(lcores, sizeof lcores, "0@%d,1@%d", cpu, cpu);
     snprintf(prefix, sizeof prefix, "--file-prefix=hpbench-%d-%s", (int)getppid(), role);
     int out = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600), in = open("/dev/null", O_RDONLY);
@@ -210,9 +214,23 @@ static pid_t testpmd_start(const char *role, const char *mode, const char *sock,
         dup2(out, 1);
         dup2(out, 2);
     }
-    char *argv[] = {(char *)testpmd_path(), "--no-huge", "-m", "512", "--no-pci", prefix, "--lcores", lcores, vdev,
-                    "--", "--forward-mode", (char *)mode, "--auto-start", "--stats-period", "1",
-                    "--total-num-mbufs=8192", NULL};
+    char *argv[] = {(char *)testpmd_path(),
+                    "--no-huge",
+                    "-m",
+                    "512",
+                    "--no-pci",
+                    prefix,
+                    "--lcores",
+                    lcores,
+                    vdev,
+                    "--",
+                    "--forward-mode",
+                    (char *)mode,
+                    "--auto-start",
+                    "--stats-period",
+                    "1",
+                    "--total-num-mbufs=8192",
+                    NULL};
     execv(argv[0], argv);
     _exit(127);
 }
@@ -310,7 +328,8 @@ static int tp_tp_round(int a, int b, double secs, double *mpps, char *why, size_
     char sock[128], log[2][160];
     sock_name(sock, sizeof sock, "tptp");
     for (int i = 0; i < 2; i++)
-        snprintf(log[i], sizeof log[i], "/tmp/hotpath-bench-memif-%d-testpmd-%d.log", (int)getpid(), i);
+        snprintf(log[i], sizeof log[i], "/tmp/hotpath-bench-memif-%d-testpmd-%d.log", (int)getpid(),
+                 i);
     pid_t rx = testpmd_start("server", "rxonly", sock, a, log[0]);
     pid_t tx = wait_file(sock, 20) ? testpmd_start("client", "txonly", sock, b, log[1]) : -1;
     struct timespec t = {(time_t)(secs + 4), 0};
@@ -355,7 +374,8 @@ static int tcp_end_open(struct tcp_end *e, const char *sock, bool server, struct
         lc.memif.role = server ? HP_MEMIF_SERVER : HP_MEMIF_CLIENT;
         e->link = e->pool ? hp_link_open("memif", &lc) : NULL;
     }
-    struct hp_stack_config sc = {.name = server ? "receiver" : "sender", .flags = HP_STACK_F_NO_DAD};
+    struct hp_stack_config sc = {.name = server ? "receiver" : "sender",
+                                 .flags = HP_STACK_F_NO_DAD};
     e->st = e->link ? hp_stack_create(&sc) : NULL;
     int ifx = e->st ? hp_stack_add_iface(e->st, e->link) : -1;
     if (ifx < 0 || hp_stack_add_addr(e->st, ifx, 4, server ? B4 : A4, 24) < 0)
@@ -419,7 +439,8 @@ static void tcp_receiver(struct tcp_end *e, double warm, double secs, struct sid
             return;
         }
     }
-    snprintf(r->why, sizeof r->why, "hotpath TCP over memif: %s", bytes ? "the flow stopped" : "no byte arrived");
+    snprintf(r->why, sizeof r->why, "hotpath TCP over memif: %s",
+             bytes ? "the flow stopped" : "no byte arrived");
 }
 
 /* The sender: connect once the link is up, write until the deadline. */
@@ -435,7 +456,8 @@ static void tcp_sender(struct tcp_end *e, double until, struct side_res *r)
         drain_events(e->st);
         if (!e->t && hp_link_up(e->link)) {
             e->t = hp_tcp_open(e->st, 4, NULL);
-            if (e->t && hp_tcp_connect(e->t, &to) != -EINPROGRESS && hp_tcp_state(e->t) != HP_TCP_ESTABLISHED) {
+            if (e->t && hp_tcp_connect(e->t, &to) != -EINPROGRESS &&
+                hp_tcp_state(e->t) != HP_TCP_ESTABLISHED) {
                 hp_tcp_abort(e->t);
                 e->t = NULL;
             }
@@ -473,7 +495,8 @@ static pid_t tcp_child(bool server, const char *sock, int cpu, double warm, doub
     _exit(0);
 }
 
-static int tcp_round(int a, int b, double warm, double secs, double *gbps, double *share, char *why, size_t len)
+static int tcp_round(int a, int b, double warm, double secs, double *gbps, double *share, char *why,
+                     size_t len)
 {
     char sock[128];
     sock_name(sock, sizeof sock, "tcp");
@@ -516,8 +539,8 @@ static void *tcp_thread_fn(void *arg)
     return NULL;
 }
 
-static int tcp_mem_round(int a, int b, double warm, double secs, double *gbps, double *share, char *why,
-                         size_t len)
+static int tcp_mem_round(int a, int b, double warm, double secs, double *gbps, double *share,
+                         char *why, size_t len)
 {
     struct hp_pool_config pc = {.name = "bench-mem-tcp", .n_bufs = 32768};
     struct hp_pool *pool = hp_pool_create(&pc);
@@ -532,7 +555,8 @@ static int tcp_mem_round(int a, int b, double warm, double secs, double *gbps, d
         goto out;
     }
     for (int i = 0; i < 2; i++) {
-        th[i] = (struct tcp_thread){.server = i == 0, .cpu = i == 0 ? a : b, .warm = warm, .secs = secs};
+        th[i] = (struct tcp_thread){
+            .server = i == 0, .cpu = i == 0 ? a : b, .warm = warm, .secs = secs};
         if (tcp_end_open(&th[i].e, NULL, i == 0, e[i]) < 0) {
             snprintf(why, len, "cannot set up the stacks on the mem pair");
             goto out;
@@ -563,7 +587,8 @@ out:
 
 static int tcpk_round(int a, int b, double warm, double secs, double *gbps, char *why, size_t len)
 {
-    struct tcpk_opts ko = {.cpu_a = b, .cpu_b = a, .chunk = TCP_CHUNK, .warm_s = warm, .seconds = secs};
+    struct tcpk_opts ko = {
+        .cpu_a = b, .cpu_b = a, .chunk = TCP_CHUNK, .warm_s = warm, .seconds = secs};
     struct tcpk_result kr;
     if (tcpk_stream_run(&ko, &kr) < 0 || !(kr.seconds > 0)) {
         snprintf(why, len, "%s", kr.why);
@@ -585,8 +610,8 @@ static void row_add(struct row *w, int rc, double v, double share, const char *w
     }
 }
 
-static void run_rounds(struct row *rows, int reps, int a, int b, double warm, double secs, const char *tp_missing,
-                       const struct bench_opts *o)
+static void run_rounds(struct row *rows, int reps, int a, int b, double warm, double secs,
+                       const char *tp_missing, const struct bench_opts *o)
 {
     for (int k = 0; k < reps; k++) {
         for (int i = 0; i < NROWS; i++) {
@@ -643,16 +668,18 @@ static void compute_ratios(const struct row *r, struct ratios *x)
     x->tcp_vs_mem = x->has_tcp_mem ? r[R_TCP].med / r[R_TCP_MEM].med : 0;
 }
 
-static void print_json(FILE *f, const struct row *rows, const struct ratios *x, int reps, double secs, int a, int b)
+static void print_json(FILE *f, const struct row *rows, const struct ratios *x, int reps,
+                       double secs, int a, int b)
 {
     char cpu[256];
     hp_cpu_describe(cpu, sizeof cpu);
-    json_t *root = json_pack("{s:s, s:s, s:s, s:s, s:i, s:f, s:[i,i]}", "bench", "memif", "cpu", cpu, "compiler",
-                             tool_compiler(), "flags", tool_build_flags(), "reps", reps, "round_s", secs, "cpus", a, b);
+    json_t *root = json_pack("{s:s, s:s, s:s, s:s, s:i, s:f, s:[i,i]}", "bench", "memif", "cpu",
+                             cpu, "compiler", tool_compiler(), "flags", tool_build_flags(), "reps",
+                             reps, "round_s", secs, "cpus", a, b);
     json_t *arr = json_array();
     for (int i = 0; i < NROWS; i++) {
-        json_t *w = json_pack("{s:s, s:s, s:s, s:i}", "row", rows[i].name, "unit", rows[i].unit, "what", rows[i].what,
-                              "rounds", rows[i].n);
+        json_t *w = json_pack("{s:s, s:s, s:s, s:i}", "row", rows[i].name, "unit", rows[i].unit,
+                              "what", rows[i].what, "rounds", rows[i].n);
         json_object_set_new(w, "median", rows[i].n ? json_real(rows[i].med) : json_null());
         if (rows[i].n && rows[i].med_share > 0)
             json_object_set_new(w, "receiver_cpu_share", json_real(rows[i].med_share));
@@ -662,27 +689,39 @@ static void print_json(FILE *f, const struct row *rows, const struct ratios *x, 
     }
     json_object_set_new(root, "rows", arr);
     json_t *rat = json_object();
-    json_object_set_new(rat, "hp_mpps_over_goal_20", rows[R_HP].n ? json_real(x->hp_goal) : json_null());
-    json_object_set_new(rat, "hp_to_testpmd_over_testpmd_to_hp", x->has_tp_dir ? json_real(x->tp_dir) : json_null());
-    json_object_set_new(rat, "hp_over_testpmd_to_testpmd", x->has_hp_vs_tp ? json_real(x->hp_vs_tp) : json_null());
-    json_object_set_new(rat, "hp_over_mem_cross_cpu", x->has_hp_vs_mem ? json_real(x->hp_vs_mem) : json_null());
-    json_object_set_new(rat, "tcp_gbps_over_goal_20", rows[R_TCP].n ? json_real(x->tcp_goal) : json_null());
-    json_object_set_new(rat, "tcp_over_mem", x->has_tcp_mem ? json_real(x->tcp_vs_mem) : json_null());
-    json_object_set_new(rat, "tcp_over_kernel_loopback", x->has_tcp_k ? json_real(x->tcp_vs_kernel) : json_null());
+    json_object_set_new(rat, "hp_mpps_over_goal_20",
+                        rows[R_HP].n ? json_real(x->hp_goal) : json_null());
+    json_object_set_new(rat, "hp_to_testpmd_over_testpmd_to_hp",
+                        x->has_tp_dir ? json_real(x->tp_dir) : json_null());
+    json_object_set_new(rat, "hp_over_testpmd_to_testpmd",
+                        x->has_hp_vs_tp ? json_real(x->hp_vs_tp) : json_null());
+    json_object_set_new(rat, "hp_over_mem_cross_cpu",
+                        x->has_hp_vs_mem ? json_real(x->hp_vs_mem) : json_null());
+    json_object_set_new(rat, "tcp_gbps_over_goal_20",
+                        rows[R_TCP].n ? json_real(x->tcp_goal) : json_null());
+    json_object_set_new(rat, "tcp_over_mem",
+                        x->has_tcp_mem ? json_real(x->tcp_vs_mem) : json_null());
+    json_object_set_new(rat, "tcp_over_kernel_loopback",
+                        x->has_tcp_k ? json_real(x->tcp_vs_kernel) : json_null());
     json_object_set_new(root, "ratios", rat);
     json_dumpf(root, f, JSON_COMPACT);
     fputc('\n', f);
     json_decref(root);
 }
 
-static void print_table(FILE *f, const struct row *rows, const struct ratios *x, int reps, double secs, int a, int b)
+static void print_table(FILE *f, const struct row *rows, const struct ratios *x, int reps,
+                        double secs, int a, int b)
 {
     char cpu[256];
     hp_cpu_describe(cpu, sizeof cpu);
     fprintf(f, "\n== memif: two processes over shared memory, each pinned to its CPU\n");
-    fprintf(f, "cpu:        %s\ncompiler:   %s\nflags:      %s\n", cpu, tool_compiler(), tool_build_flags());
-    fprintf(f, "setup:      receiver on CPU %d, sender on CPU %d (testpmd: its forwarding lcore there); %d round%s\n"
-               "            of %.2g s per row, rows alternating; medians; 64-byte frames, rings of 1024\n\n",
+    fprintf(f, "cpu:        %s\ncompiler:   %s\nflags:      %s\n", cpu, tool_compiler(),
+            tool_build_flags());
+    fprintf(f,
+            "setup:      receiver on CPU %d, sender on CPU %d (testpmd: its forwarding lcore "
+            "there); %d round%s\n"
+            "            of %.2g s per row, rows alternating; medians; 64-byte frames, rings of "
+            "1024\n\n",
             a, b, reps, reps == 1 ? "" : "s", secs);
     fprintf(f, "  %-16s %14s %6s  %s\n", "row", "median", "rxCPU", "what");
     for (int i = 0; i < NROWS; i++) {
@@ -690,12 +729,16 @@ static void print_table(FILE *f, const struct row *rows, const struct ratios *x,
         if (rows[i].n && rows[i].med_share > 0)
             snprintf(sh, sizeof sh, "%3.0f%%", rows[i].med_share * 100);
         if (rows[i].n)
-            fprintf(f, "  %-16s %7.3f %-6s %6s  %s\n", rows[i].name, rows[i].med, rows[i].unit, sh, rows[i].what);
+            fprintf(f, "  %-16s %7.3f %-6s %6s  %s\n", rows[i].name, rows[i].med, rows[i].unit, sh,
+                    rows[i].what);
         else
-            fprintf(f, "  %-16s %14s %6s  %s: %s\n", rows[i].name, "-", "", rows[i].what, rows[i].why);
+            fprintf(f, "  %-16s %14s %6s  %s: %s\n", rows[i].name, "-", "", rows[i].what,
+                    rows[i].why);
     }
-    fprintf(f, "  (rxCPU: the receiving process's CPU time over its wall time: below 100%%, the machine\n"
-               "   gave it less than its CPU, and the rate is bounded by that share, not by the link)\n");
+    fprintf(
+        f,
+        "  (rxCPU: the receiving process's CPU time over its wall time: below 100%%, the machine\n"
+        "   gave it less than its CPU, and the rate is bounded by that share, not by the link)\n");
     fprintf(f, "\nratios\n");
     if (rows[R_HP].n)
         fprintf(f, "  hp>hp / 20 Mpps goal:                  %.3fx\n", x->hp_goal);
@@ -719,15 +762,34 @@ int bench_memif(const struct bench_opts *o, FILE *table)
     double secs = o->quick ? 1 : 2, warm = 0.5;
     int b = o->cpu >= 0 ? o->cpu : n - 1, a = b == 0 ? (n > 1 ? 1 : 0) : 0;
     struct row rows[NROWS] = {
-        [R_HP] = {"hp>hp", "Mpps", "hotpath txonly (client, copy) -> hotpath rxdrop (server)"},
-        [R_HP_ZC] = {"hp>hp zc", "Mpps", "the same, the client in zero-copy mode"},
-        [R_MEM] = {"mem x-cpu", "Mpps", "gen rxdrop on an in-process mem pair fed from the other CPU (no memif)"},
-        [R_HP_TP] = {"hp>testpmd", "Mpps", "hotpath txonly (client) -> testpmd rxonly (server)"},
-        [R_TP_HP] = {"testpmd>hp", "Mpps", "testpmd txonly (client) -> hotpath rxdrop (server)"},
-        [R_TP_TP] = {"testpmd>testpmd", "Mpps", "testpmd txonly (client) -> testpmd rxonly (server), for scale"},
-        [R_TCP] = {"tcp hp/memif", "Gbit/s", "one TCP flow, MTU 1500, hotpath in two processes over memif"},
-        [R_TCP_MEM] = {"tcp hp/mem", "Gbit/s", "the same flow, two threads over an in-process mem pair (no memif)"},
-        [R_TCPK] = {"tcp kernel/lo", "Gbit/s", "one TCP flow, the kernel over loopback, same two CPUs"},
+        [R_HP] = {.name = "hp>hp",
+                  .unit = "Mpps",
+                  .what = "hotpath txonly (client, copy) -> hotpath rxdrop (server)"},
+        [R_HP_ZC] = {.name = "hp>hp zc",
+                     .unit = "Mpps",
+                     .what = "the same, the client in zero-copy mode"},
+        [R_MEM] = {.name = "mem x-cpu",
+                   .unit = "Mpps",
+                   .what =
+                       "gen rxdrop on an in-process mem pair fed from the other CPU (no memif)"},
+        [R_HP_TP] = {.name = "hp>testpmd",
+                     .unit = "Mpps",
+                     .what = "hotpath txonly (client) -> testpmd rxonly (server)"},
+        [R_TP_HP] = {.name = "testpmd>hp",
+                     .unit = "Mpps",
+                     .what = "testpmd txonly (client) -> hotpath rxdrop (server)"},
+        [R_TP_TP] = {.name = "testpmd>testpmd",
+                     .unit = "Mpps",
+                     .what = "testpmd txonly (client) -> testpmd rxonly (server), for scale"},
+        [R_TCP] = {.name = "tcp hp/memif",
+                   .unit = "Gbit/s",
+                   .what = "one TCP flow, MTU 1500, hotpath in two processes over memif"},
+        [R_TCP_MEM] = {.name = "tcp hp/mem",
+                       .unit = "Gbit/s",
+                       .what = "the same flow, two threads over an in-process mem pair (no memif)"},
+        [R_TCPK] = {.name = "tcp kernel/lo",
+                    .unit = "Gbit/s",
+                    .what = "one TCP flow, the kernel over loopback, same two CPUs"},
     };
     run_rounds(rows, reps, a, b, warm, secs, testpmd_missing(), o);
     struct ratios x;

@@ -59,7 +59,8 @@ static void check_accepted(const struct hp__memif_hs *hs, enum hp__memif_verdict
         for (unsigned k = 0; k < hs->n_regions; k++)
             r[k] = (struct hp__memif_region){NULL, hs->region_size[k]};
         for (unsigned i = 0; i < hs->n_c2s + hs->n_s2c; i++) {
-            const struct hp__memif_ring_def *d = i < hs->n_c2s ? &hs->c2s[i] : &hs->s2c[i - hs->n_c2s];
+            const struct hp__memif_ring_def *d =
+                i < hs->n_c2s ? &hs->c2s[i] : &hs->s2c[i - hs->n_c2s];
             if (!d->set || d->log2 > hs->log2 ||
                 hp__memif_check_ring(r, hs->n_regions, d->region, d->offset, d->log2) != 0)
                 fail("server accepted a ring outside its region or limits");

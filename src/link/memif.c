@@ -52,14 +52,15 @@ void hp__memif_bad(struct memif_link *m, uint64_t *counter, const char *fmt, ...
 void hp__memif_ring_error(struct memif_link *m, const char *what, uint16_t was, uint16_t now)
 {
     m->ms.ring_errors++;
-    hp__log(HP_LOG_WARN, "memif", "%s: %s jumped from %u to %u: taking the link down", m->what, what, was,
-            now);
+    hp__log(HP_LOG_WARN, "memif", "%s: %s jumped from %u to %u: taking the link down", m->what,
+            what, was, now);
     hp__memif_down(m, "ring index out of range", true);
 }
 
 /* ---- up and down -------------------------------------------------------- */
 
-static void queue_at(struct memif_link *m, struct memif_queue *q, const struct hp__memif_ring_def *d)
+static void queue_at(struct memif_link *m, struct memif_queue *q,
+                     const struct hp__memif_ring_def *d)
 {
     q->ring = (struct hp__memif_ring *)(m->reg[d->region].base + d->offset);
     q->desc = (struct hp__memif_desc *)(q->ring + 1);
@@ -123,8 +124,8 @@ int hp__memif_start(struct memif_link *m)
     if (!m->server)
         for (unsigned i = 0; i < m->n_rx; i++)
             refill(m, &m->rx[i]);
-    hp__log(HP_LOG_INFO, "memif", "%s: up with %s (%s), %u+%u rings of %u", m->what, m->hs.peer_name,
-            m->hs.peer_if, m->n_tx, m->n_rx, m->ms.ring_size);
+    hp__log(HP_LOG_INFO, "memif", "%s: up with %s (%s), %u+%u rings of %u", m->what,
+            m->hs.peer_name, m->hs.peer_if, m->n_tx, m->n_rx, m->ms.ring_size);
     return 0;
 }
 
@@ -137,7 +138,8 @@ static uint64_t unread_frames(const struct memif_queue *q)
         n = hp__memif_ring_count(q->reclaim, q->prod, q->size);
     uint64_t frames = 0;
     for (int k = 0; k < n; k++)
-        if (!(desc_read(&q->desc[(uint16_t)(q->prod - 1 - k) & q->mask]).flags & HP__MEMIF_DESC_NEXT))
+        if (!(desc_read(&q->desc[(uint16_t)(q->prod - 1 - k) & q->mask]).flags &
+              HP__MEMIF_DESC_NEXT))
             frames++;
     return frames;
 }
@@ -234,13 +236,15 @@ static void refused_frame(struct memif_link *m, int st, const struct hp__memif_d
 {
     m->l.st.rx_errors++;
     if (st == FR_BAD)
-        hp__memif_bad(m, &m->ms.bad_descs, "descriptor outside the shared memory (region %u offset %u length %u)",
+        hp__memif_bad(m, &m->ms.bad_descs,
+                      "descriptor outside the shared memory (region %u offset %u length %u)",
                       bad->region, bad->offset, bad->length);
 }
 
 /* Receive by copy (server; client in copy mode) into buffers allocated in
  * one go in bufs[0 .. k-1]; those a frame did not take are freed. */
-static unsigned rx_copy(struct memif_link *m, struct memif_queue *q, struct hp_buf **bufs, unsigned n)
+static unsigned rx_copy(struct memif_link *m, struct memif_queue *q, struct hp_buf **bufs,
+                        unsigned n)
 {
     uint16_t prod;
     int avail = rx_avail(m, q, &prod);
@@ -307,7 +311,8 @@ static int zc_fill(struct memif_link *m, struct hp_buf *b, const struct hp__memi
 
 /* Zero-copy receive of one frame at q->cons: 1 (in *out, or refused and
  * freed: *out NULL), 0 (its chain is not complete yet). */
-static int zc_frame(struct memif_link *m, struct memif_queue *q, unsigned avail, struct hp_buf **out)
+static int zc_frame(struct memif_link *m, struct memif_queue *q, unsigned avail,
+                    struct hp_buf **out)
 {
     unsigned u = 0;
     int st = FR_OK;
@@ -400,7 +405,8 @@ static void refill(struct memif_link *m, struct memif_queue *q)
             for (unsigned k = 0; k < got; k++, h++) {
                 uint32_t s = h & q->mask;
                 q->slot[s] = b[k];
-                uint32_t off = (uint32_t)((unsigned char *)hp_buf_data(b[k]) - (unsigned char *)m->pool_mem);
+                uint32_t off =
+                    (uint32_t)((unsigned char *)hp_buf_data(b[k]) - (unsigned char *)m->pool_mem);
                 desc_write(&q->desc[s], 0, 1, hp_buf_tailroom(b[k]), off);
             }
             space -= got;
@@ -555,26 +561,33 @@ static int check_config(const struct hp_link_config *cfg)
 {
     const struct hp_memif_config *mc = &cfg->memif;
     if (mc->role != HP_MEMIF_CLIENT && mc->role != HP_MEMIF_SERVER)
-        return hp__link_fail(EINVAL, "memif: role %d is neither client (0) nor server (1)", mc->role);
+        return hp__link_fail(EINVAL, "memif: role %d is neither client (0) nor server (1)",
+                             mc->role);
     if (mc->queues > HP__MEMIF_MAX_QUEUES)
-        return hp__link_fail(EINVAL, "memif: %u queues: at most %d", mc->queues, HP__MEMIF_MAX_QUEUES);
+        return hp__link_fail(EINVAL, "memif: %u queues: at most %d", mc->queues,
+                             HP__MEMIF_MAX_QUEUES);
     if (cfg->ring_size > (1u << HP__MEMIF_MAX_LOG2))
-        return hp__link_fail(EINVAL, "memif: ring_size %u: at most %u", cfg->ring_size, 1u << HP__MEMIF_MAX_LOG2);
+        return hp__link_fail(EINVAL, "memif: ring_size %u: at most %u", cfg->ring_size,
+                             1u << HP__MEMIF_MAX_LOG2);
     if (mc->buffer_size && (mc->buffer_size < 128 || mc->buffer_size > 65535))
         return hp__link_fail(EINVAL, "memif: buffer_size %u: 128 to 65535 bytes", mc->buffer_size);
     if (mc->secret && strlen(mc->secret) > HP__MEMIF_SECRET_LEN)
-        return hp__link_fail(EINVAL, "memif: the secret is longer than %d bytes", HP__MEMIF_SECRET_LEN);
+        return hp__link_fail(EINVAL, "memif: the secret is longer than %d bytes",
+                             HP__MEMIF_SECRET_LEN);
     if (mc->rx_mode < HP_MEMIF_RX_AUTO || mc->rx_mode > HP_MEMIF_RX_INTERRUPT)
-        return hp__link_fail(EINVAL, "memif: rx_mode %d is not an enum hp_memif_rx_mode", mc->rx_mode);
+        return hp__link_fail(EINVAL, "memif: rx_mode %d is not an enum hp_memif_rx_mode",
+                             mc->rx_mode);
     if (cfg->flags & ~(unsigned)(HP_LINK_F_TX_COMPLETIONS | HP_LINK_F_ZEROCOPY | HP_LINK_F_COPY))
         return hp__link_fail(EINVAL, "memif: flags 0x%x are for other backends", cfg->flags);
     if ((cfg->flags & HP_LINK_F_ZEROCOPY) && (cfg->flags & HP_LINK_F_COPY))
         return hp__link_fail(EINVAL, "memif: zero-copy and copy exclude each other");
     if ((cfg->flags & HP_LINK_F_ZEROCOPY) && mc->role == HP_MEMIF_SERVER)
-        return hp__link_fail(EOPNOTSUPP, "memif server: zero-copy is the client's (the server maps the "
-                                         "client's memory and copies)");
+        return hp__link_fail(EOPNOTSUPP,
+                             "memif server: zero-copy is the client's (the server maps the "
+                             "client's memory and copies)");
     if ((cfg->flags & HP_LINK_F_ZEROCOPY) && cfg->pool)
-        return hp__link_fail(EINVAL, "memif zero-copy makes its pool over shared memory: leave cfg->pool NULL");
+        return hp__link_fail(
+            EINVAL, "memif zero-copy makes its pool over shared memory: leave cfg->pool NULL");
     return 0;
 }
 
@@ -588,7 +601,8 @@ static int make_pool(struct memif_link *m, const struct hp_link_config *cfg, str
     uint32_t chunk = (HP_BUF_META_SIZE + m->bsize + 63) & ~63u;
     m->pool_len = (size_t)n * chunk;
     if (m->pool_len > UINT32_MAX)
-        return hp__link_fail(EINVAL, "memif: a zero-copy pool of %u x %u bytes passes 4 GiB", n, chunk);
+        return hp__link_fail(EINVAL, "memif: a zero-copy pool of %u x %u bytes passes 4 GiB", n,
+                             chunk);
     m->pool_fd = memfd_create("hotpath-memif-pool", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (m->pool_fd < 0 || ftruncate(m->pool_fd, (off_t)m->pool_len) < 0 ||
         fcntl(m->pool_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
@@ -597,7 +611,10 @@ static int make_pool(struct memif_link *m, const struct hp_link_config *cfg, str
     if (p == MAP_FAILED)
         return hp__link_fail(errno, "memif: cannot map the shared pool: %s", hp_strerror(-errno));
     m->pool_mem = p;
-    struct hp_pool_config pc = {.name = "memif-zc", .mem = p, .mem_len = m->pool_len, .chunk = chunk,
+    struct hp_pool_config pc = {.name = "memif-zc",
+                                .mem = p,
+                                .mem_len = m->pool_len,
+                                .chunk = chunk,
                                 .flags = HP_POOL_F_NO_HUGEPAGES};
     *pool = hp_pool_create(&pc);
     if (!*pool)
@@ -630,7 +647,11 @@ static void make_mac(struct memif_link *m, const char *sock, uint32_t id)
     uint32_t h = 2166136261u ^ id;
     for (const char *c = sock; *c; c++)
         h = (h ^ (uint8_t)*c) * 16777619u;
-    uint8_t mac[6] = {0x02, 0x6d, (uint8_t)(h >> 24), (uint8_t)(h >> 16), (uint8_t)(h >> 8),
+    uint8_t mac[6] = {0x02,
+                      0x6d,
+                      (uint8_t)(h >> 24),
+                      (uint8_t)(h >> 16),
+                      (uint8_t)(h >> 8),
                       (uint8_t)((h & 0xfe) | (m->server ? 1 : 0))};
     memcpy(m->l.mac, mac, 6);
 }
@@ -671,7 +692,8 @@ struct hp_link *hp__memif_open(const struct hp_link_config *cfg)
     if (rc == 0 && (rc = hp__link_init(&m->l, &memif_ops, &c, name)) == 0) {
         m->l.fd = -1;
         m->max_frame = m->l.mtu + HP__ETH_HDR + HP__VLAN_HDR;
-        m->l.caps = HP_LINK_CAP_FD | (m->zc ? HP_LINK_CAP_ZEROCOPY_TX | HP_LINK_CAP_ZEROCOPY_RX : 0);
+        m->l.caps =
+            HP_LINK_CAP_FD | (m->zc ? HP_LINK_CAP_ZEROCOPY_TX | HP_LINK_CAP_ZEROCOPY_RX : 0);
         make_mac(m, cfg->memif.socket ? cfg->memif.socket : MEMIF_DEFAULT_SOCKET, cfg->memif.id);
         rc = hp__memif_ctl_open(m, cfg);
         if (rc < 0)

@@ -130,8 +130,8 @@ static int ctl_recv(int sock, uint8_t buf[HP__MEMIF_MSG_SIZE], size_t *len, int 
         struct cmsghdr align;
     } ctl;
     struct iovec iov = {buf, HP__MEMIF_MSG_SIZE};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-                        .msg_controllen = sizeof ctl.buf};
+    struct msghdr mh = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
     *fd = -1;
     ssize_t r;
     do
@@ -343,7 +343,8 @@ static void server_accept(struct memif_link *m)
         if (m->ctl_fd >= 0) {
             /* One peer per interface: DPDK says the same to a second one. */
             if (log_now(m, ++m->ms.refused, "already connected"))
-                hp__log(HP_LOG_WARN, "memif", "%s: refused a second client: already connected", m->what);
+                hp__log(HP_LOG_WARN, "memif", "%s: refused a second client: already connected",
+                        m->what);
             (void)send_simple(m, fd, HP__MEMIF_MSG_DISCONNECT, "Already connected");
             close(fd);
             continue;
@@ -380,8 +381,8 @@ static void client_connect(struct memif_link *m)
         if (fd >= 0)
             close(fd);
         if (m->ms.reason[0] == '\0' || strncmp(m->ms.reason, "no server", 9) != 0)
-            hp__log(HP_LOG_INFO, "memif", "%s: no server yet (%s): trying again every %u ms", m->what,
-                    hp_strerror(-e), m->reconnect_ms);
+            hp__log(HP_LOG_INFO, "memif", "%s: no server yet (%s): trying again every %u ms",
+                    m->what, hp_strerror(-e), m->reconnect_ms);
         snprintf(m->ms.reason, sizeof m->ms.reason, "no server: %s", hp_strerror(-e));
         timer_set(m, m->reconnect_ms);
         return;
@@ -434,7 +435,8 @@ static void init_rings(struct memif_link *m, unsigned char *base)
         q->buf0 = bufs + r * size * m->bsize;
         struct hp__memif_desc *d = (struct hp__memif_desc *)(ring + 1);
         for (uint32_t s = 0; s < size; s++)
-            d[s] = (struct hp__memif_desc){0, 0, m->zc ? 0 : m->bsize, m->zc ? 0 : q->buf0 + s * m->bsize, 0};
+            d[s] = (struct hp__memif_desc){0, 0, m->zc ? 0 : m->bsize,
+                                           m->zc ? 0 : q->buf0 + s * m->bsize, 0};
     }
 }
 
@@ -521,17 +523,18 @@ static const char *client_send_next(struct memif_link *m)
 static void peer_gone(struct memif_link *m, const struct hp__memif_msg *msg)
 {
     char why[HP__MEMIF_REASON_LEN + 16];
-    snprintf(why, sizeof why, "peer: %s", msg->u.disconnect.reason[0] ? msg->u.disconnect.reason : "disconnect");
+    snprintf(why, sizeof why, "peer: %s",
+             msg->u.disconnect.reason[0] ? msg->u.disconnect.reason : "disconnect");
     if (!m->up && log_now(m, ++m->ms.refused, why))
-        hp__log(HP_LOG_WARN, "memif", "%s: the peer refused the connection: %s (%llu times)", m->what,
-                msg->u.disconnect.reason, (unsigned long long)m->ms.refused);
+        hp__log(HP_LOG_WARN, "memif", "%s: the peer refused the connection: %s (%llu times)",
+                m->what, msg->u.disconnect.reason, (unsigned long long)m->ms.refused);
     hp__memif_down(m, why, false);
 }
 
 /* After the state machine's verdict: what the verdict asks for, with the
  * descriptor that came with the message (kept or closed here). */
-static void act(struct memif_link *m, const struct hp__memif_msg *msg, enum hp__memif_verdict v, int fd,
-                const char *why)
+static void act(struct memif_link *m, const struct hp__memif_msg *msg, enum hp__memif_verdict v,
+                int fd, const char *why)
 {
     uint8_t buf[HP__MEMIF_MSG_SIZE];
     switch (v) {
@@ -555,19 +558,14 @@ static void act(struct memif_link *m, const struct hp__memif_msg *msg, enum hp__
         if (!why)
             why = client_send_next(m);
         break;
-    case HP__MEMIF_V_NEXT:
-        why = client_send_next(m);
-        break;
-    case HP__MEMIF_V_UP:
-        why = hp__memif_start(m) < 0 ? "out of memory" : NULL;
-        break;
+    case HP__MEMIF_V_NEXT: why = client_send_next(m); break;
+    case HP__MEMIF_V_UP: why = hp__memif_start(m) < 0 ? "out of memory" : NULL; break;
     case HP__MEMIF_V_PEER_GONE:
         if (fd >= 0)
             close(fd);
         peer_gone(m, msg);
         return;
-    case HP__MEMIF_V_REFUSE:
-        break;
+    case HP__MEMIF_V_REFUSE: break;
     }
     if (fd >= 0)
         close(fd);
@@ -649,7 +647,8 @@ void hp__memif_service(struct memif_link *m)
             lis = true;
         else if (tag == TAG_TIMER)
             tim = true;
-        else if (tag >= TAG_IRQ && tag < TAG_IRQ + HP__MEMIF_MAX_QUEUES && m->rx[tag - TAG_IRQ].irq_fd >= 0) {
+        else if (tag >= TAG_IRQ && tag < TAG_IRQ + HP__MEMIF_MAX_QUEUES &&
+                 m->rx[tag - TAG_IRQ].irq_fd >= 0) {
             uint64_t c;
             (void)!read(m->rx[tag - TAG_IRQ].irq_fd, &c, sizeof c);
         }
@@ -676,7 +675,8 @@ static int socket_addr(struct memif_link *m, const char *path)
     const char *name = m->abstract ? path + 1 : path;
     size_t n = strlen(name);
     if (n == 0 || n + 1 > max)
-        return hp__link_fail(EINVAL, "memif: socket '%s': empty or longer than %zu bytes", path, max - 2);
+        return hp__link_fail(EINVAL, "memif: socket '%s': empty or longer than %zu bytes", path,
+                             max - 2);
     /* Abstract: a NUL, then the name, the length counting exactly that
      * (as DPDK's socket-abstract=yes and libmemif do). */
     memcpy(m->addr.sun_path + (m->abstract ? 1 : 0), name, n);
@@ -721,8 +721,8 @@ int hp__memif_ctl_open(struct memif_link *m, const struct hp_link_config *cfg)
     int rc = socket_addr(m, mc->socket ? mc->socket : MEMIF_DEFAULT_SOCKET);
     if (rc < 0)
         return rc;
-    snprintf(m->what, sizeof m->what, "memif %s %.40s id %u", m->server ? "server" : "client", m->sock_name,
-             mc->id);
+    snprintf(m->what, sizeof m->what, "memif %s %.40s id %u", m->server ? "server" : "client",
+             m->sock_name, mc->id);
     m->epfd = epoll_create1(EPOLL_CLOEXEC);
     m->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (m->epfd < 0 || m->timer_fd < 0)

@@ -13,9 +13,9 @@
 
 #define MEMIF_DEFAULT_SOCKET "/run/vpp/memif.sock"
 #define MEMIF_DEFAULT_BSIZE 2048u
-#define MEMIF_DEFAULT_LOG2 10      /* client: 1024 entries per ring */
-#define MEMIF_HANDSHAKE_MS 3000    /* a peer that has not finished its handshake by then is dropped */
-#define MEMIF_SERVICE_NS 1000000   /* busy pollers look at the control channel every millisecond */
+#define MEMIF_DEFAULT_LOG2 10    /* client: 1024 entries per ring */
+#define MEMIF_HANDSHAKE_MS 3000  /* a peer that has not finished its handshake by then is dropped */
+#define MEMIF_SERVICE_NS 1000000 /* busy pollers look at the control channel every millisecond */
 #define MEMIF_SETUP_MAX (1 + HP__MEMIF_MAX_REGIONS + 2 * HP__MEMIF_MAX_QUEUES + 1)
 
 /*
@@ -28,16 +28,16 @@
  *   S2C ring      tail (server)       head (client: the buffers it offers)
  */
 struct memif_queue {
-    struct hp__memif_ring *ring;   /* in shared memory; NULL while down */
+    struct hp__memif_ring *ring; /* in shared memory; NULL while down */
     struct hp__memif_desc *desc;
     uint32_t size, mask;
-    uint16_t prod;      /* tx: the next slot we fill */
-    uint16_t cons;      /* rx: the next slot we read */
-    uint16_t offered;   /* client rx (S2C): the head we gave (slots offered up to it) */
-    uint16_t reclaim;   /* zero-copy tx: slots up to here are back from the peer */
-    bool masked;        /* rx: MASK_INT as we last wrote it */
-    int irq_fd;         /* the ring's eventfd: ours to close */
-    uint32_t buf0;      /* client copy mode: offset of slot 0's buffer in region 0 */
+    uint16_t prod;        /* tx: the next slot we fill */
+    uint16_t cons;        /* rx: the next slot we read */
+    uint16_t offered;     /* client rx (S2C): the head we gave (slots offered up to it) */
+    uint16_t reclaim;     /* zero-copy tx: slots up to here are back from the peer */
+    bool masked;          /* rx: MASK_INT as we last wrote it */
+    int irq_fd;           /* the ring's eventfd: ours to close */
+    uint32_t buf0;        /* client copy mode: offset of slot 0's buffer in region 0 */
     struct hp_buf **slot; /* client zero-copy: the buffer behind each slot */
 };
 
@@ -51,9 +51,9 @@ struct memif_out {
 
 /* A region we map: the client's memfds (server), or ours (client). */
 struct memif_region_map {
-    int fd;             /* -1: none (or the zero-copy pool's, which the link keeps) */
+    int fd; /* -1: none (or the zero-copy pool's, which the link keeps) */
     void *base;
-    uint64_t size;      /* as mapped */
+    uint64_t size; /* as mapped */
 };
 
 struct memif_link {
@@ -61,21 +61,21 @@ struct memif_link {
     /* ---- data path --------------------------------------------------- */
     bool up;
     bool server;
-    bool zc;                     /* client zero-copy: region 1 is the pool */
-    bool armed;                  /* interrupts asked for: service on the next rx */
-    uint16_t n_rx, n_tx;         /* rings in use (our receive and transmit sides) */
-    unsigned rx_next;            /* the receive ring to start with */
-    unsigned calls;              /* rx + tx calls, to pace the service */
+    bool zc;             /* client zero-copy: region 1 is the pool */
+    bool armed;          /* interrupts asked for: service on the next rx */
+    uint16_t n_rx, n_tx; /* rings in use (our receive and transmit sides) */
+    unsigned rx_next;    /* the receive ring to start with */
+    unsigned calls;      /* rx + tx calls, to pace the service */
     uint64_t next_service_ns;
-    uint32_t bsize;              /* client copy mode: bytes per slot buffer */
-    uint32_t max_frame;          /* MTU + Ethernet and VLAN headers */
+    uint32_t bsize;     /* client copy mode: bytes per slot buffer */
+    uint32_t max_frame; /* MTU + Ethernet and VLAN headers */
     int rx_mode;
-    _Atomic bool fd_taken;       /* hp_link_fd() was asked for */
+    _Atomic bool fd_taken; /* hp_link_fd() was asked for */
     struct memif_queue rx[HP__MEMIF_MAX_QUEUES], tx[HP__MEMIF_MAX_QUEUES];
     struct hp__memif_region reg[HP__MEMIF_MAX_REGIONS];
     unsigned n_reg;
     struct hp_memif_stats ms;
-    unsigned bad_logged;         /* bad descriptors logged in this connection */
+    unsigned bad_logged; /* bad descriptors logged in this connection */
     /* ---- control --------------------------------------------------------- */
     int epfd, listen_fd, ctl_fd, timer_fd;
     struct sockaddr_un addr;
@@ -86,15 +86,15 @@ struct memif_link {
     struct memif_region_map map[HP__MEMIF_MAX_REGIONS];
     unsigned n_map;
     struct memif_out out[MEMIF_SETUP_MAX];
-    unsigned n_out, next_out;    /* client: setup messages, the next to send */
+    unsigned n_out, next_out; /* client: setup messages, the next to send */
     uint32_t reconnect_ms;
     uint64_t handshake_deadline_ns; /* 0: no handshake in progress */
     /* zero-copy: the pool's shared memory, kept over reconnections */
     int pool_fd;
     void *pool_mem;
     size_t pool_len;
-    char what[64];               /* "memif client /run/x.sock id 0", for messages */
-    char last_logged[64];        /* the last refusal logged (see log_now) */
+    char what[64];        /* "memif client /run/x.sock id 0", for messages */
+    char last_logged[64]; /* the last refusal logged (see log_now) */
 };
 
 /* ---- shared memory accesses (what the peer writes is read once) -------- */
@@ -120,8 +120,8 @@ static inline struct hp__memif_desc desc_read(const struct hp__memif_desc *p)
     return d;
 }
 
-static inline void desc_write(struct hp__memif_desc *p, uint16_t flags, uint16_t region, uint32_t len,
-                              uint32_t off)
+static inline void desc_write(struct hp__memif_desc *p, uint16_t flags, uint16_t region,
+                              uint32_t len, uint32_t off)
 {
     p->flags = flags;
     p->region = region;

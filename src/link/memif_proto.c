@@ -6,24 +6,43 @@
 
 #include "memif_proto.h"
 
-_Static_assert(sizeof(struct hp__memif_ring) == HP__MEMIF_RING_HDR, "memif ring header is 128 bytes");
+_Static_assert(sizeof(struct hp__memif_ring) == HP__MEMIF_RING_HDR,
+               "memif ring header is 128 bytes");
 _Static_assert(offsetof(struct hp__memif_ring, head) == HP__MEMIF_RING_HEAD_OFF, "head at 6");
 _Static_assert(offsetof(struct hp__memif_ring, tail) == HP__MEMIF_RING_TAIL_OFF, "tail at 64");
 _Static_assert(offsetof(struct hp__memif_ring, flags) == HP__MEMIF_RING_FLAGS_OFF, "flags at 4");
-_Static_assert(sizeof(struct hp__memif_desc) == HP__MEMIF_DESC_SIZE, "memif descriptor is 16 bytes");
-_Static_assert(offsetof(struct hp__memif_desc, length) == 4 && offsetof(struct hp__memif_desc, offset) == 8,
+_Static_assert(sizeof(struct hp__memif_desc) == HP__MEMIF_DESC_SIZE,
+               "memif descriptor is 16 bytes");
+_Static_assert(offsetof(struct hp__memif_desc, length) == 4 &&
+                   offsetof(struct hp__memif_desc, offset) == 8,
                "memif descriptor layout");
 
 /* Field offsets inside a message: 2 (the type) plus the offset inside
  * DPDK's packed structure of that message. */
 enum {
-    HELLO_NAME = 2, HELLO_MIN = 34, HELLO_MAX = 36, HELLO_REGION = 38, HELLO_S2C = 40,
-    HELLO_C2S = 42, HELLO_LOG2 = 44,
-    INIT_VERSION = 2, INIT_ID = 4, INIT_MODE = 8, INIT_SECRET = 9, INIT_NAME = 33,
-    REGION_INDEX = 2, REGION_SIZE = 4,
-    RING_FLAGS = 2, RING_INDEX = 4, RING_REGION = 6, RING_OFFSET = 8, RING_LOG2 = 12, RING_PRIV = 13,
+    HELLO_NAME = 2,
+    HELLO_MIN = 34,
+    HELLO_MAX = 36,
+    HELLO_REGION = 38,
+    HELLO_S2C = 40,
+    HELLO_C2S = 42,
+    HELLO_LOG2 = 44,
+    INIT_VERSION = 2,
+    INIT_ID = 4,
+    INIT_MODE = 8,
+    INIT_SECRET = 9,
+    INIT_NAME = 33,
+    REGION_INDEX = 2,
+    REGION_SIZE = 4,
+    RING_FLAGS = 2,
+    RING_INDEX = 4,
+    RING_REGION = 6,
+    RING_OFFSET = 8,
+    RING_LOG2 = 12,
+    RING_PRIV = 13,
     CONNECT_NAME = 2,
-    DISC_CODE = 2, DISC_REASON = 6,
+    DISC_CODE = 2,
+    DISC_REASON = 6,
 };
 
 static uint16_t get16(const uint8_t *p, size_t off)
@@ -88,8 +107,7 @@ int hp__memif_msg_decode(const void *buf, size_t len, struct hp__memif_msg *m)
         return -EBADMSG;
     m->type = get16(p, 0);
     switch (m->type) {
-    case HP__MEMIF_MSG_ACK:
-        return 0;
+    case HP__MEMIF_MSG_ACK: return 0;
     case HP__MEMIF_MSG_HELLO:
         get_str(p, HELLO_NAME, HP__MEMIF_NAME_LEN, m->u.hello.name);
         m->u.hello.min_version = get16(p, HELLO_MIN);
@@ -126,8 +144,7 @@ int hp__memif_msg_decode(const void *buf, size_t len, struct hp__memif_msg *m)
         m->u.disconnect.code = get32(p, DISC_CODE);
         get_str(p, DISC_REASON, HP__MEMIF_REASON_LEN, m->u.disconnect.reason);
         return 0;
-    default:
-        return -EPROTO;
+    default: return -EPROTO;
     }
 }
 
@@ -172,15 +189,15 @@ void hp__memif_msg_encode(const struct hp__memif_msg *m, uint8_t out[HP__MEMIF_M
         put32(out, DISC_CODE, m->u.disconnect.code);
         put_str(out, DISC_REASON, HP__MEMIF_REASON_LEN, m->u.disconnect.reason);
         break;
-    default:
-        break;
+    default: break;
     }
 }
 
 const char *hp__memif_msg_name(uint16_t type, char *buf)
 {
-    static const char *const names[] = {"NONE",     "ACK",     "HELLO",     "INIT",      "ADD_REGION",
-                                        "ADD_RING", "CONNECT", "CONNECTED", "DISCONNECT"};
+    static const char *const names[] = {"NONE",    "ACK",        "HELLO",
+                                        "INIT",    "ADD_REGION", "ADD_RING",
+                                        "CONNECT", "CONNECTED",  "DISCONNECT"};
     if (type < sizeof names / sizeof names[0])
         return names[type];
     snprintf(buf, 16, "type %u", type);
@@ -232,7 +249,8 @@ static enum hp__memif_verdict refuse(const char **why, const char *reason)
 }
 
 /* Server: INIT names the interface (id), its mode, and the secret. */
-static enum hp__memif_verdict srv_init(struct hp__memif_hs *hs, const struct hp__memif_msg *m, const char **why)
+static enum hp__memif_verdict srv_init(struct hp__memif_hs *hs, const struct hp__memif_msg *m,
+                                       const char **why)
 {
     if (m->u.init.version != HP__MEMIF_VERSION)
         return refuse(why, "incompatible memif version");
@@ -245,7 +263,8 @@ static enum hp__memif_verdict srv_init(struct hp__memif_hs *hs, const struct hp_
         if (memcmp(m->u.init.secret, none, sizeof none) == 0)
             return refuse(why, "secret required");
         /* Compared as DPDK does: up to the first NUL, at most 24 bytes. */
-        if (strncmp((const char *)hs->secret, (const char *)m->u.init.secret, HP__MEMIF_SECRET_LEN) != 0)
+        if (strncmp((const char *)hs->secret, (const char *)m->u.init.secret,
+                    HP__MEMIF_SECRET_LEN) != 0)
             return refuse(why, "incorrect secret");
     }
     memcpy(hs->peer_name, m->u.init.name, sizeof hs->peer_name);
@@ -253,8 +272,8 @@ static enum hp__memif_verdict srv_init(struct hp__memif_hs *hs, const struct hp_
     return HP__MEMIF_V_ACK;
 }
 
-static enum hp__memif_verdict srv_region(struct hp__memif_hs *hs, const struct hp__memif_msg *m, bool has_fd,
-                                         const char **why)
+static enum hp__memif_verdict srv_region(struct hp__memif_hs *hs, const struct hp__memif_msg *m,
+                                         bool has_fd, const char **why)
 {
     if (!has_fd)
         return refuse(why, "missing region fd");
@@ -266,8 +285,8 @@ static enum hp__memif_verdict srv_region(struct hp__memif_hs *hs, const struct h
     return HP__MEMIF_V_ACK;
 }
 
-static enum hp__memif_verdict srv_ring(struct hp__memif_hs *hs, const struct hp__memif_msg *m, bool has_fd,
-                                       const char **why)
+static enum hp__memif_verdict srv_ring(struct hp__memif_hs *hs, const struct hp__memif_msg *m,
+                                       bool has_fd, const char **why)
 {
     if (!has_fd)
         return refuse(why, "missing interrupt fd");
@@ -305,7 +324,8 @@ static int count_rings(const struct hp__memif_ring_def *set)
     return n;
 }
 
-static enum hp__memif_verdict srv_connect(struct hp__memif_hs *hs, const struct hp__memif_msg *m, const char **why)
+static enum hp__memif_verdict srv_connect(struct hp__memif_hs *hs, const struct hp__memif_msg *m,
+                                          const char **why)
 {
     int c = count_rings(hs->c2s), s = count_rings(hs->s2c);
     if (c <= 0 || s <= 0)
@@ -317,22 +337,19 @@ static enum hp__memif_verdict srv_connect(struct hp__memif_hs *hs, const struct 
     return HP__MEMIF_V_CONNECT;
 }
 
-static enum hp__memif_verdict server_step(struct hp__memif_hs *hs, const struct hp__memif_msg *m, bool has_fd,
-                                          const char **why)
+static enum hp__memif_verdict server_step(struct hp__memif_hs *hs, const struct hp__memif_msg *m,
+                                          bool has_fd, const char **why)
 {
     if (hs->state == HP__MEMIF_HS_WAIT_INIT)
-        return m->type == HP__MEMIF_MSG_INIT ? srv_init(hs, m, why) : refuse(why, "unexpected message");
+        return m->type == HP__MEMIF_MSG_INIT ? srv_init(hs, m, why)
+                                             : refuse(why, "unexpected message");
     if (hs->state != HP__MEMIF_HS_WAIT_SETUP)
         return refuse(why, "unexpected message");
     switch (m->type) {
-    case HP__MEMIF_MSG_ADD_REGION:
-        return srv_region(hs, m, has_fd, why);
-    case HP__MEMIF_MSG_ADD_RING:
-        return srv_ring(hs, m, has_fd, why);
-    case HP__MEMIF_MSG_CONNECT:
-        return srv_connect(hs, m, why);
-    default:
-        return refuse(why, "unexpected message");
+    case HP__MEMIF_MSG_ADD_REGION: return srv_region(hs, m, has_fd, why);
+    case HP__MEMIF_MSG_ADD_RING: return srv_ring(hs, m, has_fd, why);
+    case HP__MEMIF_MSG_CONNECT: return srv_connect(hs, m, why);
+    default: return refuse(why, "unexpected message");
     }
 }
 
@@ -344,7 +361,8 @@ static unsigned min_u(unsigned a, unsigned b)
 /* Client: HELLO bounds what the server takes; the run parameters are the
  * smaller of theirs and ours (max_*_ring and max_region are the largest
  * index, so one less than the count). */
-static enum hp__memif_verdict cli_hello(struct hp__memif_hs *hs, const struct hp__memif_msg *m, const char **why)
+static enum hp__memif_verdict cli_hello(struct hp__memif_hs *hs, const struct hp__memif_msg *m,
+                                        const char **why)
 {
     if (m->u.hello.min_version > HP__MEMIF_VERSION || m->u.hello.max_version < HP__MEMIF_VERSION)
         return refuse(why, "incompatible memif version");
@@ -361,11 +379,13 @@ static enum hp__memif_verdict cli_hello(struct hp__memif_hs *hs, const struct hp
     return HP__MEMIF_V_SETUP;
 }
 
-static enum hp__memif_verdict client_step(struct hp__memif_hs *hs, const struct hp__memif_msg *m, const char **why)
+static enum hp__memif_verdict client_step(struct hp__memif_hs *hs, const struct hp__memif_msg *m,
+                                          const char **why)
 {
     switch (hs->state) {
     case HP__MEMIF_HS_WAIT_HELLO:
-        return m->type == HP__MEMIF_MSG_HELLO ? cli_hello(hs, m, why) : refuse(why, "unexpected message");
+        return m->type == HP__MEMIF_MSG_HELLO ? cli_hello(hs, m, why)
+                                              : refuse(why, "unexpected message");
     case HP__MEMIF_HS_WAIT_ACK:
         if (m->type != HP__MEMIF_MSG_ACK)
             return refuse(why, "unexpected message");
@@ -379,13 +399,12 @@ static enum hp__memif_verdict client_step(struct hp__memif_hs *hs, const struct 
         memcpy(hs->peer_if, m->u.connect.if_name, sizeof hs->peer_if);
         hs->state = HP__MEMIF_HS_UP;
         return HP__MEMIF_V_UP;
-    default:
-        return refuse(why, "unexpected message");
+    default: return refuse(why, "unexpected message");
     }
 }
 
 enum hp__memif_verdict hp__memif_hs_step(struct hp__memif_hs *hs, const struct hp__memif_msg *m,
-                                          bool has_fd, const char **why)
+                                         bool has_fd, const char **why)
 {
     *why = NULL;
     if (m->type == HP__MEMIF_MSG_DISCONNECT)

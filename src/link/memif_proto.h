@@ -34,14 +34,14 @@
  */
 
 #define HP__MEMIF_COOKIE 0x3E31F20u
-#define HP__MEMIF_VERSION 0x0200u     /* 2.0 */
+#define HP__MEMIF_VERSION 0x0200u /* 2.0 */
 #define HP__MEMIF_MSG_SIZE 128
 #define HP__MEMIF_NAME_LEN 32
 #define HP__MEMIF_SECRET_LEN 24
 #define HP__MEMIF_REASON_LEN 96
-#define HP__MEMIF_MAX_LOG2 14         /* DPDK's limit; head and tail are 16 bits */
-#define HP__MEMIF_MAX_REGIONS 8       /* what we accept from a client */
-#define HP__MEMIF_MAX_QUEUES 16       /* rings per direction we set up or accept */
+#define HP__MEMIF_MAX_LOG2 14   /* DPDK's limit; head and tail are 16 bits */
+#define HP__MEMIF_MAX_REGIONS 8 /* what we accept from a client */
+#define HP__MEMIF_MAX_QUEUES 16 /* rings per direction we set up or accept */
 #define HP__MEMIF_MAX_REGION_SIZE (1ull << 40)
 
 enum {
@@ -56,9 +56,9 @@ enum {
     HP__MEMIF_MSG_DISCONNECT = 8,
 };
 
-#define HP__MEMIF_RING_FLAG_C2S 1   /* ADD_RING: the ring carries client to server */
-#define HP__MEMIF_RING_MASK_INT 1   /* ring flags: the receiver polls, no interrupt */
-#define HP__MEMIF_DESC_NEXT 1       /* descriptor flags: the frame goes on in the next */
+#define HP__MEMIF_RING_FLAG_C2S 1 /* ADD_RING: the ring carries client to server */
+#define HP__MEMIF_RING_MASK_INT 1 /* ring flags: the receiver polls, no interrupt */
+#define HP__MEMIF_DESC_NEXT 1     /* descriptor flags: the frame goes on in the next */
 #define HP__MEMIF_MODE_ETHERNET 0
 
 /* The ring header, as laid out in shared memory (64-byte lines). */
@@ -173,10 +173,10 @@ enum hp__memif_hs_state {
     HP__MEMIF_HS_IDLE = 0,
     /* server */
     HP__MEMIF_HS_WAIT_INIT,
-    HP__MEMIF_HS_WAIT_SETUP,   /* ADD_REGION, ADD_RING, CONNECT */
+    HP__MEMIF_HS_WAIT_SETUP, /* ADD_REGION, ADD_RING, CONNECT */
     /* client */
     HP__MEMIF_HS_WAIT_HELLO,
-    HP__MEMIF_HS_WAIT_ACK,     /* an INIT, ADD_REGION or ADD_RING awaits its ACK */
+    HP__MEMIF_HS_WAIT_ACK, /* an INIT, ADD_REGION or ADD_RING awaits its ACK */
     HP__MEMIF_HS_WAIT_CONNECTED,
     /* both */
     HP__MEMIF_HS_UP,
@@ -184,13 +184,13 @@ enum hp__memif_hs_state {
 
 /* What the caller does after a step. */
 enum hp__memif_verdict {
-    HP__MEMIF_V_ACK = 1,        /* server: answer ACK */
-    HP__MEMIF_V_CONNECT,        /* server: map the regions, check the rings, answer CONNECTED, up */
-    HP__MEMIF_V_SETUP,          /* client: HELLO taken, run parameters set: send INIT */
-    HP__MEMIF_V_NEXT,           /* client: ACK taken: send the next setup message */
-    HP__MEMIF_V_UP,             /* client: CONNECTED: up */
-    HP__MEMIF_V_PEER_GONE,      /* the peer sent DISCONNECT (reason in the message) */
-    HP__MEMIF_V_REFUSE,         /* the message is refused: DISCONNECT with *why, then close */
+    HP__MEMIF_V_ACK = 1,   /* server: answer ACK */
+    HP__MEMIF_V_CONNECT,   /* server: map the regions, check the rings, answer CONNECTED, up */
+    HP__MEMIF_V_SETUP,     /* client: HELLO taken, run parameters set: send INIT */
+    HP__MEMIF_V_NEXT,      /* client: ACK taken: send the next setup message */
+    HP__MEMIF_V_UP,        /* client: CONNECTED: up */
+    HP__MEMIF_V_PEER_GONE, /* the peer sent DISCONNECT (reason in the message) */
+    HP__MEMIF_V_REFUSE,    /* the message is refused: DISCONNECT with *why, then close */
 };
 
 struct hp__memif_ring_def {
@@ -207,14 +207,14 @@ struct hp__memif_hs {
     /* ours */
     uint32_t id;
     uint8_t secret[HP__MEMIF_SECRET_LEN]; /* all zero: none */
-    uint16_t queues;          /* rings per direction we offer (server) or want (client) */
-    uint8_t log2;             /* ring size we offer (server: the largest we take) or want */
-    uint16_t regions;         /* client: the regions we add (1, or 2 in zero-copy) */
+    uint16_t queues;  /* rings per direction we offer (server) or want (client) */
+    uint8_t log2;     /* ring size we offer (server: the largest we take) or want */
+    uint16_t regions; /* client: the regions we add (1, or 2 in zero-copy) */
     /* agreed (client: from HELLO; server: from the client's messages) */
     uint16_t n_c2s, n_s2c;
     uint8_t run_log2;
-    uint16_t acks;            /* client: ACKs received since INIT */
-    uint16_t n_regions;       /* server: regions added so far */
+    uint16_t acks;      /* client: ACKs received since INIT */
+    uint16_t n_regions; /* server: regions added so far */
     uint64_t region_size[HP__MEMIF_MAX_REGIONS];
     struct hp__memif_ring_def c2s[HP__MEMIF_MAX_QUEUES], s2c[HP__MEMIF_MAX_QUEUES];
     char peer_name[HP__MEMIF_NAME_LEN + 1];
@@ -235,7 +235,7 @@ void hp__memif_hs_reset(struct hp__memif_hs *hs);
  * DISCONNECT message.
  */
 enum hp__memif_verdict hp__memif_hs_step(struct hp__memif_hs *hs, const struct hp__memif_msg *m,
-                                          bool has_fd, const char **why);
+                                         bool has_fd, const char **why);
 
 /* Client: the setup messages that precede CONNECT, each waiting for its
  * ACK: INIT, one ADD_REGION per region, one ADD_RING per ring. */

@@ -92,7 +92,8 @@ static void tx_publish(struct memif_link *m, struct memif_queue *q)
     /* Store then load: the full barrier pairs with the receiver's, which
      * clears MASK_INT then looks at the ring (see rx_idle). */
     atomic_thread_fence(memory_order_seq_cst);
-    if (!(__atomic_load_n(&q->ring->flags, __ATOMIC_RELAXED) & HP__MEMIF_RING_MASK_INT) && q->irq_fd >= 0) {
+    if (!(__atomic_load_n(&q->ring->flags, __ATOMIC_RELAXED) & HP__MEMIF_RING_MASK_INT) &&
+        q->irq_fd >= 0) {
         uint64_t one = 1;
         if (write(q->irq_fd, &one, sizeof one) == (ssize_t)sizeof one)
             m->ms.irq_sent++;
@@ -102,7 +103,8 @@ static void tx_publish(struct memif_link *m, struct memif_queue *q)
 enum { PUT_OK, PUT_FULL, PUT_DROP, PUT_DOWN };
 
 /* Client, copy mode: the frame into the slots' own buffers in region 0. */
-static int put_client_copy(struct memif_link *m, struct memif_queue *q, uint32_t *free, struct hp_buf *b)
+static int put_client_copy(struct memif_link *m, struct memif_queue *q, uint32_t *free,
+                           struct hp_buf *b)
 {
     uint32_t len = b->pkt_len, bs = m->bsize, need = (len + bs - 1) / bs;
     if (need > *free)
@@ -137,8 +139,10 @@ static int put_server(struct memif_link *m, struct memif_queue *q, uint32_t *fre
         struct hp__memif_desc d = desc_read(&q->desc[(uint16_t)(q->prod + k) & q->mask]);
         dst[k] = hp__memif_desc_ptr(m->reg, m->n_reg, d.region, d.offset, d.length);
         if (!dst[k]) {
-            hp__memif_bad(m, &m->ms.bad_descs, "offered buffer outside the shared memory (region %u offset %u "
-                          "length %u)", d.region, d.offset, d.length);
+            hp__memif_bad(m, &m->ms.bad_descs,
+                          "offered buffer outside the shared memory (region %u offset %u "
+                          "length %u)",
+                          d.region, d.offset, d.length);
             hp__memif_down(m, "bad descriptor", true);
             return PUT_DOWN;
         }
@@ -198,8 +202,8 @@ static struct hp_buf *zc_copy(struct memif_link *m, struct hp_buf *b)
     return head;
 }
 
-static int put_client_zc(struct memif_link *m, struct memif_queue *q, uint32_t *free, struct hp_buf **bp,
-                         struct tx_burst *t)
+static int put_client_zc(struct memif_link *m, struct memif_queue *q, uint32_t *free,
+                         struct hp_buf **bp, struct tx_burst *t)
 {
     struct hp_buf *b = *bp;
     unsigned nseg = zc_segments(m, b);
@@ -221,7 +225,8 @@ static int put_client_zc(struct memif_link *m, struct memif_queue *q, uint32_t *
     for (struct hp_buf *s = b; s; s = s->next) {
         uint32_t slot = q->prod & q->mask;
         const unsigned char *p = hp_buf_data(s);
-        desc_write(&q->desc[slot], s->next ? HP__MEMIF_DESC_NEXT : 0, 1, s->data_len, (uint32_t)(p - base));
+        desc_write(&q->desc[slot], s->next ? HP__MEMIF_DESC_NEXT : 0, 1, s->data_len,
+                   (uint32_t)(p - base));
         /* The slot of the last segment holds the frame until it is back. */
         q->slot[slot] = s->next ? NULL : b;
         q->prod++;
@@ -233,7 +238,8 @@ static int put_client_zc(struct memif_link *m, struct memif_queue *q, uint32_t *
 static bool frame_ok(const struct memif_link *m, const struct hp_buf *b)
 {
     struct iovec iov;
-    return b && b->pkt_len >= HP__ETH_HDR && b->pkt_len <= m->max_frame && hp__frame_iov(b, &iov, 0) != 0;
+    return b && b->pkt_len >= HP__ETH_HDR && b->pkt_len <= m->max_frame &&
+           hp__frame_iov(b, &iov, 0) != 0;
 }
 
 /* One frame into the ring its hash picks. */
@@ -321,4 +327,3 @@ int hp__memif_tx(struct hp_link *l, struct hp_buf **bufs, unsigned n)
     l->st.tx_bytes += t.bytes;
     return (int)i;
 }
-

@@ -21,7 +21,8 @@ int memifopt_parse(const char *cmd, struct memif_opts *m, int c, const char *arg
     switch (c) {
     case MEMIFOPT_SOCKET:
         if (!*arg || strlen(arg) > 106)
-            return tool_usage_error(cmd, "--memif-socket '%s': wants a path of 1 to 106 bytes", arg);
+            return tool_usage_error(cmd, "--memif-socket '%s': wants a path of 1 to 106 bytes",
+                                    arg);
         m->socket = arg;
         break;
     case MEMIFOPT_ROLE:
@@ -41,8 +42,7 @@ int memifopt_parse(const char *cmd, struct memif_opts *m, int c, const char *arg
         m->id = (uint32_t)v;
         break;
     }
-    default:
-        return 1;
+    default: return 1;
     }
     m->given = true;
     return 0;
@@ -52,9 +52,11 @@ int memifopt_check(const char *cmd, const char *link, const struct memif_opts *m
 {
     bool memif = link && strcmp(link, "memif") == 0;
     if (memif && !m->socket)
-        return tool_usage_error(cmd, "--link memif needs --memif-socket PATH (the peer's, or ours as server)");
+        return tool_usage_error(
+            cmd, "--link memif needs --memif-socket PATH (the peer's, or ours as server)");
     if (!memif && m->given)
-        return tool_usage_error(cmd, "--memif-socket, --memif-role and --memif-id are for --link memif");
+        return tool_usage_error(cmd,
+                                "--memif-socket, --memif-role and --memif-id are for --link memif");
     return 0;
 }
 
@@ -82,8 +84,8 @@ bool memifopt_wait_up(const char *cmd, struct hp_link *l, double timeout_s, vola
     return hp_link_up(l);
 }
 
-int memifopt_pair(const struct memif_opts *m, unsigned k, const struct hp_link_config *base, struct hp_link *e[2],
-                  char *why, size_t len)
+int memifopt_pair(const struct memif_opts *m, unsigned k, const struct hp_link_config *base,
+                  struct hp_link *e[2], char *why, size_t len)
 {
     char path[108];
     if (m->socket)

@@ -20,13 +20,14 @@ struct memif_opts {
 enum { MEMIFOPT_SOCKET = 0x300, MEMIFOPT_ROLE, MEMIFOPT_ID };
 
 #define MEMIFOPT_LONGOPTS                                                                          \
-    {"memif-socket", required_argument, NULL, MEMIFOPT_SOCKET},                                   \
-    {"memif-role", required_argument, NULL, MEMIFOPT_ROLE},                                       \
+    {"memif-socket", required_argument, NULL, MEMIFOPT_SOCKET},                                    \
+    {"memif-role", required_argument, NULL, MEMIFOPT_ROLE},                                        \
     {"memif-id", required_argument, NULL, MEMIFOPT_ID}
 
 #define MEMIFOPT_HELP                                                                              \
     "  --memif-socket PATH  memif: the control socket (@NAME: abstract; required)\n"               \
-    "  --memif-role R       memif: client (default: connects, makes the shared memory) or server\n"\
+    "  --memif-role R       memif: client (the default: connects, makes the shared\n"             \
+    "                       memory) or server\n"                                                   \
     "  --memif-id N         memif: the interface id on the socket (default 0)\n"
 
 void memifopt_init(struct memif_opts *m);
@@ -51,7 +52,7 @@ bool memifopt_wait_up(const char *cmd, struct hp_link *l, double timeout_s, vola
  * the client, on m's socket path with "-k" after it, or on the abstract
  * name "@hotpath-PID-k"; base gives the rest (pool, ring size). Returns
  * once both are up: 0, or -1 with why set (e[] closed). */
-int memifopt_pair(const struct memif_opts *m, unsigned k, const struct hp_link_config *base, struct hp_link *e[2],
-                  char *why, size_t len);
+int memifopt_pair(const struct memif_opts *m, unsigned k, const struct hp_link_config *base,
+                  struct hp_link *e[2], char *why, size_t len);
 
 #endif

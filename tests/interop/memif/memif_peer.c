@@ -99,10 +99,10 @@ static const char *check(const struct hp_buf *b, const struct opts *o, uint32_t 
 static int parse(int argc, char **argv, struct opts *o)
 {
     static const struct option lo[] = {
-        {"socket", required_argument, NULL, 's'}, {"role", required_argument, NULL, 'r'},
-        {"id", required_argument, NULL, 'i'},     {"count", required_argument, NULL, 'n'},
-        {"size", required_argument, NULL, 'z'},   {"expect", required_argument, NULL, 'e'},
-        {"zero-copy", no_argument, NULL, 'Z'},    {"chain", no_argument, NULL, 'c'},
+        {"socket", required_argument, NULL, 's'},  {"role", required_argument, NULL, 'r'},
+        {"id", required_argument, NULL, 'i'},      {"count", required_argument, NULL, 'n'},
+        {"size", required_argument, NULL, 'z'},    {"expect", required_argument, NULL, 'e'},
+        {"zero-copy", no_argument, NULL, 'Z'},     {"chain", no_argument, NULL, 'c'},
         {"timeout", required_argument, NULL, 't'}, {NULL, 0, NULL, 0},
     };
     *o = (struct opts){.expect = "macswap", .count = 10000, .size = 64, .timeout = 30};
@@ -110,7 +110,9 @@ static int parse(int argc, char **argv, struct opts *o)
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
         case 's': o->socket = optarg; break;
-        case 'r': o->role = strcmp(optarg, "server") == 0 ? HP_MEMIF_SERVER : HP_MEMIF_CLIENT; break;
+        case 'r':
+            o->role = strcmp(optarg, "server") == 0 ? HP_MEMIF_SERVER : HP_MEMIF_CLIENT;
+            break;
         case 'i': o->id = (uint32_t)strtoul(optarg, NULL, 10); break;
         case 'n': o->count = (uint32_t)strtoul(optarg, NULL, 10); break;
         case 'z': o->size = (uint32_t)strtoul(optarg, NULL, 10); break;
@@ -197,8 +199,10 @@ static int run(struct hp_link *l, const struct opts *o, double end)
     struct hp_link_stats st;
     hp_link_stats(l, &st);
     printf("memif_peer: %u of %u frames of %u bytes came back (%s)%s; sent %llu, tx_dropped %llu, "
-           "rx_errors %llu\n", back, o->count, o->size, o->expect, o->chain ? " as chains" : "",
-           (unsigned long long)st.tx_packets, (unsigned long long)st.tx_dropped, (unsigned long long)st.rx_errors);
+           "rx_errors %llu\n",
+           back, o->count, o->size, o->expect, o->chain ? " as chains" : "",
+           (unsigned long long)st.tx_packets, (unsigned long long)st.tx_dropped,
+           (unsigned long long)st.rx_errors);
     return back == o->count ? 0 : 1;
 }
 
@@ -206,8 +210,9 @@ int main(int argc, char **argv)
 {
     struct opts o;
     if (parse(argc, argv, &o) < 0) {
-        fprintf(stderr, "usage: memif_peer --socket PATH [--role client|server] [--id N] [--count N] "
-                        "[--size 60..1514] [--expect macswap|io] [--zero-copy] [--chain] [--timeout S]\n");
+        fprintf(stderr,
+                "usage: memif_peer --socket PATH [--role client|server] [--id N] [--count N] "
+                "[--size 60..1514] [--expect macswap|io] [--zero-copy] [--chain] [--timeout S]\n");
         return 2;
     }
     struct hp_link_config c = {.flags = o.flags};
@@ -233,9 +238,10 @@ int main(int argc, char **argv)
         rc = run(l, &o, end);
     struct hp_memif_stats ms;
     if (hp_link_memif_stats(l, &ms) == 0)
-        printf("memif_peer: peer \"%s\", %u ring(s) of %u, bad descriptors %llu, bad messages %llu\n",
-               ms.peer_name, ms.queues, ms.ring_size, (unsigned long long)ms.bad_descs,
-               (unsigned long long)ms.bad_msgs);
+        printf(
+            "memif_peer: peer \"%s\", %u ring(s) of %u, bad descriptors %llu, bad messages %llu\n",
+            ms.peer_name, ms.queues, ms.ring_size, (unsigned long long)ms.bad_descs,
+            (unsigned long long)ms.bad_msgs);
     if (hp_link_close(l) < 0) {
         printf("memif_peer: buffers still in use at close\n");
         rc = 1;

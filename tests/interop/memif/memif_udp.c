@@ -100,8 +100,8 @@ static void hash_end(struct hash *h, char hex[65])
 static int parse(int argc, char **argv, struct opts *o)
 {
     static const struct option lo[] = {
-        {"socket", required_argument, NULL, 's'}, {"role", required_argument, NULL, 'r'},
-        {"family", required_argument, NULL, 'f'}, {"count", required_argument, NULL, 'n'},
+        {"socket", required_argument, NULL, 's'},  {"role", required_argument, NULL, 'r'},
+        {"family", required_argument, NULL, 'f'},  {"count", required_argument, NULL, 'n'},
         {"timeout", required_argument, NULL, 't'}, {NULL, 0, NULL, 0},
     };
     *o = (struct opts){.family = 4, .count = 5000, .timeout = 30};
@@ -127,9 +127,9 @@ struct run {
     struct hp_stack *st;
     struct hp_udp_sock *u;
     struct hp_sockaddr to;
-    uint8_t *got;       /* per datagram: echoed */
-    double *sent_at;    /* per datagram: last sent, 0: never */
-    uint8_t *echo;      /* the echoes, each at off[k] */
+    uint8_t *got;    /* per datagram: echoed */
+    double *sent_at; /* per datagram: last sent, 0: never */
+    uint8_t *echo;   /* the echoes, each at off[k] */
     size_t *off;
     uint32_t next, back, bad;
 };
@@ -225,8 +225,9 @@ int main(int argc, char **argv)
 {
     struct opts o;
     if (parse(argc, argv, &o) < 0) {
-        fprintf(stderr, "usage: memif_udp --socket PATH [--role client|server] [--family 4|6] [--count N] "
-                        "[--timeout S]\n");
+        fprintf(stderr,
+                "usage: memif_udp --socket PATH [--role client|server] [--family 4|6] [--count N] "
+                "[--timeout S]\n");
         return 2;
     }
     struct hp_link_config c = {0};
@@ -251,8 +252,8 @@ int main(int argc, char **argv)
     }
     char a[65], b[65];
     bool same = digests(&r, &o, a, b);
-    printf("memif_udp: %u of %u datagrams echoed (IPv%d), %u of the wrong size, %s\n", r.back, o.count, o.family,
-           r.bad, same ? "byte for byte" : "CONTENT DIFFERS");
+    printf("memif_udp: %u of %u datagrams echoed (IPv%d), %u of the wrong size, %s\n", r.back,
+           o.count, o.family, r.bad, same ? "byte for byte" : "CONTENT DIFFERS");
     printf("memif_udp: sha256 sent %s\nmemif_udp: sha256 echoed %s\n", a, b);
     hp_udp_close(r.u);
     hp_stack_destroy(r.st);

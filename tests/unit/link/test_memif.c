@@ -29,7 +29,8 @@ static char *sock_path(char *buf, size_t n, const char *tag)
     return buf;
 }
 
-static struct hp_link *open_memif(int role, const char *path, uint32_t id, unsigned flags, uint32_t ring)
+static struct hp_link *open_memif(int role, const char *path, uint32_t id, unsigned flags,
+                                  uint32_t ring)
 {
     struct hp_link_config c = {.ring_size = ring, .flags = flags};
     c.memif.role = role;
@@ -682,14 +683,15 @@ enum { STEP_MSG, STEP_BYTES };
 struct step {
     int kind;
     struct hp__memif_msg msg;
-    size_t bytes;        /* STEP_BYTES: this many zero bytes (type 0) */
-    int fd_kind;         /* 0 none, 1 sealed region, 2 unsealed, 3 pipe, 4 eventfd, 5 two eventfds */
+    size_t bytes; /* STEP_BYTES: this many zero bytes (type 0) */
+    int fd_kind;  /* 0 none, 1 sealed region, 2 unsealed, 3 pipe, 4 eventfd, 5 two eventfds */
     size_t fd_len;
 };
 
 /* One hostile script against server s: HELLO, then the steps, each but the
  * last answered by ACK; the last must bring DISCONNECT with `reason`. */
-static void run_script(struct hp_link *s, const char *path, const struct step *steps, int n, const char *reason)
+static void run_script(struct hp_link *s, const char *path, const struct step *steps, int n,
+                       const char *reason)
 {
     int fd = raw_connect(path);
     HP_REQUIRE(fd >= 0);
@@ -701,9 +703,16 @@ static void run_script(struct hp_link *s, const char *path, const struct step *s
         switch (steps[i].fd_kind) {
         case 1: fds[nfds++] = memfd(steps[i].fd_len, true); break;
         case 2: fds[nfds++] = memfd(steps[i].fd_len, false); break;
-        case 3: HP_REQUIRE(pipe(p) == 0); fds[nfds++] = p[0]; close(p[1]); break;
+        case 3:
+            HP_REQUIRE(pipe(p) == 0);
+            fds[nfds++] = p[0];
+            close(p[1]);
+            break;
         case 4: fds[nfds++] = eventfd(0, 0); break;
-        case 5: fds[nfds++] = eventfd(0, 0); fds[nfds++] = eventfd(0, 0); break;
+        case 5:
+            fds[nfds++] = eventfd(0, 0);
+            fds[nfds++] = eventfd(0, 0);
+            break;
         default: break;
         }
         uint8_t zero[256] = {0};
@@ -720,7 +729,8 @@ static void run_script(struct hp_link *s, const char *path, const struct step *s
         }
         HP_CHECK_EQ(m.type, HP__MEMIF_MSG_DISCONNECT);
         if (!strstr(m.u.disconnect.reason, reason))
-            hp_test_fail(__FILE__, __LINE__, "DISCONNECT says '%s', not '%s'", m.u.disconnect.reason, reason);
+            hp_test_fail(__FILE__, __LINE__, "DISCONNECT says '%s', not '%s'",
+                         m.u.disconnect.reason, reason);
         if (!strstr(last_warn, reason))
             hp_test_fail(__FILE__, __LINE__, "the log says '%s', not '%s'", last_warn, reason);
     }
@@ -730,8 +740,14 @@ static void run_script(struct hp_link *s, const char *path, const struct step *s
     HP_CHECK(!hp_link_up(s));
 }
 
-#define MSG(x) {STEP_MSG, x, 0, 0, 0}
-#define MSG_FD(x, k, len) {STEP_MSG, x, 0, k, len}
+#define MSG(x)                                                                                     \
+    {                                                                                              \
+        STEP_MSG, x, 0, 0, 0                                                                       \
+    }
+#define MSG_FD(x, k, len)                                                                          \
+    {                                                                                              \
+        STEP_MSG, x, 0, k, len                                                                     \
+    }
 
 HP_TEST(memif_server_refuses_malformed_control)
 {
@@ -742,7 +758,8 @@ HP_TEST(memif_server_refuses_malformed_control)
     HP_REQUIRE(s != NULL);
     struct hp__memif_msg old = init_msg(0), bad_type = msg_of(99), sized = region_msg(0, 8192);
     old.u.init.version = 0x0100;
-    struct hp__memif_msg r0 = region_msg(0, 4096), r1 = region_msg(1, 4096), wide = region_msg(0, 4096);
+    struct hp__memif_msg r0 = region_msg(0, 4096), r1 = region_msg(1, 4096),
+                         wide = region_msg(0, 4096);
     struct hp__memif_msg eth_only = init_msg(0);
     eth_only.u.init.mode = 1;
     const struct step s_short[] = {{STEP_BYTES, {0}, 10, 0, 0}};
@@ -755,14 +772,19 @@ HP_TEST(memif_server_refuses_malformed_control)
     const struct step s_unsealed[] = {MSG(init_msg(0)), MSG_FD(r0, 2, 4096)};
     const struct step s_small[] = {MSG(init_msg(0)), MSG_FD(sized, 1, 4096)};
     const struct step s_index[] = {MSG(init_msg(0)), MSG_FD(r1, 1, 4096)};
-    const struct step s_outside[] = {MSG(init_msg(0)), MSG_FD(r0, 1, 4096), MSG_FD(ring_msg(true, 4000, 4), 4, 0)};
-    const struct step s_pipe[] = {MSG(init_msg(0)), MSG_FD(r0, 1, 4096), MSG_FD(ring_msg(true, 0, 4), 3, 0)};
-    const struct step s_tworing[] = {MSG(init_msg(0)), MSG_FD(r0, 1, 4096), MSG_FD(ring_msg(true, 0, 4), 4, 0),
+    const struct step s_outside[] = {MSG(init_msg(0)), MSG_FD(r0, 1, 4096),
+                                     MSG_FD(ring_msg(true, 4000, 4), 4, 0)};
+    const struct step s_pipe[] = {MSG(init_msg(0)), MSG_FD(r0, 1, 4096),
+                                  MSG_FD(ring_msg(true, 0, 4), 3, 0)};
+    const struct step s_tworing[] = {MSG(init_msg(0)), MSG_FD(r0, 1, 4096),
+                                     MSG_FD(ring_msg(true, 0, 4), 4, 0),
                                      MSG_FD(ring_msg(true, 512, 4), 4, 0)};
-    const struct step s_norings[] = {MSG(init_msg(0)), MSG_FD(r0, 1, 4096), MSG(msg_of(HP__MEMIF_MSG_CONNECT))};
+    const struct step s_norings[] = {MSG(init_msg(0)), MSG_FD(r0, 1, 4096),
+                                     MSG(msg_of(HP__MEMIF_MSG_CONNECT))};
     const struct step s_twofds[] = {MSG_FD(init_msg(0), 5, 0)};
-    const struct step s_cookie[] = {MSG(init_msg(0)), MSG_FD(wide, 1, 4096), MSG_FD(ring_msg(true, 0, 4), 4, 0),
-                                    MSG_FD(ring_msg(false, 1024, 4), 4, 0), MSG(msg_of(HP__MEMIF_MSG_CONNECT))};
+    const struct step s_cookie[] = {
+        MSG(init_msg(0)), MSG_FD(wide, 1, 4096), MSG_FD(ring_msg(true, 0, 4), 4, 0),
+        MSG_FD(ring_msg(false, 1024, 4), 4, 0), MSG(msg_of(HP__MEMIF_MSG_CONNECT))};
     run_script(s, path, s_short, 1, "invalid message size");
     run_script(s, path, s_long, 1, "truncated message");
     run_script(s, path, s_type, 1, "unknown message type");
@@ -867,7 +889,7 @@ HP_TEST(memif_client_refuses_malformed_control)
     flat.u.hello.max_log2_ring_size = 0;
     struct {
         struct hp__memif_msg first;
-        bool ack_init;         /* then answer INIT with `second` */
+        bool ack_init; /* then answer INIT with `second` */
         struct hp__memif_msg second;
         int second_fds;
         const char *reason;
@@ -895,8 +917,8 @@ HP_TEST(memif_client_refuses_malformed_control)
         HP_REQUIRE_EQ(raw_recv(c, fd, &m), 1);
         HP_CHECK_EQ(m.type, HP__MEMIF_MSG_DISCONNECT);
         if (!strstr(m.u.disconnect.reason, cases[i].reason))
-            hp_test_fail(__FILE__, __LINE__, "DISCONNECT says '%s', not '%s'", m.u.disconnect.reason,
-                         cases[i].reason);
+            hp_test_fail(__FILE__, __LINE__, "DISCONNECT says '%s', not '%s'",
+                         m.u.disconnect.reason, cases[i].reason);
         HP_CHECK(strstr(last_warn, cases[i].reason) != NULL);
         HP_CHECK_EQ(raw_recv(c, fd, &m), 0);
         close(fd);
@@ -926,8 +948,8 @@ HP_TEST(memif_client_refuses_malformed_control)
 
 /* What the peer writes in shared memory, done here through the other
  * link's own mapping. */
-static void put_desc(struct memif_queue *q, uint16_t slot, uint16_t flags, uint16_t region, uint32_t len,
-                     uint32_t off)
+static void put_desc(struct memif_queue *q, uint16_t slot, uint16_t flags, uint16_t region,
+                     uint32_t len, uint32_t off)
 {
     q->desc[slot & q->mask] = (struct hp__memif_desc){flags, region, len, off, 0};
 }
@@ -1031,21 +1053,25 @@ HP_TEST(memif_refuses_ring_indices_that_jump)
         struct memif_link *mc = (struct memif_link *)c, *msv = (struct memif_link *)s;
         struct hp_link *victim;
         if (way == 0) {
-            __atomic_store_n(&mc->tx[0].ring->head, (uint16_t)(mc->tx[0].prod + 1000), __ATOMIC_RELEASE);
+            __atomic_store_n(&mc->tx[0].ring->head, (uint16_t)(mc->tx[0].prod + 1000),
+                             __ATOMIC_RELEASE);
             victim = s;
             HP_CHECK_EQ(hp_link_rx_burst(s, r, 8), 0);
         } else if (way == 1) {
-            __atomic_store_n(&msv->tx[0].ring->tail, (uint16_t)(msv->tx[0].prod + 65), __ATOMIC_RELEASE);
+            __atomic_store_n(&msv->tx[0].ring->tail, (uint16_t)(msv->tx[0].prod + 65),
+                             __ATOMIC_RELEASE);
             victim = c;
             HP_CHECK_EQ(hp_link_rx_burst(c, r, 8), 0);
         } else if (way == 2) {
             /* Behind what the client already saw come back. */
-            __atomic_store_n(&msv->rx[0].ring->tail, (uint16_t)(mc->tx[0].reclaim - 3), __ATOMIC_RELEASE);
+            __atomic_store_n(&msv->rx[0].ring->tail, (uint16_t)(mc->tx[0].reclaim - 3),
+                             __ATOMIC_RELEASE);
             victim = c;
             struct hp_buf *b = frame(hp_link_pool(c), 64, 0);
             HP_CHECK_EQ(hp_link_tx_burst(c, &b, 1), 1); /* dropped: down */
         } else {
-            __atomic_store_n(&mc->rx[0].ring->head, (uint16_t)(mc->rx[0].offered + 5000), __ATOMIC_RELEASE);
+            __atomic_store_n(&mc->rx[0].ring->head, (uint16_t)(mc->rx[0].offered + 5000),
+                             __ATOMIC_RELEASE);
             victim = s;
             struct hp_buf *b = frame(hp_link_pool(s), 64, 0);
             HP_CHECK_EQ(hp_link_tx_burst(s, &b, 1), 1);
@@ -1195,7 +1221,8 @@ HP_TEST(memif_queues_and_completions)
     sc.memif.queues = 4;
     struct hp_link *s = open_cfg(&sc);
     for (int zc = 0; zc < 2; zc++) {
-        struct hp_link_config cc = {.flags = HP_LINK_F_TX_COMPLETIONS | (zc ? HP_LINK_F_ZEROCOPY : 0)};
+        struct hp_link_config cc = {.flags =
+                                        HP_LINK_F_TX_COMPLETIONS | (zc ? HP_LINK_F_ZEROCOPY : 0)};
         cc.memif.socket = path;
         cc.memif.queues = 2;
         struct hp_link *c = open_cfg(&cc);
