@@ -217,16 +217,6 @@ int hp__memif_check_ring(const struct hp__memif_region *regions, unsigned n, uin
     return 0;
 }
 
-void *hp__memif_desc_ptr(const struct hp__memif_region *regions, unsigned n, uint16_t region,
-                         uint32_t offset, uint32_t length)
-{
-    if (region >= n || !regions[region].base)
-        return NULL;
-    if ((uint64_t)offset + length > regions[region].size)
-        return NULL;
-    return regions[region].base + offset;
-}
-
 /* ---- the handshake ----------------------------------------------------- */
 
 void hp__memif_hs_reset(struct hp__memif_hs *hs)

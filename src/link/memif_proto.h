@@ -154,9 +154,18 @@ static inline uint64_t hp__memif_ring_bytes(unsigned log2)
 
 /* The address of length bytes at offset in region `region`, or NULL when
  * any of them lies outside the n regions (or the region is not mapped).
- * The only way the data path turns a descriptor into a pointer. */
-void *hp__memif_desc_ptr(const struct hp__memif_region *regions, unsigned n, uint16_t region,
-                         uint32_t offset, uint32_t length);
+ * The only way the data path turns a descriptor into a pointer; inline,
+ * since it runs for every descriptor. */
+static inline void *hp__memif_desc_ptr(const struct hp__memif_region *regions, unsigned n,
+                                       uint16_t region, uint32_t offset, uint32_t length)
+{
+    if (region >= n || !regions[region].base)
+        return NULL;
+    /* 64-bit sum: offset and length are 32 bits, no overflow. */
+    if ((uint64_t)offset + length > regions[region].size)
+        return NULL;
+    return regions[region].base + offset;
+}
 
 /* How many entries lie between a consumer's cursor `from` and a producer's
  * index `to` (16-bit, wrapping) in a ring of `size`: 0 .. size, or -1 when

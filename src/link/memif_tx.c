@@ -237,9 +237,13 @@ static int put_client_zc(struct memif_link *m, struct memif_queue *q, uint32_t *
 
 static bool frame_ok(const struct memif_link *m, const struct hp_buf *b)
 {
+    if (!b || b->pkt_len < HP__ETH_HDR || b->pkt_len > m->max_frame)
+        return false;
+    /* One segment, the common case: its bytes inside its room. */
+    if (!b->next)
+        return b->data_len == b->pkt_len && (uint64_t)b->data_off + b->data_len <= b->room;
     struct iovec iov;
-    return b && b->pkt_len >= HP__ETH_HDR && b->pkt_len <= m->max_frame &&
-           hp__frame_iov(b, &iov, 0) != 0;
+    return hp__frame_iov(b, &iov, 0) != 0;
 }
 
 /* One frame into the ring its hash picks. */
