@@ -1281,3 +1281,35 @@ HP_TEST(memif_queues_and_completions)
     HP_CHECK_EQ(hp_link_close(s), 0);
     HP_CHECK_EQ(hp_pools_in_use(), 0);
 }
+
+HP_TEST(memif_under_a_decorator)
+{
+    char path[108], pcap[128];
+    sock_path(path, sizeof path, "deco");
+    snprintf(pcap, sizeof pcap, "/tmp/hpm-%d-deco.pcap", (int)getpid());
+    struct hp_link *s = open_memif(HP_MEMIF_SERVER, path, 0, 0, 0);
+    struct hp_link *inner = open_memif(HP_MEMIF_CLIENT, path, 0, 0, 0);
+    HP_REQUIRE(s != NULL && inner != NULL);
+    struct hp_link *c = hp_link_pcap(inner, pcap);
+    HP_REQUIRE(c != NULL);
+    HP_CHECK(!hp_link_up(c));
+    HP_REQUIRE(wait_up(s, c));
+    HP_CHECK(hp_link_up(c)); /* the inner link's state */
+    struct hp_memif_stats ms;
+    HP_CHECK_EQ(hp_link_memif_stats(c, &ms), 0);
+    HP_CHECK(ms.up);
+    /* Asking the decorator for its fd arms the memif link under it. */
+    struct pollfd p = {.fd = hp_link_fd(c), .events = POLLIN};
+    struct hp_buf *r[8];
+    HP_CHECK_EQ(hp_link_rx_burst(c, r, 8), 0);
+    struct hp_buf *b = frame(hp_link_pool(s), 100, 3);
+    HP_REQUIRE_EQ(hp_link_tx_burst(s, &b, 1), 1);
+    HP_CHECK_EQ(poll(&p, 1, 2000), 1);
+    HP_CHECK_EQ(hp_link_rx_burst(c, r, 8), 1);
+    HP_CHECK(frame_is(r[0], 100, 3));
+    hp_buf_free(r[0]);
+    HP_CHECK_EQ(hp_link_close(c), 0);
+    HP_CHECK_EQ(hp_link_close(s), 0);
+    unlink(pcap);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
