@@ -106,10 +106,19 @@ enum { PUT_OK, PUT_FULL, PUT_DROP, PUT_DOWN };
 static int put_client_copy(struct memif_link *m, struct memif_queue *q, uint32_t *free,
                            struct hp_buf *b)
 {
-    uint32_t len = b->pkt_len, bs = m->bsize, need = (len + bs - 1) / bs;
+    uint32_t len = b->pkt_len, bs = m->bsize, need = len <= bs ? 1 : (len + bs - 1) / bs;
     if (need > *free)
         return PUT_FULL;
     unsigned char *base = m->reg[0].base;
+    if (need == 1 && !b->next) {
+        /* The common case: one segment into one buffer. */
+        uint32_t s = q->prod & q->mask, off = q->buf0 + s * bs;
+        memcpy(base + off, hp_buf_data(b), len);
+        desc_write(&q->desc[s], 0, 0, len, off);
+        q->prod++;
+        (*free)--;
+        return PUT_OK;
+    }
     for (uint32_t k = 0; k < need; k++) {
         uint32_t s = (uint16_t)(q->prod + k) & q->mask, off = q->buf0 + s * bs;
         uint32_t n = len - k * bs < bs ? len - k * bs : bs;
