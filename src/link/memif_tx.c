@@ -162,7 +162,10 @@ static int put_server(struct memif_link *m, struct memif_queue *q, uint32_t *fre
     uint32_t off = 0;
     for (unsigned j = 0; j < k; j++) {
         uint32_t n = cap[j] < len - off ? cap[j] : len - off;
-        (void)hp_buf_copy_out(b, off, n, dst[j]);
+        if (!b->next)
+            memcpy(dst[j], (unsigned char *)hp_buf_data(b) + off, n);
+        else
+            (void)hp_buf_copy_out(b, off, n, dst[j]);
         off += n;
         struct hp__memif_desc *d = &q->desc[(uint16_t)(q->prod + j) & q->mask];
         d->length = n;
