@@ -98,7 +98,7 @@ connect_ok() {
   local role=$1 s=$2 name=$3; shift 3
   if timeout 120 "$HP" connect --link memif --memif-socket "$s" --memif-role "$role" "$@" >"$tmp/$name.log" 2>&1 \
      && grep -q "verified     yes" "$tmp/$name.log"; then
-    ok "$name: $(grep -E 'sha256' "$tmp/$name.log" | sed 's/^ *//')"
+    ok "$name: $(grep -E 'sha256' "$tmp/$name.log" | sed 's/^ *//; s/  */ /g')"
   else
     ko "$name" "$(show "$tmp/$name.log" 6)"
   fi
@@ -142,7 +142,7 @@ bg kt2 "$HP" gen txonly --link memif --memif-socket "$s" --duration 2
 tx2=$last
 wait "$tx2"; tx2rc=$?
 if wait "$rx" && [ $tx2rc = 0 ] && memif_line "$tmp/kr1.log" | grep -q "up 2 times"; then
-  ok "gen rxdrop (server) survives its client's SIGKILL and takes the next: $(memif_line "$tmp/kr1.log" | cut -d: -f3 | cut -c1-40)"
+  ok "gen rxdrop (server) survives its client's SIGKILL and takes the next: $(memif_line "$tmp/kr1.log" | grep -o 'up [0-9]* times, down [0-9]*')"
 else
   ko "gen rxdrop survives its client's SIGKILL" "$(show "$tmp/kr1.log"; show "$tmp/kt2.log")"
 fi
