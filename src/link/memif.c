@@ -464,6 +464,36 @@ static unsigned rx_idle(struct memif_link *m, struct hp_buf **bufs, unsigned n)
     return got;
 }
 
+/* Whether a receive ring has frames waiting (or an index that jumped, which
+ * the next receive reports). */
+static bool frames_waiting(struct memif_link *m)
+{
+    for (unsigned i = 0; i < m->n_rx; i++) {
+        uint16_t prod;
+        if (rx_avail(m, &m->rx[i], &prod) != 0)
+            return true;
+    }
+    return false;
+}
+
+int hp__memif_prepare_sleep(struct hp_link *l, int64_t *due_ns)
+{
+    struct memif_link *m = (struct memif_link *)l;
+    (void)due_ns; /* the timer in the epoll set covers retries and deadlines */
+    if (m->rx_mode == HP_MEMIF_RX_POLL)
+        return -EOPNOTSUPP;
+    /* Drain: control messages, the timer, the rings' eventfds. The next
+     * receive looks at them again at once (armed): the sleeper woke for
+     * something, maybe a control event. */
+    hp__memif_service(m);
+    m->armed = true;
+    if (!m->up)
+        return 0; /* a peer arriving (or its messages) makes the fd readable */
+    set_masks(m, false);
+    atomic_thread_fence(memory_order_seq_cst);
+    return frames_waiting(m) ? 1 : 0;
+}
+
 static int memif_rx(struct hp_link *l, struct hp_buf **bufs, unsigned n)
 {
     struct memif_link *m = (struct memif_link *)l;

@@ -161,6 +161,20 @@ void hp__memif_bad(struct memif_link *m, uint64_t *counter, const char *fmt, ...
 /* A ring index of the peer's out of range: counted, logged, link down. */
 void hp__memif_ring_error(struct memif_link *m, const char *what, uint16_t was, uint16_t now);
 
+/*
+ * hp_link_prepare_sleep() for memif, by the contract in link.h of the
+ * branch that has it (the event loop's): drain the control channel, the
+ * timer and the receive eventfds; unless the link is down, clear
+ * MASK_INT on the receive rings, a full barrier, one more look at them.
+ * > 0: frames wait; 0: armed (a frame, a control message, a peer arriving
+ * or the client's retry timer makes the fd readable); -EOPNOTSUPP in
+ * HP_MEMIF_RX_POLL mode (nothing would wake a sleeper). A receive that
+ * finds frames masks the rings again (HP_MEMIF_RX_AUTO). Until that
+ * branch is merged, hp_link_fd() plus an empty hp_link_rx_burst() do the
+ * same (rx_idle in memif.c).
+ */
+int hp__memif_prepare_sleep(struct hp_link *l, int64_t *due_ns);
+
 /* ---- memif_tx.c ---------------------------------------------------------- */
 
 /* The link's transmit (hp_link_tx_burst). */

@@ -1313,3 +1313,53 @@ HP_TEST(memif_under_a_decorator)
     unlink(pcap);
     HP_CHECK_EQ(hp_pools_in_use(), 0);
 }
+
+/* The event loop's way (hp_link_prepare_sleep() on the branch that has
+ * it): arm right before sleeping, every time; no hp_link_fd() heuristics. */
+HP_TEST(memif_prepare_sleep_contract)
+{
+    char path[108];
+    sock_path(path, sizeof path, "sleep");
+    struct hp_link *s = open_memif(HP_MEMIF_SERVER, path, 0, 0, 0);
+    struct hp_link *c = open_memif(HP_MEMIF_CLIENT, path, 0, 0, 0);
+    HP_REQUIRE(s != NULL && c != NULL);
+    HP_REQUIRE(wait_up(s, c));
+    struct memif_link *mc = (struct memif_link *)c;
+    struct pollfd p = {.fd = mc->l.fd, .events = POLLIN};
+    struct hp_buf *r[8];
+    HP_CHECK_EQ(hp_link_rx_burst(c, r, 8), 0);
+    HP_CHECK_EQ(hp__memif_prepare_sleep(c, NULL), 0);
+    HP_CHECK_EQ(poll(&p, 1, 0), 0);
+    /* A frame sent to a sleeper wakes it. */
+    struct hp_buf *b = frame(hp_link_pool(s), 80, 1);
+    HP_REQUIRE_EQ(hp_link_tx_burst(s, &b, 1), 1);
+    HP_CHECK_EQ(poll(&p, 1, 2000), 1);
+    HP_CHECK_EQ(hp_link_rx_burst(c, r, 8), 1);
+    HP_CHECK(frame_is(r[0], 80, 1));
+    hp_buf_free(r[0]);
+    /* Arming drains the wake-up: no stale signal keeps the sleeper up. */
+    HP_CHECK_EQ(hp__memif_prepare_sleep(c, NULL), 0);
+    HP_CHECK_EQ(poll(&p, 1, 0), 0);
+    /* A frame that came before the arming is reported, not slept on. */
+    b = frame(hp_link_pool(s), 90, 2);
+    HP_REQUIRE_EQ(hp_link_tx_burst(s, &b, 1), 1);
+    HP_CHECK_GT(hp__memif_prepare_sleep(c, NULL), 0);
+    HP_CHECK_EQ(hp_link_rx_burst(c, r, 8), 1);
+    hp_buf_free(r[0]);
+    /* The peer going away wakes it too. */
+    HP_CHECK_EQ(hp__memif_prepare_sleep(c, NULL), 0);
+    HP_CHECK_EQ(hp_link_close(s), 0);
+    HP_CHECK_EQ(poll(&p, 1, 2000), 1);
+    hp_link_rx_burst(c, r, 8);
+    HP_CHECK(!hp_link_up(c));
+    HP_CHECK_EQ(hp_link_close(c), 0);
+    /* A link that never asks the peer to signal cannot wake a sleeper. */
+    struct hp_link_config pc = {0};
+    pc.memif.socket = path;
+    pc.memif.rx_mode = HP_MEMIF_RX_POLL;
+    c = open_cfg(&pc);
+    HP_REQUIRE(c != NULL);
+    HP_CHECK_EQ(hp__memif_prepare_sleep(c, NULL), -EOPNOTSUPP);
+    HP_CHECK_EQ(hp_link_close(c), 0);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
