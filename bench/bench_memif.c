@@ -555,8 +555,8 @@ static int tcp_mem_round(int a, int b, double warm, double secs, double *gbps, d
         goto out;
     }
     for (int i = 0; i < 2; i++) {
-        th[i] = (struct tcp_thread){
-            .server = i == 0, .cpu = i == 0 ? a : b, .warm = warm, .secs = secs};
+        th[i] =
+            (struct tcp_thread){.server = i == 0, .cpu = i == 0 ? a : b, .warm = warm, .secs = secs};
         if (tcp_end_open(&th[i].e, NULL, i == 0, e[i]) < 0) {
             snprintf(why, len, "cannot set up the stacks on the mem pair");
             goto out;
@@ -587,8 +587,11 @@ out:
 
 static int tcpk_round(int a, int b, double warm, double secs, double *gbps, char *why, size_t len)
 {
-    struct tcpk_opts ko = {
-        .cpu_a = b, .cpu_b = a, .chunk = TCP_CHUNK, .warm_s = warm, .seconds = secs};
+    struct tcpk_opts ko = {.cpu_a = b,
+                           .cpu_b = a,
+                           .chunk = TCP_CHUNK,
+                           .warm_s = warm,
+                           .seconds = secs};
     struct tcpk_result kr;
     if (tcpk_stream_run(&ko, &kr) < 0 || !(kr.seconds > 0)) {
         snprintf(why, len, "%s", kr.why);

@@ -130,8 +130,10 @@ static int ctl_recv(int sock, uint8_t buf[HP__MEMIF_MSG_SIZE], size_t *len, int 
         struct cmsghdr align;
     } ctl;
     struct iovec iov = {buf, HP__MEMIF_MSG_SIZE};
-    struct msghdr mh = {
-        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
+    struct msghdr mh = {.msg_iov = &iov,
+                        .msg_iovlen = 1,
+                        .msg_control = ctl.buf,
+                        .msg_controllen = sizeof ctl.buf};
     *fd = -1;
     ssize_t r;
     do
@@ -558,14 +560,19 @@ static void act(struct memif_link *m, const struct hp__memif_msg *msg, enum hp__
         if (!why)
             why = client_send_next(m);
         break;
-    case HP__MEMIF_V_NEXT: why = client_send_next(m); break;
-    case HP__MEMIF_V_UP: why = hp__memif_start(m) < 0 ? "out of memory" : NULL; break;
+    case HP__MEMIF_V_NEXT:
+        why = client_send_next(m);
+        break;
+    case HP__MEMIF_V_UP:
+        why = hp__memif_start(m) < 0 ? "out of memory" : NULL;
+        break;
     case HP__MEMIF_V_PEER_GONE:
         if (fd >= 0)
             close(fd);
         peer_gone(m, msg);
         return;
-    case HP__MEMIF_V_REFUSE: break;
+    case HP__MEMIF_V_REFUSE:
+        break;
     }
     if (fd >= 0)
         close(fd);

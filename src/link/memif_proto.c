@@ -107,7 +107,8 @@ int hp__memif_msg_decode(const void *buf, size_t len, struct hp__memif_msg *m)
         return -EBADMSG;
     m->type = get16(p, 0);
     switch (m->type) {
-    case HP__MEMIF_MSG_ACK: return 0;
+    case HP__MEMIF_MSG_ACK:
+        return 0;
     case HP__MEMIF_MSG_HELLO:
         get_str(p, HELLO_NAME, HP__MEMIF_NAME_LEN, m->u.hello.name);
         m->u.hello.min_version = get16(p, HELLO_MIN);
@@ -144,7 +145,8 @@ int hp__memif_msg_decode(const void *buf, size_t len, struct hp__memif_msg *m)
         m->u.disconnect.code = get32(p, DISC_CODE);
         get_str(p, DISC_REASON, HP__MEMIF_REASON_LEN, m->u.disconnect.reason);
         return 0;
-    default: return -EPROTO;
+    default:
+        return -EPROTO;
     }
 }
 
@@ -189,7 +191,8 @@ void hp__memif_msg_encode(const struct hp__memif_msg *m, uint8_t out[HP__MEMIF_M
         put32(out, DISC_CODE, m->u.disconnect.code);
         put_str(out, DISC_REASON, HP__MEMIF_REASON_LEN, m->u.disconnect.reason);
         break;
-    default: break;
+    default:
+        break;
     }
 }
 
@@ -336,10 +339,14 @@ static enum hp__memif_verdict server_step(struct hp__memif_hs *hs, const struct 
     if (hs->state != HP__MEMIF_HS_WAIT_SETUP)
         return refuse(why, "unexpected message");
     switch (m->type) {
-    case HP__MEMIF_MSG_ADD_REGION: return srv_region(hs, m, has_fd, why);
-    case HP__MEMIF_MSG_ADD_RING: return srv_ring(hs, m, has_fd, why);
-    case HP__MEMIF_MSG_CONNECT: return srv_connect(hs, m, why);
-    default: return refuse(why, "unexpected message");
+    case HP__MEMIF_MSG_ADD_REGION:
+        return srv_region(hs, m, has_fd, why);
+    case HP__MEMIF_MSG_ADD_RING:
+        return srv_ring(hs, m, has_fd, why);
+    case HP__MEMIF_MSG_CONNECT:
+        return srv_connect(hs, m, why);
+    default:
+        return refuse(why, "unexpected message");
     }
 }
 
@@ -389,7 +396,8 @@ static enum hp__memif_verdict client_step(struct hp__memif_hs *hs, const struct 
         memcpy(hs->peer_if, m->u.connect.if_name, sizeof hs->peer_if);
         hs->state = HP__MEMIF_HS_UP;
         return HP__MEMIF_V_UP;
-    default: return refuse(why, "unexpected message");
+    default:
+        return refuse(why, "unexpected message");
     }
 }
 

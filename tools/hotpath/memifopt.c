@@ -42,7 +42,8 @@ int memifopt_parse(const char *cmd, struct memif_opts *m, int c, const char *arg
         m->id = (uint32_t)v;
         break;
     }
-    default: return 1;
+    default:
+        return 1;
     }
     m->given = true;
     return 0;

@@ -19,14 +19,18 @@ struct memif_opts {
 /* getopt_long codes of the options, out of the way of single letters. */
 enum { MEMIFOPT_SOCKET = 0x300, MEMIFOPT_ROLE, MEMIFOPT_ID };
 
+/* One entry of a getopt_long table, then the three of memif. */
+#define MEMIFOPT_(name, code)                                                                      \
+    {                                                                                              \
+        name, required_argument, NULL, code                                                        \
+    }
 #define MEMIFOPT_LONGOPTS                                                                          \
-    {"memif-socket", required_argument, NULL, MEMIFOPT_SOCKET},                                    \
-    {"memif-role", required_argument, NULL, MEMIFOPT_ROLE},                                        \
-    {"memif-id", required_argument, NULL, MEMIFOPT_ID}
+    MEMIFOPT_("memif-socket", MEMIFOPT_SOCKET), MEMIFOPT_("memif-role", MEMIFOPT_ROLE),            \
+        MEMIFOPT_("memif-id", MEMIFOPT_ID)
 
 #define MEMIFOPT_HELP                                                                              \
     "  --memif-socket PATH  memif: the control socket (@NAME: abstract; required)\n"               \
-    "  --memif-role R       memif: client (the default: connects, makes the shared\n"             \
+    "  --memif-role R       memif: client (the default: connects, makes the shared\n"              \
     "                       memory) or server\n"                                                   \
     "  --memif-id N         memif: the interface id on the socket (default 0)\n"
 

@@ -109,18 +109,35 @@ static int parse(int argc, char **argv, struct opts *o)
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
-        case 's': o->socket = optarg; break;
+        case 's':
+            o->socket = optarg;
+            break;
         case 'r':
             o->role = strcmp(optarg, "server") == 0 ? HP_MEMIF_SERVER : HP_MEMIF_CLIENT;
             break;
-        case 'i': o->id = (uint32_t)strtoul(optarg, NULL, 10); break;
-        case 'n': o->count = (uint32_t)strtoul(optarg, NULL, 10); break;
-        case 'z': o->size = (uint32_t)strtoul(optarg, NULL, 10); break;
-        case 'e': o->expect = optarg; break;
-        case 'Z': o->flags |= HP_LINK_F_ZEROCOPY; break;
-        case 'c': o->chain = true; break;
-        case 't': o->timeout = strtod(optarg, NULL); break;
-        default: return -1;
+        case 'i':
+            o->id = (uint32_t)strtoul(optarg, NULL, 10);
+            break;
+        case 'n':
+            o->count = (uint32_t)strtoul(optarg, NULL, 10);
+            break;
+        case 'z':
+            o->size = (uint32_t)strtoul(optarg, NULL, 10);
+            break;
+        case 'e':
+            o->expect = optarg;
+            break;
+        case 'Z':
+            o->flags |= HP_LINK_F_ZEROCOPY;
+            break;
+        case 'c':
+            o->chain = true;
+            break;
+        case 't':
+            o->timeout = strtod(optarg, NULL);
+            break;
+        default:
+            return -1;
         }
     }
     if (!o->socket || o->size < 60 || o->size > 1514)

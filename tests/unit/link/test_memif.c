@@ -701,19 +701,26 @@ static void run_script(struct hp_link *s, const char *path, const struct step *s
     for (int i = 0; i < n; i++) {
         int fds[2] = {-1, -1}, nfds = 0, p[2];
         switch (steps[i].fd_kind) {
-        case 1: fds[nfds++] = memfd(steps[i].fd_len, true); break;
-        case 2: fds[nfds++] = memfd(steps[i].fd_len, false); break;
+        case 1:
+            fds[nfds++] = memfd(steps[i].fd_len, true);
+            break;
+        case 2:
+            fds[nfds++] = memfd(steps[i].fd_len, false);
+            break;
         case 3:
             HP_REQUIRE(pipe(p) == 0);
             fds[nfds++] = p[0];
             close(p[1]);
             break;
-        case 4: fds[nfds++] = eventfd(0, 0); break;
+        case 4:
+            fds[nfds++] = eventfd(0, 0);
+            break;
         case 5:
             fds[nfds++] = eventfd(0, 0);
             fds[nfds++] = eventfd(0, 0);
             break;
-        default: break;
+        default:
+            break;
         }
         uint8_t zero[256] = {0};
         if (steps[i].kind == STEP_BYTES)
