@@ -2,6 +2,7 @@
 /* `hotpath bench memif`: the memif link between processes, each pinned to its CPU: 64-byte txonly to rxdrop against DPDK's testpmd both ways, and one TCP flow against the kernel's over loopback. */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -207,6 +208,7 @@ static pid_t testpmd_start(const char *role, const char *mode, const char *sock,
     snprintf(vdev, sizeof vdev, "--vdev=net_memif,role=%s,socket=%s,socket-abstract=no", role,
              sock);
     snprintf(lcores, sizeof lcores, "0@%d,1@%d", cpu, cpu);
+    /* The parent's pid: testpmd_clean() removes the run directory by it. */
     snprintf(prefix, sizeof prefix, "--file-prefix=hpbench-%d-%s", (int)getppid(), role);
     int out = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600), in = open("/dev/null", O_RDONLY);
     if (out >= 0 && in >= 0) {
@@ -235,17 +237,36 @@ static pid_t testpmd_start(const char *role, const char *mode, const char *sock,
     _exit(127);
 }
 
-static void testpmd_stop(pid_t pid)
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    (void)remove(path);
+    return 0;
+}
+
+/* testpmd leaves its run directory (/var/run/dpdk/PREFIX) behind. */
+static void testpmd_clean(const char *role)
+{
+    char dir[96];
+    snprintf(dir, sizeof dir, "/var/run/dpdk/hpbench-%d-%s", (int)getpid(), role);
+    nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+static void testpmd_stop(pid_t pid, const char *role)
 {
     kill(pid, SIGINT);
-    for (int i = 0; i < 50; i++) {
-        if (waitpid(pid, NULL, WNOHANG) == pid)
-            return;
+    bool gone = false;
+    for (int i = 0; i < 50 && !gone; i++) {
+        gone = waitpid(pid, NULL, WNOHANG) == pid;
         struct timespec t = {0, 100000000};
-        nanosleep(&t, NULL);
+        if (!gone)
+            nanosleep(&t, NULL);
     }
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
+    if (!gone) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+    testpmd_clean(role);
 }
 
 static bool wait_file(const char *path, double secs)
@@ -273,7 +294,7 @@ static int tp_round(bool tp_rx, int a, int b, double secs, double *mpps, char *w
     if (tp_rx) {
         tp = testpmd_start("server", "rxonly", sock, a, log);
         if (!wait_file(sock, 20)) {
-            testpmd_stop(tp);
+            testpmd_stop(tp, "server");
             snprintf(why, len, "testpmd did not listen in 20 s (its log: %.70s)", log);
             return -1;
         }
@@ -286,7 +307,7 @@ static int tp_round(bool tp_rx, int a, int b, double secs, double *mpps, char *w
     }
     struct side_res r;
     read_res(fd, hp, &r);
-    testpmd_stop(tp);
+    testpmd_stop(tp, tp_rx ? "server" : "client");
     unlink(sock);
     if (!r.ok) {
         snprintf(why, len, "%.100s (testpmd's log: %.70s)", r.why, log);
@@ -336,8 +357,8 @@ static int tp_tp_round(int a, int b, double secs, double *mpps, char *why, size_
     if (tx > 0)
         nanosleep(&t, NULL);
     if (tx > 0)
-        testpmd_stop(tx);
-    testpmd_stop(rx);
+        testpmd_stop(tx, "client");
+    testpmd_stop(rx, "server");
     unlink(sock);
     *mpps = rx_pps_of(log[0]) / 1e6;
     if (!(*mpps > 0)) {

@@ -46,7 +46,8 @@ tmp=$(mktemp -d /tmp/hpm-memif.XXXXXX)
 PIDS=()
 NSS=()
 keep=0
-trap 'keep=${HP_KEEP:-0}; interop_cleanup' EXIT
+# testpmd leaves its run directory (/var/run/dpdk/PREFIX) behind: ours go too.
+trap 'keep=${HP_KEEP:-0}; interop_cleanup; rm -rf /var/run/dpdk/hpm-$$-*' EXIT
 trap 'ko "interrupted (SIGINT)"; summary; exit 130' INT
 trap 'ko "interrupted (SIGTERM)"; summary; exit 143' TERM
 
