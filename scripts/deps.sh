@@ -18,7 +18,9 @@ required=(cmake:/usr/bin/cmake ninja-build:/usr/bin/ninja gcc:/usr/bin/gcc
 optional_demo=(libdpdk-dev:/usr/include/dpdk/rte_ip.h libxdp-dev:/usr/include/xdp/xsk.h
                libbpf-dev:/usr/include/bpf/libbpf.h iproute2:/usr/sbin/ip libssl-dev:/usr/include/openssl/evp.h
                libdw-dev:/usr/include/elfutils/libdw.h valgrind:/usr/include/valgrind/callgrind.h
-               dpkg-dev:/usr/bin/dpkg-source)
+               dpkg-dev:/usr/bin/dpkg-source
+               dpdk-dev:/usr/bin/dpdk-testpmd
+               librte-net-memif23:/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0/librte_net_memif.so.23.0)
 optional_check=(clang:/usr/bin/clang libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
                 libdpdk-dev:/usr/include/dpdk/rte_ip.h libxdp-dev:/usr/include/xdp/xsk.h
                 libbpf-dev:/usr/include/bpf/libbpf.h iproute2:/usr/sbin/ip tshark:/usr/bin/tshark
@@ -26,7 +28,9 @@ optional_check=(clang:/usr/bin/clang libclang-rt-14-dev:/usr/lib/llvm-14/lib/cla
                 iputils-ping:/usr/bin/ping ethtool:/usr/sbin/ethtool valgrind:/usr/include/valgrind/callgrind.h
                 gcc-aarch64-linux-gnu:/usr/bin/aarch64-linux-gnu-gcc
                 libc6-dev-arm64-cross:/usr/aarch64-linux-gnu/lib/crti.o qemu-user:/usr/bin/qemu-aarch64
-                clang-format-14:/usr/bin/clang-format-14 dpkg-dev:/usr/bin/dpkg-source)
+                clang-format-14:/usr/bin/clang-format-14 dpkg-dev:/usr/bin/dpkg-source
+                dpdk-dev:/usr/bin/dpdk-testpmd
+                librte-net-memif23:/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0/librte_net_memif.so.23.0)
 declare -A why=(
   [libdpdk-dev]="the dpdk and dpdk-native rows of 'hotpath bench cksum'"
   [libelf-dev]="code sizes in the benchmark tables"
@@ -46,6 +50,8 @@ declare -A why=(
   [clang-format-14]="the style check of make check (scripts/style.sh: the C sources against .clang-format)"
   [valgrind]="simulated cache misses per rr transaction (scripts/rr_cachesim.py: the demo's layout step and its test), instructions per transaction of each stack (scripts/peers_profile.py)"
   [dpkg-dev]="lwip row in 'hotpath bench peers' (apt-get source needs dpkg-source to unpack lwIP's source package)"
+  [dpdk-dev]="dpdk-testpmd: the memif link against DPDK's own driver (tests/interop/memif.sh) and the testpmd rows of 'hotpath bench memif'"
+  [librte-net-memif23]="DPDK's memif driver (net_memif), which dpdk-testpmd loads for tests/interop/memif.sh and 'hotpath bench memif'"
 )
 
 pkgs=("${required[@]}")

@@ -519,5 +519,29 @@ else
   ko "demo --only layout --chrono-binary none: the chrono column is skipped, said so" "$(tail -3 "$tmp/err"; tail -5 "$tmp/lay-none.out")"
 fi
 
+# ---- memif: the options, and two hotpath processes over shared memory ----
+expect "gen memif needs --memif-socket"      2 "needs --memif-socket"      -- "$HP" gen --link memif --duration 0.1
+expect "gen --memif-role bogus is refused"   2 "client or server"          -- "$HP" gen --link memif --memif-socket "$tmp/m.sock" --memif-role bogus
+expect "gen --memif-id -1 is refused"        2 "--memif-id"                -- "$HP" gen --link memif --memif-socket "$tmp/m.sock" --memif-id -1
+expect "gen memif options need memif"        2 "are for --link memif"      -- "$HP" gen --link mem --memif-socket "$tmp/m.sock" --duration 0.1
+expect "serve memif refuses --iface"         2 "memif names its peer"      -- "$HP" serve --link memif --iface lo --memif-socket "$tmp/m.sock" --ip 198.18.0.2/24
+expect "connect memif needs --memif-socket"  2 "needs --memif-socket"      -- "$HP" connect --link memif --ip 198.18.0.1/24 --to 198.18.0.2:7 --bytes 10
+expect "rr memif runs both roles itself"     2 "rr runs both ends"         -- "$HP" rr --link memif --memif-role server
+expect "rr over memif (both ends in-process)" 0 "transactions"             -- "$HP" rr --link memif --duration 0.3
+msock="$tmp/gen.sock"
+"$HP" gen rxdrop --link memif --memif-socket "$msock" --memif-role server --duration 1 --json >"$tmp/rxd.json" 2>"$tmp/rxd.err" &
+rxd=$!
+if timeout 30 "$HP" gen txonly --link memif --memif-socket "$msock" --duration 1 --json >"$tmp/txo.json" 2>"$tmp/txo.err"    && wait "$rxd" && python3 - "$tmp/rxd.json" "$tmp/txo.json" <<'PY'
+import json, sys
+rx, tx = (json.load(open(f)) for f in sys.argv[1:3])
+assert rx["link"] == "memif" and rx["packets"] > 1000 and tx["packets"] > 1000, (rx, tx)
+PY
+then
+  ok "gen txonly -> gen rxdrop over memif, two processes"
+else
+  ko "gen txonly -> gen rxdrop over memif, two processes" "$(tail -2 "$tmp/rxd.err" "$tmp/txo.err" 2>&1)"
+  kill "$rxd" 2>/dev/null
+fi
+
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
