@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../base/debug.h"
+#include "../base/fence.h"
 #include "memif_internal.h"
 
 /*
@@ -472,7 +473,7 @@ int hp__memif_prepare_sleep(struct hp_link *l, int64_t *due_ns)
     if (!m->up)
         return 0; /* a peer arriving (or its messages) makes the fd readable */
     set_masks(m, false);
-    atomic_thread_fence(memory_order_seq_cst);
+    hp__fence_seq_cst();
     return frames_waiting(m) ? 1 : 0;
 }
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "../base/debug.h"
+#include "../base/fence.h"
 #include "memif_internal.h"
 
 /*
@@ -91,7 +92,7 @@ static void tx_publish(struct memif_link *m, struct memif_queue *q)
     st_rel(m->server ? &q->ring->tail : &q->ring->head, q->prod);
     /* Store then load: the full barrier pairs with the receiver's, which
      * clears MASK_INT then looks at the ring (see rx_idle). */
-    atomic_thread_fence(memory_order_seq_cst);
+    hp__fence_seq_cst();
     if (!(__atomic_load_n(&q->ring->flags, __ATOMIC_RELAXED) & HP__MEMIF_RING_MASK_INT) &&
         q->irq_fd >= 0) {
         uint64_t one = 1;
