@@ -224,12 +224,15 @@ int hp__ipv4_output(struct hp_stack *s, const struct hp__route *r, const uint8_t
     struct hp_ipv4_repr ip = {
         .proto = proto,
         .ttl = s->cfg.default_ttl ? s->cfg.default_ttl : 64,
-        .ident = s->ip_ident++,
         .payload_len = (uint16_t)len,
     };
     memcpy(ip.src, r->src, 4);
     memcpy(ip.dst, dst, 4);
-    if (len + HP_IPV4_HDR_LEN > r->ifc->mtu)
+    bool frag = len + HP_IPV4_HDR_LEN > r->ifc->mtu;
+    /* Per destination, never one counter for all (RFC 6864 4, RFC 7739);
+     * a datagram with DF that goes whole is atomic (RFC 6864 4.1). */
+    ip.ident = hp__ip4_ident(s, ip.src, ip.dst, proto, ip.df && !frag);
+    if (frag)
         return fragment4(s, r, &ip, b);
     uint8_t *h = hp__push_header(r->ifc, &b, HP_IPV4_HDR_LEN);
     if (!h) {

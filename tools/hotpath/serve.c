@@ -382,6 +382,10 @@ out:
     if (c1 < 0 || c2 < 0 || c3 < 0 || left != 0) {
         fprintf(stderr, "hotpath serve: %ld buffers still in use at exit\n", left);
         rc = rc ? rc : 1;
+    } else if (o->json) {
+        printf("{\"event\": \"buffers\", \"in_use\": 0, \"all_back\": true}\n");
+    } else {
+        printf("serve: every buffer came back (0 in use at exit)\n");
     }
     return rc;
 }
