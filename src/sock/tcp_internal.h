@@ -285,6 +285,9 @@ struct hp__tcp_ctr {     /* the rare ones */
 #define HP__TCPS_RTXDUE_rxtx uint64_t rtx_due; /* when t_rtx should fire, 0 when stopped: t_rtx may be armed earlier or stale (lazy restart and stop) */
 #define HP__TCPS_PERSIST_rx uint8_t persist_shift; /* persist timer back-off (zeroed by every rtx_stop) */
 #define HP__TCPS_KA_cold uint32_t ka_idle_s, ka_intvl_s, ka_cnt;
+/* RFC 5961 7: no challenge ACK from this connection before this time (ms
+ * of s->now, wrapping; 0: any time). 32 bits: it fills a hole. */
+#define HP__TCPS_CHACK_cold uint32_t chack_next_ms;
 
 /* the route our segments take (chosen at connect / accept; its source
  * address is key.laddr: hp__tcp_route) */
@@ -321,7 +324,7 @@ struct hp_tcp_sock {
     HP__TCPS_TRTX_cold HP__TCPS_TDACK_cold HP__TCPS_TMISC_cold HP__TCPS_RTXDUE_rxtx HP__TCPS_DACKDUE_rx
     HP__TCPS_RTXTDUE_tx HP__TCPS_DACKTDUE_rx HP__TCPS_PERSIST_rx HP__TCPS_KA_cold
     HP__TCPS_RT_tx
-    HP__TCPS_EV_rx HP__TCPS_ERR_tx
+    HP__TCPS_EV_rx HP__TCPS_ERR_tx HP__TCPS_CHACK_cold
     HP__TCPS_LISTEN_cold
     HP__TCPS_CTRRX_rx HP__TCPS_CTRTX_tx HP__TCPS_CTR_cold
 #else
@@ -347,17 +350,18 @@ struct hp_tcp_sock {
 
     /* cold: the handshake, listeners, keepalive, the timers themselves, rare counters */
     HP__TCPS_ISS_cold HP__TCPS_IRS_cold HP__TCPS_OOON_cold HP__TCPS_RTTSEQ_cold
-    HP__TCPS_KA_cold HP__TCPS_TRTX_cold HP__TCPS_TDACK_cold HP__TCPS_TMISC_cold HP__TCPS_LISTEN_cold HP__TCPS_CTR_cold
+    HP__TCPS_KA_cold HP__TCPS_CHACK_cold HP__TCPS_TRTX_cold HP__TCPS_TDACK_cold HP__TCPS_TMISC_cold
+    HP__TCPS_LISTEN_cold HP__TCPS_CTR_cold
 #endif
 } __attribute__((aligned(HP_CACHELINE_SIZE))); /* allocated with aligned_alloc(64) by hp__tcp_conn_new */
 
 /* A listener's queues. Connections in SYN_RECEIVED sit on syn (count
- * nsyn); established, not yet accepted ones on acc (count nacc). Both are
- * bounded by backlog. */
+ * nsyn), oldest first; established, not yet accepted ones on acc (count
+ * nacc). Both are bounded by backlog. */
 struct hp__tcp_listenq {
     uint32_t backlog;
     uint32_t nsyn, nacc;
-    struct hp_tcp_sock *syn_head;              /* doubly linked through qnext/qprev */
+    struct hp_tcp_sock *syn_head, *syn_tail;   /* FIFO through qnext/qprev */
     struct hp_tcp_sock *acc_head, *acc_tail;   /* FIFO through qnext/qprev */
 };
 
@@ -388,7 +392,10 @@ struct hp__tcp_state {
     struct hp__tcp_secret secret; /* ISNs, cookies, timestamp offsets */
     struct hp_tcp_sock *all;      /* every TCP socket (anext/aprev) */
     uint32_t nconns;              /* sockets allocated (any state) */
-    struct hp__bucket challenge;  /* RFC 5961 7: challenge ACK rate limit */
+    /* RFC 5961 7: this second's stack-wide challenge ACK budget, drawn at
+     * random (tcp_output.c challenge_allowed). */
+    uint64_t chack_sec;           /* the second it was drawn for (s->now / 1 s) */
+    uint32_t chack_left;
     /* Delayed ACKs owed since the last poll began (tcp_timer.c): armed at
      * the next one unless the application's reply carried them first. */
     struct hp_tcp_sock **dack_pend;
@@ -540,8 +547,10 @@ int hp__tcp_send_syn(struct hp_tcp_sock *c);
 /* An ACK now (pure, or a challenge ACK of RFC 5961, or the reply to an
  * unacceptable segment of 3.10.7.4). @return 0 or -ENOBUFS. */
 int hp__tcp_send_ack(struct hp_tcp_sock *c);
-/* RFC 5961 7: a challenge ACK, rate limited stack-wide (counted
- * TCP_CHALLENGE_ACKS or TCP_CHALLENGE_ACK_LIMITED). */
+/* RFC 5961 7: a challenge ACK, rate limited per connection
+ * (challenge_ack_conn_ms; TCP_CHALLENGE_ACK_CONN_LIMITED) and stack-wide
+ * by a budget drawn at random each second (challenge_ack_limit;
+ * TCP_CHALLENGE_ACK_LIMITED); TCP_CHALLENGE_ACKS counts those sent. */
 void hp__tcp_challenge_ack(struct hp_tcp_sock *c);
 /* A RST from c (abort, close with unread data, keepalive / retry
  * failures need none): <SEQ=SND.NXT><CTL=RST> (RFC 9293 3.10.5). */
@@ -552,9 +561,16 @@ void hp__tcp_send_rst(struct hp_tcp_sock *c);
 void hp__tcp_send_rst_reply(struct hp_stack *s, int family, const uint8_t *src, const uint8_t *dst,
                             const struct hp_tcp_repr *r);
 /* A SYN-ACK carrying a cookie for SYN r, sent statelessly by listener l
- * (hp__tcp_cookie_make; TCP_SYNCOOKIES_SENT). No options but MSS. */
+ * (hp__tcp_cookie_make; TCP_SYNCOOKIES_SENT), with the options of
+ * hp__tcp_cookie_offer. */
 void hp__tcp_send_cookie_synack(struct hp_tcp_sock *l, int family, const uint8_t *src,
                                 const uint8_t *dst, const struct hp_tcp_repr *r);
+/* tcp_listen.c: the options of listener l's cookie SYN-ACK o for SYN syn
+ * of connection t (tcp_cookie.h): MSS (set by the caller), and when the
+ * SYN had timestamps, timestamps with the cookie's bits in TSval, window
+ * scaling, SACK-permitted and ECN as agreed. */
+void hp__tcp_cookie_offer(struct hp_tcp_sock *l, const struct hp__tcp_tuple *t, const struct hp_tcp_repr *syn,
+                          struct hp_tcp_repr *o);
 /* Retransmit the first unacknowledged segment (fast retransmit, partial
  * ACK, RTO): data from snd_una, or SYN / FIN alone. Counted
  * TCP_RETRANS_SEGS. @return 0 or -ENOBUFS. */

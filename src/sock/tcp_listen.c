@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Segments for a listener (RFC 9293 3.10.7.2): SYNs make connections in SYN_RECEIVED on the SYN queue, or cookie SYN-ACKs when it is full (RFC 4987 3.6); cookie ACKs make connections directly. */
+/* Segments for a listener (RFC 9293 3.10.7.2): SYNs make connections in SYN_RECEIVED on the SYN queue, in place of a stale one or as cookie SYN-ACKs when it is full (RFC 4987 3.6); cookie ACKs make connections directly. */
 #include <errno.h>
 #include <string.h>
 
@@ -71,22 +71,54 @@ static struct hp_tcp_sock *child_new(struct hp_tcp_sock *l, const struct hp__tcp
     return c;
 }
 
-/* Put an embryo on its listener's SYN queue (hp__tcp_established moves it
- * to the accept queue; hp__tcp_conn_free takes it off). */
+/* Put an embryo at the tail of its listener's SYN queue, which is so in
+ * order of age (hp__tcp_established moves it to the accept queue;
+ * hp__tcp_conn_free takes it off). */
 static void syn_queue_add(struct hp_tcp_sock *l, struct hp_tcp_sock *c)
 {
     struct hp__tcp_listenq *lq = l->lq;
-    c->qprev = NULL;
-    c->qnext = lq->syn_head;
-    if (lq->syn_head)
-        lq->syn_head->qprev = c;
-    lq->syn_head = c;
+    c->qnext = NULL;
+    c->qprev = lq->syn_tail;
+    if (lq->syn_tail)
+        lq->syn_tail->qnext = c;
+    else
+        lq->syn_head = c;
+    lq->syn_tail = c;
     lq->nsyn++;
+}
+
+/* How far from the oldest end of a full SYN queue to look for a stale
+ * entry: enough to step over the few that wait for room on the accept
+ * queue, bounded so that a SYN costs the same whatever the backlog. */
+#define STALE_SCAN 8
+
+/*
+ * A full SYN queue (RFC 4987 4.1, "SYN cache" eviction): rather than a
+ * cookie for the new SYN, drop the oldest half-open entry that is stale,
+ * its SYN-ACK retransmitted at least once (no answer within an RTO, 1 s
+ * at first) and nothing heard since its SYN. Under a spoofed flood the
+ * queue is soon full of such entries, which would otherwise send every new
+ * client to a cookie for a minute; a real client answers its SYN-ACK
+ * within an RTT, long before its entry is stale. The entry goes silently
+ * (its peer, if any, retransmits its SYN). Returns whether room was made.
+ */
+static bool syn_queue_evict_stale(struct hp_tcp_sock *l)
+{
+    struct hp_tcp_sock *c = l->lq->syn_head;
+    for (int i = 0; c && i < STALE_SCAN; i++, c = c->qnext) {
+        if (c->rtx_count >= 1 && c->st_rx.segs_in <= 1) {
+            hp__ctr(l->s, HP_CTR_TCP_SYN_QUEUE_STALE_DROPS);
+            hp__tcp_drop(c, -ETIMEDOUT); /* never accepted: freed */
+            return true;
+        }
+    }
+    return false;
 }
 
 /*
  * A SYN (RFC 9293 3.10.7.2 third check). The SYN queue full means a flood
- * or a slow accept: answer statelessly with a cookie (RFC 4987 3.6) unless
+ * or a slow accept: a stale entry makes room (syn_queue_evict_stale), else
+ * the SYN is answered statelessly with a cookie (RFC 4987 3.6) unless
  * cookies are off. (A full accept queue is found at the handshake's ACK,
  * by hp__tcp_established: the embryo then waits, its SYN-ACK timer
  * running, for the peer's next segment.)
@@ -100,7 +132,7 @@ static void syn_in(struct hp_tcp_sock *l, struct hp__tcp_seg *sg)
     struct hp__tcp_listenq *lq = l->lq;
     const struct hp_tcp_repr *r = &sg->r;
 
-    if (lq->nsyn >= lq->backlog) {
+    if (lq->nsyn >= lq->backlog && !syn_queue_evict_stale(l)) {
         if (ts->cfg.no_syncookies)
             hp__ctr(s, HP_CTR_TCP_SYN_QUEUE_DROPS);
         else
@@ -133,13 +165,85 @@ static void syn_in(struct hp_tcp_sock *l, struct hp__tcp_seg *sg)
     (void)hp__tcp_send_syn(c);
 }
 
+/* ---- SYN cookies with options (tcp_cookie.h) ------------------------------------ */
+
+/*
+ * What a connection from SYN syn negotiates beyond the MSS, as far as a
+ * cookie can carry it: nothing without timestamps (RFC 7323 3.2: both
+ * SYNs must carry them); window scaling when both offer it (2.2).
+ * SACK-permitted (RFC 2018) and ECN (RFC 3168 6.1.1): this stack offers
+ * neither yet (include/hotpath/tcp.h), so they stay off here; the cookie
+ * has their bits, and this is where a stack that negotiates them agrees
+ * to them (the final ACK then gives them back to hp__tcp_negotiate).
+ */
+static void cookie_agree(const struct hp_tcp_config *cfg, const struct hp_tcp_repr *syn,
+                         struct hp__tcp_cookie_opts *co)
+{
+    memset(co, 0, sizeof *co);
+    co->ts = syn->opt.has_ts && !cfg->no_timestamps;
+    co->ws = co->ts && syn->opt.has_ws && !cfg->no_window_scaling;
+    co->snd_wscale = co->ws ? syn->opt.ws : 0;
+    co->sack = false;
+    co->ecn = false;
+}
+
+void hp__tcp_cookie_offer(struct hp_tcp_sock *l, const struct hp__tcp_tuple *t, const struct hp_tcp_repr *syn,
+                          struct hp_tcp_repr *o)
+{
+    struct hp__tcp_state *ts = hp__tcp(l->s);
+    const struct hp_tcp_config *cfg = &ts->cfg;
+    struct hp__tcp_cookie_opts co;
+    cookie_agree(cfg, syn, &co);
+    if (!co.ts)
+        return;
+    /* The clock the connection will have: hp__tcp_conn_attach's offset
+     * for this tuple (RFC 7323 5.4). */
+    uint32_t off = (uint32_t)hp__tcp_hash(&ts->secret, HP__TCP_HASH_TS, t, 0, 0);
+    uint32_t now = (uint32_t)(l->s->now / 1000000u) + off;
+    o->opt.has_ts = true;
+    o->opt.ts_val = hp__tcp_cookie_tsval(now, &co);
+    o->opt.ts_ecr = syn->opt.ts_val;
+    if (co.ws) {
+        uint32_t rcvbuf = l->rcvbuf ? l->rcvbuf : cfg->rcvbuf;
+        o->opt.has_ws = true;
+        o->opt.ws = hp__tcp_rcv_wscale(rcvbuf, cfg->no_window_scaling);
+    }
+    o->opt.sack_perm = co.sack;
+    if (co.ecn)
+        o->flags |= HP_TCP_F_ECE; /* RFC 3168 6.1.1: an ECN-setup SYN-ACK */
+}
+
+/* The options the final ACK r of a cookie handshake gives back, as the SYN
+ * would have offered them: the cookie's MSS, and from the TSecr (our
+ * cookie TSval echoed) window scaling, SACK-permitted and timestamps, with
+ * the ACK's TSval for TS.Recent. An ACK without timestamps had a SYN
+ * without them: MSS only. *ecn: ECN was agreed. */
+static void cookie_syn_opts(const struct hp_tcp_config *cfg, const struct hp_tcp_repr *r, int mss,
+                            struct hp_tcp_opts *o, bool *ecn)
+{
+    memset(o, 0, sizeof *o);
+    o->has_mss = true;
+    o->mss = (uint16_t)mss;
+    *ecn = false;
+    if (!r->opt.has_ts || cfg->no_timestamps)
+        return;
+    struct hp__tcp_cookie_opts co;
+    hp__tcp_cookie_ts_decode(r->opt.ts_ecr, &co);
+    o->has_ts = true;
+    o->ts_val = r->opt.ts_val;
+    o->has_ws = co.ws && !cfg->no_window_scaling;
+    o->ws = co.snd_wscale;
+    o->sack_perm = co.sack;
+    *ecn = co.ecn;
+}
+
 /*
  * An ACK at a listener: the third segment of a handshake we answered with
  * a cookie (RFC 4987 3.6). A valid cookie gives back the client's ISN, our
- * ISN and the MSS; the connection is rebuilt as it would have been in
- * SYN_RECEIVED (no window scaling, no timestamps: the cookie SYN-ACK
- * offered neither) and the ACK, with any data or FIN it carries, is
- * processed as in that state, which completes the handshake.
+ * ISN and the MSS, and the timestamps the options (tcp_cookie.h); the
+ * connection is rebuilt as it would have been in SYN_RECEIVED and the
+ * ACK, with any data or FIN it carries, is processed as in that state,
+ * which completes the handshake.
  */
 static void cookie_ack(struct hp_tcp_sock *l, struct hp__tcp_seg *sg)
 {
@@ -176,16 +280,20 @@ static void cookie_ack(struct hp_tcp_sock *l, struct hp__tcp_seg *sg)
     }
     hp__ctr(s, HP_CTR_TCP_SYNCOOKIES_OK);
     c->flags |= HP__TCPF_COOKIE;
-    c->flags &= ~(HP__TCPF_WS_OK | HP__TCPF_TS_OK);
-    c->snd_wscale = c->rcv_wscale = 0;
     c->irs = r->seq - 1;
     c->rcv_nxt = r->seq;
     c->iss = r->ack - 1;
     c->snd_una = c->iss;
     c->snd_nxt = c->snd_max = r->ack;
-    uint32_t m = (uint32_t)mss < c->rmss ? (uint32_t)mss : c->rmss;
-    c->smss = c->mss_eff = (uint16_t)(m < HP__TCP_MIN_SMSS ? HP__TCP_MIN_SMSS : m);
-    c->snd_wnd = c->max_snd_wnd = r->window;
+    struct hp_tcp_opts syn;
+    bool ecn;
+    cookie_syn_opts(&ts->cfg, r, mss, &syn, &ecn);
+    /* ECN: never agreed by this stack (cookie_agree), so ecn is false; the
+     * ECN work sets the connection's state from it here. */
+    (void)ecn;
+    hp__tcp_negotiate(c, &syn);
+    /* This ACK's window is scaled when scaling was agreed (RFC 7323 2.2). */
+    c->snd_wnd = c->max_snd_wnd = (uint32_t)r->window << c->snd_wscale;
     c->snd_wl1 = c->irs;
     c->snd_wl2 = c->iss;
     /* The cookie SYN-ACK offered an unscaled window of at most 65535

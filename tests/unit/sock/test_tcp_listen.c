@@ -175,9 +175,10 @@ PD_TEST(tcp_closed_port_next_to_listener)
 }
 
 /* RFC 4987 3.6: beyond the backlog, SYNs get SYN cookies. The cookie
- * SYN-ACK offers no option it could not honour (only MSS); a valid cookie
- * ACK makes an established connection to accept, a forged one gets a RST
- * and is counted. */
+ * SYN-ACK offers what a queued one would (MSS, window scale, timestamps:
+ * the options ride in its TSval's low bits, tcp_cookie.h), and a valid
+ * cookie ACK makes an established connection to accept with all of them;
+ * a forged one gets a RST and is counted. */
 PD_TEST(tcp_listen_syn_flood_syncookies)
 {
     struct hp_tcp_sock *l = pd_listen(h, PORT, 2);
@@ -187,31 +188,40 @@ PD_TEST(tcp_listen_syn_flood_syncookies)
         expect_synack_full(h);
     }
     HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_SENT), 0);
-    /* The SYN queue is full. */
+    /* The SYN queue is full (of young entries: nothing stale to drop). */
     pd_use(h, 41002, 777777)->lport = PORT;
     pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 100 0,nop,ws 7");
-    const struct pd_seg *g = pd_expect(h, "S.", 0, 1, PD_ANY, "mss *");
+    const struct pd_seg *g = pd_expect(h, "S.", 0, 1, PD_ANY, "mss *,ws 3,ts * 100");
     HP_CHECK(g->opt.mss >= 536 && g->opt.mss <= h->mss);
+    HP_CHECK_EQ(g->opt.ts_val & 0xF, 7); /* the peer's shift, in the cookie */
     HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_SENT), 1);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYN_QUEUE_STALE_DROPS), 0);
     /* Nothing was kept: no retransmission of the cookie SYN-ACK. */
     pd_advance_ms(h, 500);
     pd_discard(h); /* (the two queued connections may retransmit theirs) */
-    HP_CHECK(!pd_ts_ok(h->c));
-    pd_in(h, ".", 1, 1, 65535, NULL);
+    HP_CHECK(pd_ts_ok(h->c));
+    HP_CHECK(pd_ws_ok(h->c));
+    pd_in(h, ".", 1, 1, 1000, NULL); /* with "ts * *": the cookie TSval echoed */
     HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_OK), 1);
     HP_CHECK(pd_events(h, h) & HP_EV_IN);
     struct hp_tcp_sock *t = hp_tcp_accept(l, h->c, NULL);
     HP_REQUIRE(t != NULL);
     HP_CHECK_EQ(hp_tcp_state(t), HP_TCP_ESTABLISHED);
     struct hp_tcp_info i = pd_info(h, t);
-    HP_CHECK(!i.ts_ok);
-    HP_CHECK(!i.ws_ok);
-    /* It carries data both ways. */
-    pd_in_data(h, "P.", 1, 1, 65535, 100, NULL);
+    HP_CHECK(i.ts_ok);
+    HP_CHECK(i.ws_ok);
+    HP_CHECK_EQ(i.snd_wscale, 7);
+    HP_CHECK_EQ(i.rcv_wscale, 3);
+    /* It carries data both ways, windows scaled (1000 << 7 from the peer). */
+    pd_in_data(h, "P.", 1, 1, 1000, 100, NULL);
+    pd_expect(h, ".", 1, 101, PD_ANY, "ts * *");
     HP_CHECK_EQ(pd_read(h, t, 200), 100);
     HP_CHECK_EQ(hp_tcp_setopt(t, HP_TCP_OPT_NODELAY, 1), 0);
-    HP_CHECK_EQ(pd_send(h, t, 10), 10);
-    pd_expect_data(h, ".", 1, 101, PD_ANY, 10, "");
+    HP_CHECK_EQ(pd_send(h, t, 3000), 3000);
+    uint32_t f = pd_full(h);
+    pd_expect_data(h, ".", 1, 101, PD_ANY, f, "ts * *");
+    pd_expect_data(h, ".", 1 + f, 101, PD_ANY, f, "ts * *");
+    pd_expect_data(h, "P.", 1 + 2 * f, 101, PD_ANY, 3000 - 2 * f, "ts * *");
     /* A forged cookie: the ACK of a SYN-ACK that was never sent. */
     pd_use(h, 41003, 31337)->lport = PORT;
     pd_in(h, ".", 1, 0x12345678, 65535, "");
@@ -226,6 +236,97 @@ PD_TEST(tcp_listen_syn_flood_syncookies)
     HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_OK), 1);
     HP_CHECK(hp_tcp_accept(l, NULL, NULL) == NULL);
     hp_tcp_abort(t);
+    hp_tcp_close(l);
+}
+
+/* A SYN without timestamps leaves the cookie nowhere to hide options: its
+ * SYN-ACK offers the MSS alone, and the connection has no window scaling
+ * (whatever the SYN asked); one with timestamps but no window scale gets
+ * timestamps and no scaling. */
+PD_TEST(tcp_listen_syncookie_without_timestamps)
+{
+    struct hp_tcp_sock *l = pd_listen(h, PORT, 1);
+    pd_use(h, 41000, 1)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 100 0,nop,ws 7");
+    expect_synack_full(h);
+    pd_use(h, 41001, 500)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,nop,ws 7");
+    pd_expect(h, "S.", 0, 1, PD_ANY, "mss *");
+    pd_in(h, ".", 1, 1, 65535, "");
+    struct hp_tcp_sock *t = hp_tcp_accept(l, h->c, NULL);
+    HP_REQUIRE(t != NULL);
+    struct hp_tcp_info i = pd_info(h, t);
+    HP_CHECK(!i.ts_ok);
+    HP_CHECK(!i.ws_ok);
+    pd_use(h, 41002, 900)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,ts 100 0");
+    const struct pd_seg *g = pd_expect(h, "S.", 0, 1, PD_ANY, "mss *,ts * 100");
+    HP_CHECK_EQ(g->opt.ts_val & 0xF, 15); /* no window scaling in the cookie */
+    pd_in(h, ".", 1, 1, 65535, NULL);
+    struct hp_tcp_sock *u = hp_tcp_accept(l, h->c, NULL);
+    HP_REQUIRE(u != NULL);
+    i = pd_info(h, u);
+    HP_CHECK(i.ts_ok);
+    HP_CHECK(!i.ws_ok);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_OK), 2);
+    hp_tcp_abort(t);
+    hp_tcp_abort(u);
+    pd_discard(h);
+    hp_tcp_close(l);
+}
+
+/* A full SYN queue whose oldest entries went stale (their SYN-ACK
+ * retransmitted, nothing heard since: a spoofed flood's) gives their place
+ * to new SYNs, which then get a queued handshake rather than a cookie; the
+ * evicted entry's late ACK finds nothing (a RST). */
+PD_TEST(tcp_listen_stale_syn_entries_make_room)
+{
+    struct hp_tcp_sock *l = pd_listen(h, PORT, 2);
+    for (int i = 0; i < 2; i++) {
+        pd_use(h, (uint16_t)(41000 + i), 1000u * (uint32_t)i)->lport = PORT;
+        pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 100 0,nop,ws 7");
+        expect_synack_full(h);
+    }
+    pd_advance_ms(h, 1000); /* both SYN-ACKs retransmitted: stale */
+    HP_CHECK_EQ(pd_discard(h), 2);
+    pd_use(h, 41002, 5000)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 1100 0,nop,ws 7");
+    char o[80];
+    snprintf(o, sizeof o, "mss %u,ws 3,ts * 1100", h->mss);
+    pd_expect(h, "S.", 0, 1, PD_ANY, o);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYN_QUEUE_STALE_DROPS), 1);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_SENT), 0);
+    /* A queued entry: its SYN-ACK is retransmitted (a cookie's is not). */
+    pd_advance_ms(h, 1000);
+    const struct pd_seg *g = pd_peek(h);
+    HP_CHECK(g != NULL);
+    pd_discard(h);
+    pd_in(h, ".", 1, 1, 1000, NULL);
+    struct hp_tcp_sock *t = hp_tcp_accept(l, h->c, NULL);
+    HP_REQUIRE(t != NULL);
+    HP_CHECK_EQ(hp_tcp_state(t), HP_TCP_ESTABLISHED);
+    /* The oldest (41000) went; its ACK is now a bad cookie: RST. */
+    pd_use(h, 41000, 0);
+    pd_in(h, ".", 1, 1, 1000, NULL);
+    pd_expect(h, "R", 1, PD_ANY, PD_ANY, NULL);
+    /* An entry that heard from its peer since the SYN (a retransmitted SYN
+     * here) is not stale: with 41001 that way and a young one behind it,
+     * the next SYN gets a cookie. */
+    pd_use(h, 41001, 1000);
+    pd_in_mut(h, "S", 0, 0, 65535, 0, "mss 1460,sackok,ts 100 0,nop,ws 7", PD_MUT_NO_REBASE);
+    pd_discard(h);
+    pd_use(h, 41003, 9000)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 2100 0,nop,ws 7");
+    snprintf(o, sizeof o, "mss %u,ws 3,ts * 2100", h->mss);
+    pd_expect(h, "S.", 0, 1, PD_ANY, o);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_SENT), 0);
+    pd_use(h, 41004, 9500)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 2100 0,nop,ws 7");
+    pd_expect(h, "S.", 0, 1, PD_ANY, "mss *,ws 3,ts * 2100");
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_SENT), 1);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYN_QUEUE_STALE_DROPS), 1);
+    hp_tcp_abort(t);
+    pd_discard(h);
     hp_tcp_close(l);
 }
 
