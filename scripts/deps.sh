@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Install what `make demo` / `make check` need and say clearly what will be skipped when it cannot.
 #
-# usage: scripts/deps.sh demo|check
+# usage: scripts/deps.sh demo|check|soak   (soak: check's, and matplotlib)
 # As root, missing Debian packages are installed with apt-get (non-interactive)
 # and missing Python packages with pip. Otherwise nothing is installed: the
 # script lists what is missing and what that will skip. It never fails the
@@ -23,6 +23,7 @@ optional_check=(clang:/usr/bin/clang libclang-rt-14-dev:/usr/lib/llvm-14/lib/cla
                 libbpf-dev:/usr/include/bpf/libbpf.h iproute2:/usr/sbin/ip tshark:/usr/bin/tshark
                 libssl-dev:/usr/include/openssl/evp.h libdw-dev:/usr/include/elfutils/libdw.h
                 iputils-ping:/usr/bin/ping ethtool:/usr/sbin/ethtool valgrind:/usr/include/valgrind/callgrind.h
+                nmap:/usr/bin/nmap hping3:/usr/sbin/hping3 tcpdump:/usr/bin/tcpdump
                 gcc-aarch64-linux-gnu:/usr/bin/aarch64-linux-gnu-gcc
                 libc6-dev-arm64-cross:/usr/aarch64-linux-gnu/lib/crti.o qemu-user:/usr/bin/qemu-aarch64)
 declare -A why=(
@@ -42,6 +43,9 @@ declare -A why=(
   [ethtool]="the afxdp interop tests with the kernel's TCP and UDP (its veth's tx checksum offload must be off)"
   [iputils-ping]="the kernel's ping and ping -6 against hotpath serve (root interop tests)"
   [valgrind]="simulated cache misses per rr transaction (scripts/rr_cachesim.py: the demo's layout step and its test)"
+  [nmap]="the hostile scans (tests/hostile/scans.sh: SYN, connect, FIN, NULL, Xmas, ACK, UDP, IPv6, bad checksum and OS detection scans of hotpath serve)"
+  [hping3]="the hostile SYN floods (tests/hostile/floods.sh, make soak)"
+  [tcpdump]="the hostile garbage suite's record of what it sent (tests/hostile/garbage.sh), kept to replay a failure"
 )
 
 pkgs=("${required[@]}")
@@ -85,11 +89,13 @@ for entry in "${pkgs[@]}"; do
   esac
 done
 
-# Python packages: matplotlib for the report's plots (demo), scapy to
-# regenerate test vectors (the committed vectors need no scapy).
+# Python packages: matplotlib for the report's plots (demo, make soak),
+# scapy to regenerate test vectors (the committed vectors need no scapy)
+# and for the hostile suites' fuzzed frames (tests/hostile/).
 if command -v python3 >/dev/null 2>&1; then
   pymods=(matplotlib)
   [ "$mode" = check ] && pymods=(scapy)
+  [ "$mode" = soak ] && pymods=(scapy matplotlib)
   for m in "${pymods[@]}"; do
     python3 -c "import $m" >/dev/null 2>&1 && continue
     if [ "$(id -u)" = 0 ]; then

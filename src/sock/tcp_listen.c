@@ -94,19 +94,23 @@ static void syn_queue_add(struct hp_tcp_sock *l, struct hp_tcp_sock *c)
 
 /*
  * A full SYN queue (RFC 4987 4.1, "SYN cache" eviction): rather than a
- * cookie for the new SYN, drop the oldest half-open entry that is stale,
- * its SYN-ACK retransmitted at least once (no answer within an RTO, 1 s
- * at first) and nothing heard since its SYN. Under a spoofed flood the
- * queue is soon full of such entries, which would otherwise send every new
- * client to a cookie for a minute; a real client answers its SYN-ACK
- * within an RTT, long before its entry is stale. The entry goes silently
- * (its peer, if any, retransmits its SYN). Returns whether room was made.
+ * cookie for the new SYN, drop the oldest half-open entry that is stale:
+ * its SYN-ACK retransmitted (no answer within an RTO, 1 s at first) with
+ * nothing heard since its SYN, or retransmitted twice (3 s) whatever came
+ * (a flood that cycles through source ports sends each tuple more SYNs;
+ * a real client whose SYN-ACK was lost retransmits its SYN once and then
+ * answers the next SYN-ACK within an RTT). Under a spoofed flood the queue
+ * is soon full of such entries, which would otherwise send every new
+ * client to a cookie for a minute (and for cookies without timestamps, to
+ * a connection with the MSS alone). The entry goes silently; Linux's
+ * older queue pruning also went by retransmission counts. Returns whether
+ * room was made.
  */
 static bool syn_queue_evict_stale(struct hp_tcp_sock *l)
 {
     struct hp_tcp_sock *c = l->lq->syn_head;
     for (int i = 0; c && i < STALE_SCAN; i++, c = c->qnext) {
-        if (c->rtx_count >= 1 && c->st_rx.segs_in <= 1) {
+        if ((c->rtx_count >= 1 && c->st_rx.segs_in <= 1) || c->rtx_count >= 2) {
             hp__ctr(l->s, HP_CTR_TCP_SYN_QUEUE_STALE_DROPS);
             hp__tcp_drop(c, -ETIMEDOUT); /* never accepted: freed */
             return true;

@@ -325,6 +325,21 @@ PD_TEST(tcp_listen_stale_syn_entries_make_room)
     pd_expect(h, "S.", 0, 1, PD_ANY, "mss *,ws 3,ts * 2100");
     HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_SENT), 1);
     HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYN_QUEUE_STALE_DROPS), 1);
+    /* Two retransmissions later (41001's second at 3 s) it is stale all
+     * the same: a flood cycling through its source ports does not keep
+     * its entries alive. */
+    pd_advance_ms(h, 3000 - pd_now_ms(h));
+    pd_discard(h);
+    pd_use(h, 41005, 9900)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 3100 0,nop,ws 7");
+    snprintf(o, sizeof o, "mss %u,ws 3,ts * 3100", h->mss);
+    pd_expect(h, "S.", 0, 1, PD_ANY, o);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYN_QUEUE_STALE_DROPS), 2);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_SENT), 1);
+    /* The one evicted was 41001, the oldest: its ACK finds nothing. */
+    pd_use(h, 41001, 1000);
+    pd_in(h, ".", 1, 1, 1000, NULL);
+    pd_expect(h, "R", 1, PD_ANY, PD_ANY, NULL);
     hp_tcp_abort(t);
     pd_discard(h);
     hp_tcp_close(l);
