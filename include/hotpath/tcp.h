@@ -137,7 +137,8 @@ HP_API int hp_tcp_bind(struct hp_tcp_sock *t, const struct hp_sockaddr *local);
  * Listen (passive open). backlog bounds both the connections still in the
  * handshake (the SYN queue) and those waiting for hp_tcp_accept(); it is
  * clamped to [1, syn_backlog_max]. When the SYN queue is full, a new SYN
- * takes the place of a stale entry (its SYN-ACK unanswered for an RTO),
+ * takes the place of a stale entry (its SYN-ACK unacknowledged for 3 or 7
+ * s, docs/knobs.md),
  * else it is answered with a SYN cookie (RFC 4987 3.6) carrying the
  * options a queued entry would negotiate, unless no_syncookies.
  * Binds to an ephemeral port first if unbound.

@@ -57,8 +57,7 @@
  *  - data on the SYN (TCP Fast Open) and ISN monotonicity: cookie ISNs do
  *    not follow the RFC 6528 clock.
  * Use cookies only while the SYN queue is under pressure, as RFC 4987 says
- * (the listener first drops a half-open entry whose SYN-ACK went
- * unanswered: tcp_listen.c).
+ * (the listener first drops a stale half-open entry: tcp_listen.c).
  */
 
 #define HP__TCP_COOKIE_SLOT_NS (64ull * 1000000000ull) /* 64-second slots */

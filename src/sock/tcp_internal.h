@@ -188,6 +188,7 @@ struct hp_buf *hp__tcp_bufq_pop(struct hp__tcp_bufq *q);
 #define HP__TCPF_SEND_SPACE    0x00800000u /* the user hit a full send buffer: raise OUT when room is back */
 #define HP__TCPF_ACCQ          0x01000000u /* on parent's accept queue (tcp.c); with a parent and without it: on the SYN queue if linked */
 #define HP__TCPF_DACK_PEND     0x02000000u /* on the stack's dack_pend list: t_dack armed at the next poll if still owed */
+#define HP__TCPF_COOKIE_ISS    0x04000000u /* a passive embryo whose ISS is a SYN cookie (tcp_listen.c syn_iss) */
 
 /*
  * The connection block's fields, in blocks of fields that share both their
@@ -431,9 +432,21 @@ static inline const struct hp__tcp_rtt_cfg *hp__tcp_rtt_cfg_of(const struct hp_t
     return &hp__tcp(c->s)->rtt_cfg;
 }
 
+/* tcp_listen.c: the timestamp clock t of an embryo whose ISS is a cookie
+ * (HP__TCPF_COOKIE_ISS), read in SYN_RECEIVED as the last value at or
+ * before t whose low bits carry the negotiated options, as a cookie
+ * SYN-ACK's TSval does (up to 63 ms behind, never going back): should the
+ * embryo be dropped from a full SYN queue, the peer's ACK then echoes them
+ * to the cookie check. */
+uint32_t hp__tcp_embryo_ts(const struct hp_tcp_sock *c, uint32_t t);
+
 static inline uint32_t hp__tcp_ts_now(const struct hp_tcp_sock *c)
 {
-    return (uint32_t)(c->s->now / 1000000u) + c->ts_offset;
+    uint32_t t = (uint32_t)(c->s->now / 1000000u) + c->ts_offset;
+    /* A cookie embryo's clock carries its options (tcp_listen.c). */
+    if (__builtin_expect((c->flags & HP__TCPF_COOKIE_ISS) != 0, 0) && c->state == HP_TCP_SYN_RECEIVED)
+        return hp__tcp_embryo_ts(c, t);
+    return t;
 }
 static inline uint32_t hp__tcp_sndq_seq(const struct hp_tcp_sock *c)
 {
@@ -571,6 +584,7 @@ void hp__tcp_send_cookie_synack(struct hp_tcp_sock *l, int family, const uint8_t
  * scaling, SACK-permitted and ECN as agreed. */
 void hp__tcp_cookie_offer(struct hp_tcp_sock *l, const struct hp__tcp_tuple *t, const struct hp_tcp_repr *syn,
                           struct hp_tcp_repr *o);
+
 /* Retransmit the first unacknowledged segment (fast retransmit, partial
  * ACK, RTO): data from snd_una, or SYN / FIN alone. Counted
  * TCP_RETRANS_SEGS. @return 0 or -ENOBUFS. */

@@ -87,36 +87,100 @@ static void syn_queue_add(struct hp_tcp_sock *l, struct hp_tcp_sock *c)
     lq->nsyn++;
 }
 
+/* ---- a full SYN queue -------------------------------------------------------- */
+
 /* How far from the oldest end of a full SYN queue to look for a stale
  * entry: enough to step over the few that wait for room on the accept
  * queue, bounded so that a SYN costs the same whatever the backlog. */
 #define STALE_SCAN 8
 
+/* An entry is stale once its SYN-ACK went out this many times more,
+ * unacknowledged: 1 + 2 = 3 s after the SYN for an entry whose ISS is a
+ * cookie (below), 1 + 2 + 4 = 7 s for one with an RFC 6528 ISS. */
+#define STALE_RTX_COOKIE 2
+#define STALE_RTX 3
+
+static void tuple_of(const struct hp_tcp_sock *c, struct hp__tcp_tuple *t)
+{
+    memset(t, 0, sizeof *t);
+    t->family = c->family;
+    t->lport = c->key.lport;
+    t->rport = c->key.rport;
+    memcpy(t->laddr, c->key.laddr, sizeof t->laddr);
+    memcpy(t->raddr, c->key.raddr, sizeof t->raddr);
+}
+
 /*
  * A full SYN queue (RFC 4987 4.1, "SYN cache" eviction): rather than a
  * cookie for the new SYN, drop the oldest half-open entry that is stale:
- * its SYN-ACK retransmitted (no answer within an RTO, 1 s at first) with
- * nothing heard since its SYN, or retransmitted twice (3 s) whatever came
- * (a flood that cycles through source ports sends each tuple more SYNs;
- * a real client whose SYN-ACK was lost retransmits its SYN once and then
- * answers the next SYN-ACK within an RTT). Under a spoofed flood the queue
- * is soon full of such entries, which would otherwise send every new
- * client to a cookie for a minute (and for cookies without timestamps, to
- * a connection with the MSS alone). The entry goes silently; Linux's
- * older queue pruning also went by retransmission counts. Returns whether
- * room was made.
+ * never acknowledged (SND.WL2 left at ISS: an ACK that came while the
+ * accept queue was full set it, tcp_input.c ack_in, and such an entry's
+ * peer thinks itself connected), its SYN-ACK unanswered for a while.
+ * Under a spoofed flood the queue is soon full of such entries, which
+ * would otherwise send every new client to a cookie for a minute (and a
+ * SYN without timestamps to a connection with the MSS alone).
+ *
+ * Dropping an entry must not cost a real client its connection: under a
+ * flood its ACK and its data may all be lost for seconds (rings overflow),
+ * and when they get through the entry must still be there, or their ACK
+ * must still be good. So entries made under pressure get a cookie for ISS
+ * (syn_iss), and their SYN-ACKs carry the options in TSval's low bits as a
+ * cookie SYN-ACK does (hp__tcp_embryo_ts): dropped after 3 s, the client's
+ * ACK (or its data, at SEG.SEQ = ISN + 1) is a valid cookie ACK and makes
+ * the connection all the same (its first RTT sample, from that TSval, may
+ * then be up to 63 ms long, as with any cookie; Linux's too). What remains,
+ * as with any SYN cookie: a client that sent data, all of it lost, and
+ * whose next pure ACK (at ISN + 1 + its data) arrives before the data's
+ * retransmission, fails the cookie check and is reset; 3 s leaves its
+ * retransmissions several chances.
+ * An entry with an RFC 6528 ISS (made before the queue was half full) goes
+ * only after 7 s unanswered. The entry goes silently; Linux's older queue
+ * pruning also went by retransmission counts. Returns whether room was
+ * made.
  */
 static bool syn_queue_evict_stale(struct hp_tcp_sock *l)
 {
     struct hp_tcp_sock *c = l->lq->syn_head;
     for (int i = 0; c && i < STALE_SCAN; i++, c = c->qnext) {
-        if ((c->rtx_count >= 1 && c->st_rx.segs_in <= 1) || c->rtx_count >= 2) {
+        if (c->snd_wl2 != c->iss || c->rtx_count < STALE_RTX_COOKIE)
+            continue;
+        if (c->rtx_count >= STALE_RTX || (c->flags & HP__TCPF_COOKIE_ISS)) {
             hp__ctr(l->s, HP_CTR_TCP_SYN_QUEUE_STALE_DROPS);
             hp__tcp_drop(c, -ETIMEDOUT); /* never accepted: freed */
             return true;
         }
     }
     return false;
+}
+
+/* Under pressure (the SYN queue half full, when Linux too starts to treat
+ * requests as a flood's), a new embryo's ISS is a cookie for its SYN, so
+ * that evicting it later cannot break its connection (above). Otherwise
+ * the RFC 6528 ISS hp__tcp_conn_attach gave it stays. */
+static void syn_iss(struct hp_tcp_sock *l, struct hp_tcp_sock *c, uint32_t client_isn)
+{
+    struct hp__tcp_state *ts = hp__tcp(l->s);
+    if (ts->cfg.no_syncookies || l->lq->nsyn < l->lq->backlog / 2)
+        return;
+    struct hp__tcp_tuple t;
+    tuple_of(c, &t);
+    uint32_t isn;
+    if (hp__tcp_cookie_make(&ts->secret, &t, client_isn, c->smss, l->s->now, &isn) < 0)
+        return; /* an MSS below every table entry: an ordinary ISS */
+    c->iss = isn;
+    c->snd_una = c->snd_nxt = c->snd_max = isn;
+    c->flags |= HP__TCPF_COOKIE_ISS;
+}
+
+uint32_t hp__tcp_embryo_ts(const struct hp_tcp_sock *c, uint32_t t)
+{
+    struct hp__tcp_cookie_opts co = {
+        .ts = true,
+        .ws = (c->flags & HP__TCPF_WS_OK) != 0,
+        .snd_wscale = c->snd_wscale,
+        /* SACK and ECN: none yet (cookie_agree). */
+    };
+    return hp__tcp_cookie_tsval(t, &co);
 }
 
 /*
@@ -154,6 +218,7 @@ static void syn_in(struct hp_tcp_sock *l, struct hp__tcp_seg *sg)
     c->rcv_adv = c->rcv_nxt;
     c->last_ack_sent = c->rcv_nxt;
     hp__tcp_negotiate(c, &r->opt);
+    syn_iss(l, c, r->seq);
     /* RFC 7323 2.2: the window of a SYN is never scaled. SND.WL2 = ISS
      * lets the first ACK of the handshake update the window. */
     c->snd_wnd = r->window;

@@ -8,9 +8,13 @@
 #        use 10): how long each flood lasts
 #
 # Root only; namespaces hph-PID-* (tests/hostile/lib.bash). For each link
-# kind and each flood (hping3 -S --flood at TCP port 7, from the kernel's own
-# address, then spoofed from 198.18.0.77, which nobody owns: every SYN-ACK
-# goes unanswered, the SYN queue fills with half-open entries):
+# kind and each flood (hping3 -S --flood at TCP port 7, from 198.18.0.3, an
+# address of the attacker's host, whose kernel answers every SYN-ACK with a
+# RST; then spoofed from 198.18.0.77, which nobody owns: every SYN-ACK goes
+# unanswered, the SYN queue fills with half-open entries). The real clients
+# connect from 198.18.0.1: a flood from their own address would cycle
+# through their 4-tuples too, and an ACK of theirs finding the flood's
+# half-open entry for the same tuple is rightly answered with a RST.
 #  - 50 kernel clients connect during the flood and echo 64 KiB each, every
 #    byte checked: all 50 succeed;
 #  - serve's RSS grows by at most 5 MB over its level before the floods;
@@ -83,7 +87,7 @@ for KIND in "${KINDS[@]}"; do
   # Warm up (blocks, buffers, tables) so that RSS0 is serve at work.
   inb timeout 60 python3 "$PY" clients --to "$SERVE4" --port 7 --conns 50 --bytes 65536 >/dev/null 2>&1
   RSS0=$(serve_rss)
-  flood "plain" -q
+  flood "plain (from $PEER4B)" -q -a "$PEER4B"
   flood "spoofed (from $NOBODY4)" -q -a "$NOBODY4"
   serve_alive "after the floods"
   serve_stop floods

@@ -54,11 +54,11 @@ for KIND in "${KINDS[@]}"; do
   tcpd=$!
   PIDS+=("$tcpd")
   sleep 0.5
-  out=$(inb timeout 300 python3 "$PY" garbage --iface "$IFB" --mac "$SERVE_MAC" --src "$PEER4" --dst "$SERVE4" \
+  out=$(inb timeout 300 python3 "$PY" garbage --iface "$IFB" --mac "$SERVE_MAC" --src "$PEER4B" --dst "$SERVE4" \
     --count "$FRAMES" --seed "$SEED" 2>&1) || ko "$KIND: $FRAMES random frames sent" "$out"
   note "$KIND: random frames: $out"
   serve_alive "after $FRAMES random frames"
-  out=$(inb timeout 300 python3 "$PY" frags --iface "$IFB" --mac "$SERVE_MAC" --src "$PEER4" --dst "$SERVE4" \
+  out=$(inb timeout 300 python3 "$PY" frags --iface "$IFB" --mac "$SERVE_MAC" --src "$PEER4B" --dst "$SERVE4" \
     --count "$TRAINS" --seed "$SEED" 2>&1) || ko "$KIND: $TRAINS fragment trains sent" "$out"
   note "$KIND: fragment trains: $out"
   sleep 0.2

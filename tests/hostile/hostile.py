@@ -123,6 +123,29 @@ def rawsock(iface):
     return s
 
 
+SO_ATTACH_FILTER = 26
+
+
+def bpf_tcp_port(s, port):
+    """Let only IPv4 TCP segments to or from port through s (classic BPF,
+    as `tcpdump -dd 'ip and tcp port P'` compiles it): under a soak's bulk
+    transfers and churn, Python could not read every frame."""
+    prog = [
+        (0x28, 0, 0, 12), (0x15, 0, 10, ETH_IPV4),       # ldh [12]; jne IPv4 -> drop
+        (0x30, 0, 0, 23), (0x15, 0, 8, 6),               # ldb [23]; jne TCP -> drop
+        (0x28, 0, 0, 20), (0x45, 6, 0, 0x1FFF),          # ldh [20]; jset fragment offset -> drop
+        (0xB1, 0, 0, 14),                                # ldxb 4 * ([14] & 0xf)
+        (0x48, 0, 0, 14), (0x15, 2, 0, port),            # ldh [x + 14]; jeq port -> accept
+        (0x48, 0, 0, 16), (0x15, 0, 1, port),            # ldh [x + 16]; jne port -> drop
+        (0x06, 0, 0, 0x40000),                           # accept
+        (0x06, 0, 0, 0),                                 # drop
+    ]
+    import ctypes
+    buf = ctypes.create_string_buffer(b"".join(struct.pack("HBBI", *i) for i in prog))
+    fprog = struct.pack("HL", len(prog), ctypes.addressof(buf))
+    s.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, fprog)  # the kernel copies the program
+
+
 def if_mac(iface):
     with open(f"/sys/class/net/{iface}/address") as f:
         return mac(f.read().strip())
@@ -217,8 +240,15 @@ class Flow:
 class Wire:
     """The raw socket: injects frames, reads what passes, feeds the flows."""
 
-    def __init__(self, iface, serve_mac, src, dst):
+    def __init__(self, iface, serve_mac, src, dst, port=None):
         self.s = rawsock(iface)
+        if port:
+            bpf_tcp_port(self.s, port)
+            while True:  # what came before the filter
+                try:
+                    self.s.recv(65535, socket.MSG_DONTWAIT)
+                except BlockingIOError:
+                    break
         self.s.setblocking(False)
         self.me = if_mac(iface)
         self.them = mac(serve_mac)
@@ -391,7 +421,11 @@ def cmd_churn(args):
             except OSError as e:
                 failed += 1
                 if len(errors) < 5:
-                    errors.append(str(e))
+                    try:
+                        port = s.getsockname()[1]
+                    except OSError:
+                        port = "?"
+                    errors.append(f"{e} (port {port}, {time.monotonic() - t0:.1f} s)")
                 sel.unregister(s)
                 s.close()
                 del live[s]
@@ -535,7 +569,7 @@ def rfc5961_burst(w, args, a):
 
 
 def cmd_rfc5961(args):
-    w = Wire(args.iface, args.mac, args.src, args.dst)
+    w = Wire(args.iface, args.mac, args.src, args.dst, args.port)
     try:
         a = rfc5961_basic(w, args)
         rfc5961_burst(w, args, a)

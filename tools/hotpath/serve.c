@@ -90,7 +90,8 @@ static void print_counters(const struct serve_opts *o, struct hp_stack *s, const
                    (unsigned long long)ts.open, (unsigned long long)ts.accepted, (unsigned long long)ts.closed,
                    (unsigned long long)ts.failed, (unsigned long long)ts.bytes_in,
                    (unsigned long long)ts.bytes_out);
-        printf("}\n");
+        /* Buffers handed out and not back, every pool (make soak plots it). */
+        printf(", \"buffers_in_use\": %ld}\n", hp_pools_in_use());
     } else {
         printf("serve %s %.1f s:", tag, t);
         if (tcp)

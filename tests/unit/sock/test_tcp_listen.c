@@ -275,72 +275,121 @@ PD_TEST(tcp_listen_syncookie_without_timestamps)
     hp_tcp_close(l);
 }
 
-/* A full SYN queue whose oldest entries went stale (their SYN-ACK
- * retransmitted, nothing heard since: a spoofed flood's) gives their place
- * to new SYNs, which then get a queued handshake rather than a cookie; the
- * evicted entry's late ACK finds nothing (a RST). */
+/* A full SYN queue (RFC 4987 4.1): entries made once it is half full have a
+ * cookie for ISS and carry their options in their SYN-ACK's TSval, like a
+ * cookie SYN-ACK; one of them unanswered for 3 s gives its place to a new
+ * SYN, which then gets a queued handshake rather than a cookie, and its
+ * client's late ACK still makes the connection (a valid cookie ACK). An
+ * entry with an ordinary ISS goes only after 7 s unanswered, and its late
+ * ACK then finds nothing (a RST). */
 PD_TEST(tcp_listen_stale_syn_entries_make_room)
 {
-    struct hp_tcp_sock *l = pd_listen(h, PORT, 2);
-    for (int i = 0; i < 2; i++) {
+    struct hp_tcp_sock *l = pd_listen(h, PORT, 4);
+    for (int i = 0; i < 4; i++) {
         pd_use(h, (uint16_t)(41000 + i), 1000u * (uint32_t)i)->lport = PORT;
         pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 100 0,nop,ws 7");
-        expect_synack_full(h);
+        const struct pd_seg *g = pd_expect(h, "S.", 0, 1, PD_ANY, NULL);
+        /* From the third on (the queue half full), the TSval's low bits
+         * carry the peer's window shift. */
+        if (i >= 2)
+            HP_CHECK_EQ(g->opt.ts_val & 0xF, 7);
     }
-    pd_advance_ms(h, 1000); /* both SYN-ACKs retransmitted: stale */
-    HP_CHECK_EQ(pd_discard(h), 2);
-    pd_use(h, 41002, 5000)->lport = PORT;
-    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 1100 0,nop,ws 7");
-    char o[80];
-    snprintf(o, sizeof o, "mss %u,ws 3,ts * 1100", h->mss);
-    pd_expect(h, "S.", 0, 1, PD_ANY, o);
-    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYN_QUEUE_STALE_DROPS), 1);
-    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_SENT), 0);
-    /* A queued entry: its SYN-ACK is retransmitted (a cookie's is not). */
+    /* Full, nothing stale yet: a cookie. */
+    pd_use(h, 41004, 4000)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 100 0,nop,ws 7");
+    pd_expect(h, "S.", 0, 1, PD_ANY, "mss *,ws 3,ts * 100");
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_SENT), 1);
+    /* At 1 s every SYN-ACK went again; at 3 s again, and 41002, the oldest
+     * entry with a cookie ISS, gives its place to the next SYN. */
     pd_advance_ms(h, 1000);
-    const struct pd_seg *g = pd_peek(h);
-    HP_CHECK(g != NULL);
-    pd_discard(h);
+    HP_CHECK_EQ(pd_discard(h), 4);
+    pd_use(h, 41008, 8000)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 1100 0,nop,ws 7");
+    pd_expect(h, "S.", 0, 1, PD_ANY, "mss *,ws 3,ts * 1100"); /* a cookie */
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYN_QUEUE_STALE_DROPS), 0);
+    pd_advance_ms(h, 2000);
+    HP_CHECK_EQ(pd_discard(h), 4);
+    pd_use(h, 41005, 5000)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 3100 0,nop,ws 7");
+    pd_expect(h, "S.", 0, 1, PD_ANY, "mss *,ws 3,ts * 3100");
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYN_QUEUE_STALE_DROPS), 1);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_SENT), 2);
+    /* 41002's client answers at last: its ACK is a good cookie ACK, and
+     * its connection has window scaling and timestamps. */
+    pd_use(h, 41002, 2000);
     pd_in(h, ".", 1, 1, 1000, NULL);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_OK), 1);
     struct hp_tcp_sock *t = hp_tcp_accept(l, h->c, NULL);
     HP_REQUIRE(t != NULL);
     HP_CHECK_EQ(hp_tcp_state(t), HP_TCP_ESTABLISHED);
-    /* The oldest (41000) went; its ACK is now a bad cookie: RST. */
+    struct hp_tcp_info i = pd_info(h, t);
+    HP_CHECK(i.ts_ok && i.ws_ok);
+    HP_CHECK_EQ(i.snd_wscale, 7);
+    pd_in_data(h, "P.", 1, 1, 1000, 10, NULL);
+    HP_CHECK_EQ(pd_read(h, t, 100), 10);
+    /* An ordinary ISS (41000, 41001) waits 7 s (three retransmissions):
+     * just before, the next SYN takes the place of 41003, the other
+     * cookie entry, behind them; at 7 s, that of 41000. */
+    pd_advance_ms(h, 3999);
+    pd_discard(h);
+    pd_use(h, 41006, 6000)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 7000 0,nop,ws 7");
+    pd_expect(h, "S.", 0, 1, PD_ANY, "mss *,ws 3,ts * 7000");
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYN_QUEUE_STALE_DROPS), 2);
+    pd_use(h, 41003, 3000);
+    pd_in(h, ".", 1, 1, 1000, NULL); /* a good cookie ACK: a connection */
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_OK), 2);
+    pd_advance_ms(h, 1);
+    pd_discard(h);
+    pd_use(h, 41007, 7000)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 7100 0,nop,ws 7");
+    pd_expect(h, "S.", 0, 1, PD_ANY, "mss *,ws 3,ts * 7100");
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYN_QUEUE_STALE_DROPS), 3);
+    /* The one that went was 41000, the oldest: its late ACK finds nothing. */
     pd_use(h, 41000, 0);
     pd_in(h, ".", 1, 1, 1000, NULL);
     pd_expect(h, "R", 1, PD_ANY, PD_ANY, NULL);
-    /* An entry that heard from its peer since the SYN (a retransmitted SYN
-     * here) is not stale: with 41001 that way and a young one behind it,
-     * the next SYN gets a cookie. */
-    pd_use(h, 41001, 1000);
-    pd_in_mut(h, "S", 0, 0, 65535, 0, "mss 1460,sackok,ts 100 0,nop,ws 7", PD_MUT_NO_REBASE);
-    pd_discard(h);
-    pd_use(h, 41003, 9000)->lport = PORT;
-    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 2100 0,nop,ws 7");
-    snprintf(o, sizeof o, "mss %u,ws 3,ts * 2100", h->mss);
-    pd_expect(h, "S.", 0, 1, PD_ANY, o);
-    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_SENT), 0);
-    pd_use(h, 41004, 9500)->lport = PORT;
-    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 2100 0,nop,ws 7");
-    pd_expect(h, "S.", 0, 1, PD_ANY, "mss *,ws 3,ts * 2100");
-    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_SENT), 1);
-    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYN_QUEUE_STALE_DROPS), 1);
-    /* Two retransmissions later (41001's second at 3 s) it is stale all
-     * the same: a flood cycling through its source ports does not keep
-     * its entries alive. */
-    pd_advance_ms(h, 3000 - pd_now_ms(h));
-    pd_discard(h);
-    pd_use(h, 41005, 9900)->lport = PORT;
-    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 3100 0,nop,ws 7");
-    snprintf(o, sizeof o, "mss %u,ws 3,ts * 3100", h->mss);
-    pd_expect(h, "S.", 0, 1, PD_ANY, o);
-    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYN_QUEUE_STALE_DROPS), 2);
-    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_SENT), 1);
-    /* The one evicted was 41001, the oldest: its ACK finds nothing. */
-    pd_use(h, 41001, 1000);
-    pd_in(h, ".", 1, 1, 1000, NULL);
-    pd_expect(h, "R", 1, PD_ANY, PD_ANY, NULL);
+    struct hp_tcp_sock *u = hp_tcp_accept(l, NULL, NULL);
+    HP_REQUIRE(u != NULL);
     hp_tcp_abort(t);
+    hp_tcp_abort(u);
+    pd_discard(h);
+    hp_tcp_close(l);
+}
+
+/* An entry whose handshake ACK came while the accept queue was full waits
+ * for room, its SYN-ACK timer running: however old, it is not stale (its
+ * peer thinks itself connected), and a SYN beyond a full queue of such
+ * entries gets a cookie. */
+PD_TEST(tcp_listen_acked_entries_are_not_stale)
+{
+    struct hp_tcp_sock *l = pd_listen(h, PORT, 1);
+    pd_use(h, 41000, 100)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 100 0,nop,ws 7");
+    expect_synack_full(h);
+    pd_in(h, ".", 1, 1, 1000, NULL); /* established, not accepted: the accept queue is full */
+    pd_use(h, 41001, 200)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 100 0,nop,ws 7");
+    expect_synack_full(h);
+    pd_in(h, ".", 1, 1, 1000, NULL); /* dropped: LISTEN_OVERFLOWS */
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_LISTEN_OVERFLOWS), 1);
+    pd_advance_ms(h, 7000); /* three SYN-ACK retransmissions */
+    pd_discard(h);
+    pd_use(h, 41002, 300)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 7100 0,nop,ws 7");
+    pd_expect(h, "S.", 0, 1, PD_ANY, "mss *,ws 3,ts * 7100");
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYN_QUEUE_STALE_DROPS), 0);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_SENT), 1);
+    /* Once accepted, the waiting one completes at its peer's next segment. */
+    struct hp_tcp_sock *t = hp_tcp_accept(l, h, NULL);
+    HP_REQUIRE(t != NULL);
+    pd_use(h, 41001, 200);
+    pd_in_data(h, "P.", 1, 1, 1000, 10, NULL);
+    struct hp_tcp_sock *u = hp_tcp_accept(l, h->c, NULL);
+    HP_REQUIRE(u != NULL);
+    HP_CHECK_EQ(hp_tcp_state(u), HP_TCP_ESTABLISHED);
+    hp_tcp_abort(t);
+    hp_tcp_abort(u);
     pd_discard(h);
     hp_tcp_close(l);
 }
