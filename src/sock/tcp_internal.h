@@ -188,7 +188,6 @@ struct hp_buf *hp__tcp_bufq_pop(struct hp__tcp_bufq *q);
 #define HP__TCPF_SEND_SPACE    0x00800000u /* the user hit a full send buffer: raise OUT when room is back */
 #define HP__TCPF_ACCQ          0x01000000u /* on parent's accept queue (tcp.c); with a parent and without it: on the SYN queue if linked */
 #define HP__TCPF_DACK_PEND     0x02000000u /* on the stack's dack_pend list: t_dack armed at the next poll if still owed */
-#define HP__TCPF_COOKIE_ISS    0x04000000u /* a passive embryo whose ISS is a SYN cookie (tcp_listen.c syn_iss) */
 
 /*
  * The connection block's fields, in blocks of fields that share both their
@@ -285,6 +284,9 @@ struct hp__tcp_ctr {     /* the rare ones */
 #define HP__TCPS_TMISC_cold struct hp__timer t_misc; /* keepalive, FIN_WAIT_2, TIME_WAIT */
 #define HP__TCPS_RTXDUE_rxtx uint64_t rtx_due; /* when t_rtx should fire, 0 when stopped: t_rtx may be armed earlier or stale (lazy restart and stop) */
 #define HP__TCPS_PERSIST_rx uint8_t persist_shift; /* persist timer back-off (zeroed by every rtx_stop) */
+/* A passive embryo whose ISS is a SYN cookie (tcp_listen.c syn_iss); read
+ * only in SYN_RECEIVED. In the byte hole after persist_shift (both layouts). */
+#define HP__TCPS_COOKIEISS_rx uint8_t cookie_iss;
 #define HP__TCPS_KA_cold uint32_t ka_idle_s, ka_intvl_s, ka_cnt;
 /* RFC 5961 7: no challenge ACK from this connection before this time (ms
  * of s->now, wrapping; 0: any time). 32 bits: it fills a hole. */
@@ -323,7 +325,7 @@ struct hp_tcp_sock {
     HP__TCPS_QUEUES_rxtx HP__TCPS_SNDCUR_tx HP__TCPS_OOO_rx HP__TCPS_OOON_cold HP__TCPS_OOOBYTES_rxtx
     HP__TCPS_SNDBUF_tx HP__TCPS_RCVBUF_rxtx
     HP__TCPS_TRTX_cold HP__TCPS_TDACK_cold HP__TCPS_TMISC_cold HP__TCPS_RTXDUE_rxtx HP__TCPS_DACKDUE_rx
-    HP__TCPS_RTXTDUE_tx HP__TCPS_DACKTDUE_rx HP__TCPS_PERSIST_rx HP__TCPS_KA_cold
+    HP__TCPS_RTXTDUE_tx HP__TCPS_DACKTDUE_rx HP__TCPS_PERSIST_rx HP__TCPS_COOKIEISS_rx HP__TCPS_KA_cold
     HP__TCPS_RT_tx
     HP__TCPS_EV_rx HP__TCPS_ERR_tx HP__TCPS_CHACK_cold
     HP__TCPS_LISTEN_cold
@@ -345,7 +347,7 @@ struct hp_tcp_sock {
     HP_CACHELINE_GROUP_END(rxtx)
 
     HP_CACHELINE_GROUP_BEGIN(rx)      /* only the receive path */
-    HP__TCPS_SNDWL_rx HP__TCPS_RTXCNT_rx HP__TCPS_PERSIST_rx HP__TCPS_TSNS_rx
+    HP__TCPS_SNDWL_rx HP__TCPS_RTXCNT_rx HP__TCPS_PERSIST_rx HP__TCPS_COOKIEISS_rx HP__TCPS_TSNS_rx
     HP__TCPS_LASTRCV_rx HP__TCPS_DACKDUE_rx HP__TCPS_DACKTDUE_rx HP__TCPS_OOO_rx HP__TCPS_EV_rx HP__TCPS_CTRRX_rx
     HP_CACHELINE_GROUP_END(rx)
 
@@ -433,7 +435,7 @@ static inline const struct hp__tcp_rtt_cfg *hp__tcp_rtt_cfg_of(const struct hp_t
 }
 
 /* tcp_listen.c: the timestamp clock t of an embryo whose ISS is a cookie
- * (HP__TCPF_COOKIE_ISS), read in SYN_RECEIVED as the last value at or
+ * (cookie_iss), read in SYN_RECEIVED as the last value at or
  * before t whose low bits carry the negotiated options, as a cookie
  * SYN-ACK's TSval does (up to 63 ms behind, never going back): should the
  * embryo be dropped from a full SYN queue, the peer's ACK then echoes them
@@ -444,7 +446,7 @@ static inline uint32_t hp__tcp_ts_now(const struct hp_tcp_sock *c)
 {
     uint32_t t = (uint32_t)(c->s->now / 1000000u) + c->ts_offset;
     /* A cookie embryo's clock carries its options (tcp_listen.c). */
-    if (__builtin_expect((c->flags & HP__TCPF_COOKIE_ISS) != 0, 0) && c->state == HP_TCP_SYN_RECEIVED)
+    if (__builtin_expect(c->state == HP_TCP_SYN_RECEIVED, 0) && c->cookie_iss)
         return hp__tcp_embryo_ts(c, t);
     return t;
 }

@@ -144,7 +144,7 @@ static bool syn_queue_evict_stale(struct hp_tcp_sock *l)
     for (int i = 0; c && i < STALE_SCAN; i++, c = c->qnext) {
         if (c->snd_wl2 != c->iss || c->rtx_count < STALE_RTX_COOKIE)
             continue;
-        if (c->rtx_count >= STALE_RTX || (c->flags & HP__TCPF_COOKIE_ISS)) {
+        if (c->rtx_count >= STALE_RTX || c->cookie_iss) {
             hp__ctr(l->s, HP_CTR_TCP_SYN_QUEUE_STALE_DROPS);
             hp__tcp_drop(c, -ETIMEDOUT); /* never accepted: freed */
             return true;
@@ -169,7 +169,7 @@ static void syn_iss(struct hp_tcp_sock *l, struct hp_tcp_sock *c, uint32_t clien
         return; /* an MSS below every table entry: an ordinary ISS */
     c->iss = isn;
     c->snd_una = c->snd_nxt = c->snd_max = isn;
-    c->flags |= HP__TCPF_COOKIE_ISS;
+    c->cookie_iss = 1;
 }
 
 uint32_t hp__tcp_embryo_ts(const struct hp_tcp_sock *c, uint32_t t)
