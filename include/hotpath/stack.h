@@ -49,9 +49,9 @@ struct hp_stack_config {
     uint32_t neigh_retries;     /**< ARP requests / neighbour solicitations before giving up; 0: 3 */
     uint32_t neigh_retrans_ms;  /**< between them; 0: 1000 (RFC 4861 RETRANS_TIMER) */
     uint32_t neigh_reachable_ms;/**< an entry is trusted this long; 0: 30000 (REACHABLE_TIME) */
-    uint32_t neigh_locktime_ms; /**< an entry's MAC stays this long after it changed, whatever ARP or NDP
-                                     says but an answer to our own request (Linux's locktime);
-                                     0: 1000; HP_NEIGH_LOCKTIME_NONE: none */
+    uint32_t neigh_locktime_ms; /**< an entry's MAC stays this long after it changed, whatever
+                                     ARP or NDP says but an answer to our own request (Linux's
+                                     locktime); 0: 1000; HP_NEIGH_LOCKTIME_NONE: none */
     uint32_t reasm_max_bytes;   /**< fragment bytes held for reassembly, both families; 0: 4 MiB */
     uint32_t reasm_timeout_ms;  /**< both families; 0: 30000 for IPv4 (like Linux) and 60000 for IPv6 (RFC 8200 4.5) */
     uint32_t icmp_rate;         /**< ICMP errors per second, per family (token bucket); 0: 1000 */

@@ -326,11 +326,12 @@ void hp__ipid_fini(struct hp_stack *s);
  * fragmentable ones. Whether to set DF is the caller's decision (path MTU
  * discovery for TCP, RFC 1191): this only takes it into account.
  */
-uint16_t hp__ip4_ident(struct hp_stack *s, const uint8_t src[4], const uint8_t dst[4], uint8_t proto,
-                       bool atomic);
+uint16_t hp__ip4_ident(struct hp_stack *s, const uint8_t src[4], const uint8_t dst[4],
+                       uint8_t proto, bool atomic);
 /* The Identification of a fragmented IPv6 datagram (RFC 8200 4.5, RFC
  * 7739 5.3): the same per-destination scheme, 32 bits. */
-uint32_t hp__ip6_frag_ident(struct hp_stack *s, const uint8_t src[16], const uint8_t dst[16], uint8_t proto);
+uint32_t hp__ip6_frag_ident(struct hp_stack *s, const uint8_t src[16], const uint8_t dst[16],
+                            uint8_t proto);
 
 /* Where a packet to dst goes: the interface, our source address on it,
  * and the next hop (dst itself on a connected prefix, else the gateway). */

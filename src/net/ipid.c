@@ -49,7 +49,7 @@
 struct hp__ipid {
     uint64_t key[2];
     uint64_t last_h;
-    uint32_t last_tag;  /* family, proto, atomic of the last flow; 0: none yet */
+    uint32_t last_tag; /* family, proto, atomic of the last flow; 0: none yet */
     uint8_t last_src[16], last_dst[16];
     _Alignas(HP_CACHELINE_SIZE) struct {
         uint32_t ctr;
@@ -78,8 +78,8 @@ void hp__ipid_fini(struct hp_stack *s)
     s->ipid = NULL;
 }
 
-static uint64_t flow_hash(const struct hp__ipid *t, uint32_t tag, const uint8_t *src, const uint8_t *dst,
-                          size_t alen)
+static uint64_t flow_hash(const struct hp__ipid *t, uint32_t tag, const uint8_t *src,
+                          const uint8_t *dst, size_t alen)
 {
     uint8_t m[4 + 32];
     memcpy(m, &tag, 4);
@@ -97,7 +97,8 @@ static uint32_t next_id(struct hp_stack *s, int family, const uint8_t *src, cons
     size_t alen = family == 4 ? 4 : 16;
     uint32_t tag = (uint32_t)family | (uint32_t)proto << 8 | (uint32_t)atomic << 16;
     uint64_t h;
-    if (t->last_tag == tag && memcmp(t->last_src, src, alen) == 0 && memcmp(t->last_dst, dst, alen) == 0) {
+    if (t->last_tag == tag && memcmp(t->last_src, src, alen) == 0 &&
+        memcmp(t->last_dst, dst, alen) == 0) {
         h = t->last_h;
     } else {
         h = flow_hash(t, tag, src, dst, alen);
@@ -120,13 +121,14 @@ static uint32_t next_id(struct hp_stack *s, int family, const uint8_t *src, cons
     return (uint32_t)(h >> 32) + t->b[i].ctr++;
 }
 
-uint16_t hp__ip4_ident(struct hp_stack *s, const uint8_t src[4], const uint8_t dst[4], uint8_t proto,
-                       bool atomic)
+uint16_t hp__ip4_ident(struct hp_stack *s, const uint8_t src[4], const uint8_t dst[4],
+                       uint8_t proto, bool atomic)
 {
     return (uint16_t)next_id(s, 4, src, dst, proto, atomic);
 }
 
-uint32_t hp__ip6_frag_ident(struct hp_stack *s, const uint8_t src[16], const uint8_t dst[16], uint8_t proto)
+uint32_t hp__ip6_frag_ident(struct hp_stack *s, const uint8_t src[16], const uint8_t dst[16],
+                            uint8_t proto)
 {
     return next_id(s, 6, src, dst, proto, false);
 }

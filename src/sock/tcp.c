@@ -71,7 +71,8 @@ static int check_config(const struct hp_tcp_config *c)
     if (c->rto_min_ms > c->rto_initial_ms || c->rto_initial_ms > c->rto_max_ms ||
         c->rto_max_ms < HP__TCP_RTO_MAX_US / 1000u || c->rto_max_ms > RTO_MAX_MS_MAX)
         return -EINVAL;
-    if (c->syn_retries > 255 || c->synack_retries > 255 || c->data_retries > 255) /* c->rtx_count is 8 bits */
+    /* c->rtx_count is 8 bits */
+    if (c->syn_retries > 255 || c->synack_retries > 255 || c->data_retries > 255)
         return -EINVAL;
     if (c->keepalive_idle_s > KEEPIDLE_MAX || c->keepalive_intvl_s > KEEPINTVL_MAX ||
         c->keepalive_probes > KEEPCNT_MAX)

@@ -325,7 +325,8 @@ struct hp_tcp_sock {
     HP__TCPS_QUEUES_rxtx HP__TCPS_SNDCUR_tx HP__TCPS_OOO_rx HP__TCPS_OOON_cold HP__TCPS_OOOBYTES_rxtx
     HP__TCPS_SNDBUF_tx HP__TCPS_RCVBUF_rxtx
     HP__TCPS_TRTX_cold HP__TCPS_TDACK_cold HP__TCPS_TMISC_cold HP__TCPS_RTXDUE_rxtx HP__TCPS_DACKDUE_rx
-    HP__TCPS_RTXTDUE_tx HP__TCPS_DACKTDUE_rx HP__TCPS_PERSIST_rx HP__TCPS_COOKIEISS_rx HP__TCPS_KA_cold
+    HP__TCPS_RTXTDUE_tx HP__TCPS_DACKTDUE_rx HP__TCPS_PERSIST_rx HP__TCPS_COOKIEISS_rx
+    HP__TCPS_KA_cold
     HP__TCPS_RT_tx
     HP__TCPS_EV_rx HP__TCPS_ERR_tx HP__TCPS_CHACK_cold
     HP__TCPS_LISTEN_cold
@@ -584,8 +585,8 @@ void hp__tcp_send_cookie_synack(struct hp_tcp_sock *l, int family, const uint8_t
  * of connection t (tcp_cookie.h): MSS (set by the caller), and when the
  * SYN had timestamps, timestamps with the cookie's bits in TSval, window
  * scaling, SACK-permitted and ECN as agreed. */
-void hp__tcp_cookie_offer(struct hp_tcp_sock *l, const struct hp__tcp_tuple *t, const struct hp_tcp_repr *syn,
-                          struct hp_tcp_repr *o);
+void hp__tcp_cookie_offer(struct hp_tcp_sock *l, const struct hp__tcp_tuple *t,
+                          const struct hp_tcp_repr *syn, struct hp_tcp_repr *o);
 
 /* Retransmit the first unacknowledged segment (fast retransmit, partial
  * ACK, RTO): data from snd_una, or SYN / FIN alone. Counted

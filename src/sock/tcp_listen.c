@@ -256,8 +256,8 @@ static void cookie_agree(const struct hp_tcp_config *cfg, const struct hp_tcp_re
     co->ecn = false;
 }
 
-void hp__tcp_cookie_offer(struct hp_tcp_sock *l, const struct hp__tcp_tuple *t, const struct hp_tcp_repr *syn,
-                          struct hp_tcp_repr *o)
+void hp__tcp_cookie_offer(struct hp_tcp_sock *l, const struct hp__tcp_tuple *t,
+                          const struct hp_tcp_repr *syn, struct hp_tcp_repr *o)
 {
     struct hp__tcp_state *ts = hp__tcp(l->s);
     const struct hp_tcp_config *cfg = &ts->cfg;

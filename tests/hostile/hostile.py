@@ -451,7 +451,7 @@ def cmd_bulk(args):
 
     def sender():
         try:
-            s = socket.create_connection((args.to, 9), timeout=10)
+            s = socket.create_connection((args.to, 9), timeout=args.timeout)
             buf = os.urandom(1 << 16)
             n = 0
             while time.monotonic() < stop:
@@ -465,8 +465,8 @@ def cmd_bulk(args):
 
     def receiver():
         try:
-            s = socket.create_connection((args.to, 19), timeout=10)
-            s.settimeout(10)
+            s = socket.create_connection((args.to, 19), timeout=args.timeout)
+            s.settimeout(args.timeout)
             n = 0
             while time.monotonic() < stop:
                 c = s.recv(1 << 16)
@@ -947,6 +947,8 @@ def main():
     p.add_argument("--to", required=True)
     p.add_argument("--seconds", type=float, default=10)
     p.add_argument("--conns", type=int, default=2)
+    p.add_argument("--timeout", type=float, default=60,
+                   help="longest stall tolerated (a 10 s flood backs retransmissions off)")
     for name in ("rfc5961", "garbage", "frags", "ipid"):
         p = sub.add_parser(name)
         p.add_argument("--iface", required=True)

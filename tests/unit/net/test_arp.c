@@ -586,7 +586,8 @@ HP_TEST(arp_reachable_entry_refuses_unsolicited_changes)
 HP_TEST(arp_accept_knob_replaces_at_once)
 {
     struct ct_env e;
-    struct hp_stack_config cfg = {.flags = HP_STACK_F_ARP_ACCEPT, .neigh_locktime_ms = HP_NEIGH_LOCKTIME_NONE};
+    struct hp_stack_config cfg = {.flags = HP_STACK_F_ARP_ACCEPT,
+                                  .neigh_locktime_ms = HP_NEIGH_LOCKTIME_NONE};
     HP_REQUIRE_EQ(open4(&e, &cfg), 0);
     resolve_peer(&e);
     peer_reply(&e, CT_PEER4, EVIL_MAC);

@@ -239,7 +239,8 @@ HP_TEST(reasm6_memory_drops_counted_as_ipv6)
     HP_REQUIRE(it_open(&e, &cfg) == 0);
     static uint8_t z[1400];
     for (int i = 0; i < 200; i++) {
-        it_send6_frag(&e, CT_PEER6, CT_OUR6, (uint32_t)(5000 + i), HP_IPPROTO_UDP, 0, true, z, sizeof z);
+        it_send6_frag(&e, CT_PEER6, CT_OUR6, (uint32_t)(5000 + i), HP_IPPROTO_UDP, 0, true, z,
+                      sizeof z);
         if (i % 8 == 7)
             ct_step(&e);
     }

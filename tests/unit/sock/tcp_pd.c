@@ -602,7 +602,8 @@ static void check_invariants(struct pd *h, struct pd_conn *c, struct pd_seg *g)
         int32_t d = (int32_t)(off - c->ts_offset);
         bool ok = !c->tsval_seen || d == 0 || (c->ts_offset_syn && d > -64 && d < 64);
         if (!ok)
-            complain(h, c, g, "TSval %u is %d ms off the connection's clock (1 tick per ms)", g->opt.ts_val, (int)d);
+            complain(h, c, g, "TSval %u is %d ms off the connection's clock (1 tick per ms)",
+                     g->opt.ts_val, (int)d);
         if (!c->tsval_seen || (c->ts_offset_syn && d > 0 && d < 64))
             c->ts_offset = off;
         if (c->tsval_seen && g->at_ms - c->last_ts_ms < 0x80000000u && seq_lt(g->opt.ts_val, c->last_tsval))

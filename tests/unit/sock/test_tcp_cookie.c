@@ -235,8 +235,11 @@ HP_TEST(tcp_cookie_ts_carries_wscale_sack_ecn)
     uint64_t seed = hp_test_seed();
     for (int ws = -1; ws <= 14; ws++) {
         for (int bits = 0; bits < 4; bits++) {
-            struct hp__tcp_cookie_opts o = {.ts = true, .ws = ws >= 0, .snd_wscale = (uint8_t)(ws >= 0 ? ws : 0),
-                                            .sack = bits & 1, .ecn = (bits >> 1) & 1};
+            struct hp__tcp_cookie_opts o = {.ts = true,
+                                            .ws = ws >= 0,
+                                            .snd_wscale = (uint8_t)(ws >= 0 ? ws : 0),
+                                            .sack = bits & 1,
+                                            .ecn = (bits >> 1) & 1};
             for (int k = 0; k < 20; k++) {
                 uint32_t now = (uint32_t)hp_test_rand(&seed);
                 if (k == 0)

@@ -383,7 +383,8 @@ PD_TEST(tcp_est_challenge_ack_budget_random)
     HP_CHECK_LE(hi, 14);
     /* 12 draws from 10 values: all equal with probability 10^-11. */
     HP_CHECK_GE(distinct, 2);
-    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_CHALLENGE_ACK_LIMITED), 12 * 50 - pd_ctr(h, HP_CTR_TCP_CHALLENGE_ACKS));
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_CHALLENGE_ACK_LIMITED),
+                12 * 50 - pd_ctr(h, HP_CTR_TCP_CHALLENGE_ACKS));
     pd_in(h, "R", B, 0, 0, NULL);
 }
 
