@@ -6,7 +6,7 @@ FUZZ_SECONDS ?= 10
 CMAKE ?= cmake
 GEN := -G Ninja
 
-.PHONY: all build demo check bench fuzz install clean deps-demo deps-check chrono profile
+.PHONY: all build demo check bench fuzz install clean deps-demo deps-check chrono profile soak
 
 all: build
 
@@ -43,6 +43,14 @@ check: deps-check
 
 bench: build
 	./build/hotpath bench all
+
+# The hostile mixture of tests/hostile/ with connection churn and bulk
+# transfers for MINUTES (not in make check): report/soak.json and soak.png.
+MINUTES ?= 10
+soak:
+	@scripts/deps.sh soak
+	@$(MAKE) --no-print-directory build
+	@scripts/soak.sh $(MINUTES)
 
 # libFuzzer targets (clang), each run for FUZZ_SECONDS on a copy of its corpus.
 fuzz:
