@@ -278,6 +278,112 @@ PD_TEST(tcp_listen_syncookie_without_timestamps)
     hp_tcp_close(l);
 }
 
+/* ECN and SACK in a cookie (RFC 3168 6.1.1, RFC 2018 2): an ECN-setup SYN
+ * (ECE and CWR) beyond the backlog gets an ECN-setup cookie SYN-ACK (ECE
+ * without CWR) with bit 5 of its TSval set, and the cookie ACK makes an
+ * ECN connection whose new data goes ECT(0); a SYN with ECE alone is no
+ * ECN-setup SYN: neither the flag nor the bit. */
+PD_TEST(tcp_listen_syncookie_ecn)
+{
+    struct hp_tcp_sock *l = pd_listen(h, PORT, 1);
+    pd_use(h, 41000, 1)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 100 0,nop,ws 7");
+    expect_synack_full(h);
+    pd_use(h, 41001, 500)->lport = PORT;
+    pd_in(h, "SEW", 0, 0, 65535, "mss 1460,sackok,ts 100 0,nop,ws 7");
+    const struct pd_seg *g = pd_expect(h, "SE.", 0, 1, PD_ANY, "mss *,sackok,ws 3,ts * 100");
+    HP_CHECK_EQ(g->opt.ts_val & 0x3F, 0x37); /* shift 7, SACK, ECN */
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_SENT), 1);
+    pd_in(h, ".", 1, 1, 1000, NULL);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_OK), 1);
+    struct hp_tcp_sock *t = hp_tcp_accept(l, h->c, NULL);
+    HP_REQUIRE(t != NULL);
+    struct hp_tcp_info i = pd_info(h, t);
+    HP_CHECK(i.ecn_ok && i.sack_ok && i.ts_ok && i.ws_ok);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_ECN_NEGOTIATED), 1);
+    HP_CHECK_EQ(hp_tcp_setopt(t, HP_TCP_OPT_NODELAY, 1), 0);
+    HP_CHECK_EQ(pd_send(h, t, 100), 100);
+    pd_expect_data(h, ".", 1, 1, PD_ANY, 100, NULL);
+    HP_CHECK_EQ(h->last.ecn, 2); /* ECT(0) */
+    pd_use(h, 41002, 900)->lport = PORT;
+    pd_in(h, "SE", 0, 0, 65535, "mss 1460,sackok,ts 100 0,nop,ws 7");
+    g = pd_expect(h, "S.", 0, 1, PD_ANY, "mss *,sackok,ws 3,ts * 100");
+    HP_CHECK_EQ(g->opt.ts_val & 0x3F, 0x17);
+    pd_in(h, ".", 1, 1, 1000, NULL);
+    struct hp_tcp_sock *u = hp_tcp_accept(l, h->c, NULL);
+    HP_REQUIRE(u != NULL);
+    HP_CHECK(!pd_info(h, u).ecn_ok);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_ECN_NEGOTIATED), 1);
+    hp_tcp_abort(t);
+    hp_tcp_abort(u);
+    pd_discard(h);
+    hp_tcp_close(l);
+}
+
+/* The knobs rule a cookie as they rule a queued SYN: with no_sack and ECN
+ * off, a cookie SYN-ACK to an ECN-setup SYN offering SACK has neither ECE
+ * nor SACK-permitted, nor their TSval bits, and its connection neither. */
+PD_TEST(tcp_listen_syncookie_no_sack_no_ecn)
+{
+    struct hp_tcp_config cfg = {.no_sack = true, .ecn = HP_TCP_ECN_OFF};
+    pd_configure(h, &cfg);
+    struct hp_tcp_sock *l = pd_listen(h, PORT, 1);
+    pd_use(h, 41000, 1)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 100 0,nop,ws 7");
+    pd_expect(h, "S.", 0, 1, PD_ANY, NULL);
+    pd_use(h, 41001, 500)->lport = PORT;
+    pd_in(h, "SEW", 0, 0, 65535, "mss 1460,sackok,ts 100 0,nop,ws 7");
+    const struct pd_seg *g = pd_expect(h, "S.", 0, 1, PD_ANY, "mss *,ws 3,ts * 100");
+    HP_CHECK_EQ(g->opt.ts_val & 0x3F, 0x07);
+    pd_in(h, ".", 1, 1, 1000, NULL);
+    struct hp_tcp_sock *t = hp_tcp_accept(l, h->c, NULL);
+    HP_REQUIRE(t != NULL);
+    struct hp_tcp_info i = pd_info(h, t);
+    HP_CHECK(!i.ecn_ok && !i.sack_ok);
+    HP_CHECK(i.ts_ok && i.ws_ok);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_OK), 1);
+    hp_tcp_abort(t);
+    pd_discard(h);
+    hp_tcp_close(l);
+}
+
+/* An entry made under pressure (cookie ISS) from an ECN-setup SYN with
+ * SACK-permitted: its SYN-ACKs carry SACK and ECN in their TSval's low
+ * bits (hp__tcp_embryo_ts), so that, dropped as stale after 3 s, its
+ * client's late ACK still makes an ECN and SACK connection. */
+PD_TEST(tcp_listen_stale_entry_keeps_sack_and_ecn)
+{
+    struct hp_tcp_sock *l = pd_listen(h, PORT, 2);
+    pd_use(h, 41000, 1)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 100 0,nop,ws 7");
+    expect_synack_full(h);
+    pd_use(h, 41001, 1000)->lport = PORT;
+    pd_in(h, "SEW", 0, 0, 65535, "mss 1460,sackok,ts 100 0,nop,ws 7");
+    const struct pd_seg *g = pd_expect(h, "SE.", 0, 1, PD_ANY, "mss *,sackok,ws 3,ts * 100");
+    HP_CHECK_EQ(g->opt.ts_val & 0x3F, 0x37);
+    pd_advance_ms(h, 3000); /* two retransmissions each: 41001 is stale */
+    HP_CHECK_EQ(pd_discard(h), 4);
+    pd_use(h, 41002, 2000)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 3100 0,nop,ws 7");
+    pd_expect(h, "S.", 0, 1, PD_ANY, "mss *,sackok,ws 3,ts * 3100");
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYN_QUEUE_STALE_DROPS), 1);
+    pd_use(h, 41001, 1000);
+    pd_in(h, ".", 1, 1, 1000, NULL);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_OK), 1);
+    struct hp_tcp_sock *t = hp_tcp_accept(l, h->c, NULL);
+    HP_REQUIRE(t != NULL);
+    struct hp_tcp_info i = pd_info(h, t);
+    HP_CHECK(i.ecn_ok && i.sack_ok && i.ts_ok && i.ws_ok);
+    HP_CHECK_EQ(i.snd_wscale, 7);
+    HP_CHECK_EQ(hp_tcp_setopt(t, HP_TCP_OPT_NODELAY, 1), 0);
+    HP_CHECK_EQ(pd_send(h, t, 100), 100);
+    pd_expect_data(h, ".", 1, 1, PD_ANY, 100, NULL);
+    HP_CHECK_EQ(h->last.ecn, 2);
+    hp_tcp_abort(t);
+    pd_discard(h);
+    hp_tcp_close(l);
+}
+
 /* A full SYN queue (RFC 4987 4.1): entries made once it is half full have a
  * cookie for ISS and carry their options in their SYN-ACK's TSval, like a
  * cookie SYN-ACK; one of them unanswered for 3 s gives its place to a new
