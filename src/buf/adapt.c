@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* ADAPTIVE's decision rule for one (freer, owner) pair: measure both policies in short epochs, keep the faster, re-try now and then. */
+#include <string.h>
+
+#include <hotpath/pool.h>
+
+#include "../base/debug.h"
+#include "internal.h"
+
+/*
+ * The rule sees one number per epoch: how long the freer took for its last
+ * HP__EPOCH alien frees of this owner's buffers (in ticks of hp__ticks()).
+ * Fewer ticks is better: in a pipeline the freer's rate is the pipeline's
+ * rate, whichever thread is the bottleneck, since the two are tied by what
+ * they pass each other. The rule is pure (no clock, no pool), so that
+ * tests can drive it with made-up rates.
+ *
+ * Exploring: HP__AD_ROUNDS rounds, each one epoch on LOCAL and one on DEFER
+ * (ABBA order, so that a steady drift favours neither), every measured epoch
+ * preceded by an unmeasured one that lets the pool settle into the policy
+ * (the owner's queue, the caches' fill). The rounds' paired ratios decide:
+ * the other policy wins when their median beats the current one by more
+ * than HP__AD_MARGIN_PPM and all but one of the rounds agree, twice in a
+ * row (one exploration is noise until a second confirms it).
+ *
+ * Exploiting: the chosen policy for `hold` epochs; each exploration that
+ * confirms the choice doubles the hold (up to HP__AD_HOLD_MAX), a switch or
+ * a doubt shortens it to HP__AD_HOLD_MIN. With the longest hold, a pair
+ * spends HP__AD_ROUNDS * 2 of every HP__AD_HOLD_MAX + 4 * HP__AD_ROUNDS
+ * epochs on the other policy (1.5%), which bounds what exploring costs.
+ *
+ * No measurement (ticks == 0: no clock, an epoch that took implausibly
+ * long, or one the pool's policy changed in): the step is repeated; after
+ * HP__AD_STALE_MAX such epochs in a row the pair falls back to the
+ * contention signal (`fallback`) until measurements come back.
+ */
+
+#define ROUNDS HP__AD_ROUNDS
+#define STEPS (4 * ROUNDS) /* per round: settle, measure, settle, measure */
+
+/* The policy of exploration step s: rounds alternate LD, DL. */
+static int step_policy(unsigned s)
+{
+    unsigned round = s / 4, second = (s % 4) / 2;
+    return (round + second) % 2 ? HP_ALIEN_DEFER : HP_ALIEN_LOCAL;
+}
+
+void hp__adapt_init(struct hp__adapt *a, int fallback)
+{
+    memset(a, 0, sizeof *a);
+    a->cur = (uint8_t)fallback;
+    a->route = (uint8_t)fallback;
+    a->mode = HP__AD_FALLBACK;
+    a->next_hold = HP__AD_HOLD_MIN;
+}
+
+static void explore(struct hp__adapt *a)
+{
+    a->mode = HP__AD_EXPLORE;
+    a->step = 0;
+    a->route = (uint8_t)step_policy(0);
+}
+
+static void insertion_sort(int64_t *v, unsigned n)
+{
+    for (unsigned i = 1; i < n; i++)
+        for (unsigned j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            int64_t t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+}
+
+/* The exploration is complete: decide, and start exploiting. */
+static void decide(struct hp__adapt *a)
+{
+    int64_t gain[ROUNDS]; /* DEFER's rate over LOCAL's, minus 1, in ppm, per round */
+    unsigned for_defer = 0, for_local = 0;
+    for (unsigned r = 0; r < ROUNDS; r++) {
+        uint64_t l = a->ticks[0][r], d = a->ticks[1][r];
+        gain[r] = (int64_t)(l * 1000000 / d) - 1000000; /* rate ratio = ticks L / ticks D */
+        for_defer += gain[r] > 0;
+        for_local += gain[r] < 0;
+    }
+    insertion_sort(gain, ROUNDS);
+    int64_t med = (gain[(ROUNDS - 1) / 2] + gain[ROUNDS / 2]) / 2;
+    a->gain_ppm = (int32_t)med;
+    a->explorations++;
+    int favour = 0;
+    if (med > HP__AD_MARGIN_PPM && for_defer == ROUNDS)
+        favour = HP_ALIEN_DEFER;
+    else if (med < -HP__AD_MARGIN_PPM && for_local == ROUNDS)
+        favour = HP_ALIEN_LOCAL;
+    if (favour && favour != a->cur) {
+        if (a->pending) {
+            a->cur = (uint8_t)favour;
+            a->switches++;
+            a->pending = 0;
+        } else {
+            a->pending = 1; /* confirm soon */
+        }
+        a->next_hold = HP__AD_HOLD_MIN;
+    } else {
+        a->pending = 0;
+        a->next_hold = a->next_hold * 2 > HP__AD_HOLD_MAX ? HP__AD_HOLD_MAX : a->next_hold * 2;
+    }
+    a->mode = HP__AD_EXPLOIT;
+    a->hold = a->next_hold;
+    a->route = a->cur;
+}
+
+/* An epoch that could not be measured. */
+static int unmeasured(struct hp__adapt *a, int fallback)
+{
+    if (a->stale < 255)
+        a->stale++;
+    if (a->mode == HP__AD_FALLBACK || a->stale >= HP__AD_STALE_MAX) {
+        a->mode = HP__AD_FALLBACK;
+        a->cur = (uint8_t)fallback;
+        a->route = (uint8_t)fallback;
+        a->pending = 0;
+        return a->route;
+    }
+    if (a->mode == HP__AD_EXPLORE) {
+        /* Redo this step from its settling epoch. */
+        a->step = (uint8_t)(a->step & ~1u);
+        a->route = (uint8_t)step_policy(a->step);
+    } else if (a->hold > 0) {
+        a->hold--;
+    }
+    return a->route;
+}
+
+int hp__adapt_epoch(struct hp__adapt *a, uint64_t ticks, int fallback)
+{
+    HP_ASSERT(fallback == HP_ALIEN_LOCAL || fallback == HP_ALIEN_DEFER);
+    if (ticks == 0)
+        return unmeasured(a, fallback);
+    a->stale = 0;
+    switch (a->mode) {
+    case HP__AD_FALLBACK:
+        /* Measurements are possible (again): the contention signal's choice
+         * is where the pair stands until they say otherwise. */
+        a->cur = (uint8_t)fallback;
+        explore(a);
+        break;
+    case HP__AD_EXPLORE:
+        HP_ASSERT(a->step < STEPS && a->route == step_policy(a->step));
+        if (a->step % 2) /* a measuring epoch */
+            a->ticks[a->route == HP_ALIEN_DEFER][a->step / 4] = ticks;
+        if (++a->step == STEPS)
+            decide(a);
+        else
+            a->route = (uint8_t)step_policy(a->step);
+        break;
+    default:
+        HP_ASSERT(a->route == a->cur);
+        if (a->hold > 0 && --a->hold > 0)
+            break;
+        explore(a);
+        break;
+    }
+    return a->route;
+}
