@@ -15,34 +15,48 @@
  * they pass each other. The rule is pure (no clock, no pool), so that
  * tests can drive it with made-up rates.
  *
- * Exploring: HP__AD_ROUNDS rounds, each one epoch on LOCAL and one on DEFER
- * (ABBA order, so that a steady drift favours neither), every measured epoch
- * preceded by an unmeasured one that lets the pool settle into the policy
- * (the owner's queue, the caches' fill). The rounds' paired ratios decide:
- * the other policy wins when their median beats the current one by more
- * than HP__AD_MARGIN_PPM and all but one of the rounds agree, twice in a
- * row (one exploration is noise until a second confirms it).
+ * Exploring: HP__AD_ROUNDS (4) rounds, each one epoch on the current policy
+ * C and one on the other O, in the order C O | O C | C O | O C (so that a
+ * steady drift favours neither); switching costs a settling epoch, not
+ * measured, that lets the pool settle into the policy (the owner's queue,
+ * the caches' fill): C o O O c C C o O O c C, 12 epochs, 6 on O. The
+ * rounds' paired ratios decide: the other policy wins when the median ratio
+ * beats the current policy by more than HP__AD_MARGIN_PPM and every round
+ * agrees, twice in a row (one exploration is noise until a second confirms
+ * it).
  *
  * Exploiting: the chosen policy for `hold` epochs; each exploration that
- * confirms the choice doubles the hold (up to HP__AD_HOLD_MAX), a switch or
- * a doubt shortens it to HP__AD_HOLD_MIN. With the longest hold, a pair
- * spends HP__AD_ROUNDS * 2 of every HP__AD_HOLD_MAX + 4 * HP__AD_ROUNDS
- * epochs on the other policy (1.5%), which bounds what exploring costs.
+ * confirms the choice (or finds no difference beyond the margin) makes the
+ * next hold 4 times longer, up to HP__AD_HOLD_MAX; one whose median favours
+ * the other policy keeps it as it was; a switch, or a first vote for the
+ * other policy, shortens it to HP__AD_HOLD_MIN. With the longest hold a pair spends 6 of every
+ * HP__AD_HOLD_MAX + 12 epochs on the other policy (0.3%), which bounds what
+ * exploring costs once it has settled.
  *
  * No measurement (ticks == 0: no clock, an epoch that took implausibly
- * long, or one the pool's policy changed in): the step is repeated; after
- * HP__AD_STALE_MAX such epochs in a row the pair falls back to the
- * contention signal (`fallback`) until measurements come back.
+ * long, or one the pool's policy changed in): the step is repeated from
+ * its settling epoch; after HP__AD_STALE_MAX such epochs in a row the pair
+ * falls back to the contention signal (`fallback`) until measurements come
+ * back.
  */
 
 #define ROUNDS HP__AD_ROUNDS
-#define STEPS (4 * ROUNDS) /* per round: settle, measure, settle, measure */
+#define STEPS 12
 
-/* The policy of exploration step s: rounds alternate LD, DL. */
-static int step_policy(unsigned s)
+/* The exploration's schedule: on the other policy?, measured?, its round. */
+static const uint8_t step_other[STEPS] = {0, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0};
+static const uint8_t step_measured[STEPS] = {1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1};
+static const uint8_t step_round[STEPS] = {0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3};
+_Static_assert(ROUNDS == 4, "the schedule has 4 rounds");
+
+static int other(int policy)
 {
-    unsigned round = s / 4, second = (s % 4) / 2;
-    return (round + second) % 2 ? HP_ALIEN_DEFER : HP_ALIEN_LOCAL;
+    return policy == HP_ALIEN_DEFER ? HP_ALIEN_LOCAL : HP_ALIEN_DEFER;
+}
+
+static int step_policy(const struct hp__adapt *a, unsigned s)
+{
+    return step_other[s] ? other(a->cur) : a->cur;
 }
 
 void hp__adapt_init(struct hp__adapt *a, int fallback)
@@ -58,7 +72,7 @@ static void explore(struct hp__adapt *a)
 {
     a->mode = HP__AD_EXPLORE;
     a->step = 0;
-    a->route = (uint8_t)step_policy(0);
+    a->route = a->cur;
 }
 
 static void insertion_sort(int64_t *v, unsigned n)
@@ -86,11 +100,15 @@ static void decide(struct hp__adapt *a)
     int64_t med = (gain[(ROUNDS - 1) / 2] + gain[ROUNDS / 2]) / 2;
     a->gain_ppm = (int32_t)med;
     a->explorations++;
-    int favour = 0;
-    if (med > HP__AD_MARGIN_PPM && for_defer == ROUNDS)
-        favour = HP_ALIEN_DEFER;
-    else if (med < -HP__AD_MARGIN_PPM && for_local == ROUNDS)
-        favour = HP_ALIEN_LOCAL;
+    int favour = 0, leaning = 0;
+    if (med > HP__AD_MARGIN_PPM)
+        leaning = HP_ALIEN_DEFER;
+    else if (med < -HP__AD_MARGIN_PPM)
+        leaning = HP_ALIEN_LOCAL;
+    if (leaning == HP_ALIEN_DEFER && for_defer == ROUNDS)
+        favour = leaning;
+    if (leaning == HP_ALIEN_LOCAL && for_local == ROUNDS)
+        favour = leaning;
     if (favour && favour != a->cur) {
         if (a->pending) {
             a->cur = (uint8_t)favour;
@@ -100,9 +118,11 @@ static void decide(struct hp__adapt *a)
             a->pending = 1; /* confirm soon */
         }
         a->next_hold = HP__AD_HOLD_MIN;
+    } else if (leaning && leaning != a->cur) {
+        a->pending = 0; /* a doubt: look again as soon as last time */
     } else {
         a->pending = 0;
-        a->next_hold = a->next_hold * 2 > HP__AD_HOLD_MAX ? HP__AD_HOLD_MAX : a->next_hold * 2;
+        a->next_hold = a->next_hold * 4 > HP__AD_HOLD_MAX ? HP__AD_HOLD_MAX : a->next_hold * 4;
     }
     a->mode = HP__AD_EXPLOIT;
     a->hold = a->next_hold;
@@ -122,9 +142,11 @@ static int unmeasured(struct hp__adapt *a, int fallback)
         return a->route;
     }
     if (a->mode == HP__AD_EXPLORE) {
-        /* Redo this step from its settling epoch. */
-        a->step = (uint8_t)(a->step & ~1u);
-        a->route = (uint8_t)step_policy(a->step);
+        /* Redo from the first epoch on this policy (a settling one, but at
+         * the start). */
+        while (a->step > 0 && step_other[a->step - 1] == step_other[a->step])
+            a->step--;
+        a->route = (uint8_t)step_policy(a, a->step);
     } else if (a->hold > 0) {
         a->hold--;
     }
@@ -145,13 +167,13 @@ int hp__adapt_epoch(struct hp__adapt *a, uint64_t ticks, int fallback)
         explore(a);
         break;
     case HP__AD_EXPLORE:
-        HP_ASSERT(a->step < STEPS && a->route == step_policy(a->step));
-        if (a->step % 2) /* a measuring epoch */
-            a->ticks[a->route == HP_ALIEN_DEFER][a->step / 4] = ticks;
+        HP_ASSERT(a->step < STEPS && a->route == step_policy(a, a->step));
+        if (step_measured[a->step])
+            a->ticks[a->route == HP_ALIEN_DEFER][step_round[a->step]] = ticks;
         if (++a->step == STEPS)
             decide(a);
         else
-            a->route = (uint8_t)step_policy(a->step);
+            a->route = (uint8_t)step_policy(a, a->step);
         break;
     default:
         HP_ASSERT(a->route == a->cur);

@@ -141,6 +141,7 @@ void hp__cache_forget(struct hp__cache *c)
         struct hp__pair *pr = &c->pair[o];
         hp__adapt_init(&pr->a, HP_ALIEN_LOCAL);
         pr->t0 = 0;
+        pr->nsub = pr->spoilt = 0;
         pr->shown_switches = pr->shown_explorations = 0;
         c->pair_mark[o] = atomic_load_explicit(&c->pair_frees[o], memory_order_relaxed) + 1;
     }
@@ -201,8 +202,8 @@ uint32_t hp__drain_owner(struct hp_pool *p, struct hp__cache *c, int owner)
 
 /*
  * Two signals. The measured one, per (freer, owner) pair: pair_epoch() runs
- * every p->epoch alien frees of one owner's buffers and gives the epoch's
- * length to the rule in adapt.c, which explores, exploits and returns the
+ * every p->sub_epoch alien frees of one owner's buffers and gives each
+ * epoch's length to the rule in adapt.c, which explores, exploits and returns the
  * pair's route. The fallback, the contention signal, for pairs that cannot
  * be measured (adapt() below).
  *
@@ -261,23 +262,26 @@ static void adapt(struct hp_pool *p, struct hp__cache *c)
     c->win_frees = nf;
 }
 
-/* One epoch of pair (this thread, owner) ended at the k-th alien free. */
-static __attribute__((noinline)) void pair_epoch(struct hp_pool *p, struct hp__cache *c,
-                                                 int owner, uint64_t k)
+/* The median of an epoch's parts, times their number; 0 when it is not a
+ * measurement. */
+static uint64_t epoch_ticks(const struct hp__pair *pr)
 {
-    struct hp__pair *pr = &c->pair[owner];
-    uint64_t now = hp__ticks(), dt = now - pr->t0;
-    uint32_t gen = atomic_load_explicit(&p->policy_gen, memory_order_relaxed);
-    /* Not measured: the first epoch, one the policy was switched in, one
-     * that took implausibly long (a trickle, a preemption). */
-    uint64_t ticks = pr->t0 && gen == pr->gen && dt > 0 && dt < HP__STALE_TICKS ? dt : 0;
-    int fb = fallback_defers(p, c, owner) ? HP_ALIEN_DEFER : HP_ALIEN_LOCAL;
-    int route = hp__adapt_epoch(&pr->a, ticks, fb);
-    c->route[owner] = route == HP_ALIEN_DEFER;
-    c->pair_seen |= 1ull << owner;
-    c->pair_mark[owner] = k + p->epoch;
-    pr->t0 = now;
-    pr->gen = gen;
+    if (pr->spoilt)
+        return 0;
+    uint32_t v[HP__SUBEPOCHS];
+    memcpy(v, pr->sub, sizeof v);
+    for (unsigned i = 1; i < HP__SUBEPOCHS; i++)
+        for (unsigned j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            uint32_t t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    uint64_t med = ((uint64_t)v[HP__SUBEPOCHS / 2 - 1] + v[HP__SUBEPOCHS / 2]) / 2;
+    return med > 0 && med < HP__STALE_TICKS / HP__SUBEPOCHS ? med * HP__SUBEPOCHS : 0;
+}
+
+static void pair_publish(struct hp__pair *pr)
+{
     atomic_store_explicit(&pr->pub_policy, pr->a.cur, memory_order_relaxed);
     atomic_store_explicit(&pr->pub_measured, pr->a.mode != HP__AD_FALLBACK, memory_order_relaxed);
     count32(&pr->pub_switches, pr->a.switches - pr->shown_switches);
@@ -285,6 +289,38 @@ static __attribute__((noinline)) void pair_epoch(struct hp_pool *p, struct hp__c
     pr->shown_switches = pr->a.switches;
     pr->shown_explorations = pr->a.explorations;
     atomic_store_explicit(&pr->pub_gain_ppm, pr->a.gain_ppm, memory_order_relaxed);
+}
+
+/* A part of an epoch of pair (this thread, owner) ended at the k-th alien
+ * free; at the last part, the epoch goes to the rule. The pair's first
+ * alien free ends an unmeasured epoch at once, so that it starts on the
+ * contention signal's choice. */
+static __attribute__((noinline)) void pair_epoch(struct hp_pool *p, struct hp__cache *c,
+                                                 int owner, uint64_t k)
+{
+    struct hp__pair *pr = &c->pair[owner];
+    uint64_t now = hp__ticks();
+    uint32_t gen = atomic_load_explicit(&p->policy_gen, memory_order_relaxed);
+    bool first = pr->t0 == 0;
+    c->pair_mark[owner] = k + p->sub_epoch;
+    if (!first) {
+        uint64_t dt = now - pr->t0;
+        HP_ASSERT(pr->nsub < HP__SUBEPOCHS);
+        pr->sub[pr->nsub++] = dt < UINT32_MAX ? (uint32_t)dt : UINT32_MAX;
+        pr->spoilt |= gen != pr->gen;
+    }
+    pr->t0 = now ? now : 1;
+    pr->gen = gen;
+    if (!first && pr->nsub < HP__SUBEPOCHS)
+        return;
+    uint64_t ticks = first ? 0 : epoch_ticks(pr);
+    pr->nsub = 0;
+    pr->spoilt = 0;
+    int fb = fallback_defers(p, c, owner) ? HP_ALIEN_DEFER : HP_ALIEN_LOCAL;
+    int route = hp__adapt_epoch(&pr->a, ticks, fb);
+    c->route[owner] = route == HP_ALIEN_DEFER;
+    c->pair_seen |= 1ull << owner;
+    pair_publish(pr);
 }
 
 /* ---- refills, flushes, deferred batches ---------------------------------- */

@@ -19,12 +19,16 @@
 /* ---- ADAPTIVE's rule for one (freer, owner) pair (adapt.c) -------------- */
 
 /* Alien frees of one owner's buffers per epoch (tests shorten it with
- * hp__pool_set_epoch). At 80 Mbuf/s an epoch lasts 25 us. */
+ * hp__pool_set_epoch). At 80 Mbuf/s an epoch lasts 25 us. An epoch's
+ * length is the median of its HP__SUBEPOCHS parts, times their number: a
+ * part the freer (or the thread feeding it) was preempted in is an outlier
+ * that does not count. */
 #define HP__EPOCH 2048
+#define HP__SUBEPOCHS 8
 #define HP__AD_ROUNDS 4          /* paired LOCAL/DEFER epochs per exploration */
 #define HP__AD_MARGIN_PPM 20000  /* the other policy must be 2% faster... */
 #define HP__AD_HOLD_MIN 16       /* epochs on the choice after a switch or a doubt */
-#define HP__AD_HOLD_MAX 512      /* ...and at most, when explorations keep confirming it */
+#define HP__AD_HOLD_MAX 2048     /* ...and at most, when explorations keep confirming it */
 #define HP__AD_STALE_MAX 8       /* unmeasurable epochs in a row before falling back */
 
 enum { HP__AD_FALLBACK, HP__AD_EXPLORE, HP__AD_EXPLOIT };
@@ -66,8 +70,8 @@ static inline uint64_t hp__ticks(void)
 #endif
 }
 
-/* An epoch longer than this (about 25-100 ms) measured a trickle, a stall
- * or a preemption, not a policy. */
+/* An epoch longer than this (about 25-100 ms; its typical part 1/8 of it)
+ * measured a trickle or a stall, not a policy. */
 #define HP__STALE_TICKS 100000000ull
 
 /* ---- per-thread caches --------------------------------------------------- */
@@ -105,8 +109,11 @@ struct hp__stage {
 /* ADAPTIVE's state for one owner, in the freeing thread's cache. */
 struct hp__pair {
     struct hp__adapt a;
-    uint64_t t0;   /* ticks at the start of the epoch */
+    uint64_t t0;   /* ticks at the start of the part of the epoch */
     uint32_t gen;  /* the pool's policy generation then */
+    uint32_t sub[HP__SUBEPOCHS]; /* the epoch's parts so far, in ticks */
+    uint8_t nsub;
+    uint8_t spoilt; /* the policy was switched during the epoch */
     uint32_t shown_switches, shown_explorations; /* of a's counts, added to pub_ already */
     /* What hp_pool_pair_stats() shows (others read it): the last state,
      * and counts over the pool's life (a departed thread's included). */
@@ -201,7 +208,7 @@ struct hp_pool {
     int32_t defer_max;
     uint32_t batch_max;      /* buffers per deferred batch: 0 if rooms are too small */
     _Atomic int policy;      /* enum hp_alien_policy */
-    uint32_t epoch;          /* ADAPTIVE: alien frees per epoch */
+    uint32_t sub_epoch;      /* ADAPTIVE: alien frees per part of an epoch */
     struct hp__ring *ring;
     HP_CACHELINE_GROUP_END(pool_hot)
     _Atomic uint32_t policy_gen; /* bumped by every policy switch: epochs across one are void */

@@ -308,7 +308,7 @@ static void set_fields(struct hp_pool *p, const struct hp_pool_config *cfg, cons
         inv *= 2 - d * inv; /* Newton: each step doubles the bits */
     p->elt_inv = inv;
     p->elt_lim = UINT64_MAX / g->elt;
-    p->epoch = HP__EPOCH;
+    p->sub_epoch = HP__EPOCH / HP__SUBEPOCHS;
     memset(&p->tmpl, 0, sizeof p->tmpl);
     p->tmpl.data_off = g->headroom;
     p->tmpl.room = g->room;
@@ -653,5 +653,6 @@ HP_API int hp_alien_policy_parse(const char *name)
 
 void hp__pool_set_epoch(struct hp_pool *p, uint32_t epoch)
 {
-    p->epoch = epoch ? epoch : HP__EPOCH;
+    epoch = epoch ? epoch : HP__EPOCH;
+    p->sub_epoch = epoch / HP__SUBEPOCHS ? epoch / HP__SUBEPOCHS : 1;
 }
