@@ -261,23 +261,8 @@ AI bool spsc_pop(struct spsc *q, void **objs, unsigned n)
 enum { PH_INIT, PH_RUN, PH_STOP };
 enum { K_HP, K_DPDK, K_DPDK_MBUF, K_MALLOC };
 
-/* A worker's counters when it saw one of the main thread's marks. */
-struct mark {
-    uint64_t freed, delay; /* buffers freed so far; run_delay (ns) */
-    double wall, cpu;      /* seconds: CLOCK_MONOTONIC, the thread's CPU time */
-    uint64_t ticks;        /* tool_ticks() */
-    unsigned ngroups;      /* groups timed so far */
-};
-
-/*
- * Groups: a freeing thread times every `group` batches it frees with the
- * cycle counter. On a busy machine a thread (or the one feeding it) loses
- * its CPU for milliseconds now and then; the batches around such a stall
- * make one long group, while the time it runs makes many short ones, so the
- * median group is the rate at which the threads work when they run: the
- * rate the slices compare. Groups last a microsecond or more.
- */
-static const unsigned group_of[POOL_NSCEN] = {8, 16, 4, 4};
+/* Buffers per timed group: a microsecond or more of work. */
+static const unsigned group_of[POOL_NSCEN] = {8 * BULK, 16 * BULK, 4 * BULK, 4 * BULK};
 
 struct run;
 
@@ -286,11 +271,7 @@ struct worker {
     struct worker *peer;
     int idx, cpu, tid;
     pthread_t th;
-    unsigned seen;      /* the last mark recorded */
-    struct mark *marks; /* one per mark */
-    uint32_t *groups;   /* ticks of each group since the first mark */
-    unsigned ngroups, max_groups, in_group;
-    uint64_t group_t0;
+    struct pool_meter meter;
     uint64_t freed_total;
     uint64_t alloc_fail, fill_fail;
     int pin_rc;
@@ -310,42 +291,99 @@ struct run {
     struct worker w[2];
 };
 
-/* Record the counters for every mark since the last one seen. */
-static __attribute__((noinline)) bool take_marks(struct worker *w, unsigned m, uint64_t freed)
+/* ---- the meter (bench_pool.h) ------------------------------------------------- */
+
+int pool_meter_init(struct pool_meter *m, _Atomic unsigned *mark, unsigned nmarks, double secs,
+                    unsigned group)
 {
-    struct mark k = {.freed = freed, .delay = thread_run_delay_ns(), .wall = tool_now_s(),
-                     .cpu = tool_thread_cpu_s(), .ticks = tool_ticks(), .ngroups = w->ngroups};
-    if (w->seen == 0) {
-        w->group_t0 = k.ticks; /* groups start with the first mark */
-        w->in_group = 0;
+    memset(m, 0, sizeof *m);
+    m->mark = mark;
+    m->nmarks = nmarks;
+    m->group = group ? group : 1;
+    m->max_groups = (unsigned)(secs * 2e6) + 16;
+    m->marks = calloc(nmarks, sizeof m->marks[0]);
+    m->groups = malloc((size_t)m->max_groups * sizeof m->groups[0]);
+    if (!m->marks || !m->groups) {
+        pool_meter_free(m);
+        return -ENOMEM;
     }
-    while (w->seen != m) {
-        w->seen++;
-        if (w->seen < w->run->nmarks)
-            w->marks[w->seen] = k;
-    }
-    return atomic_load_explicit(&w->run->phase, memory_order_acquire) == PH_STOP;
+    return 0;
 }
 
-/* After each batch a thread frees: time a group now and then. */
-AI void group_tick(struct worker *w)
+void pool_meter_free(struct pool_meter *m)
 {
-    if (__builtin_expect(++w->in_group < group_of[w->run->scenario], 1) || w->seen == 0)
-        return;
-    uint64_t t = tool_ticks(), d = t - w->group_t0;
-    if (w->ngroups < w->max_groups)
-        w->groups[w->ngroups++] = d < UINT32_MAX ? (uint32_t)d : UINT32_MAX;
-    w->group_t0 = t;
-    w->in_group = 0;
+    free(m->marks);
+    free(m->groups);
+    m->marks = NULL;
+    m->groups = NULL;
+}
+
+/* Record the counters for every mark since the last one seen; groups start
+ * with the first. */
+void pool_meter_take(struct pool_meter *m, unsigned mark, uint64_t done)
+{
+    struct pool_mark k = {.done = done, .delay = thread_run_delay_ns(), .wall = tool_now_s(),
+                          .cpu = tool_thread_cpu_s(), .ticks = tool_ticks(),
+                          .ngroups = m->ngroups};
+    if (m->seen == 0) {
+        m->group_t0 = k.ticks;
+        m->in_group = 0;
+    }
+    while (m->seen != mark) {
+        m->seen++;
+        if (m->seen < m->nmarks)
+            m->marks[m->seen] = k;
+    }
+}
+
+void pool_meter_group(struct pool_meter *m)
+{
+    uint64_t t = tool_ticks();
+    if (m->seen > 0 && m->ngroups < m->max_groups) {
+        uint64_t per = ((t - m->group_t0) << 8) / m->in_group;
+        m->groups[m->ngroups++] = per < UINT32_MAX ? (uint32_t)per : UINT32_MAX;
+    }
+    m->group_t0 = t;
+    m->in_group = 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+double pool_meter_rate(const struct pool_meter *m, unsigned m0, unsigned m1, double hz,
+                       uint32_t *scratch)
+{
+    unsigned g0 = m->marks[m0].ngroups, g1 = m->marks[m1].ngroups;
+    if (g1 <= g0)
+        return 0;
+    memcpy(scratch, m->groups + g0, (g1 - g0) * sizeof scratch[0]);
+    qsort(scratch, g1 - g0, sizeof scratch[0], cmp_u32);
+    double med = scratch[(g1 - g0) / 2];
+    return med > 0 ? 256 * hz / med : 0;
+}
+
+double pool_meter_hz(const struct pool_meter *m, unsigned m0, unsigned m1)
+{
+    const struct pool_mark *a = &m->marks[m0], *b = &m->marks[m1];
+    return b->wall > a->wall ? (double)(b->ticks - a->ticks) / (b->wall - a->wall) : 1e9;
 }
 
 /* Once per batch: a new mark? Returns true at the stop. */
 AI bool poll_marks(struct worker *w, uint64_t freed)
 {
-    unsigned m = atomic_load_explicit(&w->run->mark, memory_order_acquire);
-    if (__builtin_expect(m == w->seen, 1))
+    unsigned k = atomic_load_explicit(&w->run->mark, memory_order_acquire);
+    if (__builtin_expect(k == w->meter.seen, 1))
         return false;
-    return take_marks(w, m, freed);
+    pool_meter_take(&w->meter, k, freed);
+    return atomic_load_explicit(&w->run->phase, memory_order_acquire) == PH_STOP;
+}
+
+AI void group_tick(struct worker *w, unsigned n)
+{
+    pool_meter_add(&w->meter, n);
 }
 
 /* The allocator calls: kind is a constant in each specialised loop. */
@@ -469,7 +507,7 @@ AI void loop_local(struct worker *w, int kind, void *pool, unsigned bulk)
             if (i < BULK)
                 w->alloc_fail++;
             freed += i;
-            group_tick(w);
+            group_tick(w, i);
         } else {
             if (get_bulk(kind, pool, objs, BULK)) {
                 w->alloc_fail++;
@@ -477,7 +515,7 @@ AI void loop_local(struct worker *w, int kind, void *pool, unsigned bulk)
             }
             put_bulk(kind, pool, objs, BULK);
             freed += BULK;
-            group_tick(w);
+            group_tick(w, BULK);
         }
     }
     w->freed_total = freed;
@@ -535,7 +573,7 @@ AI void loop_consumer(struct worker *w, int kind, void *pool, struct spsc *in)
         if (spsc_pop(in, objs, BULK)) {
             put_bulk(kind, pool, objs, BULK);
             freed += BULK;
-            group_tick(w);
+            group_tick(w, BULK);
         } else {
             cpu_relax();
         }
@@ -571,7 +609,7 @@ AI void loop_crossed(struct worker *w, int kind, void *pool, struct spsc *out, s
         if (spsc_pop(in, got, BULK)) {
             put_bulk(kind, pool, got, BULK);
             freed += BULK;
-            group_tick(w);
+            group_tick(w, BULK);
             busy = true;
         }
         if (!busy)
@@ -707,9 +745,11 @@ static void *worker_main(void *arg)
 
 /* ---- measuring one run: a pool, its threads, slices ------------------------ */
 
+/* [0]: one thread, [1]: two, whose slices must be longer on a busy
+ * machine: both threads must get their CPUs in the same slice. */
 struct setup {
-    double warmup_s, settle_s, slice_s;
-    int rounds;
+    double warmup_s, settle_s[2], slice_s[2];
+    int rounds[2];
     int cpu[2];
 };
 
@@ -822,14 +862,13 @@ static void drop_pool(struct run *run, int *rc, char *err, size_t errlen)
 static void run_free(struct run *run)
 {
     for (int i = 0; i < 2; i++) {
-        free(run->w[i].marks);
-        free(run->w[i].groups);
+        pool_meter_free(&run->w[i].meter);
         free(run->ring[i]);
     }
     free(run);
 }
 
-static struct run *run_new(int sc, int impl, unsigned nmarks, unsigned max_groups)
+static struct run *run_new(int sc, int impl, unsigned nmarks, double secs)
 {
     struct run *run = aligned_alloc(64, sizeof *run);
     if (!run)
@@ -841,10 +880,7 @@ static struct run *run_new(int sc, int impl, unsigned nmarks, unsigned max_group
     run->nmarks = nmarks;
     bool ok = true;
     for (int i = 0; i < run->nthreads; i++) {
-        run->w[i].marks = calloc(nmarks, sizeof(struct mark));
-        run->w[i].groups = malloc((size_t)max_groups * sizeof(uint32_t));
-        run->w[i].max_groups = max_groups;
-        ok &= run->w[i].marks != NULL && run->w[i].groups != NULL;
+        ok &= pool_meter_init(&run->w[i].meter, &run->mark, nmarks, secs, group_of[sc]) == 0;
         if (run->nthreads == 2) {
             run->ring[i] = aligned_alloc(64, sizeof(struct spsc));
             ok &= run->ring[i] != NULL;
@@ -911,22 +947,22 @@ static void stats_sub(struct hp_pool_stats *acc, const struct hp_pool_stats *a,
 static void drive(struct run *run, const struct setup *su, int rep, struct run_result *res)
 {
     bool hp = run->kind == K_HP;
-    int per = hp ? 3 : 1;
+    int per = hp ? 3 : 1, two = run->nthreads > 1;
     unsigned m = 0;
     atomic_store_explicit(&run->phase, PH_RUN, memory_order_release);
     sleep_s(su->warmup_s);
-    for (int rd = 0; rd < su->rounds; rd++)
+    for (int rd = 0; rd < su->rounds[two]; rd++)
         for (int i = 0; i < per; i++) {
             int k = (i + rd + rep) % per;
             struct hp_pool_stats s0, s1;
             res->policy[res->nslots++] = k;
             if (hp)
                 hp_pool_set_alien_policy(run->pool, hp_policy[k]);
-            sleep_s(su->settle_s);
+            sleep_s(su->settle_s[two]);
             if (hp)
                 hp_pool_stats(run->pool, &s0);
             atomic_store_explicit(&run->mark, ++m, memory_order_release);
-            sleep_s(su->slice_s);
+            sleep_s(su->slice_s[two]);
             atomic_store_explicit(&run->mark, ++m, memory_order_release);
             if (hp) {
                 hp_pool_stats(run->pool, &s1);
@@ -937,44 +973,25 @@ static void drive(struct run *run, const struct setup *su, int rep, struct run_r
     atomic_store_explicit(&run->mark, ++m, memory_order_release);
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Buffers per second worker w freed in its median group between marks m0
- * and m1 (hz: ticks per second); 0 without groups. */
-static double group_rate(const struct worker *w, unsigned m0, unsigned m1, double hz,
-                         uint32_t *scratch)
-{
-    unsigned g0 = w->marks[m0].ngroups, g1 = w->marks[m1].ngroups;
-    if (g1 <= g0)
-        return 0;
-    memcpy(scratch, w->groups + g0, (g1 - g0) * sizeof scratch[0]);
-    qsort(scratch, g1 - g0, sizeof scratch[0], cmp_u32);
-    double med = scratch[(g1 - g0) / 2];
-    return med > 0 ? group_of[w->run->scenario] * BULK * hz / med : 0;
-}
-
 /* Slice j's numbers, from the marks 2j+1 and 2j+2 each thread recorded. */
 static struct slot slot_of(const struct run *run, int j, double hz, uint32_t *scratch)
 {
     struct slot s = {.ok = true};
     uint64_t freed = 0;
     double cpu = 0;
+    unsigned m0 = 2 * (unsigned)j + 1, m1 = m0 + 1;
     for (int i = 0; i < run->nthreads; i++) {
-        const struct worker *w = &run->w[i];
-        const struct mark *a = &w->marks[2 * j + 1], *b = &w->marks[2 * j + 2];
+        const struct pool_meter *m = &run->w[i].meter;
+        const struct pool_mark *a = &m->marks[m0], *b = &m->marks[m1];
         double wall = b->wall - a->wall;
         if (wall <= 0) {
             s.ok = false; /* the thread saw neither mark in time */
             continue;
         }
-        s.mops_wall += (double)(b->freed - a->freed) / wall / 1e6;
-        freed += b->freed - a->freed;
-        double g = b->freed > a->freed ? group_rate(w, 2 * j + 1, 2 * j + 2, hz, scratch) : 0;
-        s.mops += (g > 0 ? g : (double)(b->freed - a->freed) / wall) / 1e6;
+        s.mops_wall += (double)(b->done - a->done) / wall / 1e6;
+        freed += b->done - a->done;
+        double g = b->done > a->done ? pool_meter_rate(m, m0, m1, hz, scratch) : 0;
+        s.mops += (g > 0 ? g : (double)(b->done - a->done) / wall) / 1e6;
         cpu += b->cpu - a->cpu;
         double wt = (double)(b->delay - a->delay) / 1e9 / wall;
         s.wait = wt > s.wait ? wt : s.wait;
@@ -984,13 +1001,6 @@ static struct slot slot_of(const struct run *run, int j, double hz, uint32_t *sc
     s.cpu_ns = freed ? cpu * 1e9 / (double)freed : 0;
     s.speed = s.mops;
     return s;
-}
-
-/* Ticks per second over the run, from the first thread's marks. */
-static double run_hz(const struct run *run, int nslots)
-{
-    const struct mark *a = &run->w[0].marks[1], *b = &run->w[0].marks[2 * nslots];
-    return b->wall > a->wall ? (double)(b->ticks - a->ticks) / (b->wall - a->wall) : 1e9;
 }
 
 /* After the threads joined: the slices, and what the run says about itself. */
@@ -1016,8 +1026,8 @@ static int finish_run(struct pool_report *r, struct run *run, int impl, struct r
         }
     }
     r->alloc_failures[run->scenario][impl] += afail;
-    double hz = run_hz(run, res->nslots);
-    uint32_t *scratch = malloc((size_t)run->w[0].max_groups * sizeof(uint32_t));
+    double hz = pool_meter_hz(&run->w[0].meter, 1, 2 * (unsigned)res->nslots);
+    uint32_t *scratch = malloc((size_t)run->w[0].meter.max_groups * sizeof(uint32_t));
     for (int j = 0; j < res->nslots && scratch; j++) {
         res->slots[j] = slot_of(run, j, hz, scratch);
         if (run->kind == K_HP)
@@ -1044,10 +1054,9 @@ static int measure_run(struct pool_report *r, const struct setup *su, int sc, in
 {
     memset(res, 0, sizeof *res);
     int per = is_hp(impl) ? 3 : 1;
-    /* Room for a group every 0.5 us of the run. */
-    double secs = su->warmup_s + per * su->rounds * (su->settle_s + su->slice_s) + 0.5;
-    struct run *run = run_new(sc, impl, 2 * (unsigned)(per * su->rounds) + 2,
-                              (unsigned)(secs * 2e6));
+    int two = sc >= POOL_PIPELINE;
+    double secs = su->warmup_s + per * su->rounds[two] * (su->settle_s[two] + su->slice_s[two]) + 0.5;
+    struct run *run = run_new(sc, impl, 2 * (unsigned)(per * su->rounds[two]) + 2, secs);
     if (!run)
         return fail(err, errlen, "out of memory");
     int rc = make_pool(r, run, impl, err, errlen);
@@ -1247,12 +1256,14 @@ static void setup_report(struct pool_report *r, struct setup *su, const struct b
     r->max_reps = o->reps > 0 ? o->reps : (o->quick ? 4 : 16);
     if (r->max_reps > POOL_MAX_REPS)
         r->max_reps = r->min_reps = POOL_MAX_REPS;
-    *su = (struct setup){.warmup_s = o->quick ? 0.05 : 0.1, .settle_s = 0.003,
-                         .slice_s = o->quick ? 0.008 : 0.012, .rounds = o->quick ? 8 : 16};
-    r->rounds = su->rounds;
+    *su = (struct setup){.warmup_s = o->quick ? 0.05 : 0.1,
+                         .settle_s = {0.003, 0.005},
+                         .slice_s = {o->quick ? 0.008 : 0.012, o->quick ? 0.025 : 0.04},
+                         .rounds = {o->quick ? 8 : 16, o->quick ? 4 : 8}};
+    memcpy(r->rounds, su->rounds, sizeof r->rounds);
     r->warmup_s = su->warmup_s;
-    r->settle_s = su->settle_s;
-    r->slice_s = su->slice_s;
+    memcpy(r->settle_s, su->settle_s, sizeof r->settle_s);
+    memcpy(r->slice_s, su->slice_s, sizeof r->slice_s);
     r->n_bufs = N_BUFS;
     r->data_room = DATA_ROOM;
     r->cache_size = CACHE_SIZE;
@@ -1495,16 +1506,18 @@ void pool_report_print_header(const struct pool_report *r, FILE *f)
                "malloc objects: %d B; dpdk-mbuf: see below),\n            per-thread cache %u, hotpath "
                "defer_max 128 (default), normal pages for every row\n",
             r->n_bufs, r->data_room, HP_BUF_HEADROOM, HP_BUF_META_SIZE, ELT_SIZE, r->cache_size);
-    fprintf(f, "method:     each run: a fresh pool, %.2g s warm-up, then %d rounds of %.0f ms slices (after %.0f "
-               "ms to settle); a hotpath run\n            has one slice per policy in each round (the "
-               "pool's policy switched, order rotated), a peer's run one;\n            %d repetitions "
-               "(until adaptive/better is known within +-1%%, %d-%d), the runs of each in rotated "
-               "order.\n            Mbuf/s: buffers freed per second of wall time; ns/buf: CPU time of "
-               "the threads (CLOCK_THREAD_CPUTIME_ID,\n            spinning included) per buffer; "
-               "medians. Ratios compare CPU ns/buf on one thread, Mbuf/s on two;\n            x "
-               "[lo, hi]: median ratio and its 95%% interval (min-max below 6 samples)\n",
-            r->warmup_s, r->rounds, 1e3 * r->slice_s, 1e3 * r->settle_s, r->reps, r->min_reps,
-            r->max_reps);
+    fprintf(f, "method:     each run: a fresh pool, %.2g s warm-up, then rounds of slices (one thread: %d "
+               "rounds of %.0f ms, two: %d of %.0f ms,\n            each after %.0f/%.0f ms to settle); "
+               "a hotpath run has one slice per policy in each round (the pool's policy\n            "
+               "switched, order rotated), a peer's run one; %d repetitions (until adaptive/better is "
+               "known within +-1%%,\n            %d-%d), the runs of each in rotated order. Mbuf/s: "
+               "the rate of the median timed group of the freeing\n            threads (work between "
+               "stalls: see bench_pool.h), median over slices and repetitions; ns/buf: CPU time\n"
+               "            (CLOCK_THREAD_CPUTIME_ID, spinning included) per buffer. Ratios: of Mbuf/s, "
+               "paired by round\n            (policies) or by repetition (peers); x [lo-hi]: median and "
+               "its 95%% interval (min-max below 6 samples)\n",
+            r->warmup_s, r->rounds[0], 1e3 * r->slice_s[0], r->rounds[1], 1e3 * r->slice_s[1],
+            1e3 * r->settle_s[0], 1e3 * r->settle_s[1], r->reps, r->min_reps, r->max_reps);
     if (r->cpu_a >= 0)
         fprintf(f, "threads:    local on CPU %d; pipeline and crossed on CPUs %d (A) and %d (B)%s\n", r->cpu_a,
                 r->cpu_a, r->cpu_b, r->pin_failed ? " (pinning FAILED for some: unpinned)" : "");
@@ -1726,11 +1739,12 @@ void pool_report_print_json(const struct pool_report *r, FILE *f)
         json_array_append_new(goals, json_pack("{s:s, s:b}", "goal", r->goals[i].text, "met",
                                                r->goals[i].met));
     json_t *o = json_pack(
-        "{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:i, s:i, s:i, s:i, s:i, s:i,"
-        " s:[i, i], s:f}",
+        "{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:[i, i], s:f, s:[f, f], s:[f, f], s:i, s:i, s:i,"
+        " s:i, s:i, s:i, s:[i, i], s:f}",
         "bench", "pool", "cpu", cpu, "compiler", tool_compiler(), "flags", tool_build_flags(), "reps",
-        r->reps, "min_reps", r->min_reps, "max_reps", r->max_reps, "rounds", r->rounds, "warmup_s",
-        r->warmup_s, "settle_s", r->settle_s, "slice_s", r->slice_s, "n_bufs", r->n_bufs,
+        r->reps, "min_reps", r->min_reps, "max_reps", r->max_reps, "rounds", r->rounds[0],
+        r->rounds[1], "warmup_s", r->warmup_s, "settle_s", r->settle_s[0], r->settle_s[1],
+        "slice_s", r->slice_s[0], r->slice_s[1], "n_bufs", r->n_bufs,
         "data_room", r->data_room, "cache_size", r->cache_size, "bulk", r->bulk, "fill_bytes",
         r->fill, "ring", r->ring, "cpus", r->cpu_a, r->cpu_b, "cpu_wait", r->cpu_wait);
     json_object_set_new(o, "dpdk", peers_json(r, POOL_DPDK));

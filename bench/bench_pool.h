@@ -3,6 +3,7 @@
 #ifndef HOTPATH_BENCH_POOL_H
 #define HOTPATH_BENCH_POOL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -69,6 +70,63 @@ int pool_pairs_of(struct hp_pool *pool, const int *tids, const char *const *name
 void pool_pairs_print(const struct pool_pair *p, int n, const char *indent, FILE *f);
 json_t *pool_pairs_json(const struct pool_pair *p, int n);
 
+/*
+ * A meter for a benchmark thread that a main thread cuts into slices: the
+ * main thread bumps a shared mark at each slice's ends, and the thread, once
+ * per batch, notices (pool_meter_poll) and records its counters there. A
+ * freeing thread also times groups of about `group` buffers with the cycle
+ * counter (pool_meter_add). On a busy machine a thread (or the one feeding
+ * it) loses its CPU for milliseconds now and then; the work around such a
+ * stall makes one long group, while the time it runs makes many short ones,
+ * so the median group gives the rate at which the threads work when they
+ * run. The rates the benchmarks compare are these.
+ */
+struct pool_mark {
+    uint64_t done, delay; /* the thread's count so far; run_delay (ns) */
+    double wall, cpu;     /* seconds: CLOCK_MONOTONIC, the thread's CPU time */
+    uint64_t ticks;       /* tool_ticks() */
+    unsigned ngroups;     /* groups timed so far */
+};
+
+struct pool_meter {
+    _Atomic unsigned *mark;    /* the main thread's */
+    unsigned seen, nmarks;     /* the last mark recorded; room */
+    struct pool_mark *marks;
+    uint32_t *groups;          /* per group: ticks per buffer, times 256 */
+    unsigned ngroups, max_groups, group, in_group;
+    uint64_t group_t0;
+};
+
+/* Room for nmarks marks and a group every 0.5 us for secs; 0 or -ENOMEM. */
+int pool_meter_init(struct pool_meter *m, _Atomic unsigned *mark, unsigned nmarks, double secs,
+                    unsigned group);
+void pool_meter_free(struct pool_meter *m);
+void pool_meter_take(struct pool_meter *m, unsigned mark, uint64_t done);
+void pool_meter_group(struct pool_meter *m);
+
+/* Once per batch: record a new mark, with the count so far. */
+static inline void pool_meter_poll(struct pool_meter *m, uint64_t done)
+{
+    unsigned k = atomic_load_explicit(m->mark, memory_order_acquire);
+    if (__builtin_expect(k != m->seen, 0))
+        pool_meter_take(m, k, done);
+}
+
+/* n more buffers freed (or sent). */
+static inline void pool_meter_add(struct pool_meter *m, unsigned n)
+{
+    m->in_group += n;
+    if (__builtin_expect(m->in_group >= m->group, 0))
+        pool_meter_group(m);
+}
+
+/* Buffers per second in the median group between marks m0 and m1 (hz:
+ * ticks per second); 0 without groups. scratch: room for max_groups. */
+double pool_meter_rate(const struct pool_meter *m, unsigned m0, unsigned m1, double hz,
+                       uint32_t *scratch);
+/* Ticks per second between marks m0 and m1. */
+double pool_meter_hz(const struct pool_meter *m, unsigned m0, unsigned m1);
+
 struct pool_cell {
     bool ran;          /* measured (the row exists and did not fail) */
     double mops;       /* millions of buffers per second of wall time (median) */
@@ -97,8 +155,8 @@ struct pool_report {
     char failed[POOL_NIMPLS][220]; /* why a row stopped, "" if it did not */
     bool two_threads;              /* pipeline and crossed ran (2 CPUs) */
     /* the setup */
-    int reps, min_reps, max_reps, rounds;
-    double warmup_s, settle_s, slice_s;
+    int reps, min_reps, max_reps, rounds[2]; /* [0] one thread, [1] two */
+    double warmup_s, settle_s[2], slice_s[2];
     unsigned n_bufs, data_room, cache_size, bulk, fill, ring;
     int cpu_a, cpu_b; /* CPUs of the threads (-1: unpinned); local runs on cpu_a */
     bool pin_failed;

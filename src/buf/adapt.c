@@ -15,21 +15,24 @@
  * they pass each other. The rule is pure (no clock, no pool), so that
  * tests can drive it with made-up rates.
  *
- * Exploring: HP__AD_ROUNDS (4) rounds, each one epoch on the current policy
- * C and one on the other O, in the order C O | O C | C O | O C (so that a
- * steady drift favours neither); switching costs a settling epoch, not
- * measured, that lets the pool settle into the policy (the owner's queue,
- * the caches' fill): C o O O c C C o O O c C, 12 epochs, 6 on O. The
- * rounds' paired ratios decide: the other policy wins when the median ratio
- * beats the current policy by more than HP__AD_MARGIN_PPM and every round
- * agrees, twice in a row (one exploration is noise until a second confirms
- * it).
+ * Exploring: blocks of HP__AD_ROUNDS (4) rounds, each round one epoch on
+ * the current policy C and one on the other O, in the order C O | O C | C O
+ * | O C (so that a steady drift favours neither); switching costs a
+ * settling epoch, not measured, that lets the pool settle into the policy
+ * (the owner's queue, the caches' fill): C o O O c C C o O O c C, 12
+ * epochs, 6 on O. The rounds' paired ratios decide: a policy is faster when
+ * the median ratio favours it by more than HP__AD_MARGIN_PPM and a sign test
+ * agrees (4 of 4 rounds, 7 of 8, 10 of 12: below 6.25% by chance). When the
+ * median leans one way but the rounds do not say it clearly, another block
+ * is measured, up to HP__AD_BLOCKS. A switch takes two explorations in a row
+ * that favour the other policy (one is noise until a second confirms it).
  *
  * Exploiting: the chosen policy for `hold` epochs; each exploration that
  * confirms the choice (or finds no difference beyond the margin) makes the
  * next hold 4 times longer, up to HP__AD_HOLD_MAX; one whose median favours
- * the other policy keeps it as it was; a switch, or a first vote for the
- * other policy, shortens it to HP__AD_HOLD_MIN. With the longest hold a pair spends 6 of every
+ * the other policy without every round agreeing (a doubt), only twice as
+ * long; a switch, or a first vote for the other policy, shortens it to
+ * HP__AD_HOLD_MIN. With the longest hold a pair spends 6 of every
  * HP__AD_HOLD_MAX + 12 epochs on the other policy (0.3%), which bounds what
  * exploring costs once it has settled.
  *
@@ -72,6 +75,7 @@ static void explore(struct hp__adapt *a)
 {
     a->mode = HP__AD_EXPLORE;
     a->step = 0;
+    a->block = 0;
     a->route = a->cur;
 }
 
@@ -85,30 +89,13 @@ static void insertion_sort(int64_t *v, unsigned n)
         }
 }
 
-/* The exploration is complete: decide, and start exploiting. */
-static void decide(struct hp__adapt *a)
+/* The exploration is over: switch (or count a vote for a switch), and
+ * exploit for the next hold. favour: the policy the rounds showed to be
+ * faster (0: none clearly); leaning: the one the median favours beyond the
+ * margin (0: none). */
+static void decide(struct hp__adapt *a, int favour, int leaning)
 {
-    int64_t gain[ROUNDS]; /* DEFER's rate over LOCAL's, minus 1, in ppm, per round */
-    unsigned for_defer = 0, for_local = 0;
-    for (unsigned r = 0; r < ROUNDS; r++) {
-        uint64_t l = a->ticks[0][r], d = a->ticks[1][r];
-        gain[r] = (int64_t)(l * 1000000 / d) - 1000000; /* rate ratio = ticks L / ticks D */
-        for_defer += gain[r] > 0;
-        for_local += gain[r] < 0;
-    }
-    insertion_sort(gain, ROUNDS);
-    int64_t med = (gain[(ROUNDS - 1) / 2] + gain[ROUNDS / 2]) / 2;
-    a->gain_ppm = (int32_t)med;
     a->explorations++;
-    int favour = 0, leaning = 0;
-    if (med > HP__AD_MARGIN_PPM)
-        leaning = HP_ALIEN_DEFER;
-    else if (med < -HP__AD_MARGIN_PPM)
-        leaning = HP_ALIEN_LOCAL;
-    if (leaning == HP_ALIEN_DEFER && for_defer == ROUNDS)
-        favour = leaning;
-    if (leaning == HP_ALIEN_LOCAL && for_local == ROUNDS)
-        favour = leaning;
     if (favour && favour != a->cur) {
         if (a->pending) {
             a->cur = (uint8_t)favour;
@@ -119,7 +106,9 @@ static void decide(struct hp__adapt *a)
         }
         a->next_hold = HP__AD_HOLD_MIN;
     } else if (leaning && leaning != a->cur) {
-        a->pending = 0; /* a doubt: look again as soon as last time */
+        /* A doubt: look again sooner than after a confirmation. */
+        a->pending = 0;
+        a->next_hold = a->next_hold * 2 > HP__AD_HOLD_MAX ? HP__AD_HOLD_MAX : a->next_hold * 2;
     } else {
         a->pending = 0;
         a->next_hold = a->next_hold * 4 > HP__AD_HOLD_MAX ? HP__AD_HOLD_MAX : a->next_hold * 4;
@@ -127,6 +116,40 @@ static void decide(struct hp__adapt *a)
     a->mode = HP__AD_EXPLOIT;
     a->hold = a->next_hold;
     a->route = a->cur;
+}
+
+/* A block of rounds is measured: decide, or (the median leans one way but
+ * the rounds do not yet say so clearly) measure another block. Returns
+ * whether the exploration is over. */
+static bool block_done(struct hp__adapt *a)
+{
+    /* One-sided sign test: P(at least need[b] of n rounds favour one
+     * policy | both equal) is 6.25%, 3.5%, 1.9% for 4, 8, 12 rounds. */
+    static const unsigned need[HP__AD_BLOCKS] = {4, 7, 10};
+    unsigned n = ROUNDS * (a->block + 1u), for_defer = 0, for_local = 0;
+    int64_t gain[ROUNDS * HP__AD_BLOCKS]; /* DEFER's rate over LOCAL's, minus 1, in ppm */
+    for (unsigned r = 0; r < n; r++) {
+        uint64_t l = a->ticks[0][r], d = a->ticks[1][r];
+        gain[r] = (int64_t)(l * 1000000 / d) - 1000000; /* rate ratio = ticks L / ticks D */
+        for_defer += gain[r] > 0;
+        for_local += gain[r] < 0;
+    }
+    insertion_sort(gain, n);
+    int64_t med = (gain[(n - 1) / 2] + gain[n / 2]) / 2;
+    a->gain_ppm = (int32_t)med;
+    int leaning = med > HP__AD_MARGIN_PPM ? HP_ALIEN_DEFER
+                  : med < -HP__AD_MARGIN_PPM ? HP_ALIEN_LOCAL : 0;
+    int favour = 0;
+    if ((leaning == HP_ALIEN_DEFER && for_defer >= need[a->block]) ||
+        (leaning == HP_ALIEN_LOCAL && for_local >= need[a->block]))
+        favour = leaning;
+    bool unsure = !favour && (med > HP__AD_MARGIN_PPM / 2 || med < -HP__AD_MARGIN_PPM / 2);
+    if (unsure && a->block + 1 < HP__AD_BLOCKS) {
+        a->block++;
+        return false;
+    }
+    decide(a, favour, leaning);
+    return true;
 }
 
 /* An epoch that could not be measured. */
@@ -169,11 +192,13 @@ int hp__adapt_epoch(struct hp__adapt *a, uint64_t ticks, int fallback)
     case HP__AD_EXPLORE:
         HP_ASSERT(a->step < STEPS && a->route == step_policy(a, a->step));
         if (step_measured[a->step])
-            a->ticks[a->route == HP_ALIEN_DEFER][step_round[a->step]] = ticks;
-        if (++a->step == STEPS)
-            decide(a);
-        else
+            a->ticks[a->route == HP_ALIEN_DEFER][ROUNDS * a->block + step_round[a->step]] = ticks;
+        if (++a->step < STEPS) {
             a->route = (uint8_t)step_policy(a, a->step);
+        } else if (!block_done(a)) {
+            a->step = 0; /* another block: it starts on the current policy, as this ended */
+            a->route = a->cur;
+        }
         break;
     default:
         HP_ASSERT(a->route == a->cur);

@@ -25,7 +25,8 @@
  * that does not count. */
 #define HP__EPOCH 2048
 #define HP__SUBEPOCHS 8
-#define HP__AD_ROUNDS 4          /* paired LOCAL/DEFER epochs per exploration */
+#define HP__AD_ROUNDS 4          /* paired LOCAL/DEFER epochs per block of an exploration */
+#define HP__AD_BLOCKS 3          /* blocks at most, when the first leave a doubt */
 #define HP__AD_MARGIN_PPM 20000  /* the other policy must be 2% faster... */
 #define HP__AD_HOLD_MIN 16       /* epochs on the choice after a switch or a doubt */
 #define HP__AD_HOLD_MAX 2048     /* ...and at most, when explorations keep confirming it */
@@ -40,11 +41,12 @@ struct hp__adapt {
     uint8_t step;     /* exploring: the epoch of the schedule */
     uint8_t pending;  /* the last exploration favoured the other policy */
     uint8_t stale;    /* unmeasurable epochs in a row */
+    uint8_t block;    /* exploring: the block of rounds */
     uint32_t hold;    /* exploiting: epochs left before the next exploration */
     uint32_t next_hold;
     int32_t gain_ppm; /* last exploration: DEFER's rate / LOCAL's - 1, in ppm (median) */
     uint32_t switches, explorations;
-    uint64_t ticks[2][HP__AD_ROUNDS]; /* measured epochs: [0] LOCAL, [1] DEFER */
+    uint64_t ticks[2][HP__AD_ROUNDS * HP__AD_BLOCKS]; /* measured epochs: [0] LOCAL, [1] DEFER */
 };
 
 /* A pair starts on the contention signal's choice (fallback). */
