@@ -124,6 +124,9 @@ static inline void pool_meter_add(struct pool_meter *m, unsigned n)
  * ticks per second); 0 without groups. scratch: room for max_groups. */
 double pool_meter_rate(const struct pool_meter *m, unsigned m0, unsigned m1, double hz,
                        uint32_t *scratch);
+/* Warm up while ADAPTIVE learns: at least min_s, then until every pair of
+ * pool has explored `explorations` times (or max_s). Returns the seconds. */
+double pool_warm_adaptive(struct hp_pool *pool, double min_s, double max_s, int explorations);
 /* Ticks per second between marks m0 and m1. */
 double pool_meter_hz(const struct pool_meter *m, unsigned m0, unsigned m1);
 
@@ -146,6 +149,7 @@ struct pool_policies {
      * deltas over the measured slices, and the buffers freed in them. */
     struct hp_pool_stats st[3];
     uint64_t freed[3];
+    double warm_max_s; /* the longest warm-up ADAPTIVE took (two threads) */
 };
 
 struct pool_report {
@@ -156,7 +160,7 @@ struct pool_report {
     bool two_threads;              /* pipeline and crossed ran (2 CPUs) */
     /* the setup */
     int reps, min_reps, max_reps, rounds[2]; /* [0] one thread, [1] two */
-    double warmup_s, settle_s[2], slice_s[2];
+    double warmup_s, warm_max_s, settle_s[2], slice_s[2];
     unsigned n_bufs, data_room, cache_size, bulk, fill, ring;
     int cpu_a, cpu_b; /* CPUs of the threads (-1: unpinned); local runs on cpu_a */
     bool pin_failed;
@@ -192,6 +196,10 @@ void pool_report_print_header(const struct pool_report *r, FILE *f);
 void pool_report_print_table(const struct pool_report *r, FILE *f);
 /* The policy comparison and the pairs ADAPTIVE settled on. */
 void pool_report_print_policies(const struct pool_report *r, FILE *f);
+/* Two table rows (markdown with md): the policy ADAPTIVE settled on per
+ * scenario ("*": the contention signal's choice, nothing measured), and
+ * adaptive/better with its interval. */
+void pool_report_print_settled(const struct pool_report *r, FILE *f, bool md);
 /* One line: the goals' numbers, for reports of several runs. */
 void pool_report_print_summary(const struct pool_report *r, FILE *f);
 void pool_report_print_json(const struct pool_report *r, FILE *f);

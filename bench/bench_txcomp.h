@@ -25,11 +25,12 @@ struct txcomp_row {
     struct pool_pair pairs[POOL_MAX_PAIRS]; /* the last run's */
     int npairs;
     uint64_t tx_dropped;        /* frames the link dropped (all runs) */
+    double warm_max_s;          /* the longest warm-up ADAPTIVE took */
 };
 
 struct txcomp_report {
     int reps, min_reps, max_reps, rounds;
-    double warmup_s, settle_s, slice_s;
+    double warmup_s, warm_max_s, settle_s, slice_s;
     int nrows;
     struct txcomp_row rows[2]; /* afxdp, mem */
 };

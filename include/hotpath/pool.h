@@ -77,7 +77,7 @@ struct hp_pool_config {
 
 /**
  * Create a pool.
- * @return the pool, or NULL with errno: EINVAL (a bad field, named on stderr),
+ * @return the pool, or NULL with errno: EINVAL (a bad field, named by hp_last_error()),
  *         ENOMEM (no memory), ENOSPC (too many pools).
  */
 HP_API struct hp_pool *hp_pool_create(const struct hp_pool_config *cfg);
@@ -85,8 +85,8 @@ HP_API struct hp_pool *hp_pool_create(const struct hp_pool_config *cfg);
 /**
  * Destroy a pool. Every buffer must be back (hp_pool_in_use() == 0), and no
  * other thread may use the pool during the call.
- * @return 0, or -EBUSY (nothing freed) when buffers are still out: each one is
- *         reported on stderr with its address and the pool's name.
+ * @return 0, or -EBUSY (nothing freed) when buffers are still out: each one (up
+ *         to 16) is logged (log.h) with its address and the pool's name.
  */
 HP_API int hp_pool_destroy(struct hp_pool *pool);
 

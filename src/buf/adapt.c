@@ -176,6 +176,12 @@ static int unmeasured(struct hp__adapt *a, int fallback)
     return a->route;
 }
 
+void hp__adapt_restart(struct hp__adapt *a)
+{
+    if (a->mode == HP__AD_EXPLORE)
+        explore(a);
+}
+
 int hp__adapt_epoch(struct hp__adapt *a, uint64_t ticks, int fallback)
 {
     HP_ASSERT(fallback == HP_ALIEN_LOCAL || fallback == HP_ALIEN_DEFER);

@@ -16,6 +16,7 @@
 #include <hotpath/buf.h>
 #include <hotpath/pool.h>
 
+#include "buf/internal.h"
 #include "hp_test.h"
 
 /*
@@ -883,6 +884,10 @@ static struct stress *stress_setup(const struct stress_cfg *cfg, int nidx)
     };
     s->pool = hp_pool_create(&pc);
     HP_CHECK(s->pool != NULL);
+    /* Short ADAPTIVE epochs: many explorations, so that its routes switch
+     * under load too (and under ThreadSanitizer). */
+    if (s->pool)
+        hp__pool_set_epoch(s->pool, 64);
     s->sorted = calloc(cfg->n_bufs, sizeof *s->sorted);
     s->owner = calloc(cfg->n_bufs, sizeof *s->owner);
     size_t rings_len = sizeof(struct ring) * (size_t)(nidx * nidx);
@@ -1021,7 +1026,7 @@ static void report(struct stress *s, double secs)
     uint64_t ops = atomic_load(&s->ops);
     printf("    %s: %llu ops in %.2f s (%.1f Mops/s); sent %llu; frees %llu, alien %llu "
            "(%.0f%%), deferred %llu, overflows %llu, taken back %llu; ENOMEM %llu; "
-           "policy switches %llu (L %llu, D %llu, A %llu)",
+           "policy switches %llu (L %llu, D %llu, A %llu), adaptive pair switches %llu",
            s->cfg->name, (unsigned long long)ops, secs, ops / secs / 1e6,
            (unsigned long long)sent, (unsigned long long)st.frees,
            (unsigned long long)st.alien_frees,
@@ -1029,7 +1034,8 @@ static void report(struct stress *s, double secs)
            (unsigned long long)st.deferred, (unsigned long long)st.defer_overflows,
            (unsigned long long)st.defer_taken, (unsigned long long)enomem,
            (unsigned long long)s->switches, (unsigned long long)s->per_policy[0],
-           (unsigned long long)s->per_policy[1], (unsigned long long)s->per_policy[2]);
+           (unsigned long long)s->per_policy[1], (unsigned long long)s->per_policy[2],
+           (unsigned long long)st.policy_switches);
     if (handed || orphans)
         printf("; handed over by leavers %llu, frees with a departed owner (number not "
                "reused yet) %llu",
@@ -1049,6 +1055,19 @@ static void final_checks(struct stress *s, bool multi)
     if (multi && s->per_policy[HP_ALIEN_DEFER - HP_ALIEN_LOCAL] >= 3)
         HP_CHECK_GT(st.deferred, 0);
     HP_CHECK_GE(st.frees, atomic_load(&s->ops) / 2);
+    /* The pairs account for every alien free and every ADAPTIVE switch. */
+    struct hp_pool_pair_stats ps[HP_MAX_THREADS];
+    int n = hp_pool_pair_stats(s->pool, ps, HP_MAX_THREADS);
+    HP_CHECK_GE(n, 0);
+    uint64_t alien = 0, switches = 0;
+    for (int i = 0; i < n && i < HP_MAX_THREADS; i++) {
+        alien += ps[i].alien_frees;
+        switches += ps[i].switches;
+        HP_CHECK(ps[i].policy == HP_ALIEN_LOCAL || ps[i].policy == HP_ALIEN_DEFER);
+        HP_CHECK_NE(ps[i].freer, ps[i].owner);
+    }
+    HP_CHECK_EQ(alien, st.alien_frees);
+    HP_CHECK_EQ(switches, st.policy_switches);
 }
 
 static void destroy_pool(struct stress *s)

@@ -371,3 +371,30 @@ HP_TEST(pool_adaptive_across_policy_switches)
     HP_CHECK_EQ(st.allocs, st.frees);
     destroy_pool(p);
 }
+
+/* A switch of the pool's policy restarts an exploration under way (its
+ * rounds would pair epochs from before and after); outside exploration it
+ * changes nothing. */
+HP_TEST(adapt_rule_restart)
+{
+    struct hp__adapt a;
+    hp__adapt_init(&a, L);
+    hp__adapt_restart(&a);
+    HP_CHECK_EQ(a.mode, HP__AD_FALLBACK);
+    hp__adapt_epoch(&a, 1000, L);
+    for (int i = 0; i < 5; i++)
+        hp__adapt_epoch(&a, 1000, L);
+    HP_REQUIRE_EQ(a.mode, HP__AD_EXPLORE);
+    HP_CHECK_EQ(a.step, 5);
+    hp__adapt_restart(&a);
+    HP_CHECK_EQ(a.mode, HP__AD_EXPLORE);
+    HP_CHECK_EQ(a.step, 0);
+    HP_CHECK_EQ(a.route, a.cur);
+    struct world w = world_of(100, 100, 0.01);
+    run(&a, &w, a.route, 40, L, NULL);
+    HP_CHECK_EQ(a.mode, HP__AD_EXPLOIT);
+    uint32_t hold = a.hold;
+    hp__adapt_restart(&a);
+    HP_CHECK_EQ(a.mode, HP__AD_EXPLOIT);
+    HP_CHECK_EQ(a.hold, hold);
+}
