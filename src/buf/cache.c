@@ -726,10 +726,12 @@ static inline uint16_t state_owner(uint64_t w)
 static unsigned free_run(struct hp_pool *p, struct hp__cache *c, struct hp_buf *const *bufs,
                          unsigned i, unsigned n)
 {
-    if (__builtin_expect(c->len >= 2 * c->size, 0))
+    const uint32_t cap = 2 * c->size;
+    if (__builtin_expect(c->len >= cap, 0))
         flush(p, c, c->size / 2);
-    unsigned lim = i + (2 * c->size - c->len);
-    struct hp_buf *const *q = bufs + i, *const *end = bufs + (lim < n ? lim : n);
+    /* At most as many as fit: the local path below adds one each. */
+    struct hp_buf *const *q = bufs + i, *const *last = bufs + n;
+    struct hp_buf *const *end = cap - c->len < n - i ? q + (cap - c->len) : last;
     uint32_t len = c->len;
     const uint64_t local = 1 | W_OWNER(c->tid);
     const struct span sp = span_of(p);
@@ -751,6 +753,10 @@ static unsigned free_run(struct hp_pool *p, struct hp__cache *c, struct hp_buf *
         c->len = len;
         alien_put(p, c, b, state_owner(w));
         len = c->len;
+        /* The alien path may have added more than one (a full owner's queue
+         * gives its batch back here) or flushed: what fits now. */
+        HP_ASSERT(len <= cap);
+        end = cap - len < (size_t)(last - q - 1) ? q + 1 + (cap - len) : last;
     }
     c->len = len;
     unsigned j = (unsigned)(q - bufs);
