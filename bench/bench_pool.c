@@ -981,15 +981,20 @@ static void make_cells(struct pool_report *r, struct acc *a, int reps)
     for (int sc = 0; sc < POOL_NSCEN; sc++)
         for (int k = 0; k < POOL_NIMPLS; k++) {
             struct pool_cell *c = &r->cells[sc][k];
-            int g = a->got[sc][k];
-            c->ran = g == reps && !r->failed[k][0] && g > 0;
+            /* A repetition whose run had no valid slice for the row (its
+             * threads never ran together) is left out: 0. */
+            double mo[POOL_MAX_REPS], ns[POOL_MAX_REPS];
+            int g = 0;
+            for (int i = 0; i < a->got[sc][k]; i++)
+                if (a->speed[sc][k][i] > 0) {
+                    mo[g] = a->mops[sc][k][i];
+                    ns[g++] = a->ns[sc][k][i];
+                }
+            c->ran = g > 0 && a->got[sc][k] == reps && !r->failed[k][0];
             if (!c->ran)
                 continue;
-            double v[POOL_MAX_REPS];
-            memcpy(v, a->mops[sc][k], g * sizeof v[0]);
-            c->mops = median(v, g);
-            memcpy(v, a->ns[sc][k], g * sizeof v[0]);
-            c->ns_per_obj = median(v, g);
+            c->mops = median(mo, g);
+            c->ns_per_obj = median(ns, g);
         }
     for (int sc = 0; sc < POOL_NSCEN; sc++)
         for (int k = 0; k < POOL_NIMPLS; k++)
@@ -997,9 +1002,11 @@ static void make_cells(struct pool_report *r, struct acc *a, int reps)
                 if (!r->cells[sc][k].ran || !r->cells[sc][q].ran || q == k)
                     continue;
                 double v[POOL_MAX_REPS];
+                int n = 0;
                 for (int i = 0; i < reps; i++)
-                    v[i] = a->speed[sc][k][i] / a->speed[sc][q][i];
-                pool_summarise(v, reps, &r->cells[sc][k].vs[q]);
+                    if (a->speed[sc][k][i] > 0 && a->speed[sc][q][i] > 0)
+                        v[n++] = a->speed[sc][k][i] / a->speed[sc][q][i];
+                pool_summarise(v, n, &r->cells[sc][k].vs[q]);
             }
 }
 
@@ -1013,6 +1020,14 @@ static bool resolved(const struct pool_report *r, int nsc)
             return false;
     }
     return true;
+}
+
+static bool every_row_sliced(const struct run_result *res, int impl)
+{
+    int per = is_hp(impl) ? 3 : 1, n[3] = {0};
+    for (int j = 0; j < res->nslots; j++)
+        n[per == 3 ? res->policy[j] : 0] += res->slots[j].ok;
+    return n[0] && (per == 1 || (n[1] && n[2]));
 }
 
 /* One scenario of one repetition: the hotpath run and each peer's, in an
@@ -1030,7 +1045,14 @@ static void run_scenario(struct pool_report *r, struct acc *a, const struct setu
         if (!r->have[impl] || r->failed[fk][0])
             continue;
         char err[200];
-        if (measure_run(r, su, sc, impl, rep, res, err, sizeof err) == 0) {
+        int rc = measure_run(r, su, sc, impl, rep, res, err, sizeof err);
+        /* A row without a valid slice (its threads never ran together, on
+         * a busy machine): again, twice at most. */
+        for (int again = 0; rc == 0 && again < 2 && !every_row_sliced(res, impl); again++) {
+            r->retried++;
+            rc = measure_run(r, su, sc, impl, rep, res, err, sizeof err);
+        }
+        if (rc == 0) {
             fold_run(r, a, sc, impl, res);
             if (is_hp(impl))
                 fold_rounds(a, sc, res);

@@ -166,6 +166,7 @@ struct pool_report {
     bool pin_failed;
     bool hugepages;   /* a hotpath pool got huge pages (asked not to) */
     double cpu_wait;  /* median share of a slice the busiest worker waited for its CPU */
+    int retried;      /* runs measured again: a row had no valid slice */
     /* DPDK */
     char dpdk_version[64];
     char dpdk_note[300]; /* why the dpdk row is skipped, "" when it ran */

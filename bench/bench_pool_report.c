@@ -167,6 +167,9 @@ static void print_notes(const struct pool_report *r, FILE *f)
         fprintf(f, "note:       pipeline and crossed skipped: they need 2 CPUs\n");
     if (r->hugepages)
         fprintf(f, "note:       a hotpath pool got huge pages although asked not to\n");
+    if (r->retried)
+        fprintf(f, "note:       %d runs measured again: a row's threads never ran together in any "
+                   "slice (another process had their CPUs)\n", r->retried);
     if (r->cpu_wait > 0.02)
         fprintf(f, "note:       in a typical slice the busiest worker waited %.0f%% of it for its CPU "
                    "(other processes): this machine is busy, the paired ratios are what to read\n",

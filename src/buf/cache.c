@@ -431,11 +431,13 @@ static bool refill(struct hp_pool *p, struct hp__cache *c, uint32_t need)
     return c->len >= need;
 }
 
+/* Move all but `keep` cached buffers to the ring, then push the staged
+ * batches: in that order, since an owner's full queue gives a batch back
+ * into the cache (through local_put, which makes room again if needed). */
 static void flush(struct hp_pool *p, struct hp__cache *c, uint32_t keep)
 {
     hp__count(&c->c.flushes, 1);
     adapt(p, c);
-    push_all_stages(p, c);
     HP_ASSERT(c->len <= 2 * c->size);
     if (c->len > keep) {
         bool ok = hp__ring_put(p->ring, c->objs + keep, c->len - keep);
@@ -444,6 +446,7 @@ static void flush(struct hp_pool *p, struct hp__cache *c, uint32_t keep)
         hp__count(&c->c.ring_ops, 1);
         c->len = keep;
     }
+    push_all_stages(p, c);
 }
 
 void hp__cache_flush_all(struct hp_pool *p, struct hp__cache *c)

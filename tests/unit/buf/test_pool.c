@@ -967,7 +967,7 @@ HP_TEST(pool_alien_adaptive_fallback_defers_when_contended)
  * there. The cache must make room instead of running past its end. */
 struct overflow_freer {
     struct hp_pool *p;
-    struct hp_buf **theirs; /* 64 of main's */
+    struct hp_buf **theirs; /* 95 of main's */
     int errors;
 };
 
@@ -983,9 +983,18 @@ static void *overflow_freer_main(void *arg)
     hp_buf_free_bulk(x->theirs + 32, 31); /* 31 staged */
     arr[0] = x->theirs[63];               /* the 32nd: pushed, refused, freed here */
     hp_buf_free_bulk(arr, 12);
+    /* Again, the batch completed by the flush at the end of a bulk free that
+     * filled the cache with the thread's own buffers. */
+    struct hp_buf *own[16];
+    if (hp_buf_alloc_bulk(x->p, own, 16) != 16) {
+        x->errors++;
+        return NULL;
+    }
+    hp_buf_free_bulk(x->theirs + 64, 31); /* 31 staged; the queue is still full */
+    hp_buf_free_bulk(own, 16);
     struct hp_pool_stats st;
     hp_pool_thread_stats(x->p, hp_thread_id(), &st);
-    x->errors += st.errors != 0 || st.defer_overflows != 32;
+    x->errors += st.errors != 0 || st.defer_overflows != 32 + 31;
     hp_pool_thread_flush(x->p);
     hp_thread_exit();
     return NULL;
@@ -999,9 +1008,10 @@ HP_TEST(pool_defer_overflow_in_a_bulk_free)
     c.defer_max = 32;
     struct hp_pool *p = MAKE(&c);
     HP_REQUIRE(p);
-    struct hp_buf *theirs[64];
+    struct hp_buf *theirs[95];
     HP_REQUIRE_EQ(hp_buf_alloc_bulk(p, theirs, 32), 32);
     HP_REQUIRE_EQ(hp_buf_alloc_bulk(p, theirs + 32, 32), 32);
+    HP_REQUIRE_EQ(hp_buf_alloc_bulk(p, theirs + 64, 31), 31);
     struct overflow_freer x = {.p = p, .theirs = theirs};
     run_thread(overflow_freer_main, &x);
     HP_CHECK_EQ(x.errors, 0);
