@@ -961,66 +961,6 @@ HP_TEST(pool_alien_adaptive_fallback_defers_when_contended)
     HP_CHECK_GT(st.deferred + st.defer_overflows, 20 * 256);
 }
 
-/* One hp_buf_free_bulk call in which an alien free fills a batch for an
- * owner whose queue is full: the batch comes back into the freeing cache
- * (32 buffers at once) while the same call still frees its own buffers
- * there. The cache must make room instead of running past its end. */
-struct overflow_freer {
-    struct hp_pool *p;
-    struct hp_buf **theirs; /* 95 of main's */
-    int errors;
-};
-
-static void *overflow_freer_main(void *arg)
-{
-    struct overflow_freer *x = arg;
-    struct hp_buf *arr[12];
-    if (hp_buf_alloc_bulk(x->p, arr + 1, 11) != 11) {
-        x->errors++;
-        return NULL;
-    }
-    hp_buf_free_bulk(x->theirs, 32);      /* a batch: main's queue is now full */
-    hp_buf_free_bulk(x->theirs + 32, 31); /* 31 staged */
-    arr[0] = x->theirs[63];               /* the 32nd: pushed, refused, freed here */
-    hp_buf_free_bulk(arr, 12);
-    /* Again, the batch completed by the flush at the end of a bulk free that
-     * filled the cache with the thread's own buffers. */
-    struct hp_buf *own[16];
-    if (hp_buf_alloc_bulk(x->p, own, 16) != 16) {
-        x->errors++;
-        return NULL;
-    }
-    hp_buf_free_bulk(x->theirs + 64, 31); /* 31 staged; the queue is still full */
-    hp_buf_free_bulk(own, 16);
-    struct hp_pool_stats st;
-    hp_pool_thread_stats(x->p, hp_thread_id(), &st);
-    x->errors += st.errors != 0 || st.defer_overflows != 32 + 31;
-    hp_pool_thread_flush(x->p);
-    hp_thread_exit();
-    return NULL;
-}
-
-HP_TEST(pool_defer_overflow_in_a_bulk_free)
-{
-    enum { N = 256 };
-    struct hp_pool_config c = cfg_of("overflow-bulk", N, HP_ALIEN_DEFER);
-    c.cache_size = 8;
-    c.defer_max = 32;
-    struct hp_pool *p = MAKE(&c);
-    HP_REQUIRE(p);
-    struct hp_buf *theirs[95];
-    HP_REQUIRE_EQ(hp_buf_alloc_bulk(p, theirs, 32), 32);
-    HP_REQUIRE_EQ(hp_buf_alloc_bulk(p, theirs + 32, 32), 32);
-    HP_REQUIRE_EQ(hp_buf_alloc_bulk(p, theirs + 64, 31), 31);
-    struct overflow_freer x = {.p = p, .theirs = theirs};
-    run_thread(overflow_freer_main, &x);
-    HP_CHECK_EQ(x.errors, 0);
-    hp_pool_thread_flush(p);
-    HP_CHECK_EQ(hp_pool_in_use(p), 0);
-    CHECK_WHOLE(p, N);
-    DONE(p);
-}
-
 /* A buffer whose owner has exited is freed by another thread under "defer":
  * it must still come back to the pool. */
 HP_TEST(pool_alien_owner_exited)
