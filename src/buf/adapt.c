@@ -38,9 +38,10 @@
  *
  * No measurement (ticks == 0: no clock, an epoch that took implausibly
  * long, or one the pool's policy changed in): the step is repeated from
- * its settling epoch; after HP__AD_STALE_MAX such epochs in a row the pair
- * falls back to the contention signal (`fallback`) until measurements come
- * back.
+ * its settling epoch. After HP__AD_STALE_MAX such epochs in a row, a pair
+ * that has never been measured falls back to the contention signal
+ * (`fallback`) until measurements come; one that has keeps its measured
+ * choice (a stall or a trickle says nothing about the policies).
  */
 
 #define ROUNDS HP__AD_ROUNDS
@@ -157,14 +158,21 @@ static int unmeasured(struct hp__adapt *a, int fallback)
 {
     if (a->stale < 255)
         a->stale++;
-    if (a->mode == HP__AD_FALLBACK || a->stale >= HP__AD_STALE_MAX) {
+    bool measured = a->explorations > 0;
+    if (a->mode == HP__AD_FALLBACK || (a->stale >= HP__AD_STALE_MAX && !measured)) {
         a->mode = HP__AD_FALLBACK;
         a->cur = (uint8_t)fallback;
         a->route = (uint8_t)fallback;
         a->pending = 0;
         return a->route;
     }
-    if (a->mode == HP__AD_EXPLORE) {
+    if (a->mode == HP__AD_EXPLORE && a->stale >= HP__AD_STALE_MAX) {
+        /* No measurement for a while (a stall, a trickle): give up this
+         * exploration and keep the measured choice, as long as before. */
+        a->mode = HP__AD_EXPLOIT;
+        a->hold = a->next_hold;
+        a->route = a->cur;
+    } else if (a->mode == HP__AD_EXPLORE) {
         /* Redo from the first epoch on this policy (a settling one, but at
          * the start). */
         while (a->step > 0 && step_other[a->step - 1] == step_other[a->step])
@@ -174,12 +182,6 @@ static int unmeasured(struct hp__adapt *a, int fallback)
         a->hold--;
     }
     return a->route;
-}
-
-void hp__adapt_restart(struct hp__adapt *a)
-{
-    if (a->mode == HP__AD_EXPLORE)
-        explore(a);
 }
 
 int hp__adapt_epoch(struct hp__adapt *a, uint64_t ticks, int fallback)

@@ -314,8 +314,6 @@ static __attribute__((noinline)) void pair_epoch(struct hp_pool *p, struct hp__c
     if (!first && pr->nsub < HP__SUBEPOCHS)
         return;
     uint64_t ticks = first ? 0 : epoch_ticks(pr);
-    if (pr->spoilt)
-        hp__adapt_restart(&pr->a);
     pr->nsub = 0;
     pr->spoilt = 0;
     int fb = fallback_defers(p, c, owner) ? HP_ALIEN_DEFER : HP_ALIEN_LOCAL;

@@ -51,10 +51,6 @@ struct hp__adapt {
 
 /* A pair starts on the contention signal's choice (fallback). */
 void hp__adapt_init(struct hp__adapt *a, int fallback);
-/* The conditions changed (the pool's policy was switched): an exploration
- * under way starts over, from the policy the pair is on; its rounds would
- * otherwise pair epochs from before and after. */
-void hp__adapt_restart(struct hp__adapt *a);
 /* The pair's epoch ended after `ticks` ticks (0: not measurable). Returns
  * the policy of the next epoch (HP_ALIEN_LOCAL or HP_ALIEN_DEFER); fallback
  * is the contention signal's choice, used where nothing can be measured. */

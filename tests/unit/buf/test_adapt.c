@@ -163,8 +163,9 @@ HP_TEST(adapt_rule_falls_back_without_measurements)
 }
 
 /* A few unmeasurable epochs (a policy switch, a preemption) repeat the
- * step; many in a row (a trickle) fall back; measurements coming back
- * start a new exploration from the contention signal's choice. */
+ * step; many in a row (a stall, a trickle) end the exploration but keep
+ * the measured choice; a pair never measured follows the contention
+ * signal, and starts exploring from its choice once measurements come. */
 HP_TEST(adapt_rule_stale_epochs)
 {
     struct hp__adapt a;
@@ -176,17 +177,24 @@ HP_TEST(adapt_rule_stale_epochs)
     for (int i = 0; i < HP__AD_STALE_MAX - 1; i++)
         route = hp__adapt_epoch(&a, 0, L);
     HP_CHECK_EQ(a.mode, HP__AD_EXPLORE);
-    HP_CHECK_EQ(a.step, step & ~1u); /* back to the step's settling epoch */
+    HP_CHECK_LE(a.step, step); /* back to the start of the run on this policy */
+    HP_CHECK_EQ(route, a.step >= 1 && a.step <= 3 ? D : L);
     route = run(&a, &w, route, 200, L, NULL);
     HP_CHECK_EQ(a.cur, D);
-    for (int i = 0; i < HP__AD_STALE_MAX; i++)
+    for (int i = 0; i < 3 * HP__AD_STALE_MAX; i++)
         route = hp__adapt_epoch(&a, 0, L);
-    HP_CHECK_EQ(a.mode, HP__AD_FALLBACK);
-    HP_CHECK_EQ(route, L);
-    route = run(&a, &w, route, 1, L, NULL);
-    HP_CHECK_EQ(a.mode, HP__AD_EXPLORE);
-    run(&a, &w, route, 200, L, NULL);
-    HP_CHECK_EQ(a.cur, D);
+    HP_CHECK_NE(a.mode, HP__AD_FALLBACK);
+    HP_CHECK_EQ(a.cur, D); /* measured: the stall changes nothing */
+    HP_CHECK_EQ(route, D);
+
+    struct hp__adapt b; /* never measured: the contention signal */
+    hp__adapt_init(&b, L);
+    for (int i = 0; i < 3 * HP__AD_STALE_MAX; i++)
+        HP_CHECK_EQ(hp__adapt_epoch(&b, 0, i < 10 ? L : D), i < 10 ? L : D);
+    HP_CHECK_EQ(b.mode, HP__AD_FALLBACK);
+    run(&b, &w, D, 1, D, NULL);
+    HP_CHECK_EQ(b.mode, HP__AD_EXPLORE);
+    HP_CHECK_EQ(b.cur, D);
 }
 
 /* Exploring runs both policies in ABBA rounds, a settling epoch after
@@ -370,31 +378,4 @@ HP_TEST(pool_adaptive_across_policy_switches)
     HP_CHECK_EQ(st.errors, 0);
     HP_CHECK_EQ(st.allocs, st.frees);
     destroy_pool(p);
-}
-
-/* A switch of the pool's policy restarts an exploration under way (its
- * rounds would pair epochs from before and after); outside exploration it
- * changes nothing. */
-HP_TEST(adapt_rule_restart)
-{
-    struct hp__adapt a;
-    hp__adapt_init(&a, L);
-    hp__adapt_restart(&a);
-    HP_CHECK_EQ(a.mode, HP__AD_FALLBACK);
-    hp__adapt_epoch(&a, 1000, L);
-    for (int i = 0; i < 5; i++)
-        hp__adapt_epoch(&a, 1000, L);
-    HP_REQUIRE_EQ(a.mode, HP__AD_EXPLORE);
-    HP_CHECK_EQ(a.step, 5);
-    hp__adapt_restart(&a);
-    HP_CHECK_EQ(a.mode, HP__AD_EXPLORE);
-    HP_CHECK_EQ(a.step, 0);
-    HP_CHECK_EQ(a.route, a.cur);
-    struct world w = world_of(100, 100, 0.01);
-    run(&a, &w, a.route, 40, L, NULL);
-    HP_CHECK_EQ(a.mode, HP__AD_EXPLOIT);
-    uint32_t hold = a.hold;
-    hp__adapt_restart(&a);
-    HP_CHECK_EQ(a.mode, HP__AD_EXPLOIT);
-    HP_CHECK_EQ(a.hold, hold);
 }
