@@ -745,10 +745,10 @@ static void drive(struct run *run, const struct setup *su, int rep, struct run_r
     int per = hp ? 3 : 1, two = run->nthreads > 1;
     unsigned m = 0;
     atomic_store_explicit(&run->phase, PH_RUN, memory_order_release);
-    /* Two threads under hotpath: until ADAPTIVE has explored every pair
-     * three times (its learning is not what the slices compare). */
+    /* Two threads under hotpath: until ADAPTIVE has settled every pair
+     * (its learning is not what the slices compare). */
     if (hp && two)
-        res->warm_s = pool_warm_adaptive(run->pool, su->warmup_s, su->warm_max_s, 3);
+        res->warm_s = pool_warm_adaptive(run->pool, su->warmup_s, su->warm_max_s);
     else
         sleep_s(su->warmup_s);
     for (int rd = 0; rd < su->rounds[two]; rd++)
@@ -1079,7 +1079,7 @@ static void setup_report(struct pool_report *r, struct setup *su, const struct b
     r->max_reps = o->reps > 0 ? o->reps : (o->quick ? 4 : 16);
     if (r->max_reps > POOL_MAX_REPS)
         r->max_reps = r->min_reps = POOL_MAX_REPS;
-    *su = (struct setup){.warmup_s = o->quick ? 0.05 : 0.1, .warm_max_s = o->quick ? 0.5 : 1.0,
+    *su = (struct setup){.warmup_s = o->quick ? 0.05 : 0.1, .warm_max_s = o->quick ? 0.5 : 1.5,
                          .settle_s = {0.003, 0.005},
                          .slice_s = {o->quick ? 0.008 : 0.012, o->quick ? 0.025 : 0.04},
                          .rounds = {o->quick ? 8 : 16, o->quick ? 4 : 8}};

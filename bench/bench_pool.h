@@ -125,8 +125,10 @@ static inline void pool_meter_add(struct pool_meter *m, unsigned n)
 double pool_meter_rate(const struct pool_meter *m, unsigned m0, unsigned m1, double hz,
                        uint32_t *scratch);
 /* Warm up while ADAPTIVE learns: at least min_s, then until every pair of
- * pool has explored `explorations` times (or max_s). Returns the seconds. */
-double pool_warm_adaptive(struct hp_pool *pool, double min_s, double max_s, int explorations);
+ * pool has settled (two explorations that kept its choice, two more for
+ * each switch: its next exploration is then a long hold away), or max_s.
+ * Returns the seconds. */
+double pool_warm_adaptive(struct hp_pool *pool, double min_s, double max_s);
 /* Ticks per second between marks m0 and m1. */
 double pool_meter_hz(const struct pool_meter *m, unsigned m0, unsigned m1);
 

@@ -228,15 +228,17 @@ static void nap(double s)
         ;
 }
 
-double pool_warm_adaptive(struct hp_pool *pool, double min_s, double max_s, int explorations)
+double pool_warm_adaptive(struct hp_pool *pool, double min_s, double max_s)
 {
     double t0 = tool_now_s(), t;
     nap(min_s);
     while ((t = tool_now_s()) - t0 < max_s) {
         struct hp_pool_pair_stats ps[8];
         int n = hp_pool_pair_stats(pool, ps, 8), settled = 0;
+        /* Two explorations that keep the choice, two more per switch (one
+         * to vote, one to confirm): then the next is far away. */
         for (int i = 0; i < n && i < 8; i++)
-            settled += ps[i].explorations >= (uint64_t)explorations;
+            settled += ps[i].explorations >= 2 + 2 * ps[i].switches;
         if (n > 0 && settled == (n < 8 ? n : 8))
             break;
         nap(0.01);

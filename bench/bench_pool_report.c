@@ -193,7 +193,7 @@ void pool_report_print_header(const struct pool_report *r, FILE *f)
                "defer_max 128 (default), normal pages for every row\n",
             r->n_bufs, r->data_room, HP_BUF_HEADROOM, HP_BUF_META_SIZE, HP_BUF_META_SIZE + r->data_room, r->cache_size);
     fprintf(f, "method:     each run: a fresh pool, %.2g s warm-up (hotpath on two threads: until "
-               "ADAPTIVE explored each\n            pair 3 times, at most %.2g s), then rounds of slices (one thread: %d "
+               "ADAPTIVE settled each\n            pair, at most %.2g s), then rounds of slices (one thread: %d "
                "rounds of %.0f ms, two: %d of %.0f ms,\n            each after %.0f/%.0f ms to settle); "
                "a hotpath run has one slice per policy in each round (the pool's policy\n            "
                "switched, order rotated), a peer's run one; %d repetitions (until adaptive/better is "
@@ -300,8 +300,8 @@ void pool_report_print_policies(const struct pool_report *r, FILE *f)
     for (int s = POOL_PIPELINE; s < POOL_NSCEN; s++) {
         if (!r->pol[s].npairs)
             continue;
-        fprintf(f, "adaptive in %s (warm-up until each pair explored 3 times: up to %.2f s), at the "
-                   "end of the last run:\n", pool_scenario_name(s), r->pol[s].warm_max_s);
+        fprintf(f, "adaptive in %s (warm-up until each pair settled: up to %.2f s), at the end of "
+                   "the last run:\n", pool_scenario_name(s), r->pol[s].warm_max_s);
         pool_pairs_print(r->pol[s].pairs, r->pol[s].npairs, "  ", f);
     }
 }

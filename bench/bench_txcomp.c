@@ -224,9 +224,9 @@ static int open_links(struct txc *t, const char *kind, const char *iface, char *
 static void drive(struct txc *t, const struct txcomp_report *rep, int r, struct txc_result *res)
 {
     unsigned m = 0;
-    /* Until ADAPTIVE has explored the pair three times (its learning is
-     * not what the slices compare). */
-    res->warm_s = pool_warm_adaptive(t->pool, rep->warmup_s, rep->warm_max_s, 3);
+    /* Until ADAPTIVE has settled the pair (its learning is not what the
+     * slices compare). */
+    res->warm_s = pool_warm_adaptive(t->pool, rep->warmup_s, rep->warm_max_s);
     for (int rd = 0; rd < rep->rounds; rd++)
         for (int i = 0; i < NPOL; i++) {
             int k = (i + rd + r) % NPOL;
@@ -462,7 +462,7 @@ static void setup(const struct bench_opts *o, struct txcomp_report *rep)
         rep->max_reps = rep->min_reps = MAX_REPS;
     rep->rounds = o->quick ? 4 : 8;
     rep->warmup_s = o->quick ? 0.1 : 0.2;
-    rep->warm_max_s = o->quick ? 0.5 : 1.0;
+    rep->warm_max_s = o->quick ? 0.5 : 1.5;
     rep->settle_s = 0.005;
     rep->slice_s = o->quick ? 0.025 : 0.04;
     rep->nrows = 2;
@@ -517,7 +517,7 @@ void txcomp_print_header(const struct txcomp_report *rep, FILE *f)
     hp_cpu_describe(cpu, sizeof cpu);
     fprintf(f, "txonly 64 B, batch 32, completions freed on a second thread; afxdp in copy mode on a "
                "veth pair.\nEach run: a fresh link and pool, a warm-up under adaptive (%.2g s, then until it "
-               "explored the pair 3 times, at most %.2g s),\n%d rounds of one %.0f ms slice per policy\n(the pool's policy switched, order rotated; %.0f ms "
+               "settled the pair, at most %.2g s),\n%d rounds of one %.0f ms slice per policy\n(the pool's policy switched, order rotated; %.0f ms "
                "to settle); %d repetitions (until adaptive/better is known\nwithin +-1%%, %d-%d). Mpps: "
                "mem: the sender's median timed group (frames sent while it runs: it waits\nwhen "
                "buffers do not come back); afxdp: frames per second of each slice, median over slices and repetitions; ns/pkt: CPU time of both threads per frame;\n"

@@ -28,10 +28,11 @@
  * that favour the other policy (one is noise until a second confirms it).
  *
  * Exploiting: the chosen policy for `hold` epochs; each exploration that
- * confirms the choice (or finds no difference beyond the margin) makes the
- * next hold 4 times longer, up to HP__AD_HOLD_MAX; one whose median favours
- * the other policy without every round agreeing (a doubt), only twice as
- * long; a switch, or a first vote for the other policy, shortens it to
+ * confirms the choice makes the next hold longer, up to HP__AD_HOLD_MAX:
+ * 16 times when the rounds show the current policy faster (the sign test,
+ * as above), 4 times when they find no difference beyond the margin, twice
+ * when the median favours the other policy without the rounds agreeing (a
+ * doubt); a switch, or a first vote for the other policy, shortens it to
  * HP__AD_HOLD_MIN. With the longest hold a pair spends 6 of every
  * HP__AD_HOLD_MAX + 12 epochs on the other policy (0.3%), which bounds what
  * exploring costs once it has settled.
@@ -106,13 +107,12 @@ static void decide(struct hp__adapt *a, int favour, int leaning)
             a->pending = 1; /* confirm soon */
         }
         a->next_hold = HP__AD_HOLD_MIN;
-    } else if (leaning && leaning != a->cur) {
-        /* A doubt: look again sooner than after a confirmation. */
-        a->pending = 0;
-        a->next_hold = a->next_hold * 2 > HP__AD_HOLD_MAX ? HP__AD_HOLD_MAX : a->next_hold * 2;
     } else {
+        /* The choice stands: look again later, the later the clearer the
+         * verdict (a doubt: the median leaned the other way). */
+        unsigned grow = favour ? 16 : leaning && leaning != a->cur ? 2 : 4;
         a->pending = 0;
-        a->next_hold = a->next_hold * 4 > HP__AD_HOLD_MAX ? HP__AD_HOLD_MAX : a->next_hold * 4;
+        a->next_hold = a->next_hold * grow > HP__AD_HOLD_MAX ? HP__AD_HOLD_MAX : a->next_hold * grow;
     }
     a->mode = HP__AD_EXPLOIT;
     a->hold = a->next_hold;
@@ -130,7 +130,7 @@ static bool block_done(struct hp__adapt *a)
     unsigned n = ROUNDS * (a->block + 1u), for_defer = 0, for_local = 0;
     int64_t gain[ROUNDS * HP__AD_BLOCKS]; /* DEFER's rate over LOCAL's, minus 1, in ppm */
     for (unsigned r = 0; r < n; r++) {
-        uint64_t l = a->ticks[0][r], d = a->ticks[1][r];
+        uint64_t l = a->ticks[0][r], d = a->ticks[1][r] ? a->ticks[1][r] : 1;
         gain[r] = (int64_t)(l * 1000000 / d) - 1000000; /* rate ratio = ticks L / ticks D */
         for_defer += gain[r] > 0;
         for_local += gain[r] < 0;
@@ -200,7 +200,8 @@ int hp__adapt_epoch(struct hp__adapt *a, uint64_t ticks, int fallback)
     case HP__AD_EXPLORE:
         HP_ASSERT(a->step < STEPS && a->route == step_policy(a, a->step));
         if (step_measured[a->step])
-            a->ticks[a->route == HP_ALIEN_DEFER][ROUNDS * a->block + step_round[a->step]] = ticks;
+            a->ticks[a->route == HP_ALIEN_DEFER][ROUNDS * a->block + step_round[a->step]] =
+                ticks < UINT32_MAX ? (uint32_t)ticks : UINT32_MAX;
         if (++a->step < STEPS) {
             a->route = (uint8_t)step_policy(a, a->step);
         } else if (!block_done(a)) {

@@ -46,7 +46,7 @@ struct hp__adapt {
     uint32_t next_hold;
     int32_t gain_ppm; /* last exploration: DEFER's rate / LOCAL's - 1, in ppm (median) */
     uint32_t switches, explorations;
-    uint64_t ticks[2][HP__AD_ROUNDS * HP__AD_BLOCKS]; /* measured epochs: [0] LOCAL, [1] DEFER */
+    uint32_t ticks[2][HP__AD_ROUNDS * HP__AD_BLOCKS]; /* measured epochs: [0] LOCAL, [1] DEFER */
 };
 
 /* A pair starts on the contention signal's choice (fallback). */
