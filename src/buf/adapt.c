@@ -15,17 +15,19 @@
  * they pass each other. The rule is pure (no clock, no pool), so that
  * tests can drive it with made-up rates.
  *
- * Exploring: blocks of HP__AD_ROUNDS (4) rounds, each round one epoch on
- * the current policy C and one on the other O, in the order C O | O C | C O
- * | O C (so that a steady drift favours neither); switching costs a
- * settling epoch, not measured, that lets the pool settle into the policy
- * (the owner's queue, the caches' fill): C o O O c C C o O O c C, 12
- * epochs, 6 on O. The rounds' paired ratios decide: a policy is faster when
- * the median ratio favours it by more than HP__AD_MARGIN_PPM and a sign test
- * agrees (4 of 4 rounds, 7 of 8, 10 of 12: below 6.25% by chance). When the
- * median leans one way but the rounds do not say it clearly, another block
- * is measured, up to HP__AD_BLOCKS. A switch takes two explorations in a row
- * that favour the other policy (one is noise until a second confirms it).
+ * Exploring: blocks of HP__AD_ROUNDS (2) rounds, each round one epoch on
+ * the current policy C and one on the other O, in the order C O | O C (so
+ * that a steady drift favours neither); switching costs a settling epoch,
+ * not measured, that lets the pool settle into the policy (the owner's
+ * queue, the caches' fill): C o O O c C, 6 epochs, 3 on O. The rounds'
+ * paired ratios decide. The other policy wins when the median ratio favours
+ * it by more than HP__AD_MARGIN_PPM and a sign test agrees: 4 of 4 rounds, 6
+ * of 6, 7 of 8, 8 of 10, 10 of 12 (at most 6% by chance; never on 2). The
+ * current one is confirmed on weaker evidence (2 of 2, 3 of 4...: keeping
+ * it risks less than leaving it). When the median leans one way but the
+ * rounds do not say it clearly, another block is measured, up to
+ * HP__AD_BLOCKS. A switch takes two explorations in a row that favour the
+ * other policy (one is noise until a second confirms it).
  *
  * Exploiting: the chosen policy for `hold` epochs; each exploration that
  * confirms the choice makes the next hold longer, up to HP__AD_HOLD_MAX:
@@ -33,9 +35,9 @@
  * as above), 4 times when they find no difference beyond the margin, twice
  * when the median favours the other policy without the rounds agreeing (a
  * doubt); a switch, or a first vote for the other policy, shortens it to
- * HP__AD_HOLD_MIN. With the longest hold a pair spends 6 of every
- * HP__AD_HOLD_MAX + 12 epochs on the other policy (0.3%), which bounds what
- * exploring costs once it has settled.
+ * HP__AD_HOLD_MIN. With the longest hold a pair that keeps its choice
+ * spends 3 of every HP__AD_HOLD_MAX + 6 epochs on the other policy (0.15%),
+ * which bounds what exploring costs once it has settled.
  *
  * No measurement (ticks == 0: no clock, an epoch that took implausibly
  * long, or one the pool's policy changed in): the step is repeated from
@@ -46,13 +48,13 @@
  */
 
 #define ROUNDS HP__AD_ROUNDS
-#define STEPS 12
+#define STEPS 6
 
-/* The exploration's schedule: on the other policy?, measured?, its round. */
-static const uint8_t step_other[STEPS] = {0, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0};
-static const uint8_t step_measured[STEPS] = {1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1};
-static const uint8_t step_round[STEPS] = {0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3};
-_Static_assert(ROUNDS == 4, "the schedule has 4 rounds");
+/* A block's schedule: on the other policy?, measured?, its round. */
+static const uint8_t step_other[STEPS] = {0, 1, 1, 1, 0, 0};
+static const uint8_t step_measured[STEPS] = {1, 0, 1, 1, 0, 1};
+static const uint8_t step_round[STEPS] = {0, 0, 0, 1, 1, 1};
+_Static_assert(ROUNDS == 2, "a block has 2 rounds");
 
 static int other(int policy)
 {
@@ -124,9 +126,11 @@ static void decide(struct hp__adapt *a, int favour, int leaning)
  * whether the exploration is over. */
 static bool block_done(struct hp__adapt *a)
 {
-    /* One-sided sign test: P(at least need[b] of n rounds favour one
-     * policy | both equal) is 6.25%, 3.5%, 1.9% for 4, 8, 12 rounds. */
-    static const unsigned need[HP__AD_BLOCKS] = {4, 7, 10};
+    /* One-sided sign tests over n = 2, 4 ... 12 rounds: to leave the
+     * current policy, P(at least need_other of n | both equal) <= 6.3%; to
+     * confirm it, a majority is enough. */
+    static const unsigned need_other[HP__AD_BLOCKS] = {3, 4, 6, 7, 8, 10};
+    static const unsigned need_cur[HP__AD_BLOCKS] = {2, 3, 5, 6, 7, 9};
     unsigned n = ROUNDS * (a->block + 1u), for_defer = 0, for_local = 0;
     int64_t gain[ROUNDS * HP__AD_BLOCKS]; /* DEFER's rate over LOCAL's, minus 1, in ppm */
     for (unsigned r = 0; r < n; r++) {
@@ -140,9 +144,9 @@ static bool block_done(struct hp__adapt *a)
     a->gain_ppm = (int32_t)med;
     int leaning = med > HP__AD_MARGIN_PPM ? HP_ALIEN_DEFER
                   : med < -HP__AD_MARGIN_PPM ? HP_ALIEN_LOCAL : 0;
+    unsigned votes = leaning == HP_ALIEN_DEFER ? for_defer : for_local;
     int favour = 0;
-    if ((leaning == HP_ALIEN_DEFER && for_defer >= need[a->block]) ||
-        (leaning == HP_ALIEN_LOCAL && for_local >= need[a->block]))
+    if (leaning && votes >= (leaning == a->cur ? need_cur : need_other)[a->block])
         favour = leaning;
     bool unsure = !favour && (med > HP__AD_MARGIN_PPM / 2 || med < -HP__AD_MARGIN_PPM / 2);
     if (unsure && a->block + 1 < HP__AD_BLOCKS) {

@@ -25,8 +25,8 @@
  * that does not count. */
 #define HP__EPOCH 2048
 #define HP__SUBEPOCHS 8
-#define HP__AD_ROUNDS 4          /* paired LOCAL/DEFER epochs per block of an exploration */
-#define HP__AD_BLOCKS 3          /* blocks at most, when the first leave a doubt */
+#define HP__AD_ROUNDS 2          /* paired LOCAL/DEFER epochs per block of an exploration */
+#define HP__AD_BLOCKS 6          /* blocks at most, while the median leans but the rounds differ */
 #define HP__AD_MARGIN_PPM 20000  /* the other policy must be 2% faster... */
 #define HP__AD_HOLD_MIN 16       /* epochs on the choice after a switch or a doubt */
 #define HP__AD_HOLD_MAX 2048     /* ...and at most, when explorations keep confirming it */
