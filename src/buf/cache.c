@@ -613,35 +613,54 @@ HP_API struct hp_buf *hp_buf_alloc(struct hp_pool *p)
 
 /* ---- freeing ------------------------------------------------------------- */
 
-/* An alien free (b's owner is not this thread): where the policy says. */
+/* Alien frees: where the policy sends owner's buffers now (true: defer
+ * them to it). */
+static inline bool alien_defers(const struct hp_pool *p, const struct hp__cache *c,
+                                unsigned owner)
+{
+    if (__builtin_expect(owner >= HP_MAX_THREADS, 0) || !p->batch_max)
+        return false; /* from a thread without a number, or rooms too small for a batch */
+    int policy = atomic_load_explicit(&((struct hp_pool *)p)->policy, memory_order_relaxed);
+    return policy == HP_ALIEN_DEFER || (policy == HP_ALIEN_ADAPTIVE && c->route[owner]);
+}
+
+/* n alien frees of owner's buffers: count them (the pair's counter), and
+ * under ADAPTIVE end a part of its epoch when one is due. A bulk free counts
+ * a run of one owner's buffers at once, so the epochs end a few buffers
+ * late at most. */
+static inline void alien_count(struct hp_pool *p, struct hp__cache *c, unsigned owner, unsigned n)
+{
+    if (__builtin_expect(owner >= HP_MAX_THREADS, 0))
+        return;
+    uint64_t k = atomic_load_explicit(&c->pair_frees[owner], memory_order_relaxed) + n;
+    atomic_store_explicit(&c->pair_frees[owner], k, memory_order_relaxed);
+    if (__builtin_expect(k >= c->pair_mark[owner], 0) &&
+        atomic_load_explicit(&p->policy, memory_order_relaxed) == HP_ALIEN_ADAPTIVE)
+        pair_epoch(p, c, (int)owner, k);
+}
+
+/* Add b to the batch staged for its owner, pushing the batch when full. */
+static inline void stage(struct hp_pool *p, struct hp__cache *c, struct hp_buf *b, unsigned owner)
+{
+    struct hp__stage *s = &c->stage[owner];
+    if (s->n == 0) {
+        s->head = b;
+        c->stage_mask |= 1ull << owner;
+    }
+    batch_of(s->head)->objs[s->n] = b;
+    if (++s->n == p->batch_max)
+        defer_push(p, c, (int)owner);
+}
+
+/* One alien free (b's owner is not this thread): where the policy says. */
 static inline void alien_put(struct hp_pool *p, struct hp__cache *c, struct hp_buf *b,
                              uint16_t owner)
 {
-    if (__builtin_expect(owner >= HP_MAX_THREADS, 0)) {
-        local_put(p, c, b); /* from a thread without a number */
-        return;
-    }
-    uint64_t k = atomic_load_explicit(&c->pair_frees[owner], memory_order_relaxed) + 1;
-    atomic_store_explicit(&c->pair_frees[owner], k, memory_order_relaxed);
-    int policy = atomic_load_explicit(&p->policy, memory_order_relaxed);
-    bool defer = policy == HP_ALIEN_DEFER;
-    if (policy == HP_ALIEN_ADAPTIVE) {
-        if (__builtin_expect(k >= c->pair_mark[owner], 0))
-            pair_epoch(p, c, owner, k);
-        defer = c->route[owner];
-    }
-    if (defer && p->batch_max) {
-        struct hp__stage *s = &c->stage[owner];
-        if (s->n == 0) {
-            s->head = b;
-            c->stage_mask |= 1ull << owner;
-        }
-        batch_of(s->head)->objs[s->n] = b;
-        if (++s->n == p->batch_max)
-            defer_push(p, c, owner);
-        return;
-    }
-    local_put(p, c, b);
+    alien_count(p, c, owner, 1);
+    if (alien_defers(p, c, owner))
+        stage(p, c, b, owner);
+    else
+        local_put(p, c, b);
 }
 
 /* Where p's buffers are, for the checks below: loaded once per run, since
@@ -730,12 +749,14 @@ static unsigned free_run(struct hp_pool *p, struct hp__cache *c, struct hp_buf *
     const uint32_t cap = 2 * c->size;
     if (__builtin_expect(c->len >= cap, 0))
         flush(p, c, c->size / 2);
-    /* At most as many as fit: the local path below adds one each. */
+    /* At most as many as fit: the paths below add at most one each. */
     struct hp_buf *const *q = bufs + i, *const *last = bufs + n;
     struct hp_buf *const *end = cap - c->len < n - i ? q + (cap - c->len) : last;
     uint32_t len = c->len;
     const uint64_t local = 1 | W_OWNER(c->tid);
     const struct span sp = span_of(p);
+    unsigned owner = UINT16_MAX, nown = 0; /* the last alien owner, its frees not counted */
+    bool defer = false;                    /* where that owner's buffers go */
     for (; q < end; q++) {
         struct hp_buf *b = *q;
         if (!in_span(sp, b))
@@ -751,18 +772,33 @@ static unsigned free_run(struct hp_pool *p, struct hp__cache *c, struct hp_buf *
             break; /* not the common case */
         state_release(b, w);
         DEBUG_POISON(p, b);
+        if (state_owner(w) != owner) {
+            c->len = len;
+            if (nown)
+                alien_count(p, c, owner, nown);
+            owner = state_owner(w);
+            nown = 0;
+            defer = alien_defers(p, c, owner);
+        }
+        nown++;
+        if (!defer) {
+            c->objs[len++] = b;
+            continue;
+        }
         c->len = len;
-        alien_put(p, c, b, state_owner(w));
+        stage(p, c, b, owner);
         len = c->len;
-        /* The alien path may have added more than one (a full owner's queue
-         * gives its batch back here) or flushed: what fits now. */
+        /* A full owner's queue gives a batch back into the cache (or the
+         * cache flushed meanwhile): what fits now. */
         HP_ASSERT(len <= cap);
         end = cap - len < (size_t)(last - q - 1) ? q + 1 + (cap - len) : last;
     }
     c->len = len;
+    if (nown)
+        alien_count(p, c, owner, nown);
     unsigned j = (unsigned)(q - bufs);
     hp__count(&c->c.frees, j - i);
-    if (len > c->size)
+    if (c->len > c->size)
         flush(p, c, c->size / 2);
     return j;
 }
