@@ -167,6 +167,7 @@ static void ring_wait_tail(_Atomic uint32_t *tail, uint32_t head)
  * never runs out of room in practice. */
 bool hp__ring_put(struct hp__ring *r, struct hp_buf *const *objs, uint32_t n)
 {
+    HP_ASSERT(n <= r->cap && r->cap < r->size); /* a put never exceeds the ring */
     uint32_t head = atomic_load_explicit(&r->prod_head, memory_order_relaxed), next;
     do {
         uint32_t cons = atomic_load_explicit(&r->cons_tail, memory_order_acquire);
@@ -189,6 +190,9 @@ uint32_t hp__ring_get(struct hp__ring *r, struct hp_buf **objs, uint32_t n)
     uint32_t head = atomic_load_explicit(&r->cons_head, memory_order_relaxed), next;
     do {
         uint32_t avail = atomic_load_explicit(&r->prod_tail, memory_order_acquire) - head;
+        /* What was published and not yet taken fits the ring (head may be
+         * stale, and then the exchange below fails). */
+        HP_ASSERT(avail <= r->size || head != atomic_load(&r->cons_head));
         if (n > avail)
             n = avail;
         if (n == 0)
