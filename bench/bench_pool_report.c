@@ -328,13 +328,14 @@ void pool_report_print_settled(const struct pool_report *r, FILE *f, bool md)
         for (int s = 0; s < POOL_NSCEN; s++) {
             const struct pool_policies *p = &r->pol[s];
             char b[64];
+            const char *v = b;
             if (row == 0)
-                settled_str(p, b, sizeof b);
+                v = settled_str(p, b, sizeof b);
             else if (p->ran)
                 snprintf(b, sizeof b, "%.3f [%.3f,%.3f]", p->a_best.med, p->a_best.lo, p->a_best.hi);
             else
                 snprintf(b, sizeof b, "-");
-            fprintf(f, md ? " %s |" : " %19s", b);
+            fprintf(f, md ? " %s |" : " %19s", v);
         }
         fputc('\n', f);
     }
