@@ -515,15 +515,17 @@ void txcomp_print_header(const struct txcomp_report *rep, FILE *f)
 {
     char cpu[256];
     hp_cpu_describe(cpu, sizeof cpu);
-    fprintf(f, "txonly 64 B, batch 32, completions freed on a second thread; afxdp in copy mode on a "
-               "veth pair.\nEach run: a fresh link and pool, a warm-up under adaptive (%.2g s, then until it "
-               "settled the pair, at most %.2g s),\n%d rounds of one %.0f ms slice per policy\n(the pool's policy switched, order rotated; %.0f ms "
-               "to settle); %d repetitions (until adaptive/better is known\nwithin +-1%%, %d-%d). Mpps: "
-               "mem: the sender's median timed group (frames sent while it runs: it waits\nwhen "
-               "buffers do not come back); afxdp: frames per second of each slice, median over slices and repetitions; ns/pkt: CPU time of both threads per frame;\n"
-               "ratios paired by round: median [95%% interval, or min-max below 6 rounds]\n",
-            rep->warmup_s, rep->warm_max_s, rep->rounds, 1e3 * rep->slice_s, 1e3 * rep->settle_s, rep->reps,
-            rep->min_reps, rep->max_reps);
+    fprintf(f, "txonly 64 B, batch 32, completions freed on a second thread; afxdp in copy mode on "
+               "a veth pair.\nEach run: a fresh link and pool, a warm-up under adaptive (%.2g s, "
+               "then until it settled the pair,\nat most %.2g s), %d rounds of one %.0f ms slice per "
+               "policy (the pool's policy switched, order\nrotated; %.0f ms to settle); %d "
+               "repetitions (until adaptive/better is known within +-1%%, %d-%d).\nMpps: mem: the "
+               "sender's median timed group (frames sent while it runs: it waits when buffers do\n"
+               "not come back); afxdp: frames per second of each slice; medians over slices and "
+               "repetitions.\nns/pkt: CPU time of both threads per frame. Ratios paired by round: "
+               "median [95%% interval, or\nmin-max below 6 rounds]\n",
+            rep->warmup_s, rep->warm_max_s, rep->rounds, 1e3 * rep->slice_s, 1e3 * rep->settle_s,
+            rep->reps, rep->min_reps, rep->max_reps);
     fprintf(f, "cpu:        %s\ncompiler:   %s\nflags:      %s\n", cpu, tool_compiler(),
             tool_build_flags());
 }

@@ -283,7 +283,10 @@ static uint64_t epoch_ticks(const struct hp__pair *pr)
 static void pair_publish(struct hp__pair *pr)
 {
     atomic_store_explicit(&pr->pub_policy, pr->a.cur, memory_order_relaxed);
-    atomic_store_explicit(&pr->pub_measured, pr->a.mode != HP__AD_FALLBACK, memory_order_relaxed);
+    /* Chosen by measurement: at least one exploration decided it. */
+    atomic_store_explicit(&pr->pub_measured,
+                          pr->a.mode != HP__AD_FALLBACK && pr->a.explorations > 0,
+                          memory_order_relaxed);
     count32(&pr->pub_switches, pr->a.switches - pr->shown_switches);
     count32(&pr->pub_explorations, pr->a.explorations - pr->shown_explorations);
     pr->shown_switches = pr->a.switches;
