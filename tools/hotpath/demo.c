@@ -170,6 +170,7 @@ static int exp_pool(struct demo_ctx *d)
             }
             fputc('\n', f);
         }
+        pool_report_print_settled(r, f, md);
         fprintf(f, md ? "\n![pool: rate per scenario and policy](pool.png)\n\nGoals:\n\n" : "goals:\n");
         for (int i = 0; i < r->ngoals; i++)
             fprintf(f, md ? "- %s: %s\n" : "  [%s] %s\n", r->goals[i].met ? "met" : "MISSED",
