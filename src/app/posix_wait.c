@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* How the POSIX layer waits: a bounded busy-poll of the stack, then a sleep in the kernel on the link, the program's kernel fds, the next timer and a per-thread wake-up fd; and the keeper thread. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "posix_internal.h"
+
+/* ---- per-thread wake-up fds ----------------------------------------------- */
+
+static __thread struct px_waiter self_waiter = {.wake_fd = -1};
+static pthread_key_t waiter_key;
+static pthread_once_t waiter_once = PTHREAD_ONCE_INIT;
+
+/* Thread exit: its wake-up fd goes. */
+static void waiter_gone(void *p)
+{
+    struct px_waiter *w = p;
+    if (w->wake_fd < 0)
+        return;
+    hp__px_lock();
+    hp__px_fd_set(w->wake_fd, NULL);
+    PX_REAL(close)(w->wake_fd);
+    w->wake_fd = -1;
+    hp__px_unlock();
+}
+
+static void waiter_key_make(void)
+{
+    pthread_key_create(&waiter_key, waiter_gone);
+}
+
+/* Under the lock. */
+static struct px_waiter *waiter(void)
+{
+    struct px_waiter *w = &self_waiter;
+    if (w->wake_fd >= 0)
+        return w;
+    w->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (w->wake_fd < 0)
+        return NULL;
+    hp__px_fd_internal(w->wake_fd);
+    pthread_once(&waiter_once, waiter_key_make);
+    pthread_setspecific(waiter_key, w);
+    return w;
+}
+
+void hp__px_waiter_forget(void)
+{
+    /* A fork child: the fd is shared with the parent's thread; drop ours. */
+    if (self_waiter.wake_fd >= 0) {
+        hp__px_fd_set(self_waiter.wake_fd, NULL);
+        PX_REAL(close)(self_waiter.wake_fd);
+    }
+    self_waiter.wake_fd = -1;
+    self_waiter.next = NULL;
+}
+
+void hp__px_wake_all(void)
+{
+    for (struct px_waiter *w = hp__px.sleepers; w; w = w->next) {
+        if (w->woken)
+            continue;
+        w->woken = true;
+        uint64_t one = 1;
+        ssize_t r = PX_REAL(write)(w->wake_fd, &one, sizeof one);
+        (void)r;
+    }
+}
+
+static void sleepers_remove(struct px_waiter *w)
+{
+    for (struct px_waiter **p = &hp__px.sleepers; *p; p = &(*p)->next)
+        if (*p == w) {
+            *p = w->next;
+            break;
+        }
+    w->next = NULL;
+}
+
+/* ---- deadlines and signals -------------------------------------------------- */
+
+uint64_t hp__px_deadline_ns(int64_t ns)
+{
+    if (ns < 0)
+        return 0;
+    return hp__px_now_ns() + (uint64_t)ns + (ns == 0); /* 0 is "forever": never return it */
+}
+
+uint64_t hp__px_deadline_ms(int timeout_ms)
+{
+    return timeout_ms < 0 ? 0 : hp__px_deadline_ns((int64_t)timeout_ms * 1000000);
+}
+
+bool hp__px_restartable(void)
+{
+    /* Which signal interrupted us is not known here; restart only when no
+     * installed handler asks for EINTR. */
+    for (int sig = 1; sig < NSIG; sig++) {
+        struct sigaction sa;
+        if (sigaction(sig, NULL, &sa) < 0)
+            continue;
+        if (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN)
+            continue;
+        if (!(sa.sa_flags & SA_RESTART))
+            return false;
+    }
+    return true;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* ---- the wait ------------------------------------------------------------ */
+
+#define PX_WAIT_FDS 32
+
+/* Sleep in the kernel (the lock released): the program's kernel fds, the
+ * link, the wake-up fd. Returns poll's result or -errno. */
+static int sleep_once(struct pollfd *kfds, int nk, uint64_t deadline, const sigset_t *mask, int *kready)
+{
+    struct px_waiter *w = waiter();
+    struct pollfd local[PX_WAIT_FDS], *p = local;
+    int n = nk + 2;
+    if (n > PX_WAIT_FDS && !(p = malloc((size_t)n * sizeof *p)))
+        return -ENOMEM;
+    if (nk)
+        memcpy(p, kfds, (size_t)nk * sizeof *p);
+    p[nk] = (struct pollfd){.fd = hp__px.link_fd, .events = POLLIN};
+    p[nk + 1] = (struct pollfd){.fd = w ? w->wake_fd : -1, .events = POLLIN};
+    /* Until the deadline or the next stack timer; a link without an fd
+     * (mem) is looked at every millisecond. */
+    int64_t t = hp__px_next_timer_ns();
+    if (hp__px.link_fd < 0 && hp__px.stack && (t < 0 || t > 1000000))
+        t = 1000000;
+    if (deadline) {
+        uint64_t now = hp__px_now_ns();
+        int64_t left = deadline > now ? (int64_t)(deadline - now) : 0;
+        if (t < 0 || left < t)
+            t = left;
+    }
+    struct timespec ts = {(time_t)(t / 1000000000), (long)(t % 1000000000)};
+    if (w) {
+        w->woken = false;
+        w->next = hp__px.sleepers;
+        hp__px.sleepers = w;
+    }
+    hp__px_unlock();
+    int r = PX_REAL(ppoll)(p, (nfds_t)n, t < 0 ? NULL : &ts, mask);
+    int e = errno;
+    hp__px_lock();
+    if (w) {
+        sleepers_remove(w);
+        if (p[nk + 1].revents) {
+            uint64_t v;
+            ssize_t rr = PX_REAL(read)(w->wake_fd, &v, sizeof v);
+            (void)rr;
+        }
+    }
+    *kready = 0;
+    for (int i = 0; r > 0 && i < nk; i++) {
+        kfds[i].revents = p[i].revents;
+        *kready += p[i].revents != 0;
+    }
+    if (p != local)
+        free(p);
+    return r < 0 ? -e : r;
+}
+
+int hp__px_wait(bool (*ready)(void *), void *arg, struct pollfd *kfds, int nkfds, uint64_t deadline_ns,
+                const sigset_t *sigmask, bool spin)
+{
+    uint64_t busy = (uint64_t)hp__px.cfg.busy_poll_us * 1000u;
+    uint64_t spin_end = spin && busy ? hp__px_now_ns() + busy : 0;
+    for (unsigned round = 0;; round++) {
+        hp__px_drive();
+        if (ready(arg))
+            return 1;
+        uint64_t now = hp__px_now_ns();
+        if (deadline_ns && now >= deadline_ns)
+            return 0;
+        if (hp__px.status != PX_ST_UP)
+            return 1; /* the stack went away: let the caller see why */
+        if (now < spin_end) {
+            /* The program's kernel fds are looked at now and then while
+             * spinning: a system call each round would cost more than the
+             * spin saves. */
+            if (nkfds && (round & 63) == 63) {
+                int k = PX_REAL(poll)(kfds, (nfds_t)nkfds, 0);
+                if (k > 0)
+                    return 2 + k;
+            }
+            hp__px_unlock();
+            cpu_relax();
+            hp__px_lock();
+            continue;
+        }
+        int kready = 0;
+        int r = sleep_once(kfds, nkfds, deadline_ns, sigmask, &kready);
+        if (r == -EINTR)
+            return -EINTR;
+        if (r < 0)
+            return r;
+        if (kready)
+            return 2 + kready;
+        /* Woken by traffic: spin again before the next sleep. */
+        if (r > 0 && spin && busy)
+            spin_end = hp__px_now_ns() + busy;
+    }
+}
+
+/* ---- the keeper thread -------------------------------------------------------- */
+
+/*
+ * A program may stay out of the layer for long (computing, sleeping, or
+ * blocked in a call on a kernel fd): nobody would poll the stack, and its
+ * TCP would stop acknowledging, retransmitting and answering ARP. The
+ * keeper wakes every HOTPATH_KEEPER_MS; when no thread polled the stack in
+ * that time and none is asleep in a wait (which polls it), it takes over:
+ * it polls and sleeps on the link and the next timer until the program
+ * comes back.
+ */
+static void *keeper_main(void *arg)
+{
+    (void)arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, NULL);
+    uint64_t tick = (uint64_t)hp__px.cfg.keeper_ms * 1000000u;
+    hp__px_lock();
+    while (!hp__px.keeper_stop && hp__px.status == PX_ST_UP) {
+        bool idle = !hp__px.sleepers && hp__px_now_ns() - hp__px.last_poll_ns >= tick;
+        if (idle)
+            hp__px_drive();
+        int64_t t = idle ? hp__px_next_timer_ns() : -1;
+        if (t < 0 || (uint64_t)t > tick)
+            t = (int64_t)tick;
+        struct pollfd p[2] = {{.fd = hp__px.keeper_fd, .events = POLLIN},
+                              {.fd = idle ? hp__px.link_fd : -1, .events = POLLIN}};
+        struct timespec ts = {(time_t)(t / 1000000000), (long)(t % 1000000000)};
+        hp__px_unlock();
+        PX_REAL(ppoll)(p, 2, &ts, NULL);
+        hp__px_lock();
+    }
+    hp__px_unlock();
+    return NULL;
+}
+
+void hp__px_keeper_start(void)
+{
+    if (!hp__px.cfg.keeper_ms || hp__px.keeper_on)
+        return;
+    hp__px.keeper_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (hp__px.keeper_fd < 0)
+        return;
+    hp__px_fd_internal(hp__px.keeper_fd);
+    hp__px.keeper_stop = false;
+    /* Under the lock: the keeper starts by waiting for it. */
+    if (pthread_create(&hp__px.keeper, NULL, keeper_main, NULL) == 0)
+        hp__px.keeper_on = true;
+}
+
+void hp__px_keeper_stop(void)
+{
+    hp__px_lock();
+    bool on = hp__px.keeper_on;
+    hp__px.keeper_stop = true;
+    hp__px.keeper_on = false;
+    if (on) {
+        uint64_t one = 1;
+        ssize_t r = PX_REAL(write)(hp__px.keeper_fd, &one, sizeof one);
+        (void)r;
+    }
+    hp__px_unlock();
+    if (on)
+        pthread_join(hp__px.keeper, NULL);
+    hp__px_lock();
+    if (hp__px.keeper_fd >= 0) {
+        hp__px_fd_set(hp__px.keeper_fd, NULL);
+        PX_REAL(close)(hp__px.keeper_fd);
+        hp__px.keeper_fd = -1;
+    }
+    hp__px_unlock();
+}
