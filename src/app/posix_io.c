@@ -652,25 +652,23 @@ static ssize_t sendfile_loop(struct px_sock *ps, int in_fd, off_t pos, size_t co
     ssize_t rc = 0;
     uint64_t deadline = 0;
     while (done < count) {
+        /* Read no more than the socket takes now; with no room, one byte:
+         * the stack refuses it and so knows to report room when it is
+         * back (an edge-triggered EPOLLOUT waits for that). */
         long room = ps->shut_wr || !ps->t ? 1 : send_room(ps);
-        if (room <= 0) {
-            hp__px_drive();
-            if (ps->nonblock) {
-                rc = -EAGAIN;
-                break;
-            }
-            if ((rc = block(ps, writable, ps->opt.sndtimeo_ns, &deadline)) < 0)
-                break;
+        size_t n = count - done < PX_SENDFILE_CHUNK ? count - done : PX_SENDFILE_CHUNK;
+        if ((size_t)(room > 0 ? room : 1) < n)
+            n = (size_t)(room > 0 ? room : 1);
+        rc = sendfile_chunk(ps, in_fd, pos + (off_t)done, buf, n, sigpipe);
+        if (rc > 0) {
+            done += (size_t)rc;
+            rc = 0;
             continue;
         }
-        size_t n = count - done < PX_SENDFILE_CHUNK ? count - done : PX_SENDFILE_CHUNK;
-        if ((size_t)room < n)
-            n = (size_t)room;
-        rc = sendfile_chunk(ps, in_fd, pos + (off_t)done, buf, n, sigpipe);
-        if (rc <= 0 && rc != -EAGAIN)
+        if (rc != -EAGAIN || done || ps->nonblock)
             break;
-        done += rc > 0 ? (size_t)rc : 0;
-        rc = 0;
+        if ((rc = block(ps, writable, ps->opt.sndtimeo_ns, &deadline)) < 0)
+            break;
     }
     free(buf);
     return done ? (ssize_t)done : rc;
