@@ -199,8 +199,64 @@ HP_API int hp_link_tx_burst(struct hp_link *l, struct hp_buf **bufs, unsigned n)
  */
 HP_API int hp_link_completions(struct hp_link *l, struct hp_buf **bufs, unsigned n);
 
-/** A file descriptor to poll(2) for receive readiness, or -1 (no HP_LINK_CAP_FD). */
+/**
+ * A file descriptor to poll(2) / epoll for receive readiness (POLLIN), or -1
+ * (no HP_LINK_CAP_FD). To sleep on it, call hp_link_prepare_sleep() first:
+ * some kinds (mem, afxdp with need-wakeup) make it readable only for a
+ * sleeper that armed them.
+ */
 HP_API int hp_link_fd(const struct hp_link *l);
+
+/**
+ * Prepare to sleep on hp_link_fd(). A thread that found nothing to receive
+ * and wants to block in poll(2) / epoll for POLLIN on the link's fd calls
+ * this right before, every time (an event loop does: see loop.h).
+ * @param due_ns out (may be NULL): the nanoseconds after which the link must
+ *        be polled again even if its fd stays quiet (the fault decorator's
+ *        delayed frames), or -1 when there is no such time.
+ * @return > 0: work is already waiting (a frame to receive, or frames held
+ *         that the next burst call releases): poll instead of sleeping.
+ *         0: armed: the fd becomes readable when a frame arrives. A wake-up
+ *         may be spurious; frames are taken with hp_link_rx_burst() as
+ *         usual, and the next sleep arms again (no disarming call).
+ *         -EOPNOTSUPP: the link has no fd that can wake a sleeper (poll it,
+ *         or sleep in short naps); another -errno on a failure of the link.
+ *
+ * What each kind does:
+ *   mem       its fd is an eventfd. Arming drains it, sets a "sleeping" flag
+ *             that the peer's transmit reads after each enqueue (and clears,
+ *             signalling the eventfd, when set), then looks at the ring
+ *             again. The fast path pays one load and a barrier per transmit
+ *             burst, no system call.
+ *   tap       the device fd is readable while a frame is queued: nothing to arm.
+ *   afpacket  the socket is readable while the RX_RING has a frame for us;
+ *             arming looks at the ring's next slot.
+ *   afxdp     the XSK fd is readable while the RX ring has descriptors; arming
+ *             kicks the kernel when the fill ring (or transmit ring) has the
+ *             need-wakeup flag, then looks at the RX ring.
+ *   pcap      the inner link's.
+ *   fault     the inner link's, > 0 when frames held for reordering or
+ *             frames whose delay has passed wait, and *due_ns is the time
+ *             left on the earliest delayed frame (either direction).
+ *
+ * The contract for a backend (memif and any other; hp__link_ops.prepare_sleep
+ * in src/link/internal.h):
+ *   - never block, and stay cheap: it runs once per sleep, not per burst;
+ *   - after it returns 0, a frame that arrives (or that arrived before and
+ *     that rx_burst would return) makes the fd readable, level-triggered,
+ *     until rx_burst took it or prepare_sleep is called again;
+ *   - drain the backend's own wake-up signal here, before arming, so that a
+ *     stale signal does not keep a sleeper awake; then look for frames again
+ *     after arming (a frame enqueued between the last rx_burst and the arming
+ *     must be seen: return > 0);
+ *   - the fast path (rx_burst, tx_burst) pays no system call for it: a
+ *     shared-memory peer signals only when this end said it sleeps (a flag
+ *     written here and read by the peer after it enqueued, with a full
+ *     barrier on both sides between the write and the read);
+ *   - work the link owes without new frames (a kick the kernel needs for the
+ *     fill or transmit ring, held frames) is done here or reported as > 0.
+ */
+HP_API int hp_link_prepare_sleep(struct hp_link *l, int64_t *due_ns);
 
 /** The link's kind: "mem", "tap", "afpacket", "afxdp", "pcap" or "fault". */
 HP_API const char *hp_link_kind(const struct hp_link *l);

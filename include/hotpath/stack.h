@@ -150,6 +150,31 @@ HP_API int hp_stack_poll(struct hp_stack *s);
 HP_API int64_t hp_stack_next_timer_ns(const struct hp_stack *s);
 
 /**
+ * Prepare to sleep (an event loop's last step before blocking; see loop.h):
+ * arm every interface's link (hp_link_prepare_sleep()) and look at the
+ * stack's own work.
+ * @param wake_ns out: the nanoseconds after which the stack must be polled
+ *        again even if no fd becomes readable: the earliest of its next timer
+ *        and its links' due times; -1 when none.
+ * @return > 0: do not sleep, poll (a link has frames waiting, frames are
+ *         queued for transmission, a timer is due); 0: every interface is
+ *         armed: sleep on hp_stack_fds() (POLLIN) for at most *wake_ns;
+ *         -EOPNOTSUPP: an interface's link cannot wake a sleeper (the others
+ *         are armed: nap briefly, or poll); another -errno from a link.
+ */
+HP_API int hp_stack_prepare_sleep(struct hp_stack *s, int64_t *wake_ns);
+
+/**
+ * The fds to sleep on for receive readiness (POLLIN), one per interface
+ * whose link has one (hp_link_fd()), in interface order; at most max are
+ * written. @return how many there are (possibly more than max).
+ */
+HP_API int hp_stack_fds(const struct hp_stack *s, int *fds, int max);
+
+/** Whether frames wait in the stack's transmit bursts (the next hp_stack_poll() flushes them). */
+HP_API bool hp_stack_tx_pending(const struct hp_stack *s);
+
+/**
  * Send an ICMP echo request (ICMPv6 for family 6) with `len` bytes of
  * payload to dst; replies are counted in HP_CTR_ICMP_IN_ECHO_REPS /
  * HP_CTR_ICMP6_IN_ECHO_REPS. @return 0, -EHOSTUNREACH (no route), -ENOBUFS,

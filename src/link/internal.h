@@ -22,6 +22,11 @@ struct hp__link_ops {
     int (*completions)(struct hp_link *l, struct hp_buf **bufs, unsigned n);
     /* NULL: hp_link_set_mtu only checks the bound against the pool. */
     int (*set_mtu)(struct hp_link *l, uint32_t mtu);
+    /* Arm the link for a sleeper on its fd (hp_link_prepare_sleep(), whose
+     * comment in link.h is the contract); *due_ns is -1 on entry. NULL: a
+     * link with an fd is level-triggered with nothing to arm (0), one
+     * without cannot wake a sleeper (-EOPNOTSUPP). */
+    int (*prepare_sleep)(struct hp_link *l, int64_t *due_ns);
     /* Add backend counters (kernel drop counts...) to *out; may be NULL. */
     void (*stats)(const struct hp_link *l, struct hp_link_stats *out);
     /* Release everything but the struct hp_link itself (and its own pool,
@@ -46,6 +51,8 @@ struct hp__spsc *hp__spsc_create(uint32_t size);
 void hp__spsc_destroy(struct hp__spsc *r); /* frees what it still holds */
 unsigned hp__spsc_push(struct hp__spsc *r, struct hp_buf *const *bufs, unsigned n);
 unsigned hp__spsc_pop(struct hp__spsc *r, struct hp_buf **bufs, unsigned n);
+/* Consumer side: how many entries wait (reads the producer's index). */
+unsigned hp__spsc_avail(struct hp__spsc *r);
 
 /* Every link starts with this; backends embed it as their first member. */
 struct hp_link {

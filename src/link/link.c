@@ -101,6 +101,13 @@ unsigned hp__spsc_pop(struct hp__spsc *r, struct hp_buf **bufs, unsigned n)
     return n;
 }
 
+unsigned hp__spsc_avail(struct hp__spsc *r)
+{
+    uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    r->head_cache = atomic_load_explicit(&r->head, memory_order_acquire);
+    return r->head_cache - tail;
+}
+
 /* ---- common part of every link ----------------------------------------- */
 
 int hp__link_init(struct hp_link *l, const struct hp__link_ops *ops, const struct hp_link_config *cfg,
@@ -231,6 +238,19 @@ HP_API int hp_link_completions(struct hp_link *l, struct hp_buf **bufs, unsigned
 HP_API int hp_link_fd(const struct hp_link *l)
 {
     return l->fd;
+}
+
+HP_API int hp_link_prepare_sleep(struct hp_link *l, int64_t *due_ns)
+{
+    int64_t due = -1;
+    int rc;
+    if (l->ops->prepare_sleep)
+        rc = l->ops->prepare_sleep(l, &due);
+    else
+        rc = l->fd >= 0 ? 0 : -EOPNOTSUPP;
+    if (due_ns)
+        *due_ns = due;
+    return rc;
 }
 
 HP_API const char *hp_link_kind(const struct hp_link *l)
