@@ -35,6 +35,14 @@ void hp__px_lock(void)
 
 void hp__px_unlock(void)
 {
+    /* Threads asleep on the loop's fd armed the links before they slept;
+     * a round of the loop since then disarmed them (and may have set an
+     * earlier timer): arm again for them, or wake them. */
+    if (hp__px.sleepers && hp__px.loop_disarmed && hp__px.loop && hp__px.status == PX_ST_UP) {
+        hp__px.loop_disarmed = false;
+        if (hp__px_rearm_for_sleepers())
+            need_wake = true;
+    }
     if (need_wake) {
         need_wake = false;
         hp__px_wake_all();
@@ -55,31 +63,45 @@ int64_t hp__px_next_timer_ns(void)
     return hp__px.stack ? hp_stack_next_timer_ns(hp__px.stack) : -1;
 }
 
+/* Socket events from one non-blocking round of the loop; the number of
+ * events, and in *work whether the stack's polls did anything. */
+static int loop_round(struct hp_loop *l, bool *work)
+{
+    struct hp_loop_stats a, b;
+    hp_loop_stats(l, &a);
+    struct hp_loop_event ev[64];
+    int events = 0, n;
+    do {
+        n = hp_loop_wait(l, ev, 64, 0);
+        for (int i = 0; i < n; i++)
+            if (ev[i].kind == HP_LOOP_SOCK && ev[i].user)
+                hp__px_sock_notify(ev[i].user, ev[i].events);
+        events += n > 0 ? n : 0;
+    } while (n == 64);
+    hp_loop_stats(l, &b);
+    *work = b.polls - a.polls > b.idle_polls - a.idle_polls;
+    return events;
+}
+
 int hp__px_drive(void)
 {
-    struct hp_stack *s = hp__px.stack;
-    if (!s)
+    struct hp_loop *l = hp__px.loop;
+    if (!l)
         return 0;
-    int work = hp_stack_poll(s);
-    if (hp__px.extra_poll) {
-        /* The test hook's peer; what it sent arrives at our next poll. */
-        int w = hp__px.extra_poll(hp__px.extra_ctx);
-        if (w > 0)
-            work += w + hp_stack_poll(s);
-    }
-    struct hp_event ev[64];
-    int n, events = 0;
-    while ((n = hp_stack_events(s, ev, 64)) > 0) {
-        for (int i = 0; i < n; i++)
-            if (ev[i].user)
-                hp__px_sock_notify(ev[i].user, ev[i].events);
-        events += n;
+    bool work;
+    int events = loop_round(l, &work);
+    /* The test hook's peer; what it sends arrives at our next round. */
+    for (int i = 0; hp__px.extra_poll && i < 4 && hp__px.extra_poll(hp__px.extra_ctx) > 0; i++) {
+        bool w2;
+        events += loop_round(l, &w2);
+        work = true;
     }
     hp__px.last_poll_ns = hp__px_now_ns();
     hp__px.polls++;
+    hp__px.loop_disarmed = true;
     if (events && hp__px.sleepers)
         need_wake = true;
-    return work + events;
+    return events + work;
 }
 
 void hp__px_sock_changed(void)
@@ -230,9 +252,35 @@ static int setup_stack(const struct px_config *c)
     return c->no_dad ? 0 : wait_dad(c, ifx);
 }
 
+/* The event loop on the stack: the layer polls it (hp_loop_wait with no
+ * timeout) and sleeps on its fd after hp_loop_prepare() (loop.h,
+ * "embedding"): the loop arms every link its own way. */
+static int make_loop(void)
+{
+    struct hp_loop_config lc = {.flags = HP_LOOP_F_NO_SPIN};
+    hp__px.loop = hp_loop_create(hp__px.stack, &lc);
+    if (!hp__px.loop) {
+        int e = errno ? errno : ENOMEM;
+        hp__px_say("cannot make the event loop: %s", strerror(e));
+        return -e;
+    }
+    hp__px_fd_internal(hp_loop_fd(hp__px.loop));
+    return 0;
+}
+
+void hp__px_unmake_loop(void)
+{
+    if (!hp__px.loop)
+        return;
+    hp__px_fd_set(hp_loop_fd(hp__px.loop), NULL);
+    hp_loop_destroy(hp__px.loop);
+    hp__px.loop = NULL;
+}
+
 /* Undo a half-made stack. */
 static void unmake(void)
 {
+    hp__px_unmake_loop();
     hp_stack_destroy(hp__px.stack);
     hp__px.stack = NULL;
     hp_link_close(hp__px.link);
@@ -262,6 +310,10 @@ static int make_stack(void)
         /* A program this one executes must not inherit the link. */
         PX_REAL(fcntl)(hp__px.link_fd, F_SETFD, FD_CLOEXEC);
         hp__px_fd_internal(hp__px.link_fd);
+    }
+    if ((rc = make_loop()) < 0) {
+        unmake();
+        return rc;
     }
     char pid[24];
     snprintf(pid, sizeof pid, "%ld", (long)getpid());
@@ -313,10 +365,11 @@ void hp__px_test_attach(struct hp_stack *s, struct hp_link *link, int (*extra_po
         hp__px.link_fd = -1;
         hp__px.extra_poll = extra_poll;
         hp__px.extra_ctx = ctx;
-        hp__px.status = PX_ST_UP;
+        hp__px.status = make_loop() == 0 ? PX_ST_UP : PX_ST_FAILED;
         hp__px.pid = getpid();
     } else {
         hp__px_sock_kill_all();
+        hp__px_unmake_loop();
         hp__px.stack = NULL;
         hp__px.link = NULL;
         hp__px.extra_poll = NULL;

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include <hotpath/link.h>
+#include <hotpath/loop.h>
 #include <hotpath/sock.h>
 #include <hotpath/stack.h>
 #include <hotpath/tcp.h>
@@ -243,6 +244,8 @@ struct px_state {
     pid_t pid;                   /* the process the stack belongs to */
     struct px_config cfg;
     struct hp_stack *stack;
+    struct hp_loop *loop;        /* on the stack: polled here, slept on from any thread */
+    bool loop_disarmed;          /* polled since the sleepers armed the links */
     struct hp_link *link;
     struct hp_pool *pool;        /* ours (afpacket, tap); afxdp's is its UMEM */
     int link_fd;                 /* pollable for receive, or -1 */
@@ -312,11 +315,18 @@ void hp__px_waiter_forget(void);
 struct px_waiter {
     int wake_fd;
     bool woken;
+    uint64_t until_ns;           /* when it wakes by itself (0: never) */
     struct px_waiter *next;
 };
 
 /* Under the lock: wake every sleeping thread (another thread found work). */
 void hp__px_wake_all(void);
+/* Under the lock, with threads asleep: arm the links again for them; true
+ * when they should wake instead (work waits, or a timer is due before the
+ * earliest of them wakes). */
+bool hp__px_rearm_for_sleepers(void);
+/* Destroy the loop (teardown, fork child: never in a child). */
+void hp__px_unmake_loop(void);
 /*
  * Wait for something to change: called under the lock, which it releases
  * while sleeping and holds again on return. It busy-polls (driving the

@@ -56,6 +56,11 @@ static void at_child(void)
         PX_REAL(close)(hp__px.keeper_fd);
         hp__px.keeper_fd = -1;
     }
+    /* The loop's epoll set and eventfds are this process's copies: closing
+     * them leaves the parent's alone (its memory is not touched). */
+    if (hp__px.loop)
+        PX_REAL(close)(hp_loop_fd(hp__px.loop));
+    hp__px.loop = NULL;
     hp__px.stack = NULL;
     hp__px.link = NULL;
     hp__px.pool = NULL;
@@ -92,15 +97,11 @@ static void drain(void)
     while (delivering(hp__px.stack) > 0 && hp__px_now_ns() < end) {
         if (hp__px_drive() > 0)
             continue;
-        struct pollfd p = {.fd = hp__px.link_fd, .events = POLLIN};
-        int64_t t = hp__px_next_timer_ns();
-        int ms = t < 0 || t > 1000000 ? 1 : 0;
-        if (hp__px.link_fd >= 0)
-            PX_REAL(poll)(&p, 1, ms);
-        else if (ms) {
-            struct timespec ts = {0, 200000};
-            nanosleep(&ts, NULL);
-        }
+        int64_t t = -1;
+        if (hp_loop_prepare(hp__px.loop, &t) > 0)
+            continue;
+        struct pollfd p = {.fd = hp_loop_fd(hp__px.loop), .events = POLLIN};
+        PX_REAL(poll)(&p, 1, t < 0 || t > 10000000 ? 10 : (int)((t + 999999) / 1000000));
     }
 }
 
@@ -182,6 +183,7 @@ long hp__px_teardown(void)
         hp__px_say("%d connection(s) had not delivered everything after %u ms (HOTPATH_EXIT_LINGER_MS): cut",
                    st.delivering, hp__px.cfg.exit_linger_ms);
     bool owned = hp__px.extra_poll == NULL;
+    hp__px_unmake_loop();
     if (owned) {
         hp_stack_destroy(hp__px.stack);
         if (hp__px.link_fd >= 0)

@@ -124,9 +124,24 @@ static inline void cpu_relax(void)
 #define PX_WAIT_FDS 32
 
 /* Sleep in the kernel (the lock released): the program's kernel fds, the
- * link, the wake-up fd. Returns poll's result or -errno. */
+ * loop's fd (the links, armed by hp_loop_prepare()), the wake-up fd.
+ * Returns poll's result (1 without sleeping when work already waits) or
+ * -errno. */
 static int sleep_once(struct pollfd *kfds, int nk, uint64_t deadline, const sigset_t *mask, int *kready)
 {
+    *kready = 0;
+    int64_t t = -1;
+    if (hp__px.loop && hp_loop_prepare(hp__px.loop, &t) > 0)
+        return 1;
+    /* The test hook's peer stack is polled only with ours: wake for it. */
+    if (hp__px.extra_poll && (t < 0 || t > 1000000))
+        t = 1000000;
+    uint64_t now = hp__px_now_ns();
+    if (deadline) {
+        int64_t left = deadline > now ? (int64_t)(deadline - now) : 0;
+        if (t < 0 || left < t)
+            t = left;
+    }
     struct px_waiter *w = waiter();
     struct pollfd local[PX_WAIT_FDS], *p = local;
     int n = nk + 2;
@@ -134,25 +149,16 @@ static int sleep_once(struct pollfd *kfds, int nk, uint64_t deadline, const sigs
         return -ENOMEM;
     if (nk)
         memcpy(p, kfds, (size_t)nk * sizeof *p);
-    p[nk] = (struct pollfd){.fd = hp__px.link_fd, .events = POLLIN};
+    p[nk] = (struct pollfd){.fd = hp__px.loop ? hp_loop_fd(hp__px.loop) : -1, .events = POLLIN};
     p[nk + 1] = (struct pollfd){.fd = w ? w->wake_fd : -1, .events = POLLIN};
-    /* Until the deadline or the next stack timer; a link without an fd
-     * (mem) is looked at every millisecond. */
-    int64_t t = hp__px_next_timer_ns();
-    if (hp__px.link_fd < 0 && hp__px.stack && (t < 0 || t > 1000000))
-        t = 1000000;
-    if (deadline) {
-        uint64_t now = hp__px_now_ns();
-        int64_t left = deadline > now ? (int64_t)(deadline - now) : 0;
-        if (t < 0 || left < t)
-            t = left;
-    }
     struct timespec ts = {(time_t)(t / 1000000000), (long)(t % 1000000000)};
     if (w) {
         w->woken = false;
+        w->until_ns = t < 0 ? 0 : now + (uint64_t)t;
         w->next = hp__px.sleepers;
         hp__px.sleepers = w;
     }
+    hp__px.loop_disarmed = false;
     hp__px_unlock();
     int r = PX_REAL(ppoll)(p, (nfds_t)n, t < 0 ? NULL : &ts, mask);
     int e = errno;
@@ -165,7 +171,6 @@ static int sleep_once(struct pollfd *kfds, int nk, uint64_t deadline, const sigs
             (void)rr;
         }
     }
-    *kready = 0;
     for (int i = 0; r > 0 && i < nk; i++) {
         kfds[i].revents = p[i].revents;
         *kready += p[i].revents != 0;
@@ -173,6 +178,20 @@ static int sleep_once(struct pollfd *kfds, int nk, uint64_t deadline, const sigs
     if (p != local)
         free(p);
     return r < 0 ? -e : r;
+}
+
+bool hp__px_rearm_for_sleepers(void)
+{
+    int64_t t = -1;
+    if (hp_loop_prepare(hp__px.loop, &t) > 0)
+        return true;
+    if (t < 0)
+        return false;
+    uint64_t due = hp__px_now_ns() + (uint64_t)t;
+    for (struct px_waiter *w = hp__px.sleepers; w; w = w->next)
+        if (!w->until_ns || due < w->until_ns)
+            return true;
+    return false;
 }
 
 int hp__px_wait(bool (*ready)(void *), void *arg, struct pollfd *kfds, int nkfds, uint64_t deadline_ns,
@@ -238,13 +257,18 @@ static void *keeper_main(void *arg)
     hp__px_lock();
     while (!hp__px.keeper_stop && hp__px.status == PX_ST_UP) {
         bool idle = !hp__px.sleepers && hp__px_now_ns() - hp__px.last_poll_ns >= tick;
-        if (idle)
+        int64_t t = -1;
+        if (idle) {
             hp__px_drive();
-        int64_t t = idle ? hp__px_next_timer_ns() : -1;
+            /* Work already waiting: another round at once. */
+            if (hp_loop_prepare(hp__px.loop, &t) > 0)
+                continue;
+            hp__px.loop_disarmed = false;
+        }
         if (t < 0 || (uint64_t)t > tick)
             t = (int64_t)tick;
         struct pollfd p[2] = {{.fd = hp__px.keeper_fd, .events = POLLIN},
-                              {.fd = idle ? hp__px.link_fd : -1, .events = POLLIN}};
+                              {.fd = idle ? hp_loop_fd(hp__px.loop) : -1, .events = POLLIN}};
         struct timespec ts = {(time_t)(t / 1000000000), (long)(t % 1000000000)};
         hp__px_unlock();
         PX_REAL(ppoll)(p, 2, &ts, NULL);
