@@ -376,14 +376,16 @@ int hp__px_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
     if (rc == 0 && (int)*len < 0)
         rc = -EINVAL;
     if (rc == 0) {
+        /* Linux: an unknown option is ENOPROTOOPT, a level the protocol
+         * does not have EOPNOTSUPP (ip_getsockopt), unlike setsockopt. */
         if (level == SOL_SOCKET)
             rc = sol_socket_get(ps, name, val, len);
         else if (level == IPPROTO_TCP)
-            rc = ps->proto == PX_TCP ? tcp_get_opt(ps, name, val, len) : -ENOPROTOOPT;
+            rc = ps->proto == PX_TCP ? tcp_get_opt(ps, name, val, len) : -EOPNOTSUPP;
         else if (level == IPPROTO_IP || (level == IPPROTO_IPV6 && ps->domain == 6))
             rc = ip_get(ps, level, name, val, len);
         else
-            rc = -ENOPROTOOPT;
+            rc = -EOPNOTSUPP;
     }
     hp__px_unlock();
     return rc;
