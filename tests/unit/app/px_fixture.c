@@ -43,6 +43,13 @@ static struct hp_stack *make(int side)
 
 int fx_up(void)
 {
+    /* What the library's constructor does (posix_entry.c is not linked in). */
+    static bool once;
+    if (!once) {
+        once = true;
+        hp__px_libc_init();
+        hp__px_atfork_install();
+    }
     memset(&fx, 0, sizeof fx);
     if (hp_link_mem_pair(NULL, fx.e) < 0)
         return -1;
