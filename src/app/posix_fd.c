@@ -164,11 +164,12 @@ int hp__px_dup3(int fd, int newfd, int flags, bool is_dup2)
         } else if (target != o) {
             /* The kernel closed newfd's old file (if any) and newfd now
              * refers to fd's. */
+            bool was_sock = target && target->kind == PX_K_SOCK;
             if (o)
                 hp__px_ref(o);
             hp__px_fd_install(newfd, o);
-            if (target && target->kind == PX_K_SOCK && hp__px.status == PX_ST_UP)
-                hp__px_drive();
+            if (was_sock && hp__px.status == PX_ST_UP)
+                hp__px_drive(); /* its FIN (or RST) leaves now */
         }
     }
     hp__px_unlock();

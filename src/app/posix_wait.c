@@ -97,8 +97,12 @@ uint64_t hp__px_deadline_ms(int timeout_ms)
 bool hp__px_restartable(void)
 {
     /* Which signal interrupted us is not known here; restart only when no
-     * installed handler asks for EINTR. */
+     * installed handler asks for EINTR. The signals of faults (a crash
+     * handler, a sanitizer's) never interrupt a wait: they do not count. */
     for (int sig = 1; sig < NSIG; sig++) {
+        if (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP ||
+            sig == SIGSYS || sig == SIGABRT)
+            continue;
         struct sigaction sa;
         if (sigaction(sig, NULL, &sa) < 0)
             continue;
