@@ -58,6 +58,8 @@ void hp__px_opts_apply(struct px_sock *ps, struct hp_tcp_sock *t)
 
 void hp__px_udp_opts_apply(struct px_sock *ps, struct hp_udp_sock *u)
 {
+    if (ps->opt.reuseaddr || ps->opt.reuseport)
+        hp_udp_set_reuseaddr(u, true);
     /* Linux counts a datagram's whole buffer (about 2 KiB for a small one)
      * against SO_RCVBUF; hotpath bounds the queue in datagrams. */
     if (ps->opt.rcvbuf) {
