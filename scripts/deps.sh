@@ -17,14 +17,18 @@ required=(cmake:/usr/bin/cmake ninja-build:/usr/bin/ninja gcc:/usr/bin/gcc
           libjansson-dev:/usr/include/jansson.h)
 optional_demo=(libdpdk-dev:/usr/include/dpdk/rte_ip.h libxdp-dev:/usr/include/xdp/xsk.h
                libbpf-dev:/usr/include/bpf/libbpf.h iproute2:/usr/sbin/ip libssl-dev:/usr/include/openssl/evp.h
-               libdw-dev:/usr/include/elfutils/libdw.h valgrind:/usr/include/valgrind/callgrind.h)
+               libdw-dev:/usr/include/elfutils/libdw.h valgrind:/usr/include/valgrind/callgrind.h
+               redis-server:/usr/bin/redis-server redis-tools:/usr/bin/redis-benchmark nginx:/usr/sbin/nginx
+               iperf3:/usr/bin/iperf3 wrk:/usr/bin/wrk ethtool:/usr/sbin/ethtool)
 optional_check=(clang:/usr/bin/clang libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
                 libdpdk-dev:/usr/include/dpdk/rte_ip.h libxdp-dev:/usr/include/xdp/xsk.h
                 libbpf-dev:/usr/include/bpf/libbpf.h iproute2:/usr/sbin/ip tshark:/usr/bin/tshark
                 libssl-dev:/usr/include/openssl/evp.h libdw-dev:/usr/include/elfutils/libdw.h
                 iputils-ping:/usr/bin/ping ethtool:/usr/sbin/ethtool valgrind:/usr/include/valgrind/callgrind.h
                 gcc-aarch64-linux-gnu:/usr/bin/aarch64-linux-gnu-gcc
-                libc6-dev-arm64-cross:/usr/aarch64-linux-gnu/lib/crti.o qemu-user:/usr/bin/qemu-aarch64)
+                libc6-dev-arm64-cross:/usr/aarch64-linux-gnu/lib/crti.o qemu-user:/usr/bin/qemu-aarch64
+                redis-server:/usr/bin/redis-server redis-tools:/usr/bin/redis-benchmark nginx:/usr/sbin/nginx
+                iperf3:/usr/bin/iperf3 curl:/usr/bin/curl wrk:/usr/bin/wrk)
 declare -A why=(
   [libdpdk-dev]="the dpdk and dpdk-native rows of 'hotpath bench cksum'"
   [libelf-dev]="code sizes in the benchmark tables"
@@ -42,6 +46,12 @@ declare -A why=(
   [ethtool]="the afxdp interop tests with the kernel's TCP and UDP (its veth's tx checksum offload must be off)"
   [iputils-ping]="the kernel's ping and ping -6 against hotpath serve (root interop tests)"
   [valgrind]="simulated cache misses per rr transaction (scripts/rr_cachesim.py: the demo's layout step and its test)"
+  [redis-server]="redis-server on hotpath (tests/apps/redis.sh, both.sh; the redis rows of 'hotpath bench apps')"
+  [redis-tools]="redis-benchmark and redis-cli on hotpath (tests/apps/redis.sh, both.sh; 'hotpath bench apps')"
+  [nginx]="nginx on hotpath (tests/apps/nginx.sh, both.sh; the wrk rows of 'hotpath bench apps')"
+  [iperf3]="iperf3 on hotpath (tests/apps/iperf3.sh, both.sh; the iperf3 row of 'hotpath bench apps')"
+  [curl]="curl on hotpath and checking nginx on hotpath (tests/apps/nginx.sh)"
+  [wrk]="wrk against nginx (tests/apps/nginx.sh, both.sh; 'hotpath bench apps')"
 )
 
 pkgs=("${required[@]}")

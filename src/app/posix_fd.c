@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <hotpath/buf.h>
@@ -75,10 +76,58 @@ void hp__px_unref(struct px_obj *o)
         hp__px_epoll_free(o);
 }
 
+/* ---- the layer's own fds, out of the program's way ----------------------------- */
+
+/* Programs pick fixed low numbers (a shell's `exec 3<>...`, daemons'
+ * inherited fds): the layer keeps its own fds at PX_FD_HIGH or above, or
+ * at half the fd limit when that is lower. */
+#define PX_FD_HIGH 256
+
+static int fd_floor(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 2 * PX_FD_HIGH)
+        return (int)(rl.rlim_cur / 2);
+    return PX_FD_HIGH;
+}
+
+int hp__px_fd_high(int fd)
+{
+    if (fd < 0 || fd >= fd_floor())
+        return fd;
+    int n = PX_REAL(fcntl)(fd, F_DUPFD_CLOEXEC, fd_floor());
+    if (n < 0)
+        return fd; /* no room up there: keep it where it is */
+    PX_REAL(close)(fd);
+    return n;
+}
+
+int hp__px_fill_low(int *held, int max)
+{
+    int n = 0, floor = fd_floor();
+    while (n < max) {
+        int fd = PX_REAL(fcntl)(0 <= hp__px.placeholder ? hp__px.placeholder : 2, F_DUPFD_CLOEXEC, 0);
+        if (fd < 0)
+            break;
+        if (fd >= floor) {
+            PX_REAL(close)(fd);
+            break;
+        }
+        held[n++] = fd;
+    }
+    return n;
+}
+
+void hp__px_release_low(const int *held, int n)
+{
+    for (int i = 0; i < n; i++)
+        PX_REAL(close)(held[i]);
+}
+
 int hp__px_reserve_fd(bool cloexec)
 {
     if (hp__px.placeholder < 0) {
-        int fd = PX_REAL(socket)(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        int fd = hp__px_fd_high(PX_REAL(socket)(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
         if (fd < 0)
             return -errno;
         hp__px.placeholder = fd;

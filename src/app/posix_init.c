@@ -289,6 +289,9 @@ static void unmake(void)
         hp__px.pool = NULL;
 }
 
+/* The fd floor's worth of placeholders, at most (posix_fd.c). */
+#define PX_LOW_HELD 512
+
 static int make_stack(void)
 {
     struct px_config *c = &hp__px.cfg;
@@ -297,10 +300,18 @@ static int make_stack(void)
         rc = check_owner();
     if (rc == 0)
         rc = check_addresses(c);
-    if (rc == 0)
-        rc = open_link(c);
+    if (rc < 0)
+        return rc;
+    /* The fds the link (libxdp, libbpf) and the loop make land high, out
+     * of the program's way: the low ones are held meanwhile. */
+    static int held[PX_LOW_HELD];
+    int nheld = hp__px_fill_low(held, PX_LOW_HELD);
+    rc = open_link(c);
     if (rc == 0)
         rc = setup_stack(c);
+    if (rc == 0)
+        rc = make_loop();
+    hp__px_release_low(held, nheld);
     if (rc < 0) {
         unmake();
         return rc;
@@ -310,10 +321,6 @@ static int make_stack(void)
         /* A program this one executes must not inherit the link. */
         PX_REAL(fcntl)(hp__px.link_fd, F_SETFD, FD_CLOEXEC);
         hp__px_fd_internal(hp__px.link_fd);
-    }
-    if ((rc = make_loop()) < 0) {
-        unmake();
-        return rc;
     }
     char pid[24];
     snprintf(pid, sizeof pid, "%ld", (long)getpid());

@@ -208,6 +208,15 @@ void hp__px_unref(struct px_obj *o);
 /* A new kernel fd for an object: a dup of the placeholder socket, close on
  * exec when asked; -errno on failure. */
 int hp__px_reserve_fd(bool cloexec);
+/* Move one of the layer's own fds above the numbers programs pick (256,
+ * or half the fd limit); returns the new fd (the old one is closed), or fd
+ * when it cannot move. */
+int hp__px_fd_high(int fd);
+/* Fill the free low fds (below that floor) with placeholders, so that fds
+ * a library makes meanwhile (links, the loop) land high; held[] gets them
+ * (at most max) for hp__px_release_low(). Returns how many. */
+int hp__px_fill_low(int *held, int max);
+void hp__px_release_low(const int *held, int n);
 /* Mark one of the layer's own fds (links, wake-up fds). */
 void hp__px_fd_internal(int fd);
 /* Make a socket / free one whose references are gone. */

@@ -436,7 +436,7 @@ int hp__px_fcntl(int fd, int cmd, long arg)
 static int ifreq_socket(void)
 {
     static int fd = -1;
-    if (fd < 0 && (fd = PX_REAL(socket)(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) >= 0)
+    if (fd < 0 && (fd = hp__px_fd_high(PX_REAL(socket)(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0))) >= 0)
         hp__px_fd_internal(fd);
     return fd;
 }

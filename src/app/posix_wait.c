@@ -38,7 +38,7 @@ static struct px_waiter *waiter(void)
     struct px_waiter *w = &self_waiter;
     if (w->wake_fd >= 0)
         return w;
-    w->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    w->wake_fd = hp__px_fd_high(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
     if (w->wake_fd < 0)
         return NULL;
     hp__px_fd_internal(w->wake_fd);
@@ -286,7 +286,7 @@ void hp__px_keeper_start(void)
 {
     if (!hp__px.cfg.keeper_ms || hp__px.keeper_on)
         return;
-    hp__px.keeper_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    hp__px.keeper_fd = hp__px_fd_high(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
     if (hp__px.keeper_fd < 0)
         return;
     hp__px_fd_internal(hp__px.keeper_fd);

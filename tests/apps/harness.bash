@@ -49,7 +49,22 @@ apps_reap_stale() {
 apps_ns_up() {
   KIND=$1; BOTH=0; [ "${2:-}" = both ] && BOTH=1
   local k; case "$KIND" in afxdp) k=x ;; afpacket) k=p ;; *) k=t ;; esac
-  if [ "$KIND" = tap ]; then
+  if [ "$KIND" = tap ] && [ $BOTH = 1 ]; then
+    # Two taps on a bridge, one per stack; the kernel has no address.
+    HNS=hpx-$$-t; KNS=$HNS; IFA=${PFX}ta; IFB=${PFX}tb
+    ip netns add "$HNS" && NSS+=("$HNS") || return 1
+    ip -n "$HNS" link set lo up
+    ip -n "$HNS" link add "${PFX}br" type bridge || return 1
+    ip netns exec "$HNS" sysctl -qw "net.ipv6.conf.${PFX}br.disable_ipv6=1"
+    local t
+    for t in "$IFA" "$IFB"; do
+      ip -n "$HNS" tuntap add dev "$t" mode tap || return 1
+      ip netns exec "$HNS" sysctl -qw "net.ipv6.conf.$t.disable_ipv6=1"
+      ip -n "$HNS" link set "$t" master "${PFX}br" up
+    done
+    ip -n "$HNS" link set "${PFX}br" up
+    return 0
+  elif [ "$KIND" = tap ]; then
     HNS=hpx-$$-t; KNS=$HNS; IFA=${PFX}t; IFB=$IFA
     ip netns add "$HNS" && NSS+=("$HNS") || return 1
     ip -n "$HNS" link set lo up
@@ -132,6 +147,17 @@ wait_port() {
   local i
   for i in $(seq 1 75); do
     ip netns exec "$1" timeout 1 bash -c "exec 3<>/dev/tcp/$2/$3" 2>/dev/null && return 0
+    sleep 0.2
+  done
+  return 1
+}
+
+# wait_text FILE REGEX: until FILE has a line matching REGEX (15 s at most):
+# for servers that a stray probe connection would disturb (iperf3).
+wait_text() {
+  local i
+  for i in $(seq 1 75); do
+    grep -qE "$2" "$1" 2>/dev/null && return 0
     sleep 0.2
   done
   return 1
