@@ -284,8 +284,8 @@ int cmd_run(int argc, char **argv)
     if (rc)
         return rc;
     char lib[PATH_MAX];
-    if (find_lib(o.lib, lib, sizeof lib))
-        return 1;
+    if ((rc = find_lib(o.lib, lib, sizeof lib)) != 0)
+        return rc;
     set_env(&o, lib, NULL);
     if (o.stats)
         return run_with_stats(o.argv);
