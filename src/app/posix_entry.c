@@ -21,6 +21,8 @@ ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags);
 ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags, struct sockaddr *sa, socklen_t *len);
 int __poll_chk(struct pollfd *fds, nfds_t n, int ms, size_t fdslen);
 int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *t, const sigset_t *mask, size_t fdslen);
+/* Old names of signal() (XSI), declared by glibc only in some modes. */
+sighandler_t bsd_signal(int sig, sighandler_t h);
 
 /* A hotpath socket, and not a call the layer itself makes. */
 static inline bool ours(int fd)
@@ -358,6 +360,28 @@ PX_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *
         t.tv_nsec = (long)(tv->tv_usec % 1000000) * 1000;
     }
     return (int)ret(hp__px_pselect(nfds, r, w, e, tv ? &t : NULL, NULL, tv));
+}
+
+/* ---- signal handlers (posix_signal.c) ----------------------------------------------- */
+
+PX_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    return hp__px_in_layer ? PX_REAL(sigaction)(sig, act, old) : hp__px_sigaction(sig, act, old);
+}
+
+PX_EXPORT sighandler_t signal(int sig, sighandler_t h)
+{
+    return hp__px_signal(sig, h, SA_RESTART);
+}
+
+PX_EXPORT sighandler_t bsd_signal(int sig, sighandler_t h)
+{
+    return hp__px_signal(sig, h, SA_RESTART);
+}
+
+PX_EXPORT sighandler_t sysv_signal(int sig, sighandler_t h)
+{
+    return hp__px_signal(sig, h, SA_RESETHAND | SA_NODEFER);
 }
 
 /* ---- the fortified variants (_FORTIFY_SOURCE) ---------------------------------------- */

@@ -322,8 +322,8 @@ static int wait_loop(int epfd, struct px_epoll *ep, struct epoll_event *ev, int 
         }
         if (n > 0 || (once && tries > 0))
             return n;
-        if (tries == 0) {
-            hp__px_drive();
+        if (once) {
+            hp__px_drive(); /* poll once, look again */
             continue;
         }
         if (deadline && hp__px_now_ns() >= deadline)

@@ -16,9 +16,12 @@
 #include <hotpath/pool.h>
 
 #include "posix_internal.h"
+/* hp__px_flush() hands the stack's transmit bursts to the links. */
+#include "../net/internal.h"
 
 struct px_state hp__px = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
+    .loop_cond = PTHREAD_COND_INITIALIZER,
     .link_fd = -1,
     .placeholder = -1,
     .keeper_fd = -1,
@@ -27,10 +30,32 @@ struct px_state hp__px = {
 /* Set when something another thread may sleep on became ready. */
 static bool need_wake;
 
+/* This thread called into the layer before (the keeper marks itself). */
+static __thread bool seen;
+
 void hp__px_lock(void)
 {
     pthread_mutex_lock(&hp__px.lock);
+    /* The program's thread sleeps inside the loop (posix_wait.c): get it
+     * out first; the stack is the loop's meanwhile. */
+    while (__builtin_expect(hp__px.loop_busy, 0)) {
+        hp_loop_wake(hp__px.loop);
+        pthread_cond_wait(&hp__px.loop_cond, &hp__px.lock);
+    }
     hp__px_in_layer++;
+    hp__px.calls++;
+    if (__builtin_expect(!seen, 0)) {
+        seen = true;
+        /* A second program thread: a thread asleep on the loop's fd alone
+         * (posix_wait.c) must now be woken when this one finds its work. */
+        if (++hp__px.app_threads > 1 && hp__px.sleepers)
+            need_wake = true;
+    }
+}
+
+void hp__px_not_an_app_thread(void)
+{
+    seen = true;
 }
 
 void hp__px_unlock(void)
@@ -63,12 +88,10 @@ int64_t hp__px_next_timer_ns(void)
     return hp__px.stack ? hp_stack_next_timer_ns(hp__px.stack) : -1;
 }
 
-/* Socket events from one non-blocking round of the loop; the number of
- * events, and in *work whether the stack's polls did anything. */
-static int loop_round(struct hp_loop *l, bool *work)
+/* Socket events from one non-blocking round of the loop (which polls the
+ * stack): their number. */
+static int loop_round(struct hp_loop *l)
 {
-    struct hp_loop_stats a, b;
-    hp_loop_stats(l, &a);
     struct hp_loop_event ev[64];
     int events = 0, n;
     do {
@@ -78,8 +101,6 @@ static int loop_round(struct hp_loop *l, bool *work)
                 hp__px_sock_notify(ev[i].user, ev[i].events);
         events += n > 0 ? n : 0;
     } while (n == 64);
-    hp_loop_stats(l, &b);
-    *work = b.polls - a.polls > b.idle_polls - a.idle_polls;
     return events;
 }
 
@@ -88,20 +109,45 @@ int hp__px_drive(void)
     struct hp_loop *l = hp__px.loop;
     if (!l)
         return 0;
-    bool work;
-    int events = loop_round(l, &work);
+    int events = loop_round(l);
     /* The test hook's peer; what it sends arrives at our next round. */
-    for (int i = 0; hp__px.extra_poll && i < 4 && hp__px.extra_poll(hp__px.extra_ctx) > 0; i++) {
-        bool w2;
-        events += loop_round(l, &w2);
-        work = true;
-    }
-    hp__px.last_poll_ns = hp__px_now_ns();
+    for (int i = 0; hp__px.extra_poll && i < 4 && hp__px.extra_poll(hp__px.extra_ctx) > 0; i++)
+        events += loop_round(l) + 1;
+    hp__px.last_poll_ns = hp__px_coarse_ns();
     hp__px.polls++;
+    hp__px.drive_call = hp__px.calls;
     hp__px.loop_disarmed = true;
     if (events && hp__px.sleepers)
         need_wake = true;
-    return events + work;
+    return events;
+}
+
+bool hp__px_drove_recently(void)
+{
+    /* A program on an event loop reads until EAGAIN right after its wait
+     * polled: polling again for that EAGAIN costs more than it finds. A
+     * program that spins on a non-blocking call still polls every third
+     * call. Counted in calls, not time: no clock read on this path. */
+    return hp__px.calls - hp__px.drive_call <= PX_FRESH_CALLS;
+}
+
+uint64_t hp__px_coarse_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void hp__px_flush(void)
+{
+    /* Frames a send queued leave now, as the kernel's would: only the
+     * transmit bursts (a whole poll would look at the receive rings and the
+     * timers too, which the program's next wait does anyway). */
+    struct hp_stack *s = hp__px.stack;
+    for (int i = 0; s && i < s->nifaces; i++)
+        hp__eth_flush(s->ifaces[i]);
+    if (hp__px.extra_poll)
+        hp__px_drive();
 }
 
 void hp__px_sock_changed(void)

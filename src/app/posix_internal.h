@@ -92,6 +92,7 @@ struct hp__px_libc {
     int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *);
     int (*close_range)(unsigned, unsigned, int);
     void (*closefrom)(int);
+    int (*sigaction)(int, const struct sigaction *, struct sigaction *);
 };
 
 extern struct hp__px_libc hp__px_real;
@@ -263,9 +264,15 @@ struct px_state {
     /* Drive hooks of the test hook: run after each poll of our stack. */
     int (*extra_poll)(void *);
     void *extra_ctx;
-    struct px_waiter *sleepers;  /* threads asleep in hp__px_sleep (posix_wait.c) */
-    uint64_t last_poll_ns;
+    struct px_waiter *sleepers;  /* threads asleep in hp__px_wait (posix_wait.c) */
+    int app_threads;             /* program threads that called into the layer (the keeper is not one) */
+    /* The one program thread is inside hp_loop_pwait(), without the lock
+     * (posix_wait.c): nobody else touches the stack until it is out. */
+    bool loop_busy;
+    pthread_cond_t loop_cond;
+    uint64_t last_poll_ns;       /* CLOCK_MONOTONIC_COARSE */
     uint64_t polls;
+    uint64_t calls, drive_call;  /* layer calls (locks) so far; the call that last polled */
     pthread_t keeper;
     bool keeper_on, keeper_stop;
     int keeper_fd;               /* an eventfd that stops the keeper */
@@ -284,6 +291,8 @@ extern struct px_state hp__px;
 /* Take and release the lock (and px_in_layer). */
 void hp__px_lock(void);
 void hp__px_unlock(void);
+/* The keeper thread is not counted among the program's threads. */
+void hp__px_not_an_app_thread(void);
 /* Under the lock: make sure the stack exists. 0, or -errno (the reason was
  * printed once); with HOTPATH_FALLBACK=kernel, 1: use the kernel. */
 int hp__px_ensure_stack(void);
@@ -291,6 +300,15 @@ int hp__px_ensure_stack(void);
  * and epoll sets; wakes sleeping threads when something happened. Returns
  * the work done (frames, timers, events). */
 int hp__px_drive(void);
+/* Under the lock: whether the stack was polled in this call or the
+ * PX_FRESH_CALLS before (a non-blocking call that found nothing need not
+ * poll it again). */
+#define PX_FRESH_CALLS 2u
+bool hp__px_drove_recently(void);
+/* CLOCK_MONOTONIC_COARSE in nanoseconds: for the keeper's idea of idle. */
+uint64_t hp__px_coarse_ns(void);
+/* Under the lock: send the frames calls queued (a poll when any wait). */
+void hp__px_flush(void);
 /* Under the lock: readiness changed by a call (not by the stack): wake the
  * sleeping threads at unlock. */
 void hp__px_sock_changed(void);
@@ -323,6 +341,7 @@ void hp__px_waiter_forget(void);
 /* One sleeping thread: its wake-up fd. */
 struct px_waiter {
     int wake_fd;
+    bool direct;                 /* asleep on the loop's fd itself: woken with hp_loop_wake() */
     bool woken;
     uint64_t until_ns;           /* when it wakes by itself (0: never) */
     struct px_waiter *next;
@@ -350,8 +369,21 @@ void hp__px_unmake_loop(void);
 int hp__px_wait(bool (*ready)(void *), void *arg, struct pollfd *kfds, int nkfds, uint64_t deadline_ns,
                 const sigset_t *sigmask, bool spin);
 /* Whether a call interrupted by a signal should restart, as SA_RESTART
- * would (true when every installed handler has SA_RESTART). */
+ * would (true when every installed handler has SA_RESTART): the guess when
+ * the handler is not known (posix_signal.c knows it otherwise). */
 bool hp__px_restartable(void);
+
+/* ---- signals (posix_signal.c) -------------------------------------------- */
+
+/* The program's handlers run behind a trampoline: handlers run on this
+ * thread so far (a wait that sees the count move ends with EINTR), and
+ * whether the last one asked for SA_RESTART. */
+unsigned long hp__px_signals_handled(void);
+bool hp__px_signal_restarts(void);
+/* sigaction() / signal() with the trampoline; flags for signal(): SA_RESTART
+ * (BSD semantics, glibc's signal()), SA_RESETHAND | SA_NODEFER (System V). */
+int hp__px_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+sighandler_t hp__px_signal(int sig, sighandler_t h, int flags);
 /* A deadline from a millisecond / timespec / timeval timeout: 0 forever,
  * else now + timeout (now + 0 for a zero timeout: poll once). */
 uint64_t hp__px_deadline_ms(int timeout_ms);

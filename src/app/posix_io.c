@@ -107,9 +107,17 @@ static int block(struct px_sock *ps, bool (*cond)(void *), int64_t timeo_ns, uin
             return -EAGAIN;
         if (w != -EINTR)
             return 1;
-        if (timeo_ns || !hp__px_restartable())
+        if (timeo_ns || !hp__px_signal_restarts())
             return -EINTR;
     }
+}
+
+/* A non-blocking call that found nothing need not poll the stack: when an
+ * epoll set watches the socket (the program waits for its readiness there,
+ * and that wait polls), or when the stack was polled a call or two ago. */
+static bool fresh_enough(const struct px_sock *ps)
+{
+    return ps->epis || hp__px_drove_recently();
 }
 
 /* ---- TCP ------------------------------------------------------------------------ */
@@ -204,7 +212,7 @@ static ssize_t tcp_recvmsg(struct px_sock *ps, struct msghdr *msg, int flags)
             break;
         if (r != -EAGAIN)
             return r;
-        if (tries++ == 0) {
+        if (tries++ == 0 && !(nonblock && fresh_enough(ps))) {
             hp__px_drive(); /* what arrived since the last poll */
             continue;
         }
@@ -283,7 +291,7 @@ static ssize_t tcp_sendmsg(struct px_sock *ps, const struct msghdr *msg, int fla
             break;
         }
     }
-    hp__px_drive();
+    hp__px_flush();
     if (sent)
         return (ssize_t)sent;
     if (r == -ENOTCONN || r == -EPIPE) {
@@ -350,7 +358,7 @@ static ssize_t udp_recvmsg(struct px_sock *ps, struct msghdr *msg, int flags)
             return udp_deliver(ps, msg, flags, b, r, &from);
         if (ps->shut_rd)
             return 0;
-        if (tries++ == 0) {
+        if (tries++ == 0 && !(nonblock && fresh_enough(ps))) {
             hp__px_drive();
             continue;
         }
@@ -437,7 +445,7 @@ static ssize_t udp_sendmsg(struct px_sock *ps, const struct msghdr *msg, int fla
         hp__px_drive(); /* buffers come back as frames leave */
     }
     free(tmp);
-    hp__px_drive();
+    hp__px_flush();
     return rc == -EAGAIN && !(ps->nonblock || (flags & MSG_DONTWAIT)) ? -ENOBUFS : rc;
 }
 

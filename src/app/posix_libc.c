@@ -34,11 +34,11 @@ static void resolve(void)
     PX_RESOLVE(epoll_create), PX_RESOLVE(epoll_create1), PX_RESOLVE(epoll_ctl);
     PX_RESOLVE(epoll_wait), PX_RESOLVE(epoll_pwait), PX_RESOLVE(epoll_pwait2);
     PX_RESOLVE(poll), PX_RESOLVE(ppoll), PX_RESOLVE(select), PX_RESOLVE(pselect);
-    PX_RESOLVE(close_range), PX_RESOLVE(closefrom);
+    PX_RESOLVE(close_range), PX_RESOLVE(closefrom), PX_RESOLVE(sigaction);
     /* The mandatory ones: without them nothing can work (a static binary,
      * or a C library without these names); say so once and stop. */
     if (!tmp.socket || !tmp.close || !tmp.read || !tmp.write || !tmp.fcntl || !tmp.ppoll ||
-        !tmp.epoll_create1 || !tmp.epoll_ctl || !tmp.epoll_pwait || !tmp.dup3) {
+        !tmp.epoll_create1 || !tmp.epoll_ctl || !tmp.epoll_pwait || !tmp.dup3 || !tmp.sigaction) {
         static const char msg[] = "hotpath: libhotpath-posix.so cannot find the C library's socket calls "
                                   "(dlsym RTLD_NEXT failed): is the program static?\n";
         ssize_t r = syscall(SYS_write, 2, msg, sizeof msg - 1);

@@ -98,8 +98,8 @@ static int poll_loop(struct px_pollset *p, uint64_t deadline, bool once, const s
             return k;
         if (c + k > 0 || (once && tries > 0))
             return c + k;
-        if (tries == 0) {
-            hp__px_drive();
+        if (once) {
+            hp__px_drive(); /* poll once, look again */
             continue;
         }
         if (deadline && hp__px_now_ns() >= deadline)

@@ -366,7 +366,7 @@ int hp__px_accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags)
     hp__px_ref(&ps->o);
     uint64_t deadline = ps->opt.rcvtimeo_ns ? hp__px_deadline_ns(ps->opt.rcvtimeo_ns) : 0;
     for (;;) {
-        if (!acceptable(ps))
+        if (!acceptable(ps) && !(ps->nonblock && hp__px_drove_recently()))
             hp__px_drive();
         if (ps->dead || !ps->listening) {
             rc = ps->dead ? -PX_DEAD_ERRNO : -EINVAL;
@@ -386,7 +386,7 @@ int hp__px_accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags)
             rc = -EAGAIN;
             break;
         }
-        if (w == -EINTR && (ps->opt.rcvtimeo_ns || !hp__px_restartable())) {
+        if (w == -EINTR && (ps->opt.rcvtimeo_ns || !hp__px_signal_restarts())) {
             rc = -EINTR;
             break;
         }

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -60,14 +61,23 @@ void hp__px_waiter_forget(void)
 
 void hp__px_wake_all(void)
 {
+    bool loop_wake = false;
     for (struct px_waiter *w = hp__px.sleepers; w; w = w->next) {
         if (w->woken)
             continue;
         w->woken = true;
+        if (w->direct) {
+            loop_wake = true;
+            continue;
+        }
         uint64_t one = 1;
         ssize_t r = PX_REAL(write)(w->wake_fd, &one, sizeof one);
         (void)r;
     }
+    /* The links were armed again at unlock (hp__px_rearm_for_sleepers):
+     * the loop counts as asleep, and its wake-up reaches its fd. */
+    if (loop_wake && hp__px.loop)
+        hp_loop_wake(hp__px.loop);
 }
 
 static void sleepers_remove(struct px_waiter *w)
@@ -127,6 +137,45 @@ static inline void cpu_relax(void)
 
 #define PX_WAIT_FDS 32
 
+static struct px_waiter direct_waiter = {.wake_fd = -1, .direct = true};
+
+/*
+ * sleep_once() for the one program thread with no kernel fd to watch: the
+ * loop's own wait (hp_loop_pwait: it polls the stack, arms the links and
+ * sleeps in its epoll set, the native path) without the lock. Meanwhile
+ * loop_busy keeps every other thread off the stack: hp__px_lock() wakes
+ * the loop and waits for this thread to come out. Returns the socket
+ * events it found (handed to the sockets), 0, or -errno.
+ */
+static int sleep_direct(int64_t t, uint64_t now, const sigset_t *mask)
+{
+    struct px_waiter *w = &direct_waiter;
+    w->woken = false;
+    w->until_ns = t < 0 ? 0 : now + (uint64_t)t;
+    w->next = hp__px.sleepers;
+    hp__px.sleepers = w;
+    __atomic_store_n(&hp__px.loop_busy, true, __ATOMIC_RELEASE);
+    hp__px.loop_disarmed = false;
+    struct hp_loop *l = hp__px.loop;
+    hp__px_unlock();
+    /* Still layer code: the C library calls the loop makes (epoll_ctl on
+     * the links' fds) go straight through. */
+    hp__px_in_layer++;
+    struct hp_loop_event ev[64];
+    int n = hp_loop_pwait(l, ev, 64, t, mask);
+    pthread_mutex_lock(&hp__px.lock);
+    hp__px.calls++;
+    __atomic_store_n(&hp__px.loop_busy, false, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&hp__px.loop_cond);
+    sleepers_remove(w);
+    for (int i = 0; i < n; i++)
+        if (ev[i].kind == HP_LOOP_SOCK && ev[i].user)
+            hp__px_sock_notify(ev[i].user, ev[i].events);
+    hp__px.last_poll_ns = hp__px_coarse_ns();
+    hp__px.drive_call = hp__px.calls;
+    return n;
+}
+
 /* Sleep in the kernel (the lock released): the program's kernel fds, the
  * loop's fd (the links, armed by hp_loop_prepare()), the wake-up fd.
  * Returns poll's result (1 without sleeping when work already waits) or
@@ -135,7 +184,8 @@ static int sleep_once(struct pollfd *kfds, int nk, uint64_t deadline, const sigs
 {
     *kready = 0;
     int64_t t = -1;
-    if (hp__px.loop && hp_loop_prepare(hp__px.loop, &t) > 0)
+    bool direct = nk == 0 && hp__px.loop && hp__px.app_threads <= 1;
+    if (!direct && hp__px.loop && hp_loop_prepare(hp__px.loop, &t) > 0)
         return 1;
     /* The test hook's peer stack is polled only with ours: wake for it. */
     if (hp__px.extra_poll && (t < 0 || t > 1000000))
@@ -146,6 +196,11 @@ static int sleep_once(struct pollfd *kfds, int nk, uint64_t deadline, const sigs
         if (t < 0 || left < t)
             t = left;
     }
+    /* One program thread and no kernel fd to watch: sleep on the loop's
+     * fd itself (one epoll, no per-call poll set); another thread wakes
+     * it through the loop (hp__px_wake_all). */
+    if (direct)
+        return sleep_direct(t, now, mask);
     struct px_waiter *w = waiter();
     struct pollfd local[PX_WAIT_FDS], *p = local;
     int n = nk + 2;
@@ -203,10 +258,21 @@ int hp__px_wait(bool (*ready)(void *), void *arg, struct pollfd *kfds, int nkfds
 {
     uint64_t busy = (uint64_t)hp__px.cfg.busy_poll_us * 1000u;
     uint64_t spin_end = spin && busy ? hp__px_now_ns() + busy : 0;
+    /* A handler that runs at any point of the wait ends it, as a signal
+     * ends a blocking system call (not only one that comes while asleep). */
+    unsigned long sigs = hp__px_signals_handled();
+    /* The loop's own wait (sleep_direct) polls first and after its sleep:
+     * without spinning, a poll of ours before or after it is one too many. */
+    bool direct = nkfds == 0 && hp__px.app_threads <= 1 && !hp__px.extra_poll;
+    bool polled = direct && !spin_end;
     for (unsigned round = 0;; round++) {
-        hp__px_drive();
+        if (!polled)
+            hp__px_drive();
+        polled = false;
         if (ready(arg))
             return 1;
+        if (hp__px_signals_handled() != sigs)
+            return -EINTR;
         uint64_t now = hp__px_now_ns();
         if (deadline_ns && now >= deadline_ns)
             return 0;
@@ -234,6 +300,7 @@ int hp__px_wait(bool (*ready)(void *), void *arg, struct pollfd *kfds, int nkfds
             return r;
         if (kready)
             return 2 + kready;
+        polled = direct && hp__px.app_threads <= 1;
         /* Woken by traffic: spin again before the next sleep. */
         if (r > 0 && spin && busy)
             spin_end = hp__px_now_ns() + busy;
@@ -258,9 +325,10 @@ static void *keeper_main(void *arg)
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, NULL);
     uint64_t tick = (uint64_t)hp__px.cfg.keeper_ms * 1000000u;
+    hp__px_not_an_app_thread();
     hp__px_lock();
     while (!hp__px.keeper_stop && hp__px.status == PX_ST_UP) {
-        bool idle = !hp__px.sleepers && hp__px_now_ns() - hp__px.last_poll_ns >= tick;
+        bool idle = !hp__px.sleepers && hp__px_coarse_ns() - hp__px.last_poll_ns >= tick;
         int64_t t = -1;
         if (idle) {
             hp__px_drive();
@@ -276,6 +344,12 @@ static void *keeper_main(void *arg)
         struct timespec ts = {(time_t)(t / 1000000000), (long)(t % 1000000000)};
         hp__px_unlock();
         PX_REAL(ppoll)(p, 2, &ts, NULL);
+        /* The program's thread is inside the loop: it polls; taking the
+         * lock would wake it for nothing. */
+        struct timespec tk = {(time_t)(tick / 1000000000u), (long)(tick % 1000000000u)};
+        while (__atomic_load_n(&hp__px.loop_busy, __ATOMIC_ACQUIRE) &&
+               !__atomic_load_n(&hp__px.keeper_stop, __ATOMIC_ACQUIRE))
+            PX_REAL(ppoll)(p, 1, &tk, NULL);
         hp__px_lock();
     }
     hp__px_unlock();
@@ -300,7 +374,7 @@ void hp__px_keeper_stop(void)
 {
     hp__px_lock();
     bool on = hp__px.keeper_on;
-    hp__px.keeper_stop = true;
+    __atomic_store_n(&hp__px.keeper_stop, true, __ATOMIC_RELEASE);
     hp__px.keeper_on = false;
     if (on) {
         uint64_t one = 1;
