@@ -33,7 +33,7 @@ static bool need_wake;
 /* This thread called into the layer before (the keeper marks itself). */
 static __thread bool seen;
 
-void hp__px_lock(void)
+void hp__px_reacquire(void)
 {
     pthread_mutex_lock(&hp__px.lock);
     /* The program's thread sleeps inside the loop (posix_wait.c): get it
@@ -42,23 +42,10 @@ void hp__px_lock(void)
         hp_loop_wake(hp__px.loop);
         pthread_cond_wait(&hp__px.loop_cond, &hp__px.lock);
     }
-    hp__px_in_layer++;
     hp__px.calls++;
-    if (__builtin_expect(!seen, 0)) {
-        seen = true;
-        /* A second program thread: a thread asleep on the loop's fd alone
-         * (posix_wait.c) must now be woken when this one finds its work. */
-        if (++hp__px.app_threads > 1 && hp__px.sleepers)
-            need_wake = true;
-    }
 }
 
-void hp__px_not_an_app_thread(void)
-{
-    seen = true;
-}
-
-void hp__px_unlock(void)
+void hp__px_release(void)
 {
     /* Threads asleep on the loop's fd armed the links before they slept;
      * a round of the loop since then disarmed them (and may have set an
@@ -72,8 +59,34 @@ void hp__px_unlock(void)
         need_wake = false;
         hp__px_wake_all();
     }
-    hp__px_in_layer--;
     pthread_mutex_unlock(&hp__px.lock);
+}
+
+void hp__px_lock(void)
+{
+    hp__px_reacquire();
+    hp__px_in_layer++;
+    if (__builtin_expect(!seen, 0)) {
+        seen = true;
+        /* A second program thread: a thread asleep on the loop's fd alone
+         * (posix_wait.c) must now be woken when this one finds its work. */
+        if (++hp__px.app_threads > 1 && hp__px.sleepers)
+            need_wake = true;
+    }
+}
+
+void hp__px_unlock(void)
+{
+    hp__px_release();
+    /* Out of the layer: the program's handlers of signals that came
+     * meanwhile run now (posix_signal.c), where they may even longjmp. */
+    if (--hp__px_in_layer == 0 && hp__px_signals_deferred())
+        hp__px_run_deferred();
+}
+
+void hp__px_not_an_app_thread(void)
+{
+    seen = true;
 }
 
 uint64_t hp__px_now_ns(void)

@@ -288,9 +288,14 @@ enum {
 
 extern struct px_state hp__px;
 
-/* Take and release the lock (and px_in_layer). */
+/* Take and release the lock, entering and leaving the layer
+ * (px_in_layer): leaving it runs the handlers of signals that came inside. */
 void hp__px_lock(void);
 void hp__px_unlock(void);
+/* Release the lock and take it back inside a call (to sleep, or to read a
+ * file): the thread stays in the layer, signal handlers stay deferred. */
+void hp__px_release(void);
+void hp__px_reacquire(void);
 /* The keeper thread is not counted among the program's threads. */
 void hp__px_not_an_app_thread(void);
 /* Under the lock: make sure the stack exists. 0, or -errno (the reason was
@@ -380,6 +385,14 @@ bool hp__px_restartable(void);
  * whether the last one asked for SA_RESTART. */
 unsigned long hp__px_signals_handled(void);
 bool hp__px_signal_restarts(void);
+/* Signals that came while this thread was inside the layer: their handlers
+ * were deferred (a handler that longjmps out of layer code would leave the
+ * lock held); run them, outside the layer. */
+bool hp__px_signals_deferred(void);
+void hp__px_run_deferred(void);
+/* A blocking call that restarts after a signal (SA_RESTART): the handlers
+ * run first, as they would have in the kernel, with the lock released. */
+void hp__px_run_deferred_in_call(void);
 /* sigaction() / signal() with the trampoline; flags for signal(): SA_RESTART
  * (BSD semantics, glibc's signal()), SA_RESETHAND | SA_NODEFER (System V). */
 int hp__px_sigaction(int sig, const struct sigaction *act, struct sigaction *old);

@@ -109,6 +109,9 @@ static int block(struct px_sock *ps, bool (*cond)(void *), int64_t timeo_ns, uin
             return 1;
         if (timeo_ns || !hp__px_signal_restarts())
             return -EINTR;
+        hp__px_run_deferred_in_call();
+        if (ps->dead)
+            return -PX_DEAD_ERRNO;
     }
 }
 
@@ -638,10 +641,10 @@ static long send_room(struct px_sock *ps)
  * and queue what the socket takes. Bytes taken, or -errno. */
 static ssize_t sendfile_chunk(struct px_sock *ps, int in_fd, off_t pos, char *buf, size_t n, bool *sigpipe)
 {
-    hp__px_unlock();
+    hp__px_release();
     ssize_t got = pread(in_fd, buf, n, pos);
     int e = errno;
-    hp__px_lock();
+    hp__px_reacquire();
     if (got <= 0)
         return got < 0 ? -(e == ESPIPE ? EINVAL : e) : 0;
     if (ps->dead)

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <ucontext.h>
 
 #include "posix_internal.h"
 
@@ -12,15 +13,25 @@ static struct sigaction user_act[NSIG];
 static bool set[NSIG];
 static pthread_mutex_t sig_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Per thread: handlers run, and the last signal handled. TLS of the
- * initial-exec model: safe to touch in a handler. */
+/* Per thread: handlers run (or deferred), and the last signal handled.
+ * TLS of the initial-exec model: safe to touch in a handler. */
 static __thread unsigned long handled __attribute__((tls_model("initial-exec")));
 static __thread int last_sig __attribute__((tls_model("initial-exec")));
 
-static void trampoline(int sig, siginfo_t *si, void *uc)
+/* Signals that came while the thread was inside the layer: their handlers
+ * run when it leaves (hp__px_run_deferred). A handler that longjmps (iperf3
+ * does, out of select) would otherwise leave the layer's lock held. */
+#define PX_DEFER_MAX 8
+struct deferred {
+    int sig;
+    siginfo_t info;
+    ucontext_t uc;
+};
+static __thread struct deferred defer_q[PX_DEFER_MAX] __attribute__((tls_model("initial-exec")));
+static __thread int ndefer __attribute__((tls_model("initial-exec")));
+
+static void call_handler(int sig, siginfo_t *si, void *uc)
 {
-    handled++;
-    last_sig = sig;
     struct sigaction a = user_act[sig];
     if (a.sa_flags & SA_RESETHAND) {
         /* The kernel put SIG_DFL back: so does our copy. */
@@ -31,6 +42,61 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
         a.sa_sigaction(sig, si, uc);
     else if (a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN)
         a.sa_handler(sig);
+}
+
+static void trampoline(int sig, siginfo_t *si, void *uc)
+{
+    handled++;
+    last_sig = sig;
+    if (!hp__px_in_layer) {
+        call_handler(sig, si, uc);
+        return;
+    }
+    /* Inside the layer: later. A standard signal twice counts once, as the
+     * kernel merges a pending one. */
+    for (int i = 0; i < ndefer; i++)
+        if (defer_q[i].sig == sig && sig < SIGRTMIN)
+            return;
+    if (ndefer == PX_DEFER_MAX)
+        return;
+    struct deferred *d = &defer_q[ndefer++];
+    d->sig = sig;
+    memcpy(&d->info, si, sizeof d->info);
+    memcpy(&d->uc, uc, sizeof d->uc);
+}
+
+bool hp__px_signals_deferred(void)
+{
+    return ndefer > 0;
+}
+
+void hp__px_run_deferred(void)
+{
+    while (ndefer > 0) {
+        struct deferred d = defer_q[0];
+        ndefer--;
+        memmove(defer_q, defer_q + 1, (size_t)ndefer * sizeof defer_q[0]);
+        /* As the kernel would: the handler's mask, and the signal itself
+         * unless SA_NODEFER, blocked while it runs. */
+        sigset_t block = user_act[d.sig].sa_mask, old;
+        if (!(user_act[d.sig].sa_flags & SA_NODEFER))
+            sigaddset(&block, d.sig);
+        pthread_sigmask(SIG_BLOCK, &block, &old);
+        call_handler(d.sig, &d.info, &d.uc);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+}
+
+void hp__px_run_deferred_in_call(void)
+{
+    if (!ndefer)
+        return;
+    hp__px_release();
+    int depth = hp__px_in_layer;
+    hp__px_in_layer = 0;
+    hp__px_run_deferred();
+    hp__px_in_layer = depth;
+    hp__px_reacquire();
 }
 
 unsigned long hp__px_signals_handled(void)

@@ -390,6 +390,8 @@ int hp__px_accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags)
             rc = -EINTR;
             break;
         }
+        if (w == -EINTR)
+            hp__px_run_deferred_in_call();
     }
     hp__px_unref(&ps->o);
     hp__px_unlock();

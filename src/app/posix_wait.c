@@ -157,10 +157,9 @@ static int sleep_direct(int64_t t, uint64_t now, const sigset_t *mask)
     __atomic_store_n(&hp__px.loop_busy, true, __ATOMIC_RELEASE);
     hp__px.loop_disarmed = false;
     struct hp_loop *l = hp__px.loop;
-    hp__px_unlock();
-    /* Still layer code: the C library calls the loop makes (epoll_ctl on
-     * the links' fds) go straight through. */
-    hp__px_in_layer++;
+    /* Still in the layer (px_in_layer): the C library calls the loop makes
+     * (epoll_ctl on the links' fds) go straight through. */
+    hp__px_release();
     struct hp_loop_event ev[64];
     int n = hp_loop_pwait(l, ev, 64, t, mask);
     pthread_mutex_lock(&hp__px.lock);
@@ -218,10 +217,10 @@ static int sleep_once(struct pollfd *kfds, int nk, uint64_t deadline, const sigs
         hp__px.sleepers = w;
     }
     hp__px.loop_disarmed = false;
-    hp__px_unlock();
+    hp__px_release();
     int r = PX_REAL(ppoll)(p, (nfds_t)n, t < 0 ? NULL : &ts, mask);
     int e = errno;
-    hp__px_lock();
+    hp__px_reacquire();
     if (w) {
         sleepers_remove(w);
         if (p[nk + 1].revents) {
@@ -287,9 +286,9 @@ int hp__px_wait(bool (*ready)(void *), void *arg, struct pollfd *kfds, int nkfds
                 if (k > 0)
                     return 2 + k;
             }
-            hp__px_unlock();
+            hp__px_release();
             cpu_relax();
-            hp__px_lock();
+            hp__px_reacquire();
             continue;
         }
         int kready = 0;

@@ -110,8 +110,11 @@ hp_net() { # a|b
 hp_bg() {
   local tag=$1 side=$2; shift 2
   local ns=$HNS; [ "$side" = b ] && ns=$KNS
+  # Emptied here, not by the background shell's redirection: a wait_text
+  # right after must not find the last run's lines.
+  : >"$tmp/$tag.out"; : >"$tmp/$tag.err"
   # shellcheck disable=SC2046
-  ip netns exec "$ns" "$HP" run $(hp_net "$side") --stats -- "$@" >"$tmp/$tag.out" 2>"$tmp/$tag.err" &
+  ip netns exec "$ns" "$HP" run $(hp_net "$side") --stats -- "$@" >>"$tmp/$tag.out" 2>>"$tmp/$tag.err" &
   BG_PID=$!
   PIDS+=("$BG_PID")
 }
@@ -129,7 +132,8 @@ hp_fg() {
 # k_bg TAG CMD...: a kernel program in KNS, in the background.
 k_bg() {
   local tag=$1; shift
-  ip netns exec "$KNS" "$@" >"$tmp/$tag.out" 2>"$tmp/$tag.err" &
+  : >"$tmp/$tag.out"; : >"$tmp/$tag.err"
+  ip netns exec "$KNS" "$@" >>"$tmp/$tag.out" 2>>"$tmp/$tag.err" &
   BG_PID=$!
   PIDS+=("$BG_PID")
 }
