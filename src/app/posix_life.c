@@ -36,6 +36,10 @@ static void at_parent(void)
 static void at_child(void)
 {
     pthread_mutex_unlock(&hp__px.lock);
+    /* Only the forking thread lives on: nobody sleeps in the loop here. */
+    hp__px.loop_busy = false;
+    pthread_cond_init(&hp__px.loop_cond, NULL);
+    hp__px.app_threads = 1;
     hp__px_waiter_forget();
     if (hp__px.status != PX_ST_UP)
         return;
