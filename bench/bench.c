@@ -27,6 +27,8 @@ static const struct {
      "one TCP flow, Gbit/s and CPU ns/byte: two stacks over mem (MTU 1500) vs the kernel's TCP over loopback"},
     {"tcp-rr", bench_tcp_rr,
      "TCP 1-byte request/response, CPU ns/transaction: two stacks over mem vs the kernel's TCP over loopback"},
+    {"loop", bench_loop,
+     "UDP 1-byte request/response over mem, p50/p99: the event loop (each spin setting) vs a hand-written poll loop"},
     {"apps", bench_apps,
      "redis, nginx/wrk, iperf3 unmodified: kernel vs server on hotpath vs both on hotpath (root; docs/apps.md)"},
 };

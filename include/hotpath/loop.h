@@ -139,6 +139,7 @@ struct hp_loop_stats {
     uint64_t sleeps;       /**< times the loop slept in the kernel (epoll_pwait2) */
     uint64_t naps;         /**< of them, sleeps capped short because a link cannot wake a sleeper */
     uint64_t not_slept;    /**< times work turned up just before a sleep (no sleep then) */
+    uint64_t link_wakes;   /**< sleeps a link's fd ended (a frame came for a sleeper) */
     uint64_t fd_checks;    /**< non-blocking epoll_wait calls for registered fds while busy */
     uint64_t wake_calls;   /**< hp_loop_wake() calls (any thread) */
     uint64_t wake_signals; /**< of them, calls that had to signal the eventfd (the loop slept) */

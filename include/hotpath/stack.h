@@ -146,6 +146,13 @@ HP_API int hp_stack_set_gateway(struct hp_stack *s, int family, const uint8_t *g
  */
 HP_API int hp_stack_poll(struct hp_stack *s);
 
+/**
+ * The stack's clock as of its last hp_stack_poll() (CLOCK_MONOTONIC, in
+ * nanoseconds): what an event loop compares its own timers with after a
+ * poll, without reading the clock again.
+ */
+HP_API uint64_t hp_stack_now_ns(const struct hp_stack *s);
+
 /** Nanoseconds until the next timer is due (0: overdue), or -1 when none is armed. */
 HP_API int64_t hp_stack_next_timer_ns(const struct hp_stack *s);
 

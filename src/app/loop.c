@@ -89,6 +89,13 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The time after a round: the stack's clock, read by its poll, when there is
+ * a stack (a clock read costs as much as an idle poll on some machines). */
+static uint64_t loop_now(const struct hp_loop *l)
+{
+    return l->s ? hp_stack_now_ns(l->s) : mono_ns();
+}
+
 /* ---- timers: a binary heap on due times --------------------------------- */
 
 static void heap_set(struct hp_loop *l, uint32_t i, struct hp_loop_timer *t)
@@ -558,7 +565,7 @@ static int gather(struct hp_loop *l, struct hp_loop_event *ev, int max, uint64_t
         n += sock_events(l, ev + n, max - n);
     }
     if (l->nheap || l->nfds)
-        *now = mono_ns();
+        *now = loop_now(l);
     if (l->nheap && n < max)
         n += timers_due(l, ev + n, max - n, *now);
     if (l->nfds && n < max && (l->user_ready || *now - l->last_fd_check >= FD_CHECK_NS)) {
@@ -654,6 +661,7 @@ static int epoll_sleep(int ep, struct epoll_event *e, int n, int64_t timeout_ns,
  * (the links' fds need nothing: the next poll takes their frames). */
 static void sleep_events(struct hp_loop *l, const struct epoll_event *e, int k)
 {
+    bool link = false;
     for (int i = 0; i < k; i++) {
         uint32_t tag = (uint32_t)(e[i].data.u64 >> 32);
         if (tag == TAG_WAKE) {
@@ -662,6 +670,9 @@ static void sleep_events(struct hp_loop *l, const struct epoll_event *e, int k)
                 ;
         } else if (tag == TAG_USER) {
             l->user_ready = true;
+        } else if (tag == TAG_LINK && !link) {
+            link = true;
+            l->st.link_wakes++;
         }
     }
 }
@@ -706,9 +717,10 @@ HP_API int hp_loop_pwait(struct hp_loop *l, struct hp_loop_event *ev, int max, i
     l->st.waits++;
     if (l->prepared)
         after_outside_sleep(l);
-    uint64_t start = mono_ns(), now = start, idle_since = 0;
-    uint64_t deadline = timeout_ns > 0 ? start + (uint64_t)timeout_ns : 0;
-    for (;;) {
+    /* The clock is read only once nothing was found: a busy caller pays
+     * for a poll and its events, nothing else. */
+    uint64_t now = 0, idle_since = 0, deadline = 0;
+    for (bool first = true;; first = false) {
         bool work;
         int n = gather(l, ev, max, &now, &work);
         if (n > 0)
@@ -716,7 +728,9 @@ HP_API int hp_loop_pwait(struct hp_loop *l, struct hp_loop_event *ev, int max, i
         if (timeout_ns == 0)
             return 0;
         if (!(l->nheap || l->nfds))
-            now = mono_ns();
+            now = loop_now(l);
+        if (first && timeout_ns > 0)
+            deadline = now + (uint64_t)timeout_ns;
         if (deadline && now >= deadline)
             return 0;
         /* Spin for spin_ns from the first poll that found nothing. */

@@ -39,8 +39,6 @@ struct mem_link {
     struct mem_shared *sh;
     struct hp__spsc *out, *in;
     struct mem_wake *me, *peer;
-    bool armed;  /* our flag was set by our last prepare_sleep and not cleared by us */
-    bool stale;  /* our eventfd may hold a signal nobody consumed */
 };
 
 /* After frames went onto the wire: signal the peer if it sleeps. */
@@ -62,25 +60,21 @@ static int mem_prepare_sleep(struct hp_link *l, int64_t *due_ns)
 {
     struct mem_link *m = (struct mem_link *)l;
     (void)due_ns;
-    /* The peer cleared our flag since we set it: it signalled; consume that
-     * signal, or it would end this sleep at once. */
-    if (m->stale ||
-        (m->armed && atomic_load_explicit(&m->me->sleeping, memory_order_relaxed) == 0)) {
-        uint64_t v;
-        while (read(m->me->efd, &v, sizeof v) < 0 && errno == EINTR)
-            ;
-    }
-    m->stale = false;
+    /* A signal from an earlier sleep (or one still on its way when we woke
+     * for something else) must not end this one: consume it. Always: the
+     * peer clears our flag before it writes, so the flag cannot tell
+     * whether a write is still to come, and a count left behind would end
+     * every sleep at once. One read per sleep, never on the busy path. */
+    uint64_t v;
+    while (read(m->me->efd, &v, sizeof v) < 0 && errno == EINTR)
+        ;
     atomic_store_explicit(&m->me->sleeping, 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_seq_cst);
-    m->armed = true;
     if (hp__spsc_avail(m->in) == 0)
         return 0;
-    /* Frames came before the flag was seen: no sleep. If the peer took the
-     * flag meanwhile, its signal is on the way. */
-    if (atomic_exchange_explicit(&m->me->sleeping, 0, memory_order_relaxed) == 0)
-        m->stale = true;
-    m->armed = false;
+    /* Frames came before the flag was seen: no sleep (a signal the peer
+     * sends meanwhile is consumed by the next arming). */
+    atomic_store_explicit(&m->me->sleeping, 0, memory_order_relaxed);
     return 1;
 }
 

@@ -393,6 +393,11 @@ HP_API int64_t hp_stack_next_timer_ns(const struct hp_stack *s)
     return due > now ? (int64_t)(due - now) : 0;
 }
 
+HP_API uint64_t hp_stack_now_ns(const struct hp_stack *s)
+{
+    return s ? s->now : 0;
+}
+
 HP_API bool hp_stack_tx_pending(const struct hp_stack *s)
 {
     for (int i = 0; s && i < s->nifaces; i++)

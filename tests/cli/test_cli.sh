@@ -138,6 +138,30 @@ PY
   then ok "bench $b --quick --json has the ratios"; else ko "bench $b --quick --json has the ratios" "$(head -c 600 "$tmp/$b.json"; head -3 "$tmp/err")"; fi
 done
 expect "bench udp-echo runs"                0 "echoes/s"                  -- "$HP" bench udp-echo --quick --reps 1
+# The event loop: its knob on serve and connect, its counters in the JSON, bench loop.
+expect "serve --spin-us abc is refused"     2 "--spin-us wants"           -- "$HP" serve --link mem --ip 198.18.0.2/24 --spin-us abc
+expect "connect --spin-us -1 is refused"    2 "--spin-us wants"           -- "$HP" connect --link mem --bytes 10 --spin-us -1
+expect "serve self-test, never spinning"    0 "TCP connections verified .*: ok" -- "$HP" serve --link mem --ip 198.18.0.2/24 --spin-us 0 --duration 0.6
+expect "serve self-test, never sleeping"    0 "TCP connections verified .*: ok" -- "$HP" serve --link mem --ip 198.18.0.2/24 --spin-us forever --duration 0.6
+expect "connect mem, never spinning"        0 "verified +yes"             -- "$HP" connect --link mem --bytes 300000 --conns 4 --spin-us 0
+if "$HP" serve --link mem --ip 198.18.0.2/24 --json-stats --duration 0.6 >"$tmp/serve.json" 2>"$tmp/err" \
+   && python3 - "$tmp/serve.json" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+last = rows[-1]
+assert last["event"] == "exit" and last["loop"]["spin_us"] == 50, last
+assert last["loop"]["polls"] > 0 and last["tcp"]["closed"] > 0, last
+PY
+then ok "serve --json-stats: jansson's JSON with the loop's counters"; else ko "serve --json-stats: jansson's JSON with the loop's counters" "$(tail -c 400 "$tmp/serve.json"; head -3 "$tmp/err")"; fi
+if "$HP" bench loop --quick --reps 1 --json >"$tmp/loop.json" 2>"$tmp/err" \
+   && python3 - "$tmp/loop.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["bench"] == "loop" and d["one_thread"]["ratio"] > 0, d
+assert [r["variant"] for r in d["two_threads"]] == ["busy", "loop-forever", "loop-50us", "loop-0"], d
+assert all(r["tps"] > 0 and r["p99_us"] >= r["p50_us"] for r in d["two_threads"]), d
+PY
+then ok "bench loop --quick --json has the ratios"; else ko "bench loop --quick --json has the ratios" "$(head -c 600 "$tmp/loop.json"; head -3 "$tmp/err")"; fi
 expect "--alien-policy without a value"     2 "needs a value"             -- "$HP" version --alien-policy
 expect "--alien-policy bad value is named"  2 "'sideways': not local"     -- "$HP" --alien-policy sideways version
 expect "--alien-policy=defer is accepted"   0 "cpu: "                     -- "$HP" version --alien-policy=defer

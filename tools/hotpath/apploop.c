@@ -95,6 +95,7 @@ json_t *apploop_stats_json(const struct hp_loop *l)
     json_object_set_new(o, "polls", json_integer((json_int_t)st.polls));
     json_object_set_new(o, "idle_polls", json_integer((json_int_t)st.idle_polls));
     json_object_set_new(o, "sleeps", json_integer((json_int_t)st.sleeps));
+    json_object_set_new(o, "link_wakes", json_integer((json_int_t)st.link_wakes));
     json_object_set_new(o, "wake_signals", json_integer((json_int_t)st.wake_signals));
     return o;
 }

@@ -281,8 +281,10 @@ HP_TEST(loop_timer_periodic_and_order)
         HP_CHECK(ev[0].timer == ta);
         HP_CHECK(hp_loop_timer_active(ta));
     }
-    /* A late wait gets one expiry, not a burst of the missed ones. */
-    sleep_ms(30);
+    /* A late wait gets one expiry, not a burst of the missed ones (five
+     * periods of 40 ms missed; the next is 35 ms away). */
+    HP_CHECK_EQ(hp_loop_timer_start(ta, 40 * MS, 40 * MS), 0);
+    sleep_ms(205);
     HP_CHECK_EQ(hp_loop_wait(l, ev, 4, 0), 1);
     HP_CHECK_EQ(hp_loop_wait(l, ev, 4, 0), 0);
     HP_CHECK_EQ(hp_loop_timer_stop(ta), 0);
@@ -490,9 +492,9 @@ HP_TEST(loop_embedding)
     int64_t t = 0;
     struct hp_loop_timer *tm = hp_loop_timer_create(l, NULL);
     HP_REQUIRE(tm != NULL);
-    hp_loop_timer_start(tm, 10 * MS, 0);
+    hp_loop_timer_start(tm, 10000 * MS, 0); /* bounds the sleep; never expires here */
     HP_CHECK_EQ(hp_loop_prepare(l, &t), 0);
-    HP_CHECK(t > 0 && t <= (int64_t)(10 * MS));
+    HP_CHECK(t > 0 && t <= (int64_t)(10000 * MS));
     struct pollfd pf = {.fd = hp_loop_fd(l), .events = POLLIN};
     HP_CHECK_EQ(poll(&pf, 1, 0), 0); /* nothing yet */
     /* A wake-up makes the fd readable for the outside sleeper. */

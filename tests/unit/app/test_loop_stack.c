@@ -277,6 +277,7 @@ static void sleeping_end_woken(uint32_t spin_us, unsigned flags)
     HP_CHECK_EQ(z.len, 7);
     HP_CHECK_MEMEQ(z.got, "wake up", 7);
     HP_CHECK_GE(z.st.sleeps, 1u);
+    HP_CHECK_GE(z.st.link_wakes, 1u); /* the mem link's eventfd ended a sleep */
     /* a signalled b's eventfd: the ARP request found b asleep. */
     struct hp_link_stats ls;
     hp_link_stats(p.e[0], &ls);
