@@ -326,9 +326,13 @@ static void *keeper_main(void *arg)
     uint64_t tick = (uint64_t)hp__px.cfg.keeper_ms * 1000000u;
     hp__px_not_an_app_thread();
     hp__px_lock();
+    /* While a program thread sleeps in a layer wait (which polls), the
+     * keeper's naps grow to 10 ticks: an idle program is woken less. */
+    uint64_t nap = tick;
     while (!hp__px.keeper_stop && hp__px.status == PX_ST_UP) {
         bool idle = !hp__px.sleepers && hp__px_coarse_ns() - hp__px.last_poll_ns >= tick;
         int64_t t = -1;
+        nap = hp__px.sleepers ? (nap * 2 > 10 * tick ? 10 * tick : nap * 2) : tick;
         if (idle) {
             hp__px_drive();
             /* Work already waiting: another round at once. */
@@ -336,8 +340,8 @@ static void *keeper_main(void *arg)
                 continue;
             hp__px.loop_disarmed = false;
         }
-        if (t < 0 || (uint64_t)t > tick)
-            t = (int64_t)tick;
+        if (t < 0 || (uint64_t)t > nap)
+            t = (int64_t)nap;
         struct pollfd p[2] = {{.fd = hp__px.keeper_fd, .events = POLLIN},
                               {.fd = idle ? hp_loop_fd(hp__px.loop) : -1, .events = POLLIN}};
         struct timespec ts = {(time_t)(t / 1000000000), (long)(t % 1000000000)};
@@ -345,10 +349,12 @@ static void *keeper_main(void *arg)
         PX_REAL(ppoll)(p, 2, &ts, NULL);
         /* The program's thread is inside the loop: it polls; taking the
          * lock would wake it for nothing. */
-        struct timespec tk = {(time_t)(tick / 1000000000u), (long)(tick % 1000000000u)};
         while (__atomic_load_n(&hp__px.loop_busy, __ATOMIC_ACQUIRE) &&
-               !__atomic_load_n(&hp__px.keeper_stop, __ATOMIC_ACQUIRE))
-            PX_REAL(ppoll)(p, 1, &tk, NULL);
+               !__atomic_load_n(&hp__px.keeper_stop, __ATOMIC_ACQUIRE)) {
+            struct timespec tn = {(time_t)(nap / 1000000000u), (long)(nap % 1000000000u)};
+            PX_REAL(ppoll)(p, 1, &tn, NULL);
+            nap = nap * 2 > 10 * tick ? 10 * tick : nap * 2;
+        }
         hp__px_lock();
     }
     hp__px_unlock();
