@@ -22,7 +22,7 @@ static void peer_sends(void)
 
 struct sleeper {
     int ep;
-    int n;
+    _Atomic int n; /* read by the main thread while the sleeper may write it */
     uint64_t tag;
 };
 
@@ -30,8 +30,9 @@ static void *sleep_in_epoll(void *arg)
 {
     struct sleeper *s = arg;
     struct epoll_event ev[2];
-    s->n = hp__px_epoll_pwait2(s->ep, ev, 2, NULL, NULL);
-    s->tag = s->n > 0 ? ev[0].data.u64 : 0;
+    int n = hp__px_epoll_pwait2(s->ep, ev, 2, NULL, NULL);
+    s->tag = n > 0 ? ev[0].data.u64 : 0;
+    atomic_store(&s->n, n);
     return NULL;
 }
 
@@ -42,7 +43,7 @@ HP_TEST(px_threads_wake_a_sleeper)
     int c1 = fx_connected(4, SOCK_NONBLOCK, 7800, &p1);
     int c2 = fx_connected(4, 0, 7801, &p2);
     HP_REQUIRE(c1 >= 0 && c2 >= 0);
-    struct sleeper s = {.ep = hp__px_epoll_create1(0)};
+    struct sleeper s = {.ep = hp__px_epoll_create1(0), .n = 0};
     struct epoll_event e = {.events = EPOLLIN, .data.u64 = 77};
     HP_REQUIRE(hp__px_epoll_ctl(s.ep, EPOLL_CTL_ADD, c1, &e) == 0);
     late_peer = p1;
@@ -55,13 +56,13 @@ HP_TEST(px_threads_wake_a_sleeper)
     atomic_store(&send_now, 1);
     int one = 1;
     HP_CHECK_EQ(hp__px_setsockopt(c2, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one), 0);
-    for (int i = 0; i < 50 && s.n == 0; i++) {
+    for (int i = 0; i < 50 && atomic_load(&s.n) == 0; i++) {
         char b;
         HP_CHECK_EQ(hp__px_sendto(c2, "x", 1, 0, NULL, 0), 1);
         HP_CHECK_EQ(fx_peer_read(p2, &b, 1), 1);
     }
     pthread_join(t, NULL);
-    HP_CHECK_EQ(s.n, 1);
+    HP_CHECK_EQ(atomic_load(&s.n), 1);
     HP_CHECK_EQ(s.tag, 77u);
     fx.peer_hook = NULL;
     hp_tcp_close(p1);
