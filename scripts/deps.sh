@@ -20,7 +20,9 @@ optional_demo=(libdpdk-dev:/usr/include/dpdk/rte_ip.h libxdp-dev:/usr/include/xd
                libdw-dev:/usr/include/elfutils/libdw.h valgrind:/usr/include/valgrind/callgrind.h
                dpkg-dev:/usr/bin/dpkg-source
                dpdk-dev:/usr/bin/dpdk-testpmd
-               librte-net-memif23:/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0/librte_net_memif.so.23.0)
+               librte-net-memif23:/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0/librte_net_memif.so.23.0
+               redis-server:/usr/bin/redis-server redis-tools:/usr/bin/redis-benchmark nginx:/usr/sbin/nginx
+               iperf3:/usr/bin/iperf3 wrk:/usr/bin/wrk ethtool:/usr/sbin/ethtool)
 optional_check=(clang:/usr/bin/clang libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
                 libdpdk-dev:/usr/include/dpdk/rte_ip.h libxdp-dev:/usr/include/xdp/xsk.h
                 libbpf-dev:/usr/include/bpf/libbpf.h iproute2:/usr/sbin/ip tshark:/usr/bin/tshark
@@ -31,7 +33,9 @@ optional_check=(clang:/usr/bin/clang libclang-rt-14-dev:/usr/lib/llvm-14/lib/cla
                 libc6-dev-arm64-cross:/usr/aarch64-linux-gnu/lib/crti.o qemu-user:/usr/bin/qemu-aarch64
                 clang-format-14:/usr/bin/clang-format-14 dpkg-dev:/usr/bin/dpkg-source
                 dpdk-dev:/usr/bin/dpdk-testpmd
-                librte-net-memif23:/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0/librte_net_memif.so.23.0)
+                librte-net-memif23:/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0/librte_net_memif.so.23.0
+                redis-server:/usr/bin/redis-server redis-tools:/usr/bin/redis-benchmark nginx:/usr/sbin/nginx
+                iperf3:/usr/bin/iperf3 curl:/usr/bin/curl wrk:/usr/bin/wrk)
 declare -A why=(
   [libdpdk-dev]="the dpdk and dpdk-native rows of 'hotpath bench cksum'"
   [libelf-dev]="code sizes in the benchmark tables"
@@ -56,6 +60,12 @@ declare -A why=(
   [nmap]="the hostile scans (tests/hostile/scans.sh: SYN, connect, FIN, NULL, Xmas, ACK, UDP, IPv6, bad checksum and OS detection scans of hotpath serve)"
   [hping3]="the hostile SYN floods (tests/hostile/floods.sh, make soak)"
   [tcpdump]="the hostile garbage suite's record of what it sent (tests/hostile/garbage.sh), kept to replay a failure"
+  [redis-server]="redis-server on hotpath (tests/apps/redis.sh, both.sh; the redis rows of 'hotpath bench apps')"
+  [redis-tools]="redis-benchmark and redis-cli on hotpath (tests/apps/redis.sh, both.sh; 'hotpath bench apps')"
+  [nginx]="nginx on hotpath (tests/apps/nginx.sh, both.sh; the wrk rows of 'hotpath bench apps')"
+  [iperf3]="iperf3 on hotpath (tests/apps/iperf3.sh, both.sh; the iperf3 row of 'hotpath bench apps')"
+  [curl]="curl on hotpath and checking nginx on hotpath (tests/apps/nginx.sh)"
+  [wrk]="wrk against nginx (tests/apps/nginx.sh, both.sh; 'hotpath bench apps')"
 )
 
 pkgs=("${required[@]}")
