@@ -6,7 +6,7 @@ FUZZ_SECONDS ?= 10
 CMAKE ?= cmake
 GEN := -G Ninja
 
-.PHONY: all build demo check bench fuzz install clean deps-demo deps-check chrono profile apps-full
+.PHONY: all build demo check bench fuzz install clean deps-demo deps-check chrono profile soak apps-full
 
 all: build
 
@@ -44,6 +44,13 @@ check: deps-check
 bench: build
 	./build/hotpath bench all
 
+# The hostile mixture of tests/hostile/ with connection churn and bulk
+# transfers for MINUTES (not in make check): report/soak.json and soak.png.
+MINUTES ?= 10
+soak:
+	@scripts/deps.sh soak
+	@$(MAKE) --no-print-directory build
+	@scripts/soak.sh $(MINUTES)
 # Unmodified programs on hotpath at the issue's full sizes (root; make
 # check runs the same suites with smaller ones): docs/apps.md.
 apps-full: deps-check build

@@ -503,6 +503,62 @@ def plot_layout_sim(data, png):
     plt.close(fig)
 
 
+# ---- soak ------------------------------------------------------------------
+
+SOAK_PHASES = {
+    "flood": ("#d62728", "SYN flood"),
+    "spoofed": ("#ff7f0e", "spoofed SYN flood"),
+    "rfc5961": ("#9467bd", "RFC 5961 injections"),
+    "garbage": ("#8c564b", "random frames"),
+    "frags": ("#e377c2", "fragment trains"),
+    "scans": ("#17becf", "nmap scans"),
+}
+
+
+def plot_soak(data, png):
+    """`make soak`: serve's RSS and buffers in use each second, the hostile
+    phases shaded behind them (churn and bulk run throughout)."""
+    samples = data.get("samples") or []
+    if len(samples) < 2:
+        raise ValueError("fewer than two samples")
+    t = [s["t"] for s in samples]
+    fig, axes = plt.subplots(2, 1, figsize=FIGSIZE, dpi=DPI, sharex=True)
+    series = ((axes[0], [s["rss_kb"] / 1024 for s in samples], "serve RSS (MB)", "#1f77b4"),
+              (axes[1], [s["bufs_in_use"] for s in samples], "buffers in use", "#2ca02c"))
+    seen = set()
+    for ax, ys, label, colour in series:
+        ax.plot(t, ys, color=colour, lw=1.4, zorder=5)
+        ax.set_ylabel(label)
+        ax.set_ylim(bottom=0, top=max(ys) * 1.15 + 1)
+        ax.grid(alpha=0.3, zorder=0)
+        # Shade each run of one phase.
+        start = 0
+        for i in range(1, len(samples) + 1):
+            if i == len(samples) or samples[i]["phase"] != samples[start]["phase"]:
+                ph = samples[start]["phase"]
+                if ph in SOAK_PHASES:
+                    col, name = SOAK_PHASES[ph]
+                    ax.axvspan(t[start], t[i - 1] + 1, color=col, alpha=0.15, lw=0, zorder=1,
+                               label=name if (ax is axes[0] and ph not in seen) else None)
+                    if ax is axes[0]:
+                        seen.add(ph)
+                start = i
+    axes[1].set_xlabel("seconds")
+    fig.legend(loc="lower center", bbox_to_anchor=(0.5, 0.035), ncol=len(SOAK_PHASES), fontsize=8,
+               frameon=False)
+    churn, bulk = data.get("churn", {}), data.get("bulk", {})
+    fig.suptitle(f"hotpath serve soak: {data.get('minutes')} min over {data.get('link')}, "
+                 f"{data.get('churn_per_s')} new connections/s, bulk both ways, {data.get('rounds')} rounds "
+                 "of the hostile mixture", fontsize=11)
+    fig.text(0.01, 0.012, f"churn: {churn.get('ok', '?')} ok, {churn.get('failed', '?')} failed; "
+             f"bulk: {bulk.get('sent', 0) >> 20} MiB in, {bulk.get('received', 0) >> 20} MiB out; "
+             f"RSS after 1 min {data.get('rss_kb_after_first_minute', 0) >> 10} MB, last minute "
+             f"{data.get('rss_kb_last_minute', 0) >> 10} MB | {data.get('cpu', '')}", fontsize=7, color="#555555")
+    fig.subplots_adjust(left=0.07, right=0.98, top=0.9, bottom=0.2, hspace=0.12)
+    fig.savefig(png, dpi=DPI)
+    plt.close(fig)
+
+
 # ---- driver ----------------------------------------------------------------
 
 # ---- peers ------------------------------------------------------------------
@@ -593,6 +649,7 @@ PLOTTERS = {
     "layout": plot_layout,
     "layout_sim": plot_layout_sim,
     "peers": plot_peers,
+    "soak": plot_soak,
     "apps": plot_apps,
 }
 

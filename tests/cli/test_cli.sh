@@ -87,6 +87,8 @@ expect "serve --tcp-echo 0 is refused"      2 "--tcp-echo wants a port"   -- "$H
 expect "serve --tcp-source abc is refused"  2 "--tcp-source wants a port" -- "$HP" serve --link mem --ip 198.18.0.2/24 --tcp-source abc
 expect "serve TCP port given twice"         2 "given twice"               -- "$HP" serve --link mem --ip 198.18.0.2/24 --tcp-echo 7 --tcp-discard 7
 expect "serve mem self-test covers TCP"     0 "TCP connections verified .*: ok" -- "$HP" serve --link mem --ip 198.18.0.2/24 --ip6 2001:2::2/64 --tcp-echo 7 --tcp-discard 9 --tcp-source 19 --duration 0.6
+expect "serve says every buffer came back"  0 "every buffer came back"   -- "$HP" serve --link mem --ip 198.18.0.2/24 --duration 0.3
+expect "serve --json-stats: buffers all back" 0 '"all_back": true'       -- "$HP" serve --link mem --ip 198.18.0.2/24 --duration 0.3 --json-stats
 expect "connect without --to (real link)"   2 "--to ADDRESS:PORT is required" -- "$HP" connect --link afpacket --iface lo --ip 198.18.0.1/24 --bytes 10
 expect "connect bad --to address is named"  2 "--to '198.18.0.300:7'"     -- "$HP" connect --link mem --to 198.18.0.300:7 --bytes 10
 expect "connect --to without a port"        2 "wants ADDRESS:PORT"        -- "$HP" connect --link mem --to 198.18.0.2 --bytes 10
@@ -183,9 +185,12 @@ if "$HP" serve --link mem --ip 198.18.0.2/24 --json-stats --duration 0.6 >"$tmp/
    && python3 - "$tmp/serve.json" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-last = rows[-1]
+# The exit counters, then the buffers' verdict last.
+last = rows[-2]
 assert last["event"] == "exit" and last["loop"]["spin_us"] == 50, last
 assert last["loop"]["polls"] > 0 and last["tcp"]["closed"] > 0, last
+assert last["buffers_in_use"] >= 0, last
+assert rows[-1] == {"event": "buffers", "in_use": 0, "all_back": True}, rows[-1]
 PY
 then ok "serve --json-stats: jansson's JSON with the loop's counters"; else ko "serve --json-stats: jansson's JSON with the loop's counters" "$(tail -c 400 "$tmp/serve.json"; head -3 "$tmp/err")"; fi
 if "$HP" bench loop --quick --reps 1 --json >"$tmp/loop.json" 2>"$tmp/err" \

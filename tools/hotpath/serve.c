@@ -110,6 +110,8 @@ static void print_json(const struct server *v, double t, const char *tag)
         json_object_set_new(o, "tcp", tcp_json(&ts));
     }
     json_object_set_new(o, "loop", apploop_stats_json(v->loop));
+    /* Buffers handed out and not back, every pool (make soak plots it). */
+    json_object_set_new(o, "buffers_in_use", json_integer((json_int_t)hp_pools_in_use()));
     apploop_print_json(o);
 }
 
@@ -520,8 +522,13 @@ static int serve_run(const struct serve_opts *o)
     if (!rc)
         rc = serve_loop(&v, v.peer ? &t : NULL);
     selftest_free(&t);
-    if (server_close(&v))
+    if (server_close(&v)) {
         rc = rc ? rc : 1;
+    } else if (o->json) {
+        apploop_print_json(json_pack("{s:s, s:i, s:b}", "event", "buffers", "in_use", 0, "all_back", 1));
+    } else {
+        printf("serve: every buffer came back (0 in use at exit)\n");
+    }
     return rc;
 }
 
