@@ -336,6 +336,26 @@ static int wait_loop(int epfd, struct px_epoll *ep, struct epoll_event *ev, int 
     }
 }
 
+/* The kernel's epoll_pwait2, or epoll_pwait with the timeout in
+ * milliseconds (rounded up) where the C library or the kernel lacks it
+ * (ENOSYS: Linux before 5.11, qemu-user). */
+static int kernel_pwait2(int epfd, struct epoll_event *ev, int max, const struct timespec *timeout,
+                         const sigset_t *mask)
+{
+    if (PX_REAL(epoll_pwait2)) {
+        int r = PX_REAL(epoll_pwait2)(epfd, ev, max, timeout, mask);
+        if (r >= 0 || errno != ENOSYS)
+            return r < 0 ? -errno : r;
+    }
+    int ms = -1;
+    if (timeout) {
+        long long t = (long long)timeout->tv_sec * 1000 + (timeout->tv_nsec + 999999) / 1000000;
+        ms = t > INT_MAX ? INT_MAX : (int)t;
+    }
+    int r = PX_REAL(epoll_pwait)(epfd, ev, max, ms, mask);
+    return r < 0 ? -errno : r;
+}
+
 int hp__px_epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct timespec *timeout,
                         const sigset_t *mask)
 {
@@ -348,12 +368,7 @@ int hp__px_epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct 
     if (!ep || !ep->all || hp__px.status != PX_ST_UP) {
         /* No hotpath socket in it: the kernel's call, without the lock. */
         hp__px_unlock();
-        int r = PX_REAL(epoll_pwait2) ? PX_REAL(epoll_pwait2)(epfd, ev, max, timeout, mask)
-                                      : PX_REAL(epoll_pwait)(epfd, ev, max,
-                                                             timeout ? (int)(timeout->tv_sec * 1000 +
-                                                                             timeout->tv_nsec / 1000000) : -1,
-                                                             mask);
-        return r < 0 ? -errno : r;
+        return kernel_pwait2(epfd, ev, max, timeout, mask);
     }
     hp__px_ref(&ep->o);
     int n = wait_loop(epfd, ep, ev, max, timeout, mask);
