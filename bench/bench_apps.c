@@ -26,8 +26,9 @@
 #define ECHO_CONNS 16
 #define ECHO_BYTES 64
 
-static const char *const cfg_names[APPS_NCFG] = {"kernel",          "server-hotpath", "both-hotpath",
-                                                 "kernel-loopback", "both-hp-memif"};
+static const char *const cfg_names[APPS_NCFG] = {
+    "kernel", "server-hotpath", "both-hotpath", "kernel-loopback", "both-hp-memif",
+};
 
 const char *apps_cfg_name(int cfg)
 {
@@ -308,8 +309,8 @@ static void run_redis(struct ctx *c, int cfg)
     bool lo = cfg == APPS_KERNEL_LO;
     const char *port = lo ? REDIS_LO_PORT : "6379", *host = lo ? "127.0.0.1" : IP_SERVER;
     av_for(c, &a, 1, cfg);
-    av_add(&a, "redis-server", "--port", port, "--save", "", "--appendonly", "no", "--protected-mode", "no",
-           NULL);
+    av_add(&a, "redis-server", "--port", port, "--save", "", "--appendonly", "no", "--protected-mode",
+           "no", NULL);
     if (lo)
         av_add(&a, "--bind", "127.0.0.1", NULL);
     pid_t srv = server(c, cfg, "redis-server", NULL, "Ready to accept connections", &a);
@@ -327,8 +328,8 @@ static void run_redis(struct ctx *c, int cfg)
         char log[128];
         snprintf(log, sizeof log, "%s/redis-benchmark-%s-%s.log", c->dir, tests[t], cfg_names[cfg]);
         av_for(c, &a, 0, cfg);
-        av_add(&a, "redis-benchmark", "-h", host, "-p", port, "-t", t ? "get" : "set", "-c", "50", "-d", "3",
-               "-n", n, "--csv", NULL);
+        av_add(&a, "redis-benchmark", "-h", host, "-p", port, "-t", t ? "get" : "set", "-c", "50",
+               "-d", "3", "-n", n, "--csv", NULL);
         struct meas m;
         meas_begin(&m, srv);
         double ccpu = 0;
@@ -612,8 +613,8 @@ static void goals(struct apps_report *r)
         goal(r, t, find(r, w[i], APPS_BOTH_HP), find(r, w[i], APPS_KERNEL), 0.7, true, true, false);
     }
     goal(r, "redis GET: both on hotpath over memif >= 2x both on the kernel over loopback",
-         find(r, "redis GET", APPS_BOTH_MEMIF), find(r, "redis GET", APPS_KERNEL_LO), 2.0, false, false,
-         false);
+         find(r, "redis GET", APPS_BOTH_MEMIF), find(r, "redis GET", APPS_KERNEL_LO), 2.0, false,
+         false, false);
     goal(r, "the layer: the POSIX echo's server CPU per request <= 1.05x the same echo on hotpath's API",
          find(r, "echo posix", APPS_SERVER_HP), find(r, "echo native", APPS_SERVER_HP), 1.05, true, false, true);
 }
@@ -648,8 +649,8 @@ void apps_report_print(const struct apps_report *r, FILE *f)
     }
     fprintf(f, "(iperf3: CPU seconds per gigabyte moved; CPU s/req: the whole machine's busy time from "
                "/proc/stat, shared with whatever else runs here; proc CPU/req: the server's and the client's "
-               "processes, for echo the server's alone; kernel-loopback and both-hp-memif: one host, no "
-               "namespace, both ends on the kernel over 127.0.0.1 / both on hotpath over memif)\n");
+               "processes, for echo the server's alone; kernel-loopback and both-hp-memif: one host, "
+               "no namespace, both ends on the kernel over 127.0.0.1 / both on hotpath over memif)\n");
     if (r->note[0])
         fprintf(f, "note: %s\n", r->note);
     fprintf(f, "goals (ratios in this run)\n");
