@@ -18,7 +18,8 @@
 #  3. A client on a socket nobody listens on fails within
 #     HOTPATH_MEMIF_WAIT_MS with a line that says so (no hang); hotpath run
 #     --link memif without --memif-socket is a usage error.
-#  4. The server exits at SIGTERM with status 0 and no buffer in use.
+#  4. The server exits at SIGTERM with status 0 and no buffer in use, and
+#     no exit (the server's or a client's) had a connection left to cut.
 # Ends with "N passed, N failed, N skipped"; exits 1 when anything failed.
 set -u
 cd "$(dirname "$0")/../.."
@@ -131,6 +132,13 @@ wait "$srv"
 rc=$?
 if [ $rc = 0 ]; then ok "redis-server on memif exits 0 at SIGTERM"; else ko "redis-server exit status $rc" "$(tail -5 "$tmp/srv.err")"; fi
 buffers_ok srv "redis-server (memif server)"
+# The clients waited for the server's FINs at their exit: the server's
+# connections all closed in order, none left for its exit to cut.
+if ! grep -q "had not delivered everything" "$tmp/srv.err" "$tmp/bench.err" "$tmp/pipe.err" "$tmp/raw.err"; then
+  ok "every connection closed in order (none cut at an exit)"
+else
+  ko "connections cut at exit" "$(grep -h "had not delivered" "$tmp"/*.err)"
+fi
 if [ ! -e "$SOCK" ]; then ok "the server removed its socket file"; else ko "$SOCK left behind"; fi
 
 summary
