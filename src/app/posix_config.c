@@ -161,7 +161,7 @@ static int parse_memif(struct px_config *c)
     if (sec)
         memcpy(c->memif_secret, sec, strlen(sec) + 1);
     if (env_u32("HOTPATH_MEMIF_ID", 0, 0, UINT32_MAX, &c->memif_id) < 0 ||
-        env_u32("HOTPATH_MEMIF_WAIT_MS", 5000, 0, 600000, &c->memif_wait_ms) < 0)
+        env_u32("HOTPATH_MEMIF_WAIT_MS", 5000, 1, 600000, &c->memif_wait_ms) < 0)
         return -EINVAL;
     /* The link's name, for SO_BINDTODEVICE and the statistics. */
     snprintf(c->iface, sizeof c->iface, "memif%u", c->memif_id);
