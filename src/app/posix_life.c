@@ -135,6 +135,8 @@ static void drain(void)
 struct px_exit_stats {
     uint64_t ctr[HP_STACK_NCOUNTERS];
     struct hp_link_stats link;
+    struct hp_memif_stats memif;
+    bool is_memif;
     int sockets, delivering;
 };
 
@@ -143,8 +145,10 @@ static void collect(struct px_exit_stats *st)
     memset(st, 0, sizeof *st);
     for (int c = 0; c < HP_STACK_NCOUNTERS; c++)
         st->ctr[c] = hp_stack_counter(hp__px.stack, (enum hp_stack_ctr)c);
-    if (hp__px.link)
+    if (hp__px.link) {
         hp_link_stats(hp__px.link, &st->link);
+        st->is_memif = hp_link_memif_stats(hp__px.link, &st->memif) == 0;
+    }
     for (struct px_sock *ps = hp__px.socks; ps; ps = ps->anext)
         st->sockets++;
     st->delivering = delivering(hp__px.stack);
@@ -168,7 +172,19 @@ static void write_json(FILE *f, const struct px_exit_stats *st, long in_use)
                 (unsigned long long)st->ctr[c]);
         first = false;
     }
-    fprintf(f, "}}\n");
+    fprintf(f, "}");
+    /* memif: the link's life (docs/memif.md), for a program that lost its peer. */
+    if (st->is_memif) {
+        const struct hp_memif_stats *m = &st->memif;
+        fprintf(f, ",\n \"memif\": {\"connects\": %llu, \"disconnects\": %llu, \"refused\": %llu, "
+                   "\"bad_msgs\": %llu, \"bad_descs\": %llu, \"ring_errors\": %llu, \"tx_down\": %llu, "
+                   "\"tx_unread\": %llu}",
+                (unsigned long long)m->connects, (unsigned long long)m->disconnects,
+                (unsigned long long)m->refused, (unsigned long long)m->bad_msgs,
+                (unsigned long long)m->bad_descs, (unsigned long long)m->ring_errors,
+                (unsigned long long)m->tx_down, (unsigned long long)m->tx_unread);
+    }
+    fprintf(f, "}\n");
 }
 
 static void write_stats(const struct px_exit_stats *st, long in_use)

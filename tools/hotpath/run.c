@@ -255,6 +255,11 @@ static void print_stats(const char *path)
         fprintf(stderr, "  %-28s %lld\n", key, (long long)json_integer_value(v));
     json_object_foreach(json_object_get(root, "link_stats"), key, v)
         fprintf(stderr, "  link.%-23s %lld\n", key, (long long)json_integer_value(v));
+    /* memif's life, where something happened (a counter named *errors* at 0
+     * would read as an error to a script grepping for one). */
+    json_object_foreach(json_object_get(root, "memif"), key, v)
+        if (json_integer_value(v))
+            fprintf(stderr, "  memif.%-22s %lld\n", key, (long long)json_integer_value(v));
     json_decref(root);
 }
 
