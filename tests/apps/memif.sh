@@ -15,6 +15,7 @@
 #  2. The same server takes a second client after the first went away:
 #     redis-cli --pipe writes 50 keys (values up to 256 KiB), redis-cli
 #     --raw reads them back byte for byte (a new memif connection each).
+#     Then redis-cli over IPv6 (2001:2::2 to 2001:2::1) reads one back.
 #  3. A client on a socket nobody listens on fails within
 #     HOTPATH_MEMIF_WAIT_MS with a line that says so (no hang); hotpath run
 #     --link memif without --memif-socket is a usage error.
@@ -35,13 +36,14 @@ done
 N=20000 KEYS=50
 [ "$FULL" = 1 ] && N=100000
 apps_begin memif
-SOCK=$tmp/hpm.sock SRV=198.18.0.1 CLI=198.18.0.2
+SOCK=$tmp/hpm.sock SRV=198.18.0.1 CLI=198.18.0.2 SRV6=2001:2::1 CLI6=2001:2::2
 
 # mf_bg TAG CMD...: a program on hotpath as memif server, in the background.
 mf_bg() {
   local tag=$1; shift
   : >"$tmp/$tag.out"; : >"$tmp/$tag.err"
-  "$HP" run --link memif --memif-socket "$SOCK" --memif-role server --ip $SRV/24 --stats -- "$@" \
+  "$HP" run --link memif --memif-socket "$SOCK" --memif-role server --ip $SRV/24 --ip6 $SRV6/64 \
+    --stats -- "$@" \
     >>"$tmp/$tag.out" 2>>"$tmp/$tag.err" &
   BG_PID=$!
   PIDS+=("$BG_PID")
@@ -51,7 +53,8 @@ mf_bg() {
 # at most); its exit status.
 mf_fg() {
   local tag=$1; shift
-  timeout 60 "$HP" run --link memif --memif-socket "$SOCK" --ip $CLI/24 --stats -- "$@" \
+  timeout 60 "$HP" run --link memif --memif-socket "$SOCK" --ip $CLI/24 --ip6 $CLI6/64 --no-dad \
+    --stats -- "$@" \
     >"$tmp/$tag.out" 2>"$tmp/$tag.err"
 }
 
@@ -65,6 +68,8 @@ for i in range(k):
     key = b"hpmkey%d" % i
     sets += b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(key), key, len(v), v)
     want += v + b"\n"
+    if i == 1:
+        open(d + "/six.want", "wb").write(v + b"\n")
 open(d + "/sets.resp", "wb").write(sets)
 open(d + "/gets.txt", "w").write("".join("GET hpmkey%d\n" % i for i in range(k)))
 open(d + "/want.bin", "wb").write(want)
@@ -107,6 +112,14 @@ else
 fi
 buffers_ok pipe "redis-cli --pipe (memif client)"
 buffers_ok raw "redis-cli --raw (memif client)"
+mf_fg six redis-cli -h $SRV6 --raw get hpmkey1
+rc=$?
+if [ $rc = 0 ] && [ "$(sha256sum <"$tmp/six.out")" = "$(sha256sum <"$tmp/six.want")" ]; then
+  ok "redis-cli over IPv6 on memif: a value read back (neighbour discovery over the link)"
+else
+  ko "redis-cli over IPv6 on memif (exit $rc)" "$(head -c 200 "$tmp/six.out"; tail -3 "$tmp/six.err")"
+fi
+buffers_ok six "redis-cli over IPv6 (memif client)"
 
 # 3. Misconfiguration: a clear error, not a hang.
 start=$(date +%s)
