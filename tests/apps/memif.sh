@@ -17,7 +17,8 @@
 #     --raw reads them back byte for byte (a new memif connection each).
 #     Then redis-cli over IPv6 (2001:2::2 to 2001:2::1) reads one back.
 #  3. A client on a socket nobody listens on fails within
-#     HOTPATH_MEMIF_WAIT_MS with a line that says so (no hang); hotpath run
+#     HOTPATH_MEMIF_WAIT_MS with a line that says so (no hang); so does a
+#     second client while a first holds the link (one at a time); hotpath run
 #     --link memif without --memif-socket is a usage error.
 #  4. The server exits at SIGTERM with status 0 and no buffer in use, and
 #     no exit (the server's or a client's) had a connection left to cut.
@@ -56,6 +57,16 @@ mf_fg() {
   timeout 60 "$HP" run --link memif --memif-socket "$SOCK" --ip $CLI/24 --ip6 $CLI6/64 --no-dad \
     --stats -- "$@" \
     >"$tmp/$tag.out" 2>"$tmp/$tag.err"
+}
+
+# mf_fg_bg TAG CMD...: a memif client in the background (a long one).
+mf_fg_bg() {
+  local tag=$1; shift
+  : >"$tmp/$tag.out"; : >"$tmp/$tag.err"
+  timeout 60 "$HP" run --link memif --memif-socket "$SOCK" --ip $CLI/24 --stats -- "$@" \
+    >>"$tmp/$tag.out" 2>>"$tmp/$tag.err" &
+  BG_PID=$!
+  PIDS+=("$BG_PID")
 }
 
 python3 - "$tmp" "$KEYS" <<'EOF'
@@ -133,6 +144,22 @@ if [ $rc != 0 ] && [ $rc != 124 ] && [ "$took" -lt 15 ] &&
 else
   ko "client on a missing socket: exit $rc after ${took} s" "$(cat "$tmp/none.out" "$tmp/none.err" | head -5)"
 fi
+# One client at a time: a second one while the first holds the link is
+# refused by the server's link, and says so, and the first goes on.
+mf_fg_bg first redis-cli -h $SRV -r 15 -i 0.1 ping
+first=$BG_PID
+wait_text "$tmp/first.out" PONG
+HOTPATH_MEMIF_WAIT_MS=300 timeout 20 "$HP" run --link memif --memif-socket "$SOCK" --ip 198.18.0.3/24 \
+  -- redis-cli -h $SRV ping >"$tmp/second.out" 2>"$tmp/second.err"
+rc=$?
+wait "$first"
+rc1=$?
+if [ $rc != 0 ] && [ $rc != 124 ] && grep -q "no server took the connection.*Already connected" "$tmp/second.err" &&
+   [ $rc1 = 0 ] && [ "$(grep -c PONG "$tmp/first.out")" = 15 ]; then
+  ok "a second client while the first holds the link: refused, and says why; the first gets its 15 PONGs"
+else
+  ko "a second client at once: exit $rc (first: $rc1, $(grep -c PONG "$tmp/first.out") PONGs)" "$(tail -3 "$tmp/second.err")"
+fi
 "$HP" run --link memif --ip $CLI/24 -- true >"$tmp/nosock.out" 2>"$tmp/nosock.err"
 rc=$?
 if [ $rc = 2 ] && grep -q -- "--memif-socket" "$tmp/nosock.err"; then
@@ -149,7 +176,8 @@ if [ $rc = 0 ]; then ok "redis-server on memif exits 0 at SIGTERM"; else ko "red
 buffers_ok srv "redis-server (memif server)"
 # The clients waited for the server's FINs at their exit: the server's
 # connections all closed in order, none left for its exit to cut.
-if ! grep -q "had not delivered everything" "$tmp/srv.err" "$tmp/bench.err" "$tmp/pipe.err" "$tmp/raw.err"; then
+if ! grep -q "had not delivered everything" "$tmp/srv.err" "$tmp/bench.err" "$tmp/pipe.err" "$tmp/raw.err" \
+     "$tmp/six.err" "$tmp/first.err"; then
   ok "every connection closed in order (none cut at an exit)"
 else
   ko "connections cut at exit" "$(grep -h "had not delivered" "$tmp"/*.err)"
