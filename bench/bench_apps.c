@@ -26,7 +26,9 @@
 #define ECHO_CONNS 16
 #define ECHO_BYTES 64
 
-static const char *const cfg_names[APPS_NCFG] = {"kernel", "server-hotpath", "both-hotpath"};
+static const char *const cfg_names[APPS_NCFG] = {
+    "kernel", "server-hotpath", "both-hotpath", "kernel-loopback", "both-hp-memif",
+};
 
 const char *apps_cfg_name(int cfg)
 {
@@ -57,7 +59,7 @@ static void progress(struct ctx *c, const char *what)
 struct av {
     const char *v[64];
     int n;
-    char ifa[32], cpu[8];
+    char ifa[32], cpu[8], sock[96];
 };
 
 static void av_add(struct av *a, ...)
@@ -80,6 +82,29 @@ static void av_start(struct ctx *c, struct av *a, int side, bool hp)
     if (hp)
         av_add(a, c->self, "run", "--link", c->r->link, "--iface", c->ns.ifname[side], "--ip", a->ifa, "--",
                NULL);
+}
+
+/* The same for the one-host configurations: no namespace; on hotpath over
+ * memif (side 1 the memif server) for APPS_BOTH_MEMIF. */
+static void av_start_host(struct ctx *c, struct av *a, int side, int cfg)
+{
+    a->n = 0;
+    snprintf(a->cpu, sizeof a->cpu, "%d", side ? c->r->server_cpu : c->r->client_cpu);
+    snprintf(a->ifa, sizeof a->ifa, "%s/24", side ? IP_SERVER : IP_CLIENT);
+    snprintf(a->sock, sizeof a->sock, "%s/hpm-redis.sock", c->dir);
+    av_add(a, "taskset", "-c", a->cpu, NULL);
+    if (cfg == APPS_BOTH_MEMIF)
+        av_add(a, c->self, "run", "--link", "memif", "--memif-socket", a->sock, "--memif-role",
+               side ? "server" : "client", "--ip", a->ifa, "--", NULL);
+}
+
+/* A program of configuration cfg on side (0: client, 1: server). */
+static void av_for(struct ctx *c, struct av *a, int side, int cfg)
+{
+    if (cfg >= APPS_NVETH)
+        av_start_host(c, a, side, cfg);
+    else
+        av_start(c, a, side, side ? cfg != APPS_KERNEL : cfg == APPS_BOTH_HP);
 }
 
 static pid_t spawn(const struct av *a, const char *log)
@@ -274,16 +299,25 @@ static void redis_parse(const char *log, const char *test, struct apps_result *x
         fclose(f);
 }
 
+/* The kernel's loopback is the host's: a port of its own, on 127.0.0.1 only. */
+#define REDIS_LO_PORT "16390"
+
+/* redis-benchmark SET and GET (on one host: GET only). */
 static void run_redis(struct ctx *c, int cfg)
 {
     struct av a;
-    av_start(c, &a, 1, cfg != APPS_KERNEL);
-    av_add(&a, "redis-server", "--port", "6379", "--save", "", "--appendonly", "no", "--protected-mode", "no", NULL);
+    bool lo = cfg == APPS_KERNEL_LO;
+    const char *port = lo ? REDIS_LO_PORT : "6379", *host = lo ? "127.0.0.1" : IP_SERVER;
+    av_for(c, &a, 1, cfg);
+    av_add(&a, "redis-server", "--port", port, "--save", "", "--appendonly", "no", "--protected-mode",
+           "no", NULL);
+    if (lo)
+        av_add(&a, "--bind", "127.0.0.1", NULL);
     pid_t srv = server(c, cfg, "redis-server", NULL, "Ready to accept connections", &a);
     static const char *const tests[2] = {"SET", "GET"};
     char n[24];
     snprintf(n, sizeof n, "%ld", c->redis_n);
-    for (int t = 0; t < 2; t++) {
+    for (int t = cfg >= APPS_NVETH ? 1 : 0; t < 2; t++) {
         struct apps_result *x = result(c, t ? "redis GET" : "redis SET", cfg);
         progress(c, x->workload);
         if (srv < 0) {
@@ -293,9 +327,9 @@ static void run_redis(struct ctx *c, int cfg)
         }
         char log[128];
         snprintf(log, sizeof log, "%s/redis-benchmark-%s-%s.log", c->dir, tests[t], cfg_names[cfg]);
-        av_start(c, &a, 0, cfg == APPS_BOTH_HP);
-        av_add(&a, "redis-benchmark", "-h", IP_SERVER, "-t", t ? "get" : "set", "-c", "50", "-d", "3", "-n", n,
-               "--csv", NULL);
+        av_for(c, &a, 0, cfg);
+        av_add(&a, "redis-benchmark", "-h", host, "-p", port, "-t", t ? "get" : "set", "-c", "50",
+               "-d", "3", "-n", n, "--csv", NULL);
         struct meas m;
         meas_begin(&m, srv);
         double ccpu = 0;
@@ -578,6 +612,9 @@ static void goals(struct apps_report *r)
         snprintf(t, sizeof t, "%s: p99 latency, both on hotpath <= 0.7x the kernel's", w[i]);
         goal(r, t, find(r, w[i], APPS_BOTH_HP), find(r, w[i], APPS_KERNEL), 0.7, true, true, false);
     }
+    goal(r, "redis GET: both on hotpath over memif >= 2x both on the kernel over loopback",
+         find(r, "redis GET", APPS_BOTH_MEMIF), find(r, "redis GET", APPS_KERNEL_LO), 2.0, false,
+         false, false);
     goal(r, "the layer: the POSIX echo's server CPU per request <= 1.05x the same echo on hotpath's API",
          find(r, "echo posix", APPS_SERVER_HP), find(r, "echo native", APPS_SERVER_HP), 1.05, true, false, true);
 }
@@ -612,7 +649,8 @@ void apps_report_print(const struct apps_report *r, FILE *f)
     }
     fprintf(f, "(iperf3: CPU seconds per gigabyte moved; CPU s/req: the whole machine's busy time from "
                "/proc/stat, shared with whatever else runs here; proc CPU/req: the server's and the client's "
-               "processes, for echo the server's alone)\n");
+               "processes, for echo the server's alone; kernel-loopback and both-hp-memif: one host, "
+               "no namespace, both ends on the kernel over 127.0.0.1 / both on hotpath over memif)\n");
     if (r->note[0])
         fprintf(f, "note: %s\n", r->note);
     fprintf(f, "goals (ratios in this run)\n");
@@ -736,7 +774,7 @@ static int setup(struct ctx *c)
 int apps_report_run(struct apps_report *r, const struct bench_opts *o)
 {
     memset(r, 0, sizeof *r);
-    struct ctx c = {.r = r, .o = o, .nsteps = 3 * 4 + 2 * (o->quick ? 3 : 5)};
+    struct ctx c = {.r = r, .o = o, .nsteps = 3 * 4 + 2 + 2 * (o->quick ? 3 : 5)};
     if (!prerequisites(&c))
         return 2;
     r->secs = o->quick ? 2 : 5;
@@ -750,7 +788,7 @@ int apps_report_run(struct apps_report *r, const struct bench_opts *o)
     }
     /* HP_BENCH_APPS_ONLY=redis,wrk,iperf3,echo: a part of the run. */
     const char *only = getenv("HP_BENCH_APPS_ONLY");
-    for (int cfg = 0; cfg < APPS_NCFG; cfg++) {
+    for (int cfg = 0; cfg < APPS_NVETH; cfg++) {
         set_config(&c, cfg);
         if (!only || strstr(only, "redis"))
             run_redis(&c, cfg);
@@ -758,6 +796,11 @@ int apps_report_run(struct apps_report *r, const struct bench_opts *o)
             run_wrk(&c, cfg);
         if (!only || strstr(only, "iperf3"))
             run_iperf(&c, cfg);
+    }
+    /* redis GET on one host: the kernel's loopback, and memif. */
+    if (!only || strstr(only, "redis") || strstr(only, "memif")) {
+        run_redis(&c, APPS_KERNEL_LO);
+        run_redis(&c, APPS_BOTH_MEMIF);
     }
     set_config(&c, APPS_SERVER_HP);
     if (!only || strstr(only, "echo"))

@@ -8,7 +8,18 @@
 
 #include "bench.h"
 
-enum { APPS_KERNEL, APPS_SERVER_HP, APPS_BOTH_HP, APPS_NCFG };
+/* The first three over the veth pair; then redis GET alone on one host,
+ * no namespace: both ends on the kernel over loopback, and both on hotpath
+ * over memif (shared memory between the two processes). */
+enum {
+    APPS_KERNEL,
+    APPS_SERVER_HP,
+    APPS_BOTH_HP,
+    APPS_NVETH,
+    APPS_KERNEL_LO = APPS_NVETH,
+    APPS_BOTH_MEMIF,
+    APPS_NCFG
+};
 
 /* One measurement: a workload in a configuration. Missing values are < 0. */
 struct apps_result {

@@ -297,17 +297,38 @@ APPS_CONFIGS = ("kernel", "server-hotpath", "both-hotpath")
 APPS_COLOURS = {"kernel": "#7f7f7f", "server-hotpath": "#ff7f0e", "both-hotpath": "#d62728"}
 
 
+APPS_HOST_CONFIGS = (("kernel-loopback", "#7f7f7f", "kernel\nloopback"),
+                     ("both-hp-memif", "#9467bd", "both on hotpath\nover memif"))
+
+
+def plot_apps_host(ax, cell):
+    """redis GET on one host: the kernel's loopback against memif."""
+    ys = [(cell.get(("redis GET", c)) or {}).get("rps") or 0 for c, _, _ in APPS_HOST_CONFIGS]
+    ys = [y * 1e-3 for y in ys]
+    ax.bar([0, 1], ys, 0.6, color=[c for _, c, _ in APPS_HOST_CONFIGS], zorder=3)
+    for x, y in zip([0, 1], ys):
+        if y:
+            ax.text(x, y, f"{y:.1f}", ha="center", va="bottom", fontsize=8)
+    ax.set_xticks([0, 1])
+    ax.set_xticklabels([label for _, _, label in APPS_HOST_CONFIGS])
+    ax.set_ylabel("redis GET requests per second (thousands)")
+    ax.set_title("one host")
+    ax.grid(axis="y", alpha=0.3, zorder=0)
+
+
 def plot_apps(data, png):
-    """Three panels: requests/s per workload (iperf3 in Gbit/s on its own
-    axis would mislead: left out of the first panel), p99 latency, and the
-    layer's echo against the native one (server CPU per request). One bar
-    per configuration; unmeasured cells are left empty."""
+    """Four panels: requests/s per workload (iperf3 in Gbit/s on its own
+    axis would mislead: left out of the first panel), p99 latency, the
+    layer's echo against the native one (server CPU per request), and redis
+    GET on one host (the kernel's loopback, memif). One bar per
+    configuration; unmeasured cells are left empty."""
     res = [r for r in data.get("results", []) if r.get("ok")]
     if not res:
         raise ValueError("nothing measured")
     cell = {(r["workload"], r["config"]): r for r in res}
     loads = [w for w in ("redis GET", "redis SET", "wrk 1 KiB") if any(k[0] == w for k in cell)]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 5.4), gridspec_kw={"width_ratios": [3, 3, 1.6]})
+    fig, axes = plt.subplots(1, 4, figsize=(18, 5.4),
+                             gridspec_kw={"width_ratios": [3, 3, 1.6, 1.6]})
     width = 0.8 / len(APPS_CONFIGS)
     for ax, key, label, scale in ((axes[0], "rps", "requests per second (thousands)", 1e-3),
                                   (axes[1], "p99_us", "p99 latency (ms, client's own)", 1e-3)):
@@ -337,11 +358,13 @@ def plot_apps(data, png):
     axes[2].set_ylabel("server CPU us per request")
     axes[2].set_title("the same echo")
     axes[2].grid(axis="y", alpha=0.3, zorder=0)
+    plot_apps_host(axes[3], cell)
     ip = {r["config"]: r.get("gbps") for r in res if r["workload"] == "iperf3"}
     note = "iperf3, one stream (Gbit/s, reported, not a goal): " + ", ".join(
         f"{c} {ip[c]:.2f}" for c in APPS_CONFIGS if ip.get(c) is not None)
     fig.text(0.01, 0.012, note[:170], fontsize=8, color="#555555")
-    fig.suptitle(f"unmodified programs over one veth pair ({data.get('link', '?')}), "
+    fig.suptitle(f"unmodified programs over one veth pair ({data.get('link', '?')}; "
+                 "the last panel: one host), "
                  f"{data.get('seconds', 0):.0f} s per run", fontsize=11)
     fig.subplots_adjust(left=0.05, right=0.98, top=0.86, bottom=0.16, wspace=0.28)
     fig.savefig(png, dpi=DPI)

@@ -129,15 +129,56 @@ static int env_gw(const char *name, int f, uint8_t *out, bool *has)
     return 0;
 }
 
+/* memif: no interface, a control socket instead (docs/memif.md). */
+static int parse_memif(struct px_config *c)
+{
+    const char *v = getenv("HOTPATH_MEMIF_SOCKET");
+    if (!v || !*v) {
+        hp__px_say("HOTPATH_LINK=memif needs HOTPATH_MEMIF_SOCKET, the control socket's path "
+                   "(`hotpath run --link memif --memif-socket PATH`)");
+        return -EINVAL;
+    }
+    /* sun_path holds 108 bytes with the terminator; "@NAME" loses its '@'. */
+    if (strlen(v) > 106) {
+        hp__px_say("HOTPATH_MEMIF_SOCKET='%s': longer than 106 bytes", v);
+        return -EINVAL;
+    }
+    memcpy(c->memif_socket, v, strlen(v) + 1);
+    const char *r = getenv("HOTPATH_MEMIF_ROLE");
+    if (!r || !*r || strcmp(r, "client") == 0) {
+        c->memif_role = HP_MEMIF_CLIENT;
+    } else if (strcmp(r, "server") == 0) {
+        c->memif_role = HP_MEMIF_SERVER;
+    } else {
+        hp__px_say("HOTPATH_MEMIF_ROLE='%s': not client or server", r);
+        return -EINVAL;
+    }
+    const char *sec = getenv("HOTPATH_MEMIF_SECRET");
+    if (sec && strlen(sec) >= sizeof c->memif_secret) {
+        hp__px_say("HOTPATH_MEMIF_SECRET: longer than 24 bytes");
+        return -EINVAL;
+    }
+    if (sec)
+        memcpy(c->memif_secret, sec, strlen(sec) + 1);
+    if (env_u32("HOTPATH_MEMIF_ID", 0, 0, UINT32_MAX, &c->memif_id) < 0 ||
+        env_u32("HOTPATH_MEMIF_WAIT_MS", 5000, 1, 600000, &c->memif_wait_ms) < 0)
+        return -EINVAL;
+    /* The link's name, for SO_BINDTODEVICE and the statistics. */
+    snprintf(c->iface, sizeof c->iface, "memif%u", c->memif_id);
+    return 0;
+}
+
 static int parse_link(struct px_config *c)
 {
     if (env_str("HOTPATH_LINK", c->link, sizeof c->link, true) < 0)
         return -EINVAL;
-    if (strcmp(c->link, "afxdp") && strcmp(c->link, "afpacket") && strcmp(c->link, "tap")) {
-        hp__px_say("HOTPATH_LINK='%s': not afxdp, afpacket or tap", c->link);
+    bool memif = strcmp(c->link, "memif") == 0;
+    if (strcmp(c->link, "afxdp") && strcmp(c->link, "afpacket") && strcmp(c->link, "tap") &&
+        !memif) {
+        hp__px_say("HOTPATH_LINK='%s': not afxdp, afpacket, tap or memif", c->link);
         return -EINVAL;
     }
-    if (env_str("HOTPATH_IFACE", c->iface, sizeof c->iface, true) < 0)
+    if (memif ? parse_memif(c) < 0 : env_str("HOTPATH_IFACE", c->iface, sizeof c->iface, true) < 0)
         return -EINVAL;
     if (env_cidrs(c, "HOTPATH_IP", 4) < 0 || env_cidrs(c, "HOTPATH_IP6", 6) < 0)
         return -EINVAL;

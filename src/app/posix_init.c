@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <hotpath/err.h>
@@ -220,9 +222,50 @@ static int check_addresses(const struct px_config *c)
     return rc;
 }
 
+/* A memif client's first frames would be dropped while the link is down
+ * (link.h): the stack is made once the server took the handshake, or not
+ * at all when none answers in HOTPATH_MEMIF_WAIT_MS. A server waits for
+ * nobody: its client comes when it comes. */
+static int memif_wait_up(const struct px_config *c)
+{
+    uint64_t end = hp__px_now_ns() + (uint64_t)c->memif_wait_ms * 1000000u;
+    struct hp_buf *b[32];
+    while (!hp_link_up(hp__px.link)) {
+        if (hp__px_now_ns() >= end) {
+            struct hp_memif_stats ms;
+            hp_link_memif_stats(hp__px.link, &ms);
+            struct stat st;
+            const char *why = ms.reason[0] ? ms.reason : "nobody listens there";
+            if (c->memif_socket[0] != '@' && stat(c->memif_socket, &st) < 0)
+                why = "there is no such socket file";
+            hp__px_say("memif: no server took the connection on %s in %u ms "
+                       "(HOTPATH_MEMIF_WAIT_MS): %s", c->memif_socket, c->memif_wait_ms, why);
+            return -ECONNREFUSED;
+        }
+        int n = hp_link_rx_burst(hp__px.link, b, 32);
+        if (n > 0)
+            hp_buf_free_bulk(b, (unsigned)n);
+        else
+            nanosleep(&(struct timespec){0, 200000}, NULL);
+    }
+    return 0;
+}
+
+static void memif_config(const struct px_config *c, struct hp_link_config *lc)
+{
+    lc->iface = NULL;
+    lc->memif.socket = c->memif_socket;
+    lc->memif.role = c->memif_role;
+    lc->memif.id = c->memif_id;
+    lc->memif.secret = c->memif_secret[0] ? c->memif_secret : NULL;
+}
+
 static int open_link(const struct px_config *c)
 {
     struct hp_link_config lc = {.iface = c->iface, .queue = c->queue};
+    bool memif = strcmp(c->link, "memif") == 0;
+    if (memif)
+        memif_config(c, &lc);
     if (strcmp(c->link, "afxdp") == 0) {
         lc.n_frames = c->pool_bufs;
         lc.frame_size = 2048;
@@ -241,8 +284,18 @@ static int open_link(const struct px_config *c)
     hp__px.link = hp_link_open(c->link, &lc);
     if (!hp__px.link) {
         int e = errno ? errno : EIO;
-        hp__px_say("%s (HOTPATH_LINK=%s HOTPATH_IFACE=%s)", hp_link_error(), c->link, c->iface);
+        if (memif)
+            hp__px_say("%s (HOTPATH_LINK=memif HOTPATH_MEMIF_SOCKET=%s HOTPATH_MEMIF_ROLE=%s)",
+                       hp_link_error(), c->memif_socket,
+                       c->memif_role == HP_MEMIF_SERVER ? "server" : "client");
+        else
+            hp__px_say("%s (HOTPATH_LINK=%s HOTPATH_IFACE=%s)", hp_link_error(), c->link, c->iface);
         return -e;
+    }
+    if (memif && c->memif_role == HP_MEMIF_CLIENT) {
+        int rc = memif_wait_up(c);
+        if (rc < 0)
+            return rc;
     }
     if (c->pcap[0]) {
         struct hp_link *p = hp_link_pcap(hp__px.link, c->pcap);

@@ -229,8 +229,13 @@ void hp__px_sock_kill_all(void);
 /* ---- the process's stack (posix_init.c) --------------------------------- */
 
 struct px_config {
-    char link[16];               /* HOTPATH_LINK: afxdp, afpacket, tap */
-    char iface[64];              /* HOTPATH_IFACE */
+    char link[16];               /* HOTPATH_LINK: afxdp, afpacket, tap, memif */
+    char iface[64];              /* HOTPATH_IFACE (memif: the link's name, memifN) */
+    char memif_socket[108];      /* HOTPATH_MEMIF_SOCKET ("@NAME": abstract) */
+    char memif_secret[25];       /* HOTPATH_MEMIF_SECRET (none: "") */
+    int memif_role;              /* HOTPATH_MEMIF_ROLE: HP_MEMIF_CLIENT or HP_MEMIF_SERVER */
+    uint32_t memif_id;           /* HOTPATH_MEMIF_ID */
+    uint32_t memif_wait_ms;      /* HOTPATH_MEMIF_WAIT_MS: a client waits this long for a server */
     struct { int family; uint8_t addr[16]; uint8_t plen; } ip[8];
     int nip;                     /* HOTPATH_IP, HOTPATH_IP6 (comma-separated lists) */
     uint8_t gw4[4], gw6[16];

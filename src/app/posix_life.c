@@ -80,25 +80,36 @@ void hp__px_atfork_install(void)
 /* ---- exit ------------------------------------------------------------------ */
 
 /* Connections still delivering what the program sent before it closed
- * them: our FIN not yet acknowledged. */
-static int delivering(struct hp_stack *s)
+ * them: our FIN not yet acknowledged; with fin_wait2, also those whose FIN
+ * was acknowledged but whose peer's FIN has not come (yet to be ACKed). */
+static int delivering_(struct hp_stack *s, bool fin_wait2)
 {
     if (!s->sock || !s->sock->tcp)
         return 0;
     int n = 0;
     for (struct hp_tcp_sock *c = hp__tcp(s)->all; c; c = c->anext)
-        if (c->state == HP_TCP_FIN_WAIT_1 || c->state == HP_TCP_CLOSING || c->state == HP_TCP_LAST_ACK)
+        if (c->state == HP_TCP_FIN_WAIT_1 || c->state == HP_TCP_CLOSING ||
+            c->state == HP_TCP_LAST_ACK || (fin_wait2 && c->state == HP_TCP_FIN_WAIT_2))
             n++;
     return n;
 }
 
-/* The kernel keeps a closed socket sending after its process exits; we
- * cannot, so exit waits (HOTPATH_EXIT_LINGER_MS at most) for what was
- * queued to be acknowledged. */
-static void drain(void)
+static int delivering(struct hp_stack *s)
 {
-    uint64_t end = hp__px_now_ns() + (uint64_t)hp__px.cfg.exit_linger_ms * 1000000u;
-    while (delivering(hp__px.stack) > 0 && hp__px_now_ns() < end) {
+    return delivering_(s, false);
+}
+
+/* A peer that closes when it reads our FIN (most servers) sends its own
+ * FIN within a round trip: wait this long for it, so that our last ACK
+ * leaves before the stack goes and the peer's connection does not sit in
+ * LAST_ACK retransmitting (a hotpath peer: until its own exit). */
+#define PX_EXIT_FIN_WAIT2_MS 200
+
+/* Poll the stack until no connection is delivering (with fin_wait2:
+ * as delivering_()) or end passes. */
+static void drain_until(uint64_t end, bool fin_wait2)
+{
+    while (delivering_(hp__px.stack, fin_wait2) > 0 && hp__px_now_ns() < end) {
         if (hp__px_drive() > 0)
             continue;
         int64_t t = -1;
@@ -109,9 +120,23 @@ static void drain(void)
     }
 }
 
+/* The kernel keeps a closed socket sending after its process exits; we
+ * cannot, so exit waits (HOTPATH_EXIT_LINGER_MS at most) for what was
+ * queued to be acknowledged, then briefly for the peers' FINs. */
+static void drain(void)
+{
+    uint64_t now = hp__px_now_ns(), end = now + (uint64_t)hp__px.cfg.exit_linger_ms * 1000000u;
+    drain_until(end, false);
+    now = hp__px_now_ns();
+    uint64_t end2 = now + PX_EXIT_FIN_WAIT2_MS * 1000000ull;
+    drain_until(end2 < end ? end2 : end, true);
+}
+
 struct px_exit_stats {
     uint64_t ctr[HP_STACK_NCOUNTERS];
     struct hp_link_stats link;
+    struct hp_memif_stats memif;
+    bool is_memif;
     int sockets, delivering;
 };
 
@@ -120,8 +145,10 @@ static void collect(struct px_exit_stats *st)
     memset(st, 0, sizeof *st);
     for (int c = 0; c < HP_STACK_NCOUNTERS; c++)
         st->ctr[c] = hp_stack_counter(hp__px.stack, (enum hp_stack_ctr)c);
-    if (hp__px.link)
+    if (hp__px.link) {
         hp_link_stats(hp__px.link, &st->link);
+        st->is_memif = hp_link_memif_stats(hp__px.link, &st->memif) == 0;
+    }
     for (struct px_sock *ps = hp__px.socks; ps; ps = ps->anext)
         st->sockets++;
     st->delivering = delivering(hp__px.stack);
@@ -145,7 +172,19 @@ static void write_json(FILE *f, const struct px_exit_stats *st, long in_use)
                 (unsigned long long)st->ctr[c]);
         first = false;
     }
-    fprintf(f, "}}\n");
+    fprintf(f, "}");
+    /* memif: the link's life (docs/memif.md), for a program that lost its peer. */
+    if (st->is_memif) {
+        const struct hp_memif_stats *m = &st->memif;
+        fprintf(f, ",\n \"memif\": {\"connects\": %llu, \"disconnects\": %llu, \"refused\": %llu, "
+                   "\"bad_msgs\": %llu, \"bad_descs\": %llu, \"ring_errors\": %llu, \"tx_down\": %llu, "
+                   "\"tx_unread\": %llu}",
+                (unsigned long long)m->connects, (unsigned long long)m->disconnects,
+                (unsigned long long)m->refused, (unsigned long long)m->bad_msgs,
+                (unsigned long long)m->bad_descs, (unsigned long long)m->ring_errors,
+                (unsigned long long)m->tx_down, (unsigned long long)m->tx_unread);
+    }
+    fprintf(f, "}\n");
 }
 
 static void write_stats(const struct px_exit_stats *st, long in_use)

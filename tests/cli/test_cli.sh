@@ -108,6 +108,11 @@ expect "run --lib that does not exist"       2 "--lib /nonexistent"        -- "$
 expect "run passes the exit status"          3 ""                          -- "$HP" run --link afpacket --iface lo --ip 198.18.0.2/24 -- sh -c 'exit 3'
 expect "run: an unknown program is named"    127 "nosuchprogram"           -- "$HP" run --link afpacket --iface lo --ip 198.18.0.2/24 -- nosuchprogram-hpx
 expect "run --stats: no socket, no statistics" 0 "no statistics"           -- "$HP" run --link afpacket --iface lo --ip 198.18.0.2/24 --stats -- true
+expect "run --link memif needs --memif-socket" 2 "needs --memif-socket"    -- "$HP" run --link memif --ip 198.18.0.2/24 -- true
+expect "run --link memif takes no --iface"   2 "--iface is for real links" -- "$HP" run --link memif --memif-socket "$tmp/m.sock" --iface lo --ip 198.18.0.2/24 -- true
+expect "run --memif-role without memif"      2 "are for --link memif"      -- "$HP" run --link afpacket --iface lo --memif-role server --ip 198.18.0.2/24 -- true
+# No server on the socket: the first inet socket fails after HOTPATH_MEMIF_WAIT_MS, saying why (memif needs no privilege).
+expect "run memif client, no server: an error" 1 "no server took the connection.*no such socket file" -- env HOTPATH_MEMIF_WAIT_MS=200 "$HP" run --link memif --memif-socket "$tmp/none.sock" --ip 198.18.0.2/24 -- bash -c 'exec 3<>/dev/tcp/198.18.0.1/7'
 expect "connect mem: server off our prefix" 2 "on the prefix"             -- "$HP" connect --link mem --to 198.19.0.2:7 --bytes 10
 expect "connect --help names the modes"     0 "echo.*discard.*source"     -- "$HP" connect --help
 if "$HP" connect --link mem --bytes 1000000 --conns 4 --json >"$tmp/conn.json" 2>"$tmp/err" \

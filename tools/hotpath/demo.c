@@ -363,8 +363,9 @@ static int exp_apps(struct demo_ctx *d)
                    "`hotpath bench apps`: redis-benchmark GET and SET (50 connections, 3-byte values), wrk "
                    "on a 1 KiB page (100 connections, keep-alive) and one iperf3 TCP stream over one veth "
                    "pair, in one run: both ends on the kernel, the server on hotpath (`hotpath run`, "
-                   "libhotpath-posix.so), both ends on hotpath; then the same TCP echo on hotpath's event "
-                   "loop and on POSIX calls through the layer (docs/apps.md).\n\n```\n");
+                   "libhotpath-posix.so), both ends on hotpath; redis GET on one host, both ends on the "
+                   "kernel over loopback and both on hotpath over memif; then the same TCP echo on "
+                   "hotpath's event loop and on POSIX calls through the layer (docs/apps.md).\n\n```\n");
     if (rc == 2) {
         printf("\n== apps: skipped: %s ==\n", r->note);
         fprintf(d->md, "skipped: %s\n```\n\n", r->note);

@@ -2,6 +2,7 @@
 /* The POSIX layer's fd table over a mem link: dup / dup2 / close ordering, fcntl, close_range, the layer's own fds, fork (the child's sockets die with EBADFD, the parent's stack goes on), misconfiguration. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -166,4 +167,50 @@ HP_TEST(px_misconfiguration)
     /* Unless the kernel is asked to take over. */
     hp__px.cfg.fallback_kernel = true;
     HP_CHECK_EQ(hp__px_socket(AF_INET, SOCK_STREAM, 0), PX_USE_KERNEL);
+}
+
+/* HOTPATH_LINK=memif: the control socket instead of an interface; a
+ * client that no server answers fails with ECONNREFUSED (and one line),
+ * after HOTPATH_MEMIF_WAIT_MS, instead of hanging. */
+HP_TEST(px_misconfiguration_memif)
+{
+    struct px_config c;
+    setenv("HOTPATH_LINK", "memif", 1);
+    unsetenv("HOTPATH_IFACE");
+    unsetenv("HOTPATH_MEMIF_SOCKET");
+    setenv("HOTPATH_IP", "198.18.0.2/24", 1);
+    HP_CHECK_EQ(hp__px_config_parse(&c), -EINVAL);
+    char sock[160];
+    snprintf(sock, sizeof sock, "/tmp/hpm-unit-%d/none.sock", (int)getpid());
+    setenv("HOTPATH_MEMIF_SOCKET", sock, 1);
+    setenv("HOTPATH_MEMIF_ROLE", "master", 1);
+    HP_CHECK_EQ(hp__px_config_parse(&c), -EINVAL);
+    setenv("HOTPATH_MEMIF_ROLE", "server", 1);
+    setenv("HOTPATH_MEMIF_ID", "x7", 1);
+    HP_CHECK_EQ(hp__px_config_parse(&c), -EINVAL);
+    setenv("HOTPATH_MEMIF_ID", "7", 1);
+    HP_CHECK_EQ(hp__px_config_parse(&c), 0);
+    HP_CHECK_EQ(c.memif_role, HP_MEMIF_SERVER);
+    HP_CHECK_EQ(c.memif_id, 7u);
+    HP_CHECK_EQ(strcmp(c.iface, "memif7"), 0);
+    HP_CHECK_EQ(strcmp(c.memif_socket, sock), 0);
+    /* A server cannot listen in a directory that does not exist. */
+    hp__px.status = PX_ST_NONE;
+    hp__px.cfg.fallback_kernel = false;
+    int rc = hp__px_socket(AF_INET, SOCK_STREAM, 0);
+    HP_CHECK(rc < 0);
+    HP_CHECK(rc != -ECONNREFUSED);
+    /* A client waits HOTPATH_MEMIF_WAIT_MS for a server, then fails. */
+    setenv("HOTPATH_MEMIF_ROLE", "client", 1);
+    setenv("HOTPATH_MEMIF_WAIT_MS", "200", 1);
+    hp__px.status = PX_ST_NONE;
+    HP_CHECK_EQ(hp__px_socket(AF_INET, SOCK_STREAM, 0), -ECONNREFUSED);
+    HP_CHECK_EQ(hp__px_socket(AF_INET6, SOCK_DGRAM, 0), -ECONNREFUSED);
+    HP_CHECK(hp__px.link == NULL && hp__px.stack == NULL);
+    hp__px.status = PX_ST_NONE;
+    unsetenv("HOTPATH_MEMIF_SOCKET");
+    unsetenv("HOTPATH_MEMIF_ROLE");
+    unsetenv("HOTPATH_MEMIF_ID");
+    unsetenv("HOTPATH_MEMIF_WAIT_MS");
+    unsetenv("HOTPATH_LINK");
 }
