@@ -598,5 +598,7 @@ int hp__tcp_conn_attach(struct hp_tcp_sock *c, int family, const uint8_t *laddr,
         return rc == -EEXIST ? -EEXIST : -ENOSPC;
     c->flags |= HP__TCPF_IN_TABLE | HP__TCPF_BOUND;
     c->flags &= ~HP__TCPF_WILDCARD;
+    if (hp__tcp_table_rekey_wanted(st->table))
+        st->table_rekey = true; /* at the next poll's start (hp__tcp_poll_begin) */
     return 0;
 }

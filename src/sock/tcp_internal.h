@@ -441,6 +441,7 @@ struct hp__tcp_state {
     struct hp_tcp_sock **dack_pend;
     uint32_t ndack_pend, dack_pend_cap;
     uint64_t dack_pend_due; /* the first one's deadline, the earliest */
+    bool table_rekey;       /* the table asked for a new hash key (tcp_table.c) */
     struct hp__tcp_blocks blocks; /* every hp_tcp_sock of the stack */
     /* Early demultiplexing of the receive burst being processed
      * (tcp_input.c): the peeked tuples and their hashes, in burst order. */

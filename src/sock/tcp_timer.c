@@ -332,7 +332,15 @@ void hp__tcp_dack_arm(struct hp_tcp_sock *c)
 void hp__tcp_poll_begin(struct hp_stack *s)
 {
     struct hp__tcp_state *st = s->sock ? hp__tcp(s) : NULL;
-    if (!st || st->ndack_pend == 0)
+    if (!st)
+        return;
+    if (st->table_rekey) {
+        /* Here, outside any receive burst: no early demultiplexing hint
+         * holds a hash under the old key. */
+        st->table_rekey = false;
+        (void)hp__tcp_table_rekey(st->table);
+    }
+    if (st->ndack_pend == 0)
         return;
     /* Nothing here runs user code or frees a connection: the list holds
      * still. */
