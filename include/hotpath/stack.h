@@ -19,6 +19,9 @@ extern "C" {
  * its sockets comes from that thread (run to completion: no locks inside).
  * hp_stack_poll() receives a burst from each interface, processes it, runs
  * the timers that are due and flushes what was queued for transmission.
+ * What the application sends between polls goes to the link at once when
+ * the link sends without a system call (mem: no HP_LINK_CAP_KERNEL), and
+ * waits for the next poll's flush otherwise (one system call per burst).
  */
 struct hp_stack;
 
@@ -184,7 +187,8 @@ HP_API int hp_stack_prepare_sleep(struct hp_stack *s, int64_t *wake_ns);
  */
 HP_API int hp_stack_fds(const struct hp_stack *s, int *fds, int max);
 
-/** Whether frames wait in the stack's transmit bursts (the next hp_stack_poll() flushes them). */
+/** Whether frames wait in the stack's transmit bursts (the next hp_stack_poll() flushes them;
+ * between polls only a link into the kernel keeps them waiting). */
 HP_API bool hp_stack_tx_pending(const struct hp_stack *s);
 
 /**

@@ -186,6 +186,7 @@ struct hp__sock_state;       /* src/sock */
 #define HP__STK_HEAP_rw struct hp__heap_ent *heap; /* timer.c */
 #define HP__STK_NHEAP_rw uint32_t nheap, heap_cap;
 #define HP__STK_IPIDENT_rw uint16_t ip_ident; /* next IPv4 identification */
+#define HP__STK_INPOLL_rw bool in_poll; /* inside hp_stack_poll: frames wait for its flush */
 /* rxtx: read by both paths (the poll and its flush; UDP routes each send). */
 #define HP__STK_NIFACES_rxtx int nifaces;
 #define HP__STK_IFACES_rxtx struct hp__iface *ifaces[HP__MAX_IFACES];
@@ -203,7 +204,7 @@ struct hp__sock_state;       /* src/sock */
 struct hp_stack {
 #if defined(HP_LAYOUT_CHRONO) && HP_LAYOUT_CHRONO
     HP__STK_CFG_ctr HP__STK_NAME_cold HP__STK_NOW_rw HP__STK_IFACES_rxtx HP__STK_NIFACES_rxtx
-    HP__STK_GW_tx_more HP__STK_HASGW_tx_more HP__STK_IPIDENT_rw HP__STK_FRAGIDENT6_cold
+    HP__STK_GW_tx_more HP__STK_HASGW_tx_more HP__STK_IPIDENT_rw HP__STK_INPOLL_rw HP__STK_FRAGIDENT6_cold
     HP__STK_HEAP_rw HP__STK_NHEAP_rw HP__STK_NEIGH4_tx HP__STK_NEIGH6_tx_more HP__STK_REASM_cold
     HP__STK_ICMP_cold HP__STK_SOCK_rx HP__STK_CLOCKFN_rx HP__STK_CLOCKARG_cold HP__STK_CTR_ctr
 #else
@@ -217,7 +218,7 @@ struct hp_stack {
     HP__STK_NEIGH4_tx
     HP_CACHELINE_GROUP_END(tx)
     HP_CACHELINE_GROUP_BEGIN(rw)
-    HP__STK_NOW_rw HP__STK_HEAP_rw HP__STK_NHEAP_rw HP__STK_IPIDENT_rw
+    HP__STK_NOW_rw HP__STK_HEAP_rw HP__STK_NHEAP_rw HP__STK_IPIDENT_rw HP__STK_INPOLL_rw
     HP_CACHELINE_GROUP_END(rw)
     HP_CACHELINE_GROUP_BEGIN(rxtx)
     HP__STK_NIFACES_rxtx HP__STK_IFACES_rxtx
@@ -268,7 +269,8 @@ bool hp__addr_is_ours(struct hp_stack *s, int family, const uint8_t *a);
 struct hp_buf *hp__alloc(struct hp__iface *ifc);
 
 /* Queue a complete Ethernet frame for transmission on ifc (flushed when
- * the burst is full and at the end of each poll). */
+ * the burst is full and at the end of each poll; outside a poll, on a
+ * link that needs no system call to send, at once: eth.c). */
 void hp__eth_xmit(struct hp__iface *ifc, struct hp_buf *frame);
 /* Put an Ethernet header (dst, ifc's MAC, ethertype) in front of b and
  * queue it; b's data offset is at the L3 header. */

@@ -332,6 +332,7 @@ HP_API int hp_stack_poll(struct hp_stack *s)
     if (!s)
         return -EINVAL;
     s->now = hp__stack_clock(s);
+    s->in_poll = true;
     hp__tcp_poll_begin(s);
     int work = 0;
     for (int i = 0; i < s->nifaces; i++) {
@@ -369,6 +370,7 @@ HP_API int hp_stack_poll(struct hp_stack *s)
     work += hp__timers_run(s);
     for (int i = 0; i < s->nifaces; i++)
         hp__eth_flush(s->ifaces[i]);
+    s->in_poll = false;
     return work;
 }
 
