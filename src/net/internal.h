@@ -283,6 +283,9 @@ void hp__eth_input(struct hp__iface *ifc, struct hp_buf *b);
 
 /* Our addresses. */
 bool hp__is_local4(const struct hp__iface *ifc, const uint8_t a[4]);
+/* 255.255.255.255 or the directed broadcast of one of ifc's prefixes
+ * (RFC 919, RFC 1122 3.2.1.3 (c)); /31 and /32 have none (RFC 3021). */
+bool hp__is_bcast4(const struct hp__iface *ifc, const uint8_t a[4]);
 /* a is one of ifc's IPv6 addresses in state `preferred` (tentative ones
  * only receive NDP, RFC 4862 5.4). */
 bool hp__is_local6(const struct hp__iface *ifc, const uint8_t a[16]);
@@ -300,6 +303,11 @@ void hp__neigh_fini(struct hp_stack *s);  /* frees queued packets */
  * resolution failure drop and count), then hp__eth_output. Broadcast and
  * multicast destinations map directly. Consumes b. */
 void hp__neigh_output4(struct hp__iface *ifc, const uint8_t nexthop[4], struct hp_buf *b);
+/* The MAC of unicast nexthop when its entry can be used as it is
+ * (REACHABLE or PROBE: marked used now), else NULL (hp__neigh_output4
+ * does the rest: resolution, probing a STALE entry). The pointer is
+ * valid until the table next changes. */
+const uint8_t *hp__neigh_mac4(struct hp__iface *ifc, const uint8_t nexthop[4]);
 void hp__neigh_output6(struct hp__iface *ifc, const uint8_t nexthop[16], struct hp_buf *b);
 /* ARP input, data offset at the ARP header. */
 void hp__arp_input(struct hp__iface *ifc, struct hp_buf *b);
@@ -343,6 +351,10 @@ int hp__ipv6_output(struct hp_stack *s, const struct hp__route *r, const uint8_t
  * marks it ECN-capable, ECT(0) (RFC 3168 5). */
 #define HP__IP_DF 0x1u
 #define HP__IP_ECT0 0x2u
+/* The next hop is a unicast address (TCP's: checked at connect and
+ * accept), so that IPv4 output may take the MAC cached for it and write
+ * both headers at once (ipv4.c, out_fast). */
+#define HP__IP_UNICAST 0x4u
 int hp__ipv4_output_x(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[4], uint8_t proto,
                       unsigned xf, struct hp_buf *b);
 int hp__ipv6_output_x(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[16], uint8_t next,

@@ -383,6 +383,18 @@ static void resolve(struct hp__neigh_table *t, struct hp__iface *ifc, const uint
     hp__ctr(s, HP_CTR_NEIGH_QUEUED);
 }
 
+const uint8_t *hp__neigh_mac4(struct hp__iface *ifc, const uint8_t nexthop[4])
+{
+    struct hp__neigh_table *t = ifc->s->neigh4;
+    struct neigh *e = lookup(t, ifc, nexthop);
+    /* REACHABLE and PROBE send to the cached MAC as they are; STALE must
+     * move to PROBE first (resolve), INCOMPLETE queues. */
+    if (!e || (e->state != HP__NEIGH_REACHABLE && e->state != HP__NEIGH_PROBE))
+        return NULL;
+    e->used = t->s->now;
+    return e->mac;
+}
+
 void hp__neigh_output4(struct hp__iface *ifc, const uint8_t nexthop[4], struct hp_buf *b)
 {
     uint8_t mac[6];

@@ -312,6 +312,10 @@ HP_API int hp_tcp_connect(struct hp_tcp_sock *t, const struct hp_sockaddr *remot
         hp__ctr(s, t->family == 4 ? HP_CTR_IP_OUT_NO_ROUTES : HP_CTR_IP6_OUT_NO_ROUTES);
         return -EHOSTUNREACH;
     }
+    /* Nor a directed broadcast (RFC 1122 4.2.3.10): a connection's next
+     * hop is unicast, which its output relies on (HP__IP_UNICAST). */
+    if (t->family == 4 && hp__is_bcast4(rt.ifc, remote->addr))
+        return -ENETUNREACH;
     /* Our address: the bound one, else the route's source. */
     uint8_t laddr[16];
     bool bound = (t->flags & HP__TCPF_BOUND) != 0;

@@ -153,6 +153,7 @@ static void acked_now(struct hp_tcp_sock *c, uint32_t wnd_bytes)
 static int ip_send(struct hp_stack *s, const struct hp__route *rt, int family, const uint8_t *dst,
                    unsigned xf, struct hp_buf *b)
 {
+    xf |= HP__IP_UNICAST; /* a connection's peer is unicast (tcp_input.c, tcp_api.c) */
     if (!hp__tcp(s)->cfg.no_pmtud)
         xf |= HP__IP_DF;
     int rc = family == 4 ? hp__ipv4_output_x(s, rt, dst, HP_IPPROTO_TCP, xf, b)

@@ -134,6 +134,14 @@ HP_TEST(tcp_api_null_and_bad_arguments)
     HP_CHECK_EQ(hp_tcp_bind(t, &a6), -EINVAL);
     HP_CHECK_EQ(hp_tcp_connect(t, NULL), -EINVAL);
     HP_CHECK_EQ(hp_tcp_connect(t, &r6), -EINVAL);
+    /* Broadcast, multicast and the directed broadcast of our /24 are no
+     * peers (RFC 1122 4.2.3.10). */
+    static const uint8_t bc[4] = {255, 255, 255, 255}, mc[4] = {224, 0, 0, 1}, dbc[4] = {198, 18, 0, 255};
+    struct hp_sockaddr rb = sa(4, bc, 80), rm = sa(4, mc, 80), rd = sa(4, dbc, 80);
+    HP_CHECK_EQ(hp_tcp_connect(t, &rb), -EINVAL);
+    HP_CHECK_EQ(hp_tcp_connect(t, &rm), -EINVAL);
+    HP_CHECK_EQ(hp_tcp_connect(t, &rd), -ENETUNREACH);
+    HP_CHECK_EQ(hp_tcp_state(t), HP_TCP_CLOSED);
     HP_CHECK_EQ(hp_tcp_send(t, NULL, 5), -EINVAL);
     HP_CHECK_EQ(hp_tcp_recv(t, NULL, 5), -EINVAL);
     HP_CHECK_EQ(hp_tcp_recv_buf(t, NULL), -EINVAL);
