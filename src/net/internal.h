@@ -4,6 +4,7 @@
 #define HOTPATH_NET_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <hotpath/buf.h>
@@ -49,24 +50,51 @@
 struct hp_stack;
 typedef void (*hp__timer_fn)(struct hp_stack *s, void *arg);
 
-/* A timer lives inside the structure it serves (neighbour entry, fragment
- * queue, DAD state...). */
+/*
+ * A timer lives inside the structure it serves (neighbour entry, fragment
+ * queue, DAD state, TCP connection): 8 bytes, its place in the heap and its
+ * kind. The kind says which function fires it (timer.c dispatches on it);
+ * that function finds its structure from the timer's address
+ * (HP__CONTAINER). A TCP connection holds three: with a callback and an
+ * argument each they took 96 of its bytes. Timers of any other kind
+ * (tests) are a struct hp__timer_cb, which carries its own.
+ */
+enum hp__timer_kind {
+    HP__TK_NONE = 0, /* fires nothing */
+    HP__TK_CB,       /* struct hp__timer_cb: its fn(s, arg) */
+    HP__TK_NEIGH,    /* neigh.c: hp__neigh_timer */
+    HP__TK_REASM,    /* reasm.c: hp__reasm_timer */
+    HP__TK_DAD,      /* ndp.c: hp__ndp_dad_timer */
+    HP__TK_TCP_RTX,  /* tcp_timer.c: hp__tcp_timer_rtx */
+    HP__TK_TCP_DACK, /* tcp_timer.c: hp__tcp_timer_dack */
+    HP__TK_TCP_MISC, /* tcp_timer.c: hp__tcp_timer_misc */
+};
+
 struct hp__timer {
-    uint64_t due;      /* ns, CLOCK_MONOTONIC */
+    int32_t slot; /* position in the heap, -1 when not armed */
+    uint8_t kind; /* enum hp__timer_kind */
+};
+
+/* A timer with its own callback (the tests' timers). */
+struct hp__timer_cb {
+    struct hp__timer t;
     hp__timer_fn fn;
     void *arg;
-    int32_t slot;      /* position in the heap, -1 when not armed */
 };
+
+/* The structure around an embedded member (container_of). */
+#define HP__CONTAINER(p, type, member) ((type *)(void *)((char *)(p)-offsetof(type, member)))
 
 /* A heap entry holds its timer's due time, so that sifting compares within
  * the heap's own array instead of reading timers spread over thousands of
  * connections (a cache miss each). */
 struct hp__heap_ent {
-    uint64_t due;
+    uint64_t due; /* ns, CLOCK_MONOTONIC */
     struct hp__timer *t;
 };
 
-void hp__timer_init(struct hp__timer *t, hp__timer_fn fn, void *arg);
+void hp__timer_init(struct hp__timer *t, enum hp__timer_kind kind);
+void hp__timer_cb_init(struct hp__timer_cb *cb, hp__timer_fn fn, void *arg);
 /* Arm (or re-arm) t to fire at `due`; 0 or -ENOMEM. */
 int hp__timer_arm(struct hp_stack *s, struct hp__timer *t, uint64_t due);
 void hp__timer_cancel(struct hp_stack *s, struct hp__timer *t);
@@ -74,6 +102,15 @@ static inline bool hp__timer_armed(const struct hp__timer *t)
 {
     return t->slot >= 0;
 }
+/* When an armed t fires (ns), 0 when not armed. */
+uint64_t hp__timer_due(const struct hp_stack *s, const struct hp__timer *t);
+/* The functions the kinds fire (each module's). */
+void hp__neigh_timer(struct hp_stack *s, struct hp__timer *t);
+void hp__reasm_timer(struct hp_stack *s, struct hp__timer *t);
+void hp__ndp_dad_timer(struct hp_stack *s, struct hp__timer *t);
+void hp__tcp_timer_rtx(struct hp_stack *s, struct hp__timer *t);
+void hp__tcp_timer_dack(struct hp_stack *s, struct hp__timer *t);
+void hp__tcp_timer_misc(struct hp_stack *s, struct hp__timer *t);
 /* Run every timer due at s->now; returns how many ran. */
 int hp__timers_run(struct hp_stack *s);
 /* Free the heap (timers themselves belong to their owners). */
@@ -95,6 +132,10 @@ struct hp__addr6 {
     uint8_t dad_left;        /* solicitations still to send */
     struct hp__timer dad;    /* ndp.c */
     struct hp__iface *ifc;
+    /* One line per address, as docs/cachelines/hp__iface.md has it (the
+     * DAD timer shrank from 32 bytes to 8): an address never straddles
+     * two lines, whichever slot it is in. */
+    uint8_t spare_[24];
 };
 
 /*

@@ -106,7 +106,7 @@ static struct hp__neigh_table *table_new(struct hp_stack *s, int family)
     for (uint32_t i = 0; i < t->max; i++) {
         t->ents[i].next = i + 1 < t->max ? (int32_t)(i + 1) : -1;
         t->ents[i].tab = t;
-        hp__timer_init(&t->ents[i].timer, NULL, NULL);
+        hp__timer_init(&t->ents[i].timer, HP__TK_NEIGH);
     }
     t->free_head = 0;
     t->last = -1;
@@ -201,8 +201,6 @@ static struct neigh *lookup(struct hp__neigh_table *t, struct hp__iface *ifc, co
     return NULL;
 }
 
-static void timer_fn(struct hp_stack *s, void *arg);
-
 /* A new entry in state `state`, or NULL (counted) when the table is full. */
 static struct neigh *insert(struct hp__neigh_table *t, struct hp__iface *ifc, const uint8_t *a,
                             uint8_t state)
@@ -223,7 +221,6 @@ static struct neigh *insert(struct hp__neigh_table *t, struct hp__iface *ifc, co
     e->used = t->s->now;
     e->qhead = e->qtail = NULL;
     e->qlen = 0;
-    hp__timer_init(&e->timer, timer_fn, e);
     uint32_t h = hash(t, ifc, a);
     e->next = t->buckets[h];
     t->buckets[h] = i;
@@ -301,9 +298,9 @@ static void release_queue(struct neigh *e)
         hp__eth_output(e->ifc, e->mac, e->tab->ethertype, b);
 }
 
-static void timer_fn(struct hp_stack *s, void *arg)
+void hp__neigh_timer(struct hp_stack *s, struct hp__timer *t)
 {
-    struct neigh *e = arg;
+    struct neigh *e = HP__CONTAINER(t, struct neigh, timer);
     uint64_t retrans = (uint64_t)s->cfg.neigh_retrans_ms * MS;
     switch (e->state) {
     case HP__NEIGH_INCOMPLETE:

@@ -147,7 +147,7 @@ HP_API int hp_stack_add_iface(struct hp_stack *s, struct hp_link *link)
     hp_link_mac(link, ifc->mac);
     ifc->mtu = hp_link_mtu(link);
     for (int j = 0; j < HP__MAX_ADDRS; j++)
-        hp__timer_init(&ifc->v6[j].dad, NULL, NULL);
+        hp__timer_init(&ifc->v6[j].dad, HP__TK_DAD);
     s->ifaces[s->nifaces++] = ifc;
 
     /* RFC 4862 5.3: the link-local address, formed from the interface

@@ -171,14 +171,15 @@ static int ip_send(struct hp_stack *s, const struct hp__route *rt, int family, c
  * the first new data segment after a reduction (6.1.2). */
 static void ecn_flags(struct hp_tcp_sock *c, uint8_t *h, uint32_t len, bool rtx)
 {
-    if (c->ecn.ece_owed && (h[13] & HP_TCP_F_ACK))
+    struct hp__tcp_ecn *e = &c->x->ecn; /* ECN_PEND is only set with the extension */
+    if (e->ece_owed && (h[13] & HP_TCP_F_ACK))
         h[13] |= HP_TCP_F_ECE;
-    if (c->ecn.cwr_owed && len && !rtx && !(c->flags & HP__TCPF_PERSIST)) {
+    if (e->cwr_owed && len && !rtx && !(c->flags & HP__TCPF_PERSIST)) {
         h[13] |= HP_TCP_F_CWR;
-        c->ecn.cwr_owed = false;
+        e->cwr_owed = false;
         hp__ctr(c->s, HP_CTR_TCP_ECN_CWR_OUT);
     }
-    if (!c->ecn.ece_owed && !c->ecn.cwr_owed)
+    if (!e->ece_owed && !e->cwr_owed)
         c->flags &= ~HP__TCPF_ECN_PEND;
 }
 
@@ -225,7 +226,7 @@ static void put_sack(uint8_t *o, uint32_t (*blk)[2], unsigned n)
 static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
 {
     struct hp_stack *s = c->s;
-    struct hp_buf *b = hp__alloc(c->ifc);
+    struct hp_buf *b = hp__alloc(hp__tcp_ifc(c));
     if (!b) {
         hp__ctr(s, HP_CTR_TCP_NO_BUFFERS);
         return -ENOBUFS;
@@ -244,7 +245,8 @@ static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
     uint32_t tot = hlen + len;
     uint8_t *h = hp_buf_append(b, tot);
     if (len)
-        hp__tcp_bufq_copy(&c->sndq, &c->sndcur, c->sndq.start + (uint32_t)(seq - hp__tcp_sndq_seq(c)), len, h + hlen);
+        hp__tcp_sndq_copy(&c->sndq, c->x ? &c->x->sndcur : NULL,
+                          c->sndq.start + (uint32_t)(seq - hp__tcp_sndq_seq(c)), len, h + hlen);
 
     uint32_t wnd_bytes;
     uint16_t wnd = window_field(c, &wnd_bytes);
@@ -279,25 +281,26 @@ static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
      * on retransmissions or window probes. */
     if ((c->flags & HP__TCPF_ECN_OK) && len && !hp__seq_lt(seq, c->snd_max) && !(c->flags & HP__TCPF_PERSIST))
         xf |= HP__IP_ECT0;
-    uint32_t sum = c->family == 4 ? hp_cksum_pseudo_ipv4(c->key.laddr, c->key.raddr, 6, (uint16_t)tot)
-                                  : hp_cksum_pseudo_ipv6(c->key.laddr, c->key.raddr, 6, tot);
+    uint32_t sum = c->key.family == 4
+                       ? hp_cksum_pseudo_ipv4(c->key.laddr, c->key.raddr, 6, (uint16_t)tot)
+                       : hp_cksum_pseudo_ipv6(c->key.laddr, c->key.raddr, 6, tot);
     uint16_t ck = hp_cksum_fold(hp_cksum_partial(h, tot, sum));
     memcpy(h + 16, &ck, 2);
 
     struct hp__route rt;
     hp__tcp_route(c, &rt);
-    int rc = ip_send(s, &rt, c->family, c->key.raddr, xf, b);
+    int rc = ip_send(s, &rt, c->key.family, c->key.raddr, xf, b);
     if (rc < 0)
         return rc;
     if (fl & HP_TCP_F_ACK)
         acked_now(c, wnd_bytes);
     if ((c->flags & HP__TCPF_SACK_OK) && (len || (fl & HP_TCP_F_FIN)) && !(c->flags & HP__TCPF_PERSIST))
         hp__tcp_sb_sent(c, seq, seq + len + ((fl & HP_TCP_F_FIN) ? 1u : 0u));
-    c->st_tx.segs_out++;
-    c->st_tx.bytes_sent += len;
+    c->segs_out++;
+    c->bytes_sent += len;
     if (rtx) {
         hp__ctr(s, HP_CTR_TCP_RETRANS_SEGS);
-        c->st.retrans_segs++;
+        HP__TCP_ST_INC(c, retrans_segs);
     }
     return (int)len;
 }
@@ -462,7 +465,7 @@ static int output(struct hp_tcp_sock *c, bool force)
     /* RFC 5681 4.1: after an idle period longer than the RTO, start again
      * from the restart window rather than send an old cwnd as one burst. */
     if (pending && una == c->snd_max && now - c->last_send_ns > (uint64_t)hp__tcp_rtt_rto(&c->rtt) * 1000u)
-        hp__tcp_cc_idle(&c->cc, &c->cubic, c->mss_eff);
+        hp__tcp_cc_idle(&c->cc, hp__tcp_cubic_of(c, false), c->mss_eff);
 
     const uint32_t mss = c->mss_eff;
     /* Limited Transmit (RFC 3042): on the first two duplicate ACKs, one
@@ -533,7 +536,7 @@ static int output(struct hp_tcp_sock *c, bool force)
             /* Without timestamps, time one segment per round trip. */
             c->flags |= HP__TCPF_RTT_TIMING;
             c->rtt_seq = nxt;
-            c->rtt_start_ns = now;
+            c->rtt_start_us = (uint32_t)(now / 1000u);
         }
         c->snd_nxt = nxt;
         if (hp__seq_gt(nxt, c->snd_max))
@@ -675,15 +678,15 @@ int hp__tcp_send_syn(struct hp_tcp_sock *c)
     bool again = c->rtx_tdue != 0 && c->rtx_due != 0;
     struct hp__route rt;
     hp__tcp_route(c, &rt);
-    int rc = emit_send(c->s, &rt, c->family, c->key.raddr, &r);
+    int rc = emit_send(c->s, &rt, c->key.family, c->key.raddr, &r);
     /* The SYN is outstanding from now on, sent or not: the timer resends it. */
     c->snd_max = c->iss + 1;
     c->snd_nxt = c->iss + 1;
     if (rc == 0) {
-        c->st_tx.segs_out++;
+        c->segs_out++;
         if (again) {
             hp__ctr(c->s, HP_CTR_TCP_RETRANS_SEGS);
-            c->st.retrans_segs++;
+            HP__TCP_ST_INC(c, retrans_segs);
         }
         if (r.flags & HP_TCP_F_ACK)
             acked_now(c, r.window);
@@ -754,7 +757,7 @@ void hp__tcp_challenge_ack(struct hp_tcp_sock *c)
 
 void hp__tcp_send_rst(struct hp_tcp_sock *c)
 {
-    if (c->state == HP_TCP_CLOSED || c->state == HP_TCP_LISTEN || !c->ifc)
+    if (c->state == HP_TCP_CLOSED || c->state == HP_TCP_LISTEN || !c->ifx)
         return;
     struct hp_tcp_repr r;
     memset(&r, 0, sizeof r);
@@ -770,9 +773,9 @@ void hp__tcp_send_rst(struct hp_tcp_sock *c)
     }
     struct hp__route rt;
     hp__tcp_route(c, &rt);
-    if (emit_send(c->s, &rt, c->family, c->key.raddr, &r) == 0) {
+    if (emit_send(c->s, &rt, c->key.family, c->key.raddr, &r) == 0) {
         hp__ctr(c->s, HP_CTR_TCP_OUT_RSTS);
-        c->st_tx.segs_out++;
+        c->segs_out++;
     }
 }
 

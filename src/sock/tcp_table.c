@@ -111,10 +111,10 @@ HP_CACHELINE_ASSERT_GROUP_MEMBER(struct bucket, line, tag);
 HP_CACHELINE_ASSERT_GROUP_MEMBER(struct bucket, line, overflow);
 HP_CACHELINE_ASSERT_GROUP_MEMBER(struct bucket, line, ent);
 
-/* The key: 40 bytes compared as 5 words, then the stored hash; 48 bytes at
- * the start of the caller's line 0. */
-_Static_assert(offsetof(struct hp__tcp_key, hash) == 40, "the tuple is 5 words");
-_Static_assert(sizeof(struct hp__tcp_key) == 48, "the key leaves 16 bytes of line 0");
+/* The key: 40 bytes compared as 5 words, at the start of the caller's
+ * line 0. */
+_Static_assert(sizeof(struct hp__tcp_key) == 40,
+               "the tuple is 5 words, compared as such; no stored hash");
 
 struct map {
     struct bucket *b;
@@ -385,12 +385,12 @@ static struct hp__tcp_key *map_find(struct hp__tcp_table *t, const struct map *m
     return NULL;
 }
 
-/* Store e (e->hash set) in the first free slot from its home bucket on,
+/* Store e (its hash h) in the first free slot from its home bucket on,
  * counting it in the overflow of each full bucket passed. The caller makes
- * sure there is a free slot. */
-static uint32_t map_place(struct map *m, struct hp__tcp_key *e)
+ * sure there is a free slot. @return the buckets passed. */
+static uint32_t map_place(struct map *m, struct hp__tcp_key *e, uint64_t h)
 {
-    uint32_t tag = tag_of(e->hash), i = (uint32_t)e->hash & m->mask;
+    uint32_t tag = tag_of(h), i = (uint32_t)h & m->mask;
     for (uint32_t d = 0;; d++) {
         struct bucket *b = &m->b[i];
         for (unsigned s = 0; s < SLOTS; s++) {
@@ -405,7 +405,9 @@ static uint32_t map_place(struct map *m, struct hp__tcp_key *e)
     }
 }
 
-/* Double the map, placing every entry again from its stored hash. */
+/* Double the map, placing every entry again. Keys store no hash (8 bytes
+ * of every connection): each is hashed again, which reads the key's line,
+ * as reading a stored hash would. */
 static int map_grow(struct hp__tcp_table *t, struct map *m)
 {
     uint32_t old_n = m->mask + 1, n = old_n * 2;
@@ -417,7 +419,7 @@ static int map_grow(struct hp__tcp_table *t, struct map *m)
     for (uint32_t i = 0; i < old_n; i++)
         for (unsigned s = 0; s < SLOTS; s++)
             if (ob[i].tag[s])
-                (void)map_place(m, ob[i].ent[s]);
+                (void)map_place(m, ob[i].ent[s], key_hash(t, ob[i].ent[s]));
     free(ob);
     map_set_grow_at(m);
     t->grows++;
@@ -438,20 +440,20 @@ static int map_insert(struct hp__tcp_table *t, struct map *m, struct hp__tcp_key
         if (m->count + 1 + SLOTS > slots)
             return -ENOMEM;
     }
-    k->hash = h;
     /* A long probe asks for a new key (see "The hash"), at most once per
      * half the map's inserts; never under a test's mask, which collides on
      * purpose. */
-    if (map_place(m, k) >= REKEY_DIST && t->hash_mask == UINT64_MAX && t->since_rekey >= m->count / 2)
+    if (map_place(m, k, h) >= REKEY_DIST && t->hash_mask == UINT64_MAX &&
+        t->since_rekey >= m->count / 2)
         t->rekey_wanted = true;
     t->since_rekey++;
     m->count++;
     return 0;
 }
 
-static int map_remove(struct map *m, struct hp__tcp_key *e)
+static int map_remove(const struct hp__tcp_table *t, struct map *m, struct hp__tcp_key *e)
 {
-    uint32_t home = (uint32_t)e->hash & m->mask, i = home;
+    uint32_t home = (uint32_t)key_hash(t, e) & m->mask, i = home;
     for (uint32_t d = 0; d <= m->mask; d++) {
         struct bucket *b = &m->b[i];
         for (unsigned s = 0; s < SLOTS; s++) {
@@ -527,11 +529,8 @@ static void map_rehash(struct hp__tcp_table *t, struct map *m, struct bucket *nb
     m->b = nb;
     for (uint32_t i = 0; i <= m->mask; i++)
         for (unsigned s = 0; s < SLOTS; s++)
-            if (ob[i].tag[s]) {
-                struct hp__tcp_key *e = ob[i].ent[s];
-                e->hash = key_hash(t, e);
-                (void)map_place(m, e);
-            }
+            if (ob[i].tag[s])
+                (void)map_place(m, ob[i].ent[s], key_hash(t, ob[i].ent[s]));
     free(ob);
 }
 
@@ -658,7 +657,7 @@ struct hp__tcp_key *hp__tcp_conn_peek(const struct hp__tcp_table *t, uint64_t h)
 
 int hp__tcp_conn_remove(struct hp__tcp_table *t, struct hp__tcp_key *k)
 {
-    return map_remove(&t->conn, k);
+    return map_remove(t, &t->conn, k);
 }
 
 uint32_t hp__tcp_conn_count(const struct hp__tcp_table *t)
@@ -702,7 +701,7 @@ struct hp__tcp_key *hp__tcp_listen_lookup(struct hp__tcp_table *t, int family,
 
 int hp__tcp_listen_remove(struct hp__tcp_table *t, struct hp__tcp_key *k)
 {
-    return map_remove(&t->listen, k);
+    return map_remove(t, &t->listen, k);
 }
 
 uint32_t hp__tcp_listen_count(const struct hp__tcp_table *t)

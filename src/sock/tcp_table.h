@@ -33,7 +33,7 @@
  *
  * The key must stay at the same address while it is in a map, and must be
  * removed before the memory around it is freed. A key is in one map at a
- * time (its hash field serves that map). The table is not thread-safe: it
+ * time. The table is not thread-safe: it
  * belongs to one stack, like everything the stack's thread touches.
  *
  * Ports are in host order. "Local" is always our side: for a received
@@ -62,7 +62,6 @@ struct hp__tcp_key {
     uint16_t rport;
     uint8_t family;      /* 4 or 6 */
     uint8_t zero_[3];    /* always zero (part of the compared words) */
-    uint64_t hash;       /* written by insert; read by remove and growth */
 };
 
 /** Fill k: every byte is written (unused address bytes zero). raddr may be
@@ -120,14 +119,14 @@ void hp__tcp_table_destroy(struct hp__tcp_table *t);
 /* ---- connections --------------------------------------------------------- */
 
 /**
- * Add k (filled by hp__tcp_key_init) to the connection map; sets k->hash.
+ * Add k (filled by hp__tcp_key_init) to the connection map.
  * The map keeps the pointer: k must stay put until removed.
  * @return 0; -EEXIST if the same tuple is there (k is not added);
  *         -ENOSPC if max_entries connections are there; -ENOMEM if the map
  *         had to grow, could not, and is too full to take k.
  */
 int hp__tcp_conn_insert(struct hp__tcp_table *t, struct hp__tcp_key *k);
-/** The entry with k's tuple (k->hash is not read), or NULL. No allocation. */
+/** The entry with k's tuple, or NULL. No allocation. */
 struct hp__tcp_key *hp__tcp_conn_lookup(struct hp__tcp_table *t, const struct hp__tcp_key *k);
 /** The same, with h = hp__tcp_table_hash(t, k) computed by the caller
  * (early demultiplexing hashes a burst's tuples before their lookups). */

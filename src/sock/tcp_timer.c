@@ -212,15 +212,15 @@ static void rto_response(struct hp_tcp_sock *c)
 {
     hp__tcp_rtt_timeout(&c->rtt, hp__tcp_rtt_cfg_of(c));
     struct hp__tcp_cc_ev ev = hp__tcp_cc_ev(c, 0, c->snd_max - c->snd_una);
-    hp__tcp_cc_timeout(&c->cc, &c->cubic, &ev, c->rtx_count > 0);
+    hp__tcp_cc_timeout(&c->cc, hp__tcp_cubic_of(c, true), &ev, c->rtx_count > 0);
     if (!(c->flags & HP__TCPF_SACK_OK) || !hp__tcp_sb_rto(c))
         c->snd_nxt = c->snd_una;
     c->flags &= ~HP__TCPF_RTT_TIMING; /* Karn: nothing sent before is timed */
 }
 
-void hp__tcp_timer_rtx(struct hp_stack *s, void *arg)
+void hp__tcp_timer_rtx(struct hp_stack *s, struct hp__timer *t)
 {
-    struct hp_tcp_sock *c = arg;
+    struct hp_tcp_sock *c = HP__CONTAINER(t, struct hp_tcp_sock, t_rtx);
     c->rtx_tdue = 0; /* out of the heap */
     if (c->flags & HP__TCPF_PERSIST) {
         persist_fire(c);
@@ -290,7 +290,7 @@ void hp__tcp_timer_rtx(struct hp_stack *s, void *arg)
         c->rtx_count++;
     hp__tcp_pmtu_on_rto(c); /* RFC 4821: a probe lost, or a black hole */
     hp__ctr(s, HP_CTR_TCP_TIMEOUTS);
-    c->st.timeouts++;
+    HP__TCP_ST_INC(c, timeouts);
     hp__tcp_rtx_restart(c);
     (void)hp__tcp_output(c);
 }
@@ -361,9 +361,9 @@ uint64_t hp__tcp_pending_due(const struct hp_stack *s)
     return st && st->ndack_pend ? st->dack_pend_due : 0;
 }
 
-void hp__tcp_timer_dack(struct hp_stack *s, void *arg)
+void hp__tcp_timer_dack(struct hp_stack *s, struct hp__timer *t)
 {
-    struct hp_tcp_sock *c = arg;
+    struct hp_tcp_sock *c = HP__CONTAINER(t, struct hp_tcp_sock, t_dack);
     c->dack_tdue = 0; /* out of the heap */
     if (!(c->flags & HP__TCPF_DACK))
         return; /* the ACK went with a segment since (lazy cancel) */
@@ -438,13 +438,13 @@ void hp__tcp_misc_rearm(struct hp_tcp_sock *c)
             hp__timer_cancel(s, &c->t_misc);
         return;
     }
-    if (!hp__timer_armed(&c->t_misc) || c->t_misc.due != due)
+    if (hp__timer_due(s, &c->t_misc) != due)
         (void)hp__timer_arm(s, &c->t_misc, due);
 }
 
-void hp__tcp_timer_misc(struct hp_stack *s, void *arg)
+void hp__tcp_timer_misc(struct hp_stack *s, struct hp__timer *t)
 {
-    struct hp_tcp_sock *c = arg;
+    struct hp_tcp_sock *c = HP__CONTAINER(t, struct hp_tcp_sock, t_misc);
     if (c->state == HP_TCP_TIME_WAIT) {
         hp__ctr(s, HP_CTR_TCP_TW_EXPIRED);
         hp__tcp_closed(c);
