@@ -118,21 +118,27 @@ static inline uint32_t rtt_on_ack(struct hp_tcp_sock *c, const struct hp_tcp_rep
 /* The peer's FIN is in order (RFC 9293 3.10.7.4 eighth step). */
 static void fin_in(struct hp_tcp_sock *c)
 {
-    c->flags |= HP__TCPF_FIN_RCVD | HP__TCPF_ACK_NOW;
+    c->flags |= HP__TCPF_FIN_RCVD;
     c->rcv_nxt++;
     switch (c->state) {
     case HP_TCP_ESTABLISHED:
         hp__tcp_set_state(c, HP_TCP_CLOSE_WAIT);
+        /* The application's close, answering the end of stream, may send
+         * our FIN before the next poll: it carries the ACK. */
+        hp__tcp_ack_soon(c);
         break;
     case HP_TCP_FIN_WAIT_1:
         /* Our FIN is not acknowledged, or the ACK step would have moved
          * us to FIN_WAIT_2 already. */
+        c->flags |= HP__TCPF_ACK_NOW;
         hp__tcp_set_state(c, HP_TCP_CLOSING);
         break;
     case HP_TCP_FIN_WAIT_2:
+        c->flags |= HP__TCPF_ACK_NOW;
         hp__tcp_time_wait(c);
         break;
     default:
+        c->flags |= HP__TCPF_ACK_NOW;
         break;
     }
     hp__tcp_wake(c, HP_EV_IN);
@@ -241,7 +247,10 @@ static void syn_sent(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
         hp__tcp_rtx_stop(c);
     else
         hp__tcp_rtx_restart(c);
-    c->flags |= HP__TCPF_ACK_NOW;
+    /* The third segment of the handshake: soon, so that the application's
+     * first data, sent when it hears the connection is up, carries it (as
+     * lwIP's connected callback lets it), or at the next poll. */
+    hp__tcp_ack_soon(c);
 
     /* Text or a FIN on the SYN-ACK: "continue processing at the sixth
      * step" with what follows the SYN, trimmed to our window. */

@@ -899,6 +899,12 @@ void hp__tcp_timers_cancel(struct hp_tcp_sock *c);
 /* An ACK is owed, delayed (HP__TCPF_DACK just set): due in delack_ms. The
  * heap entry is armed at the next poll if the ACK is still owed then. */
 void hp__tcp_dack_arm(struct hp_tcp_sock *c);
+/* An ACK is owed now, but a segment the application sends in answer may
+ * carry it: it goes at the start of the next poll unless one did (the
+ * dack_pend list, due now: hp_stack_next_timer_ns is 0 meanwhile). With
+ * QUICKACK, or when the list cannot grow, HP__TCPF_ACK_NOW instead (the
+ * caller's hp__tcp_output sends it). */
+void hp__tcp_ack_soon(struct hp_tcp_sock *c);
 /* Enter TIME_WAIT (sets the state, stops rtx/dack, arms t_misc for
  * time_wait_ms); or restart it (a retransmitted FIN arrived, RFC 9293
  * 3.10.7.4). */

@@ -125,6 +125,18 @@ static bool window_grew(const struct hp_tcp_sock *c)
     return grow >= 2u * c->rmss || grow >= (c->rcvbuf >> 1) || cur < c->rmss;
 }
 
+/* After the user read: whether the peer should hear of the window now. Not
+ * for every read that frees two segments (a bulk receiver's every poll):
+ * once the window we could offer is at least twice what the peer still
+ * has (Linux's tcp_cleanup_rbuf rule), or what it has is less than a
+ * segment (it may be waiting for it). */
+static bool window_update_due(const struct hp_tcp_sock *c)
+{
+    uint32_t cur;
+    uint32_t win = rcv_window(c, &cur);
+    return win > cur && (cur < c->rmss || win >= 2u * (uint64_t)cur);
+}
+
 /* ---- sending one segment ----------------------------------------------------- */
 
 /* The connection sent a segment carrying ACK: what the peer knows of our
@@ -892,8 +904,15 @@ void hp__tcp_ack_schedule(struct hp_tcp_sock *c, uint32_t len, bool in_order, bo
     /* Every delack_segs full-sized segments; and, so that a peer sending
      * short segments (a smaller MSS than we announced) still gets its ACKs,
      * every delack_segs segments' worth of bytes. */
-    if (c->segs_unacked >= segs || c->rcv_nxt - c->last_ack_sent >= segs * full || window_grew(c)) {
+    if (c->segs_unacked >= segs || c->rcv_nxt - c->last_ack_sent >= segs * full) {
         c->flags |= HP__TCPF_ACK_NOW;
+        return;
+    }
+    /* A window the peer should hear of (the first data after the handshake
+     * announces the scaled one): soon, so that the application's answer
+     * carries it. */
+    if (window_grew(c)) {
+        hp__tcp_ack_soon(c);
         return;
     }
     if (!(c->flags & HP__TCPF_DACK)) {
@@ -910,8 +929,11 @@ void hp__tcp_window_update(struct hp_tcp_sock *c)
           c->state == HP_TCP_FIN_WAIT_2) ||
         (c->flags & HP__TCPF_FIN_RCVD))
         return;
-    if (!window_grew(c))
+    if (!window_update_due(c))
         return;
-    c->flags |= HP__TCPF_ACK_NOW;
-    (void)hp__tcp_output(c);
+    /* Soon rather than now: data the application sends before the next
+     * poll carries it, and so does the ACK of what arrives meanwhile. */
+    hp__tcp_ack_soon(c);
+    if (c->flags & HP__TCPF_ACK_NOW)
+        (void)hp__tcp_output(c);
 }

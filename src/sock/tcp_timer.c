@@ -34,7 +34,10 @@
  * (HP__TCPF_DACK, dack_due) and puts the connection on the stack's
  * dack_pend list; the next poll, after the application has had its turn
  * to answer, arms the entries of the ACKs still owed (hp__tcp_poll_begin).
- * hp_stack_next_timer_ns counts the list's earliest deadline.
+ * hp_stack_next_timer_ns counts the list's earliest deadline. The same
+ * list holds the ACKs owed at once that the application's answer may
+ * carry (hp__tcp_ack_soon: the handshake's third segment, a FIN's, a
+ * window update), due at the next poll: there each still owed is sent.
  *
  * Every callback may end with the connection freed (hp__tcp_drop,
  * hp__tcp_closed free orphans and unaccepted blocks): they return at once
@@ -309,11 +312,30 @@ static bool dack_pend(struct hp_tcp_sock *c)
         st->dack_pend = p;
         st->dack_pend_cap = cap;
     }
-    if (st->ndack_pend == 0)
+    if (st->ndack_pend == 0 || c->dack_due < st->dack_pend_due)
         st->dack_pend_due = c->dack_due;
     st->dack_pend[st->ndack_pend++] = c;
     c->flags |= HP__TCPF_DACK_PEND;
     return true;
+}
+
+void hp__tcp_ack_soon(struct hp_tcp_sock *c)
+{
+    if (c->flags & HP__TCPF_QUICKACK) {
+        c->flags |= HP__TCPF_ACK_NOW;
+        return;
+    }
+    uint64_t now = c->s->now;
+    c->flags |= HP__TCPF_DACK;
+    c->dack_due = now;
+    if (c->flags & HP__TCPF_DACK_PEND) {
+        struct hp__tcp_state *st = hp__tcp(c->s);
+        if (now < st->dack_pend_due)
+            st->dack_pend_due = now;
+        return;
+    }
+    if (!dack_pend(c))
+        c->flags |= HP__TCPF_ACK_NOW; /* the list cannot grow: at once */
 }
 
 void hp__tcp_dack_arm(struct hp_tcp_sock *c)
@@ -342,14 +364,21 @@ void hp__tcp_poll_begin(struct hp_stack *s)
     }
     if (st->ndack_pend == 0)
         return;
-    /* Nothing here runs user code or frees a connection: the list holds
-     * still. */
+    /* Nothing here runs user code or frees a connection (an ACK sent
+     * changes no list): the list holds still. An ACK owed at once
+     * (hp__tcp_ack_soon) that nothing carried goes now; a delayed one gets
+     * its heap entry. */
     for (uint32_t i = 0; i < st->ndack_pend; i++) {
         struct hp_tcp_sock *c = st->dack_pend[i];
         if (!c)
             continue; /* freed since */
         c->flags &= ~HP__TCPF_DACK_PEND;
-        if ((c->flags & HP__TCPF_DACK) && (c->dack_tdue == 0 || c->dack_tdue > c->dack_due))
+        if (!(c->flags & HP__TCPF_DACK))
+            continue;
+        if (c->dack_due <= s->now && hp__tcp_send_ack(c) == 0)
+            continue;
+        /* (After a lack of buffers: another try in this poll's timers.) */
+        if (c->dack_tdue == 0 || c->dack_tdue > c->dack_due)
             dack_arm(c, c->dack_due);
     }
     st->ndack_pend = 0;
