@@ -10,7 +10,8 @@
 # clang -Werror build + unit tests; command-line tests; function lengths and
 # the C style (scripts/funclen.py, scripts/style.sh); libFuzzer smoke runs;
 # aarch64 cross-build with its unit tests under qemu; root-only suites when
-# root. A suite whose tools are missing is reported as skipped, with why.
+# root (tests/interop/*.sh, tests/hostile/*.sh, tests/apps/*.sh). A suite
+# whose tools are missing is reported as skipped, with why.
 set -u
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -25,11 +26,15 @@ lines=()
 note() { lines+=("$1"); echo "$1"; }
 
 # Run a command as one step; its output goes to the terminal and a log.
+# took: how long the last step ran, for the summary ("(12 s)").
+took=""
 step() { # name cmd...
-  local name=$1; shift
+  local name=$1 t0=$SECONDS; shift
   echo "=== $name"
   "$@" 2>&1 | tee "$LOGS/$name.log"
-  return "${PIPESTATUS[0]}"
+  local rc=${PIPESTATUS[0]}
+  took="($((SECONDS - t0)) s)"
+  return "$rc"
 }
 
 # Run a test binary (or script) that ends with "N passed, N failed, N skipped"
@@ -48,13 +53,13 @@ tests() { # name cmd...
   s=$(echo "$summary" | sed -nE 's/.* ([0-9]+) skipped.*/\1/p'); s=${s:-0}
   pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
   if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then fail=$((fail + 1)); f=1; fi
-  note "$([ "$f" -eq 0 ] && echo PASS || echo FAIL)  $name: $summary"
+  note "$([ "$f" -eq 0 ] && echo PASS || echo FAIL)  $name: $summary $took"
 }
 
 build() { # name builddir cmake-args...
   local name=$1 dir=$2; shift 2
   if step "$name" bash -c "cmake -S . -B $dir -G Ninja $* >/dev/null && $NINJA -C $dir"; then
-    pass=$((pass + 1)); note "PASS  $name"; return 0
+    pass=$((pass + 1)); note "PASS  $name $took"; return 0
   fi
   fail=$((fail + 1)); note "FAIL  $name (log: $LOGS/$name.log)"; return 1
 }
@@ -69,7 +74,7 @@ lint() { # name cmd...
   local rc=$? last
   last=$(tail -1 "$LOGS/$name.log")
   case $rc in
-    0) pass=$((pass + 1)); note "PASS  $name: $last" ;;
+    0) pass=$((pass + 1)); note "PASS  $name: $last $took" ;;
     2) skipped "$name: $last" ;;
     *) fail=$((fail + 1)); note "FAIL  $name: $last (log: $LOGS/$name.log)" ;;
   esac
@@ -181,6 +186,12 @@ else
     skipped "root-only suites: not root"
   elif ls tests/interop/*.sh >/dev/null 2>&1; then
     for t in tests/interop/*.sh; do tests "interop-$(basename "$t" .sh)" "$t"; done
+    # Hostile traffic (nmap, hping3, scapy, floods, garbage): short floods
+    # here (HP_FLOOD_SECONDS, default 3); `make soak` runs the long mixture.
+    for t in tests/hostile/*.sh; do tests "hostile-$(basename "$t" .sh)" "$t"; done
+    # Unmodified programs on hotpath (the reduced matrix; `make apps-full`
+    # runs the issue's full sizes).
+    for t in tests/apps/*.sh; do tests "apps-$(basename "$t" .sh)" "$t"; done
   else
     note "(no root-only suites in this tree yet)"
   fi
@@ -190,5 +201,5 @@ echo
 echo "=== summary"
 printf '%s\n' "${lines[@]}"
 echo
-echo "$pass passed, $fail failed, $skip skipped"
+echo "$pass passed, $fail failed, $skip skipped ($((SECONDS / 60)) min $((SECONDS % 60)) s)"
 [ "$fail" -eq 0 ]

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Install what `make demo` / `make check` need and say clearly what will be skipped when it cannot.
 #
-# usage: scripts/deps.sh demo|check
+# usage: scripts/deps.sh demo|check|soak   (soak: check's, and matplotlib)
 # As root, missing Debian packages are installed with apt-get (non-interactive)
 # and missing Python packages with pip. Otherwise nothing is installed: the
 # script lists what is missing and what that will skip. It never fails the
@@ -18,15 +18,24 @@ required=(cmake:/usr/bin/cmake ninja-build:/usr/bin/ninja gcc:/usr/bin/gcc
 optional_demo=(libdpdk-dev:/usr/include/dpdk/rte_ip.h libxdp-dev:/usr/include/xdp/xsk.h
                libbpf-dev:/usr/include/bpf/libbpf.h iproute2:/usr/sbin/ip libssl-dev:/usr/include/openssl/evp.h
                libdw-dev:/usr/include/elfutils/libdw.h valgrind:/usr/include/valgrind/callgrind.h
-               dpkg-dev:/usr/bin/dpkg-source)
+               dpkg-dev:/usr/bin/dpkg-source
+               dpdk-dev:/usr/bin/dpdk-testpmd
+               librte-net-memif23:/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0/librte_net_memif.so.23.0
+               redis-server:/usr/bin/redis-server redis-tools:/usr/bin/redis-benchmark nginx:/usr/sbin/nginx
+               iperf3:/usr/bin/iperf3 wrk:/usr/bin/wrk ethtool:/usr/sbin/ethtool)
 optional_check=(clang:/usr/bin/clang libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
                 libdpdk-dev:/usr/include/dpdk/rte_ip.h libxdp-dev:/usr/include/xdp/xsk.h
                 libbpf-dev:/usr/include/bpf/libbpf.h iproute2:/usr/sbin/ip tshark:/usr/bin/tshark
                 libssl-dev:/usr/include/openssl/evp.h libdw-dev:/usr/include/elfutils/libdw.h
                 iputils-ping:/usr/bin/ping ethtool:/usr/sbin/ethtool valgrind:/usr/include/valgrind/callgrind.h
+                nmap:/usr/bin/nmap hping3:/usr/sbin/hping3 tcpdump:/usr/bin/tcpdump
                 gcc-aarch64-linux-gnu:/usr/bin/aarch64-linux-gnu-gcc
                 libc6-dev-arm64-cross:/usr/aarch64-linux-gnu/lib/crti.o qemu-user:/usr/bin/qemu-aarch64
-                clang-format-14:/usr/bin/clang-format-14 dpkg-dev:/usr/bin/dpkg-source)
+                clang-format-14:/usr/bin/clang-format-14 dpkg-dev:/usr/bin/dpkg-source
+                dpdk-dev:/usr/bin/dpdk-testpmd
+                librte-net-memif23:/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0/librte_net_memif.so.23.0
+                redis-server:/usr/bin/redis-server redis-tools:/usr/bin/redis-benchmark nginx:/usr/sbin/nginx
+                iperf3:/usr/bin/iperf3 curl:/usr/bin/curl wrk:/usr/bin/wrk)
 declare -A why=(
   [libdpdk-dev]="the dpdk and dpdk-native rows of 'hotpath bench cksum'"
   [libelf-dev]="code sizes in the benchmark tables"
@@ -46,6 +55,17 @@ declare -A why=(
   [clang-format-14]="the style check of make check (scripts/style.sh: the C sources against .clang-format)"
   [valgrind]="simulated cache misses per rr transaction (scripts/rr_cachesim.py: the demo's layout step and its test), instructions per transaction of each stack (scripts/peers_profile.py)"
   [dpkg-dev]="lwip row in 'hotpath bench peers' (apt-get source needs dpkg-source to unpack lwIP's source package)"
+  [dpdk-dev]="dpdk-testpmd: the memif link against DPDK's own driver (tests/interop/memif.sh) and the testpmd rows of 'hotpath bench memif'"
+  [librte-net-memif23]="DPDK's memif driver (net_memif), which dpdk-testpmd loads for tests/interop/memif.sh and 'hotpath bench memif'"
+  [nmap]="the hostile scans (tests/hostile/scans.sh: SYN, connect, FIN, NULL, Xmas, ACK, UDP, IPv6, bad checksum and OS detection scans of hotpath serve)"
+  [hping3]="the hostile SYN floods (tests/hostile/floods.sh, make soak)"
+  [tcpdump]="the hostile garbage suite's record of what it sent (tests/hostile/garbage.sh), kept to replay a failure"
+  [redis-server]="redis-server on hotpath (tests/apps/redis.sh, both.sh; the redis rows of 'hotpath bench apps')"
+  [redis-tools]="redis-benchmark and redis-cli on hotpath (tests/apps/redis.sh, both.sh; 'hotpath bench apps')"
+  [nginx]="nginx on hotpath (tests/apps/nginx.sh, both.sh; the wrk rows of 'hotpath bench apps')"
+  [iperf3]="iperf3 on hotpath (tests/apps/iperf3.sh, both.sh; the iperf3 row of 'hotpath bench apps')"
+  [curl]="curl on hotpath and checking nginx on hotpath (tests/apps/nginx.sh)"
+  [wrk]="wrk against nginx (tests/apps/nginx.sh, both.sh; 'hotpath bench apps')"
 )
 
 pkgs=("${required[@]}")
@@ -143,11 +163,13 @@ peers_smoltcp() {
 }
 mkdir -p "$peers" 2>/dev/null && { peers_lwip; peers_smoltcp; }
 
-# Python packages: matplotlib for the report's plots (demo), scapy to
-# regenerate test vectors (the committed vectors need no scapy).
+# Python packages: matplotlib for the report's plots (demo, make soak),
+# scapy to regenerate test vectors (the committed vectors need no scapy)
+# and for the hostile suites' fuzzed frames (tests/hostile/).
 if command -v python3 >/dev/null 2>&1; then
   pymods=(matplotlib)
   [ "$mode" = check ] && pymods=(scapy)
+  [ "$mode" = soak ] && pymods=(scapy matplotlib)
   for m in "${pymods[@]}"; do
     python3 -c "import $m" >/dev/null 2>&1 && continue
     if [ "$(id -u)" = 0 ]; then

@@ -26,6 +26,23 @@ extern "C" {
 struct hp_stack;
 
 #define HP_STACK_F_NO_DAD 0x1 /**< IPv6 addresses are usable at once (no duplicate address detection) */
+/**
+ * ARP (like Linux's arp_accept for updates): an unsolicited reply, a
+ * gratuitous ARP or a request may replace the MAC of a REACHABLE entry.
+ * Without it, only an entry we are resolving or probing, or one no longer
+ * REACHABLE, takes a new MAC (docs/knobs.md).
+ */
+#define HP_STACK_F_ARP_ACCEPT 0x2
+/**
+ * NDP: an advertisement we did not ask for with the override flag, or a
+ * solicitation's source link-layer option, may replace the MAC of a
+ * REACHABLE entry (RFC 4861 7.2.3, 7.2.5 as written). Without it, they
+ * apply once the entry is no longer REACHABLE (docs/knobs.md).
+ */
+#define HP_STACK_F_NDP_OVERRIDE 0x4
+
+/** neigh_locktime_ms: no lock time (a new MAC may follow the last at once). */
+#define HP_NEIGH_LOCKTIME_NONE UINT32_MAX
 
 /** Stack parameters; a zeroed structure asks for every default. */
 struct hp_stack_config {
@@ -35,6 +52,9 @@ struct hp_stack_config {
     uint32_t neigh_retries;     /**< ARP requests / neighbour solicitations before giving up; 0: 3 */
     uint32_t neigh_retrans_ms;  /**< between them; 0: 1000 (RFC 4861 RETRANS_TIMER) */
     uint32_t neigh_reachable_ms;/**< an entry is trusted this long; 0: 30000 (REACHABLE_TIME) */
+    uint32_t neigh_locktime_ms; /**< an entry's MAC stays this long after it changed, whatever
+                                     ARP or NDP says but an answer to our own request (Linux's
+                                     locktime); 0: 1000; HP_NEIGH_LOCKTIME_NONE: none */
     uint32_t reasm_max_bytes;   /**< fragment bytes held for reassembly, both families; 0: 4 MiB */
     uint32_t reasm_timeout_ms;  /**< both families; 0: 30000 for IPv4 (like Linux) and 60000 for IPv6 (RFC 8200 4.5) */
     uint32_t icmp_rate;         /**< ICMP errors per second, per family (token bucket); 0: 1000 */
@@ -65,7 +85,8 @@ enum hp_addr_state { HP_ADDR_NONE = 0, HP_ADDR_TENTATIVE, HP_ADDR_PREFERRED, HP_
     X(IP6_IN_RECEIVES) X(IP6_IN_HDR_ERRORS) X(IP6_IN_TRUNCATED) X(IP6_IN_ADDR_ERRORS)              \
     X(IP6_IN_UNKNOWN_PROTOS) X(IP6_IN_DELIVERS) X(IP6_OUT_REQUESTS) X(IP6_OUT_NO_ROUTES)          \
     X(IP6_OUT_DISCARDS) X(IP6_REASM_REQDS) X(IP6_REASM_OKS) X(IP6_REASM_FAILS)                    \
-    X(IP6_REASM_TIMEOUTS) X(IP6_REASM_OVERLAPS) X(IP6_REASM_OVERSIZE) X(IP6_FRAG_OKS)             \
+    X(IP6_REASM_TIMEOUTS) X(IP6_REASM_OVERLAPS) X(IP6_REASM_OVERSIZE) X(IP6_REASM_MEM_DROPS)       \
+    X(IP6_FRAG_OKS)                                                                                \
     X(IP6_FRAG_CREATES) X(IP6_FRAG_FAILS)                                                           \
     X(ICMP_IN_MSGS) X(ICMP_IN_ERRORS) X(ICMP_IN_CSUM_ERRORS) X(ICMP_IN_ECHOS)                      \
     X(ICMP_IN_ECHO_REPS) X(ICMP_IN_DEST_UNREACHS) X(ICMP_IN_UNSUPPORTED) X(ICMP_OUT_MSGS)         \
@@ -77,13 +98,15 @@ enum hp_addr_state { HP_ADDR_NONE = 0, HP_ADDR_TENTATIVE, HP_ADDR_PREFERRED, HP_
     X(ICMP6_OUT_RATE_LIMITED)                                                                       \
     X(NDP_IN_NS) X(NDP_IN_NA) X(NDP_IN_RS) X(NDP_IN_RA) X(NDP_IN_REDIRECT) X(NDP_IN_BAD_HOPLIMIT) \
     X(NDP_IN_INVALID) X(NDP_IN_UNSOLICITED) X(NDP_OUT_NS) X(NDP_OUT_NA) X(NDP_DAD_DUPLICATES)      \
+    X(NEIGH_UPDATES_LOCKED) X(NEIGH_UPDATES_REFUSED)                                               \
     X(UDP_IN_DATAGRAMS) X(UDP_NO_PORTS) X(UDP_IN_ERRORS) X(UDP_IN_CSUM_ERRORS)                     \
     X(UDP_RCVBUF_ERRORS) X(UDP_OUT_DATAGRAMS) X(UDP_OUT_ERRORS)                                     \
     X(TCP_ACTIVE_OPENS) X(TCP_PASSIVE_OPENS) X(TCP_ATTEMPT_FAILS) X(TCP_ESTAB_RESETS)             \
     X(TCP_IN_SEGS) X(TCP_OUT_SEGS) X(TCP_RETRANS_SEGS) X(TCP_IN_ERRS) X(TCP_IN_CSUM_ERRORS)       \
     X(TCP_IN_BAD_FLAGS) X(TCP_IN_BAD_OPTIONS) X(TCP_IN_RSTS) X(TCP_OUT_RSTS) X(TCP_NO_PORT)       \
     X(TCP_IN_OUT_OF_WINDOW) X(TCP_IN_BAD_ACK) X(TCP_PAWS_DROPS) X(TCP_CHALLENGE_ACKS)             \
-    X(TCP_CHALLENGE_ACK_LIMITED) X(TCP_SYN_QUEUE_DROPS) X(TCP_LISTEN_OVERFLOWS)                   \
+    X(TCP_CHALLENGE_ACK_LIMITED) X(TCP_CHALLENGE_ACK_CONN_LIMITED) X(TCP_SYN_QUEUE_DROPS)          \
+    X(TCP_SYN_QUEUE_STALE_DROPS) X(TCP_LISTEN_OVERFLOWS)                                           \
     X(TCP_SYNCOOKIES_SENT) X(TCP_SYNCOOKIES_OK) X(TCP_SYNCOOKIES_FAILED) X(TCP_OFO_QUEUED)        \
     X(TCP_OFO_DROPS) X(TCP_RCVQ_DROPS) X(TCP_FAST_RETRANS) X(TCP_TIMEOUTS) X(TCP_SYN_RETRANS)     \
     X(TCP_ZERO_WINDOW_PROBES) X(TCP_KEEPALIVE_PROBES) X(TCP_KEEPALIVE_DROPS) X(TCP_DELAYED_ACKS) \

@@ -107,14 +107,23 @@ struct hp_tcp_config {
     uint32_t rto_min_ms;       /**< lower bound of the RTO; 0: 200 (Linux; RFC 6298 says 1000) */
     uint32_t rto_max_ms;       /**< upper bound of the RTO; 0: 60000 */
     uint32_t rto_initial_ms;   /**< before the first RTT sample (RFC 6298 2.1); 0: 1000 */
-    uint32_t syn_retries;      /**< SYN / SYN-ACK retransmissions before giving up; 0: 7 (183 s, RFC 9293 3.8.3: at least 3 min) */
+    uint32_t syn_retries;      /**< SYN retransmissions before connect gives up; 0: 7 (183 s,
+                                    RFC 9293 3.8.3: at least 3 min) */
+    uint32_t synack_retries;   /**< SYN-ACK retransmissions before a half-open passive
+                                    connection is dropped (Linux's tcp_synack_retries);
+                                    0: 5 (it goes 63 s after the SYN) */
     uint32_t data_retries;     /**< retransmissions of one segment before the connection is dropped (RFC 9293 3.8.3 R2); 0: 15 */
     uint32_t time_wait_ms;     /**< TIME_WAIT (2 MSL); 0: 60000 */
     uint32_t fin_wait2_ms;     /**< an orphaned FIN_WAIT_2 waits this long for the peer's FIN; 0: 60000 */
     uint32_t keepalive_idle_s; /**< idle time before the first keepalive probe (RFC 9293 3.8.4: >= 2 h); 0: 7200 */
     uint32_t keepalive_intvl_s;/**< between probes; 0: 75 */
     uint32_t keepalive_probes; /**< unanswered probes before the connection is dropped; 0: 9 */
-    uint32_t challenge_ack_limit; /**< RFC 5961 challenge ACKs per second, stack-wide; 0: 1000 */
+    uint32_t challenge_ack_limit; /**< RFC 5961 challenge ACKs per second, stack-wide, on
+                                       average: each second's budget is drawn at random from
+                                       [limit/2, 3*limit/2) (CVE-2016-5696); 0: 1000;
+                                       UINT32_MAX: no stack-wide limit */
+    uint32_t challenge_ack_conn_ms; /**< at most one challenge ACK per connection in this many ms
+                                         (Linux's tcp_invalid_ratelimit); 0: 500 */
     uint32_t syn_backlog_max;  /**< upper bound of every listen backlog; 0: 4096 */
     uint32_t early_demux_conns;/**< from this many connections on, each receive burst is demultiplexed
                                     ahead of its processing: its tuples hashed and the table buckets and
@@ -164,8 +173,11 @@ HP_API int hp_tcp_bind(struct hp_tcp_sock *t, const struct hp_sockaddr *local);
 /**
  * Listen (passive open). backlog bounds both the connections still in the
  * handshake (the SYN queue) and those waiting for hp_tcp_accept(); it is
- * clamped to [1, syn_backlog_max]. When the SYN queue is full, SYNs are
- * answered with SYN cookies (RFC 4987 3.6) unless no_syncookies.
+ * clamped to [1, syn_backlog_max]. When the SYN queue is full, a new SYN
+ * takes the place of a stale entry (its SYN-ACK unacknowledged for 3 or 7
+ * s, docs/knobs.md),
+ * else it is answered with a SYN cookie (RFC 4987 3.6) carrying the
+ * options a queued entry would negotiate, unless no_syncookies.
  * Binds to an ephemeral port first if unbound.
  * @return 0, -EINVAL (not CLOSED), -EADDRINUSE.
  */

@@ -13,6 +13,7 @@
 #include <hotpath/loop.h>
 
 #include "../base/debug.h"
+#include "../base/fence.h"
 
 /*
  * Two epoll sets. `uep` holds the fds the user registered, with the user's
@@ -386,7 +387,7 @@ HP_API void hp_loop_wake(struct hp_loop *l)
         return;
     atomic_fetch_add_explicit(&l->wake_calls, 1, memory_order_relaxed);
     atomic_store_explicit(&l->wake_pending, 1, memory_order_release);
-    atomic_thread_fence(memory_order_seq_cst);
+    hp__fence_seq_cst();
     if (atomic_load_explicit(&l->sleeping, memory_order_relaxed) == 0 ||
         atomic_exchange_explicit(&l->sleeping, 0, memory_order_relaxed) == 0)
         return;
@@ -637,7 +638,7 @@ static int arm(struct hp_loop *l, uint64_t now, uint64_t deadline, int64_t *time
         return 1;
     /* Announce the sleep to hp_loop_wake(), then look for its request. */
     atomic_store_explicit(&l->sleeping, 1, memory_order_relaxed);
-    atomic_thread_fence(memory_order_seq_cst);
+    hp__fence_seq_cst();
     if (atomic_load_explicit(&l->wake_pending, memory_order_relaxed)) {
         atomic_store_explicit(&l->sleeping, 0, memory_order_relaxed);
         return 1;

@@ -29,6 +29,8 @@ struct hp__link_ops {
     int (*prepare_sleep)(struct hp_link *l, int64_t *due_ns);
     /* Add backend counters (kernel drop counts...) to *out; may be NULL. */
     void (*stats)(const struct hp_link *l, struct hp_link_stats *out);
+    /* Whether the link carries frames (hp_link_up()); NULL: always. */
+    bool (*is_up)(const struct hp_link *l);
     /* Release everything but the struct hp_link itself (and its own pool,
      * which hp_link_close destroys after). 0 or -errno (-EBUSY: a pool the
      * backend owned still had buffers out). */
@@ -119,6 +121,7 @@ bool hp__gather(unsigned char **bounce, uint32_t *bounce_len, const struct hp_bu
 struct hp_link *hp__tap_open(const struct hp_link_config *cfg);
 struct hp_link *hp__afpacket_open(const struct hp_link_config *cfg);
 struct hp_link *hp__afxdp_open(const struct hp_link_config *cfg);
+struct hp_link *hp__memif_open(const struct hp_link_config *cfg);
 
 /* Interface helpers (ioctl on a datagram socket): 0 or -errno. */
 int hp__if_index(const char *name, unsigned *index);

@@ -7,6 +7,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "../base/fence.h"
 #include "internal.h"
 
 /*
@@ -44,7 +45,7 @@ struct mem_link {
 /* After frames went onto the wire: signal the peer if it sleeps. */
 static inline void wake_peer(struct mem_link *m)
 {
-    atomic_thread_fence(memory_order_seq_cst);
+    hp__fence_seq_cst();
     if (atomic_load_explicit(&m->peer->sleeping, memory_order_relaxed) == 0 ||
         atomic_exchange_explicit(&m->peer->sleeping, 0, memory_order_relaxed) == 0)
         return;
@@ -69,7 +70,7 @@ static int mem_prepare_sleep(struct hp_link *l, int64_t *due_ns)
     while (read(m->me->efd, &v, sizeof v) < 0 && errno == EINTR)
         ;
     atomic_store_explicit(&m->me->sleeping, 1, memory_order_relaxed);
-    atomic_thread_fence(memory_order_seq_cst);
+    hp__fence_seq_cst();
     if (hp__spsc_avail(m->in) == 0)
         return 0;
     /* Frames came before the flag was seen: no sleep (a signal the peer

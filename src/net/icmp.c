@@ -80,7 +80,9 @@ static void echo_reply4(struct hp__iface *ifc, struct hp_buf *b, const struct hp
     uint8_t *m = hp_buf_data(b);
     uint16_t old, nw, ck;
     memcpy(&old, m, 2);
+    /* RFC 792: an echo reply's code is 0, whatever the request's was. */
     m[0] = HP_ICMP_ECHO_REPLY;
+    m[1] = 0;
     memcpy(&nw, m, 2);
     memcpy(&ck, m + 2, 2);
     ck = hp_cksum_update16(ck, old, nw);

@@ -42,7 +42,9 @@ static void echo_reply6(struct hp__iface *ifc, struct hp_buf *b, const struct hp
     uint8_t *m = hp_buf_data(b);
     uint16_t old, nw, ck;
     memcpy(&old, m, 2);
+    /* RFC 4443 4.2: an echo reply's code is 0, whatever the request's was. */
     m[0] = HP_ICMP6_ECHO_REPLY;
+    m[1] = 0;
     memcpy(&nw, m, 2);
     memcpy(&ck, m + 2, 2);
     /* Swapped addresses leave the pseudo-header's sum alone: an RFC 1624

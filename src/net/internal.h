@@ -210,6 +210,7 @@ struct hp__bucket {
 
 struct hp__neigh_table;      /* neigh.c */
 struct hp__reasm;            /* reasm.c */
+struct hp__ipid;             /* ipid.c */
 struct hp__sock_state;       /* src/sock */
 
 /* rx: read by the receive path only (the poll's clock, UDP / TCP input). */
@@ -222,11 +223,10 @@ struct hp__sock_state;       /* src/sock */
 #define HP__STK_GW_tx_more uint8_t gw4[4], gw6[16];
 #define HP__STK_HASGW_tx_more bool has_gw4, has_gw6;
 /* rw: written on the fast path: the clock (each poll), the timer heap
- * (TCP arms and cancels timers on both paths), the IPv4 identification. */
+ * (TCP arms and cancels timers on both paths). */
 #define HP__STK_NOW_rw uint64_t now; /* ns, read at the start of each poll (and at create) */
 #define HP__STK_HEAP_rw struct hp__heap_ent *heap; /* timer.c */
 #define HP__STK_NHEAP_rw uint32_t nheap, heap_cap;
-#define HP__STK_IPIDENT_rw uint16_t ip_ident; /* next IPv4 identification */
 #define HP__STK_INPOLL_rw bool in_poll; /* inside hp_stack_poll: frames wait for its flush */
 /* rxtx: read by both paths (the poll and its flush; UDP routes each send). */
 #define HP__STK_NIFACES_rxtx int nifaces;
@@ -237,7 +237,9 @@ struct hp__sock_state;       /* src/sock */
 #define HP__STK_CTR_ctr uint64_t ctr[HP_STACK_NCOUNTERS];
 /* cold: names, fragments, ICMP errors, the tests' clock argument. */
 #define HP__STK_NAME_cold char name[32];
-#define HP__STK_FRAGIDENT6_cold uint32_t frag_ident6; /* next IPv6 fragment identification */
+/* IP identifications (ipid.c): read by IP output for every packet, but
+ * line 0 has no room for it (docs/cachelines/hp_stack.md). */
+#define HP__STK_IPID_cold struct hp__ipid *ipid;
 #define HP__STK_REASM_cold struct hp__reasm *reasm;
 #define HP__STK_ICMP_cold struct hp__bucket icmp4_bucket, icmp6_bucket;
 #define HP__STK_CLOCKARG_cold void *clock_arg;
@@ -245,7 +247,7 @@ struct hp__sock_state;       /* src/sock */
 struct hp_stack {
 #if defined(HP_LAYOUT_CHRONO) && HP_LAYOUT_CHRONO
     HP__STK_CFG_ctr HP__STK_NAME_cold HP__STK_NOW_rw HP__STK_IFACES_rxtx HP__STK_NIFACES_rxtx
-    HP__STK_GW_tx_more HP__STK_HASGW_tx_more HP__STK_IPIDENT_rw HP__STK_INPOLL_rw HP__STK_FRAGIDENT6_cold
+    HP__STK_GW_tx_more HP__STK_HASGW_tx_more HP__STK_INPOLL_rw HP__STK_IPID_cold
     HP__STK_HEAP_rw HP__STK_NHEAP_rw HP__STK_NEIGH4_tx HP__STK_NEIGH6_tx_more HP__STK_REASM_cold
     HP__STK_ICMP_cold HP__STK_SOCK_rx HP__STK_CLOCKFN_rx HP__STK_CLOCKARG_cold HP__STK_CTR_ctr
 #else
@@ -259,7 +261,7 @@ struct hp_stack {
     HP__STK_NEIGH4_tx
     HP_CACHELINE_GROUP_END(tx)
     HP_CACHELINE_GROUP_BEGIN(rw)
-    HP__STK_NOW_rw HP__STK_HEAP_rw HP__STK_NHEAP_rw HP__STK_IPIDENT_rw HP__STK_INPOLL_rw
+    HP__STK_NOW_rw HP__STK_HEAP_rw HP__STK_NHEAP_rw HP__STK_INPOLL_rw
     HP_CACHELINE_GROUP_END(rw)
     HP_CACHELINE_GROUP_BEGIN(rxtx)
     HP__STK_NIFACES_rxtx HP__STK_IFACES_rxtx
@@ -274,7 +276,7 @@ struct hp_stack {
     HP__STK_CFG_ctr HP__STK_CTR_ctr
     HP_CACHELINE_GROUP_END(ctr)
     HP_CACHELINE_GROUP_BEGIN(cold)
-    HP__STK_FRAGIDENT6_cold HP__STK_NAME_cold HP__STK_CLOCKARG_cold HP__STK_REASM_cold
+    HP__STK_IPID_cold HP__STK_NAME_cold HP__STK_CLOCKARG_cold HP__STK_REASM_cold
     HP__STK_ICMP_cold
     HP_CACHELINE_GROUP_END(cold)
 #endif
@@ -361,7 +363,26 @@ void hp__ndp_input(struct hp__iface *ifc, struct hp_buf *b, const struct hp_ipv6
  * preferred at once with HP_STACK_F_NO_DAD; then announce it (unsolicited NA). */
 void hp__ndp_start_dad(struct hp__iface *ifc, struct hp__addr6 *a);
 
-/* ---- IP (ipv4.c, ipv6.c, reasm.c) ----------------------------------------- */
+/* ---- IP (ipv4.c, ipv6.c, reasm.c, ipid.c) ----------------------------------- */
+
+/* The stack's identification state: a random key and per-bucket counters
+ * (ipid.c). 0 or -ENOMEM / getrandom's error. */
+int hp__ipid_init(struct hp_stack *s);
+void hp__ipid_fini(struct hp_stack *s);
+/*
+ * The Identification of an IPv4 datagram of protocol proto from src to dst
+ * (RFC 791 3.2): per destination, from a keyed hash (RFC 7739 5.3, RFC
+ * 6864 4). atomic: the caller sends it with DF set and unfragmented (RFC
+ * 6864 4.1: its ID may be any value); such datagrams count apart from the
+ * fragmentable ones. Whether to set DF is the caller's decision (path MTU
+ * discovery for TCP, RFC 1191): this only takes it into account.
+ */
+uint16_t hp__ip4_ident(struct hp_stack *s, const uint8_t src[4], const uint8_t dst[4],
+                       uint8_t proto, bool atomic);
+/* The Identification of a fragmented IPv6 datagram (RFC 8200 4.5, RFC
+ * 7739 5.3): the same per-destination scheme, 32 bits. */
+uint32_t hp__ip6_frag_ident(struct hp_stack *s, const uint8_t src[16], const uint8_t dst[16],
+                            uint8_t proto);
 
 /* Where a packet to dst goes: the interface, our source address on it,
  * and the next hop (dst itself on a connected prefix, else the gateway). */

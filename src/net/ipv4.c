@@ -257,7 +257,6 @@ int hp__ipv4_output_x(struct hp_stack *s, const struct hp__route *r, const uint8
     struct hp_ipv4_repr ip = {
         .proto = proto,
         .ttl = s->cfg.default_ttl ? s->cfg.default_ttl : 64,
-        .ident = s->ip_ident++,
         .payload_len = (uint16_t)len,
     };
     memcpy(ip.src, r->src, 4);
@@ -265,15 +264,18 @@ int hp__ipv4_output_x(struct hp_stack *s, const struct hp__route *r, const uint8
     ip.df = (xf & HP__IP_DF) != 0;
     if (xf & HP__IP_ECT0)
         ip.dscp_ecn = 2; /* ECT(0), RFC 3168 5 */
-    if (len + HP_IPV4_HDR_LEN > r->ifc->mtu) {
-        if (ip.df) {
-            hp__ctr(s, HP_CTR_IP_FRAG_FAILS);
-            hp__ctr(s, HP_CTR_IP_OUT_DISCARDS);
-            hp_buf_free(b);
-            return -EMSGSIZE;
-        }
-        return fragment4(s, r, &ip, b);
+    bool frag = len + HP_IPV4_HDR_LEN > r->ifc->mtu;
+    if (frag && ip.df) {
+        hp__ctr(s, HP_CTR_IP_FRAG_FAILS);
+        hp__ctr(s, HP_CTR_IP_OUT_DISCARDS);
+        hp_buf_free(b);
+        return -EMSGSIZE;
     }
+    /* Per destination, never one counter for all (RFC 6864 4, RFC 7739);
+     * a datagram with DF that goes whole is atomic (RFC 6864 4.1). */
+    ip.ident = hp__ip4_ident(s, ip.src, ip.dst, proto, ip.df && !frag);
+    if (frag)
+        return fragment4(s, r, &ip, b);
     if ((xf & HP__IP_UNICAST) && out_fast(r, &ip, b))
         return 0;
     uint8_t *h = hp__push_header(r->ifc, &b, HP_IPV4_HDR_LEN);

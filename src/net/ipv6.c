@@ -361,7 +361,7 @@ static int fragment6(struct hp_stack *s, const struct hp__route *r, struct hp_ip
         hp_buf_free(b);
         return -ENOBUFS;
     }
-    ip->frag_id = s->frag_ident6++;
+    ip->frag_id = hp__ip6_frag_ident(s, ip->src, ip->dst, ip->next_header);
     const uint32_t hl = HP_IPV6_HDR_LEN + HP_IPV6_FRAG_HDR_LEN;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t off = i * per, cnt = len - off < per ? len - off : per;

@@ -21,6 +21,7 @@ struct neigh {
     struct hp__neigh_table *tab;
     struct hp__timer timer; /* retransmission, reachable -> stale, or GC */
     uint64_t used;          /* last time a packet went out through it */
+    uint64_t updated;       /* when mac was last set (neigh_locktime_ms counts from here) */
     /* Packets waiting for resolution (INCOMPLETE only), linked through
      * their `reserved` metadata word: the library's own field, unused
      * while the stack holds the buffer, so queueing allocates nothing. */
@@ -434,6 +435,43 @@ bool hp__neigh_exists(struct hp__iface *ifc, int family, const uint8_t *addr)
     return lookup(table_of(ifc->s, family), ifc, addr) != NULL;
 }
 
+static void set_mac(struct neigh *e, const uint8_t mac[6])
+{
+    if (e->state == HP__NEIGH_INCOMPLETE || memcmp(e->mac, mac, 6) != 0)
+        e->updated = e->tab->s->now;
+    memcpy(e->mac, mac, 6);
+}
+
+/*
+ * Whether a message may replace e's MAC with mac (a new one). The
+ * protections against cache poisoning, as knobs (docs/knobs.md):
+ *  - a lock time after each change (Linux's locktime): of several
+ *    different answers in a row the first wins, and a flood of forged
+ *    ones cannot make the entry flap;
+ *  - a REACHABLE entry, confirmed within neigh_reachable_ms, is not
+ *    replaced by what we did not ask for (an unsolicited reply, a
+ *    gratuitous ARP, a request, an NA with the override flag) unless
+ *    HP_STACK_F_ARP_ACCEPT / HP_STACK_F_NDP_OVERRIDE says so. What we
+ *    asked for is an answer while we resolve or probe the entry.
+ * A refusal leaves the entry as it was and is counted.
+ */
+static bool may_replace(struct neigh *e, const uint8_t *mac, bool asked)
+{
+    struct hp_stack *s = e->tab->s;
+    if (e->state == HP__NEIGH_INCOMPLETE || memcmp(e->mac, mac, 6) == 0)
+        return true;
+    if (s->now < e->updated + (uint64_t)s->cfg.neigh_locktime_ms * MS) {
+        hp__ctr(s, HP_CTR_NEIGH_UPDATES_LOCKED);
+        return false;
+    }
+    unsigned accept = e->tab->family == 4 ? HP_STACK_F_ARP_ACCEPT : HP_STACK_F_NDP_OVERRIDE;
+    if (!asked && e->state == HP__NEIGH_REACHABLE && !(s->cfg.flags & accept)) {
+        hp__ctr(s, HP_CTR_NEIGH_UPDATES_REFUSED);
+        return false;
+    }
+    return true;
+}
+
 bool hp__neigh_learn(struct hp__iface *ifc, int family, const uint8_t *addr, const uint8_t *mac,
                      enum hp__neigh_learn how)
 {
@@ -445,15 +483,21 @@ bool hp__neigh_learn(struct hp__iface *ifc, int family, const uint8_t *addr, con
         e = insert(t, ifc, addr, HP__NEIGH_STALE);
         if (!e)
             return false;
-        memcpy(e->mac, mac, 6);
+        set_mac(e, mac);
         become_stale(e);
         return true;
     }
     if (how == HP__LEARN_CONFIRM) {
-        if (mac)
-            memcpy(e->mac, mac, 6);
-        else if (e->state == HP__NEIGH_INCOMPLETE)
+        /* A reply is an answer while we resolve or probe; otherwise it is
+         * unsolicited, and confirms only the MAC we have. */
+        bool asked = e->state == HP__NEIGH_INCOMPLETE || e->state == HP__NEIGH_PROBE;
+        if (mac) {
+            if (!may_replace(e, mac, asked))
+                return true;
+            set_mac(e, mac);
+        } else if (e->state == HP__NEIGH_INCOMPLETE) {
             return true; /* nothing to send to yet */
+        }
         become_reachable(e);
         release_queue(e);
         return true;
@@ -461,7 +505,9 @@ bool hp__neigh_learn(struct hp__iface *ifc, int family, const uint8_t *addr, con
     if (!mac)
         return true;
     if (e->state == HP__NEIGH_INCOMPLETE || memcmp(e->mac, mac, 6) != 0) {
-        memcpy(e->mac, mac, 6);
+        if (!may_replace(e, mac, false))
+            return true;
+        set_mac(e, mac);
         become_stale(e);
         release_queue(e);
     }
@@ -478,7 +524,7 @@ bool hp__neigh_advert(struct hp__iface *ifc, const uint8_t addr[16], const uint8
     if (e->state == HP__NEIGH_INCOMPLETE) {
         if (!tll)
             return true;
-        memcpy(e->mac, tll, 6);
+        set_mac(e, tll);
         if (solicited)
             become_reachable(e);
         else
@@ -492,8 +538,12 @@ bool hp__neigh_advert(struct hp__iface *ifc, const uint8_t addr[16], const uint8
             become_stale(e);
         return true;
     }
+    /* The override flag replaces the MAC, within may_replace's limits: an
+     * answer is an NA while we probe (the S flag alone proves nothing). */
+    if (differs && !may_replace(e, tll, e->state == HP__NEIGH_PROBE))
+        return true;
     if (tll)
-        memcpy(e->mac, tll, 6);
+        set_mac(e, tll);
     if (solicited)
         become_reachable(e);
     else if (differs)

@@ -48,14 +48,16 @@ struct hp__reasm {
 
 /* Counters of one family. */
 struct fam_ctr {
-    enum hp_stack_ctr reqds, oks, fails, timeouts, overlaps, oversize;
+    enum hp_stack_ctr reqds, oks, fails, timeouts, overlaps, oversize, mem_drops;
 };
 static const struct fam_ctr ctr4 = {HP_CTR_IP_REASM_REQDS,     HP_CTR_IP_REASM_OKS,
                                     HP_CTR_IP_REASM_FAILS,     HP_CTR_IP_REASM_TIMEOUTS,
-                                    HP_CTR_IP_REASM_OVERLAPS,  HP_CTR_IP_REASM_OVERSIZE};
+                                    HP_CTR_IP_REASM_OVERLAPS,  HP_CTR_IP_REASM_OVERSIZE,
+                                    HP_CTR_IP_REASM_MEM_DROPS};
 static const struct fam_ctr ctr6 = {HP_CTR_IP6_REASM_REQDS,    HP_CTR_IP6_REASM_OKS,
                                     HP_CTR_IP6_REASM_FAILS,    HP_CTR_IP6_REASM_TIMEOUTS,
-                                    HP_CTR_IP6_REASM_OVERLAPS, HP_CTR_IP6_REASM_OVERSIZE};
+                                    HP_CTR_IP6_REASM_OVERLAPS, HP_CTR_IP6_REASM_OVERSIZE,
+                                    HP_CTR_IP6_REASM_MEM_DROPS};
 static const struct fam_ctr *fctr(const struct fq *q)
 {
     return q->family == HP_AF_INET4 ? &ctr4 : &ctr6;
@@ -173,7 +175,7 @@ static bool evict_oldest(struct hp_stack *s, const struct fq *keep)
     if (old->dead)
         fq_release(s, old);
     else
-        fq_fail(s, old, HP_CTR_IP_REASM_MEM_DROPS);
+        fq_fail(s, old, fctr(old)->mem_drops);
     return true;
 }
 
@@ -369,7 +371,7 @@ static struct hp_buf *reasm(struct hp__iface *ifc, struct hp_buf *b, const struc
             ;
         if (s->reasm->held + ts > max) {
             hp_buf_free(b);
-            fq_fail(s, q, HP_CTR_IP_REASM_MEM_DROPS);
+            fq_fail(s, q, fc->mem_drops);
             return NULL;
         }
         if (q->nf == q->cap) {

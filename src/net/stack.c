@@ -20,7 +20,7 @@ static int fill_config(struct hp_stack *s, const struct hp_stack_config *in)
         c = *in;
     else
         memset(&c, 0, sizeof c);
-    if (c.flags & ~(unsigned)HP_STACK_F_NO_DAD)
+    if (c.flags & ~(unsigned)(HP_STACK_F_NO_DAD | HP_STACK_F_ARP_ACCEPT | HP_STACK_F_NDP_OVERRIDE))
         return -EINVAL;
     if (c.neigh_max > NEIGH_MAX_LIMIT || c.neigh_queue > NEIGH_QUEUE_LIMIT ||
         c.neigh_retries > NEIGH_RETRIES_LIMIT)
@@ -37,6 +37,10 @@ static int fill_config(struct hp_stack *s, const struct hp_stack_config *in)
         c.neigh_retrans_ms = 1000; /* RFC 4861 10: RETRANS_TIMER */
     if (!c.neigh_reachable_ms)
         c.neigh_reachable_ms = 30000; /* RFC 4861 10: REACHABLE_TIME */
+    if (!c.neigh_locktime_ms)
+        c.neigh_locktime_ms = 1000; /* Linux's ARP locktime */
+    else if (c.neigh_locktime_ms == HP_NEIGH_LOCKTIME_NONE)
+        c.neigh_locktime_ms = 0;
     if (!c.reasm_max_bytes)
         c.reasm_max_bytes = 4u << 20;
     /* reasm_timeout_ms stays 0 for "the defaults": 30 s for IPv4, 60 s for
@@ -77,17 +81,14 @@ HP_API struct hp_stack *hp_stack_create(const struct hp_stack_config *cfg)
         return NULL;
     }
     s->now = hp__clock_ns();
-    /* Identifications start somewhere unpredictable across runs (RFC 6864
-     * 4.1 only asks for uniqueness; a clock-derived start avoids reusing the
-     * same values right after a restart). */
-    s->ip_ident = (uint16_t)(s->now >> 10);
-    s->frag_ident6 = (uint32_t)(s->now >> 7);
     uint64_t burst = (uint64_t)s->cfg.icmp_burst * 1000u;
     s->icmp4_bucket.tokens_milli = burst;
     s->icmp4_bucket.last = s->now;
     s->icmp6_bucket.tokens_milli = burst;
     s->icmp6_bucket.last = s->now;
 
+    if ((err = hp__ipid_init(s)) < 0)
+        goto fail_ipid;
     if ((err = hp__neigh_init(s)) < 0)
         goto fail_neigh;
     if ((err = hp__reasm_init(s)) < 0)
@@ -101,6 +102,8 @@ fail_sock:
 fail_reasm:
     hp__neigh_fini(s);
 fail_neigh:
+    hp__ipid_fini(s);
+fail_ipid:
     hp__timers_fini(s);
     free(s);
     errno = -err;
@@ -114,6 +117,7 @@ HP_API int hp_stack_destroy(struct hp_stack *s)
     hp__sock_fini(s);
     hp__reasm_fini(s);
     hp__neigh_fini(s);
+    hp__ipid_fini(s);
     for (int i = 0; i < s->nifaces; i++) {
         struct hp__iface *ifc = s->ifaces[i];
         for (int j = 0; j < ifc->n6; j++)

@@ -36,9 +36,8 @@ BEFORE(struct hp_stack, nifaces, gw4);
 BEFORE(struct hp_stack, gw4, gw6);
 BEFORE(struct hp_stack, gw6, has_gw4);
 BEFORE(struct hp_stack, has_gw4, has_gw6);
-BEFORE(struct hp_stack, has_gw6, ip_ident);
-BEFORE(struct hp_stack, ip_ident, frag_ident6);
-BEFORE(struct hp_stack, frag_ident6, heap);
+BEFORE(struct hp_stack, has_gw6, ipid);
+BEFORE(struct hp_stack, ipid, heap);
 BEFORE(struct hp_stack, heap, nheap);
 BEFORE(struct hp_stack, nheap, heap_cap);
 BEFORE(struct hp_stack, heap_cap, neigh4);
@@ -121,7 +120,6 @@ GROUP_MEMBER(T, rw, now);
 GROUP_MEMBER(T, rw, heap);
 GROUP_MEMBER(T, rw, nheap);
 GROUP_MEMBER(T, rw, heap_cap);
-GROUP_MEMBER(T, rw, ip_ident);
 
 GROUP_LINES(T, rxtx, 2);
 GROUP_MEMBER(T, rxtx, nifaces);
@@ -163,7 +161,7 @@ _Static_assert(LINE(T, ctr[HP_CTR_IP_IN_RECEIVES]) == LINE(T, ctr[HP_CTR_IP_IN_D
 _Static_assert(LINE(T, ctr[HP_CTR_TCP_IN_SEGS]) == LINE(T, ctr[HP_CTR_TCP_OUT_SEGS]),
                "hp_stack: the TCP segment counters must share a line");
 
-GROUP_MEMBER(T, cold, frag_ident6);
+GROUP_MEMBER(T, cold, ipid);
 GROUP_MEMBER(T, cold, name);
 GROUP_MEMBER(T, cold, clock_arg);
 GROUP_MEMBER(T, cold, reasm);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../base/debug.h"
+#include "tcp_cookie.h"
 #include "tcp_internal.h"
 #include "tcp_isn.h"
 
@@ -42,6 +43,7 @@ static void fill_defaults(struct hp_tcp_config *c)
     DEF(rto_initial_ms, c->rto_min_ms > HP__TCP_RTO_INITIAL_US / 1000u ? c->rto_min_ms
                                                                        : HP__TCP_RTO_INITIAL_US / 1000u);
     DEF(syn_retries, 7u); /* gives up after 183 s: RFC 9293 3.8.3 MUST-23 asks >= 3 min for a SYN */
+    DEF(synack_retries, 5u); /* Linux's: 1 + 2 + 4 + 8 + 16 + 32 = 63 s */
     DEF(data_retries, 15u);
     DEF(time_wait_ms, 60000u);
     DEF(fin_wait2_ms, 60000u);
@@ -49,6 +51,7 @@ static void fill_defaults(struct hp_tcp_config *c)
     DEF(keepalive_intvl_s, 75u);
     DEF(keepalive_probes, 9u);
     DEF(challenge_ack_limit, 1000u);
+    DEF(challenge_ack_conn_ms, 500u);
     DEF(syn_backlog_max, 4096u);
     DEF(early_demux_conns, 16384u);
     DEF(cc, HP_TCP_CC_CUBIC);
@@ -71,7 +74,8 @@ static int check_config(const struct hp_tcp_config *c)
     if (c->rto_min_ms > c->rto_initial_ms || c->rto_initial_ms > c->rto_max_ms ||
         c->rto_max_ms < HP__TCP_RTO_MAX_US / 1000u || c->rto_max_ms > RTO_MAX_MS_MAX)
         return -EINVAL;
-    if (c->syn_retries > 255 || c->data_retries > 255) /* c->rtx_count is 8 bits */
+    /* c->rtx_count is 8 bits */
+    if (c->syn_retries > 255 || c->synack_retries > 255 || c->data_retries > 255)
         return -EINVAL;
     if (c->keepalive_idle_s > KEEPIDLE_MAX || c->keepalive_intvl_s > KEEPINTVL_MAX ||
         c->keepalive_probes > KEEPCNT_MAX)
@@ -118,8 +122,7 @@ HP_API int hp_tcp_configure(struct hp_stack *s, const struct hp_tcp_config *cfg)
     }
     st->cfg = c;
     rtt_cfg_set(st);
-    st->challenge.tokens_milli = (uint64_t)c.challenge_ack_limit * 1000u;
-    st->challenge.last = s->now;
+    st->chack_sec = UINT64_MAX; /* a new budget at the next challenge ACK */
     return 0;
 }
 
@@ -156,9 +159,7 @@ int hp__tcp_init(struct hp_stack *s)
         free(st);
         return rc;
     }
-    /* RFC 5961 7: a full second's worth of challenge ACKs to start with. */
-    st->challenge.tokens_milli = (uint64_t)st->cfg.challenge_ack_limit * 1000u;
-    st->challenge.last = s->now;
+    st->chack_sec = UINT64_MAX; /* RFC 5961 7: a budget drawn at the first challenge ACK */
     s->sock->tcp = st;
     return 0;
 }
@@ -266,6 +267,8 @@ static void syn_unlink(struct hp_tcp_sock *c)
         lq->syn_head = c->qnext;
     if (c->qnext)
         c->qnext->qprev = c->qprev;
+    else
+        lq->syn_tail = c->qprev;
     c->qnext = c->qprev = NULL;
     lq->nsyn--;
 }
@@ -631,11 +634,8 @@ int hp__tcp_conn_attach(struct hp_tcp_sock *c, int family, const uint8_t *laddr,
     c->mss_eff = c->smss;
 
     /* RFC 7323 2.2: the smallest shift that lets the whole buffer be
-     * offered. */
-    uint8_t ws = 0;
-    if (!cfg->no_window_scaling)
-        while (ws < WSCALE_MAX && (c->rcvbuf >> ws) > 65535u)
-            ws++;
+     * offered (the same as a cookie SYN-ACK announces). */
+    uint8_t ws = hp__tcp_rcv_wscale(c->rcvbuf, cfg->no_window_scaling);
     c->rcv_wscale = ws;
     uint64_t maxwnd = (uint64_t)65535u << ws;
     c->rcv_wnd = c->rcvbuf < maxwnd ? c->rcvbuf : (uint32_t)maxwnd;

@@ -44,3 +44,28 @@ int hp__tcp_cookie_check(const struct hp__tcp_secret *secret, const struct hp__t
     }
     return -EACCES;
 }
+
+uint32_t hp__tcp_cookie_tsval(uint32_t ts_now, const struct hp__tcp_cookie_opts *o)
+{
+    const uint32_t mask = (1u << HP__TCP_COOKIE_TS_BITS) - 1;
+    uint32_t bits = o->ws ? (o->snd_wscale & 0xFu) : HP__TCP_COOKIE_TS_NOWS;
+    if (o->ws && bits > 14)
+        bits = 14;
+    bits |= (o->sack ? 1u : 0u) << 4 | (o->ecn ? 1u : 0u) << 5;
+    uint32_t ts = (ts_now & ~mask) | bits;
+    /* Not ahead of the clock the connection will keep (RFC 7323 5.4: its
+     * TSvals must not go backwards). */
+    if ((int32_t)(ts - ts_now) > 0)
+        ts -= mask + 1;
+    return ts;
+}
+
+void hp__tcp_cookie_ts_decode(uint32_t tsecr, struct hp__tcp_cookie_opts *o)
+{
+    uint32_t ws = tsecr & 0xFu;
+    o->ts = true;
+    o->ws = ws != HP__TCP_COOKIE_TS_NOWS;
+    o->snd_wscale = (uint8_t)(o->ws ? (ws > 14 ? 14 : ws) : 0);
+    o->sack = (tsecr >> 4) & 1u;
+    o->ecn = (tsecr >> 5) & 1u;
+}

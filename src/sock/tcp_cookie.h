@@ -3,6 +3,7 @@
 #ifndef HOTPATH_SOCK_TCP_COOKIE_H
 #define HOTPATH_SOCK_TCP_COOKIE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "tcp_hash.h"
@@ -28,18 +29,35 @@
  * index is readable by anyone who sees the SYN-ACK; it is no secret (the
  * SYN carried the MSS in clear), and the other 29 bits are unpredictable.
  *
- * What a cookie connection loses, because nothing about the SYN is kept:
+ * The options, in the timestamp (as Linux does): when the SYN carried
+ * timestamps (RFC 7323), the cookie SYN-ACK offers them too, with every
+ * option the SYN asked for that the stack agrees to, and hides what the
+ * final ACK needs to know of them in the low 6 bits of its TSval:
+ *
+ *     bits 0-3  the peer's window shift (0-14), 15 for no window scaling
+ *     bit  4    SACK-permitted (RFC 2018) agreed
+ *     bit  5    ECN (RFC 3168 6.1.1) agreed
+ *
+ * The rest of the TSval is our timestamp clock for the connection (the
+ * offset hp__tcp_conn_attach will give it), rounded down so that it never
+ * runs ahead of it. The ACK echoes the TSval as TSecr: the bits come back,
+ * and the connection is made with window scaling, timestamps, SACK and ECN
+ * as from a SYN queue entry. Those bits are not covered by the MAC (a
+ * client could flip them in its ACK): they only say what the client itself
+ * asked for, which it could have asked differently in its SYN.
+ *
+ * What a cookie connection still loses, because nothing about the SYN is
+ * kept:
  *  - the exact MSS: it is rounded down to a table entry;
- *  - window scaling, SACK-permitted and timestamps (RFC 7323, RFC 2018):
- *    the SYN-ACK must not offer them, since the ACK cannot tell us whether
- *    the client did. (Linux hides these bits in the timestamp it sends; we
- *    do not.) The window is then at most 65,535 bytes and there is no PAWS
- *    and no timestamp RTT sampling;
+ *  - everything but the MSS when the SYN had no timestamps (there is
+ *    nowhere to hide it): the window is then at most 65,535 bytes and
+ *    there is no PAWS and no timestamp RTT sampling;
  *  - SYN-ACK retransmission: a lost SYN-ACK is recovered only by the
  *    client sending its SYN again;
  *  - data on the SYN (TCP Fast Open) and ISN monotonicity: cookie ISNs do
  *    not follow the RFC 6528 clock.
- * Use cookies only while the SYN queue is under pressure, as RFC 4987 says.
+ * Use cookies only while the SYN queue is under pressure, as RFC 4987 says
+ * (the listener first drops a stale half-open entry: tcp_listen.c).
  */
 
 #define HP__TCP_COOKIE_SLOT_NS (64ull * 1000000000ull) /* 64-second slots */
@@ -69,6 +87,34 @@ extern const uint16_t hp__tcp_cookie_mss[HP__TCP_COOKIE_NMSS];
 int hp__tcp_cookie_make(const struct hp__tcp_secret *secret, const struct hp__tcp_tuple *t,
                         uint32_t client_isn, uint32_t mss, uint64_t now_ns, uint32_t *isn);
 
+/* What a cookie carries beside the MSS: what the connection negotiates. */
+struct hp__tcp_cookie_opts {
+    bool ts;            /* timestamps (without them, none of the rest) */
+    bool ws;            /* window scaling, with the peer's shift: */
+    uint8_t snd_wscale; /* 0-14 */
+    bool sack;          /* SACK-permitted both ways */
+    bool ecn;           /* ECN agreed */
+};
+
+#define HP__TCP_COOKIE_TS_BITS 6
+#define HP__TCP_COOKIE_TS_NOWS 15u
+
+/**
+ * The TSval of a cookie SYN-ACK: ts_now (our timestamp clock for the
+ * connection) with its low HP__TCP_COOKIE_TS_BITS bits replaced by o's
+ * window shift, SACK and ECN bits, and never above ts_now (modulo 2^32).
+ * o->ts must be set (a cookie without timestamps carries no options).
+ */
+uint32_t hp__tcp_cookie_tsval(uint32_t ts_now, const struct hp__tcp_cookie_opts *o);
+
+/**
+ * What the final ACK's TSecr (our cookie TSval echoed) says: fills o with
+ * ts set and the window scaling, SACK and ECN bits. A shift of 15 means no
+ * window scaling; anything else above 14 (only forged) is taken as 14,
+ * the largest RFC 7323 2.3 allows.
+ */
+void hp__tcp_cookie_ts_decode(uint32_t tsecr, struct hp__tcp_cookie_opts *o);
+
 /**
  * Check the ACK that completes a cookie handshake.
  *
@@ -83,5 +129,17 @@ int hp__tcp_cookie_make(const struct hp__tcp_secret *secret, const struct hp__tc
  */
 int hp__tcp_cookie_check(const struct hp__tcp_secret *secret, const struct hp__tcp_tuple *t,
                          uint32_t seg_seq, uint32_t seg_ack, uint64_t now_ns);
+
+/* RFC 7323 2.2: the smallest window shift that lets a receive buffer of
+ * rcvbuf bytes be offered whole (0 with no_ws). A connection's
+ * (hp__tcp_conn_attach) and its cookie SYN-ACK's, which must agree. */
+static inline uint8_t hp__tcp_rcv_wscale(uint32_t rcvbuf, bool no_ws)
+{
+    uint8_t ws = 0;
+    if (!no_ws)
+        while (ws < 14 && (rcvbuf >> ws) > 65535u)
+            ws++;
+    return ws;
+}
 
 #endif

@@ -1,38 +1,29 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The keyed hash (SipHash-2-4) and the per-stack secret for TCP ISNs and SYN cookies. */
-#include <errno.h>
 #include <string.h>
-#include <sys/random.h>
 
+#include "../base/siphash.h"
 #include "tcp_hash.h"
-#include "tcp_table.h"
 
 int hp__tcp_secret_init(struct hp__tcp_secret *s)
 {
     uint8_t raw[16];
-    size_t got = 0;
-    while (got < sizeof raw) {
-        ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            int err = errno;
-            memset(s, 0, sizeof *s);
-            return -err;
-        }
-        got += (size_t)n;
+    int rc = hp__random_bytes(raw, sizeof raw);
+    if (rc < 0) {
+        memset(s, 0, sizeof *s);
+        return rc;
     }
-    memcpy(&s->k0, raw, 8);
-    memcpy(&s->k1, raw + 8, 8);
+    s->k0 = hp__load_le64(raw);
+    s->k1 = hp__load_le64(raw + 8);
     return 0;
 }
 
-/* One SipHash for the whole sock layer: the table's generic one (any c, d),
- * checked against the paper's vectors in both test files. */
+/* One SipHash for the whole library (base/siphash.c), checked against the
+ * paper's vectors in both test files. */
 uint64_t hp__siphash24(const struct hp__tcp_secret *key, const void *data, size_t len)
 {
     const uint64_t k[2] = {key->k0, key->k1};
-    return hp__tcp_table_siphash(k, data, len, 2, 4);
+    return hp__siphash(k, data, len, 2, 4);
 }
 
 uint64_t hp__tcp_hash(const struct hp__tcp_secret *key, enum hp__tcp_hash_domain domain,

@@ -413,9 +413,16 @@ struct hp__tcp_sndq {
     uint64_t dack_due; /* when the pending delayed ACK is due: t_dack may be armed earlier (lazy) */
 #define HP__TCPS_RTXDUE_rxtx uint64_t rtx_due; /* when t_rtx should fire, 0 when stopped: t_rtx may be armed earlier or stale (lazy restart and stop) */
 #define HP__TCPS_PERSIST_rx uint8_t persist_shift; /* persist timer back-off (zeroed by every rtx_stop) */
+/* A passive embryo whose ISS is a SYN cookie (tcp_listen.c syn_iss); read
+ * only in SYN_RECEIVED. A byte in a hole: after ka_cnt (grouped), after
+ * persist_shift (chrono). */
+#define HP__TCPS_COOKIEISS_cold uint8_t cookie_iss;
 #define HP__TCPS_KA_cold                                                                           \
     uint16_t ka_idle_s, ka_intvl_s; /* keepalive (tcp.c bounds them to Linux's 32767) */           \
     uint8_t ka_cnt;
+/* RFC 5961 7: no challenge ACK from this connection before this time (ms
+ * of s->now, wrapping; 0: any time). 32 bits: it fills a hole. */
+#define HP__TCPS_CHACK_cold uint32_t chack_next_ms;
 
 /* path MTU (tcp_pmtu.c, RFC 1191, RFC 8201; the search of RFC 4821 is in the extension) */
 #define HP__TCPS_PMTU_cold                                                                         \
@@ -454,15 +461,16 @@ struct hp_tcp_sock {
                         HP__TCPS_RCVQ_rxtx HP__TCPS_OOO_rx HP__TCPS_OOON_cold HP__TCPS_OOOBYTES_rxtx
                             HP__TCPS_SNDBUF_tx HP__TCPS_RCVBUF_rxtx HP__TCPS_TIMERS_cold
                                 HP__TCPS_RTXDUE_rxtx HP__TCPS_DACKDUE_rx HP__TCPS_RTXTDUE_tx
-                                    HP__TCPS_DACKTDUE_rx HP__TCPS_PERSIST_rx HP__TCPS_KA_cold
-                                        HP__TCPS_EV_rx HP__TCPS_ERR_tx HP__TCPS_LISTEN_cold
-                                            HP__TCPS_BYTESRX_rx HP__TCPS_SEGSIN_rx
-                                                HP__TCPS_BYTESTX_tx HP__TCPS_SEGSOUT_tx
-                                                    HP__TCPS_CCX_cold HP__TCPS_PMTU_cold
-                                                        HP__TCPS_EXT_cold
+                                    HP__TCPS_DACKTDUE_rx HP__TCPS_PERSIST_rx HP__TCPS_COOKIEISS_cold
+                                        HP__TCPS_KA_cold HP__TCPS_EV_rx HP__TCPS_ERR_tx
+                                            HP__TCPS_CHACK_cold HP__TCPS_LISTEN_cold
+                                                HP__TCPS_BYTESRX_rx HP__TCPS_SEGSIN_rx
+                                                    HP__TCPS_BYTESTX_tx HP__TCPS_SEGSOUT_tx
+                                                        HP__TCPS_CCX_cold HP__TCPS_PMTU_cold
+                                                            HP__TCPS_EXT_cold
 #else
     /* 448 bytes, 7 lines (an odd number: tcp_block.c), every byte used
-     * but 5; the transmit path's fields in lines 0-3, the receive path's
+     * but 1; the transmit path's fields in lines 0-3, the receive path's
      * in 0-5 (docs/cachelines/hp_tcp_sock.md). */
     HP_CACHELINE_GROUP_BEGIN(demux)   /* line 0: both paths read it */
     HP__TCPS_ID_demux HP__TCPS_RTXCNT_rx HP__TCPS_PERSIST_rx HP__TCPS_CCX_cold
@@ -486,18 +494,19 @@ struct hp_tcp_sock {
         HP_CACHELINE_GROUP_END(rx)
 
         /* cold: the handshake, listeners, keepalive, the timers themselves, the extension */
-        HP__TCPS_KA_cold HP__TCPS_PMTU_cold HP__TCPS_ISS_cold HP__TCPS_IRS_cold HP__TCPS_OOON_cold
-        HP__TCPS_RTTSEQ_cold HP__TCPS_TIMERS_cold HP__TCPS_LISTEN_cold HP__TCPS_EXT_cold
+        HP__TCPS_KA_cold HP__TCPS_COOKIEISS_cold HP__TCPS_PMTU_cold HP__TCPS_ISS_cold
+        HP__TCPS_IRS_cold HP__TCPS_OOON_cold HP__TCPS_RTTSEQ_cold HP__TCPS_TIMERS_cold
+        HP__TCPS_CHACK_cold HP__TCPS_LISTEN_cold HP__TCPS_EXT_cold
 #endif
 } __attribute__((aligned(HP_CACHELINE_SIZE))); /* allocated with aligned_alloc(64) by hp__tcp_conn_new */
 
 /* A listener's queues. Connections in SYN_RECEIVED sit on syn (count
- * nsyn); established, not yet accepted ones on acc (count nacc). Both are
- * bounded by backlog. */
+ * nsyn), oldest first; established, not yet accepted ones on acc (count
+ * nacc). Both are bounded by backlog. */
 struct hp__tcp_listenq {
     uint32_t backlog;
     uint32_t nsyn, nacc;
-    struct hp_tcp_sock *syn_head;              /* doubly linked through qnext/qprev */
+    struct hp_tcp_sock *syn_head, *syn_tail;   /* FIFO through qnext/qprev */
     struct hp_tcp_sock *acc_head, *acc_tail;   /* FIFO through qnext/qprev */
 };
 
@@ -534,7 +543,10 @@ struct hp__tcp_state {
     struct hp__tcp_secret secret; /* ISNs, cookies, timestamp offsets */
     uint32_t nconns;              /* sockets allocated (any state) */
     uint32_t nexts;               /* extensions allocated (hp__tcp_ext_get) */
-    struct hp__bucket challenge;  /* RFC 5961 7: challenge ACK rate limit */
+    /* RFC 5961 7: this second's stack-wide challenge ACK budget, drawn at
+     * random (tcp_output.c challenge_allowed). */
+    uint64_t chack_sec;           /* the second it was drawn for (s->now / 1 s) */
+    uint32_t chack_left;
     /* Delayed ACKs owed since the last poll began (tcp_timer.c): armed at
      * the next one unless the application's reply carried them first. */
     struct hp_tcp_sock **dack_pend;
@@ -630,9 +642,21 @@ static inline uint64_t hp__tcp_ts_recent_age_ns(const struct hp_tcp_sock *c)
     return (uint64_t)(uint32_t)(hp__tcp_now_s(c->s) - c->ts_recent_s) * 1000000000u;
 }
 
+/* tcp_listen.c: the timestamp clock t of an embryo whose ISS is a cookie
+ * (cookie_iss), read in SYN_RECEIVED as the last value at or
+ * before t whose low bits carry the negotiated options, as a cookie
+ * SYN-ACK's TSval does (up to 63 ms behind, never going back): should the
+ * embryo be dropped from a full SYN queue, the peer's ACK then echoes them
+ * to the cookie check. */
+uint32_t hp__tcp_embryo_ts(const struct hp_tcp_sock *c, uint32_t t);
+
 static inline uint32_t hp__tcp_ts_now(const struct hp_tcp_sock *c)
 {
-    return (uint32_t)(c->s->now / 1000000u) + c->ts_offset;
+    uint32_t t = (uint32_t)(c->s->now / 1000000u) + c->ts_offset;
+    /* A cookie embryo's clock carries its options (tcp_listen.c). */
+    if (__builtin_expect(c->state == HP_TCP_SYN_RECEIVED, 0) && c->cookie_iss)
+        return hp__tcp_embryo_ts(c, t);
+    return t;
 }
 static inline uint32_t hp__tcp_sndq_seq(const struct hp_tcp_sock *c)
 {
@@ -818,8 +842,10 @@ int hp__tcp_send_syn(struct hp_tcp_sock *c);
 /* An ACK now (pure, or a challenge ACK of RFC 5961, or the reply to an
  * unacceptable segment of 3.10.7.4). @return 0 or -ENOBUFS. */
 int hp__tcp_send_ack(struct hp_tcp_sock *c);
-/* RFC 5961 7: a challenge ACK, rate limited stack-wide (counted
- * TCP_CHALLENGE_ACKS or TCP_CHALLENGE_ACK_LIMITED). */
+/* RFC 5961 7: a challenge ACK, rate limited per connection
+ * (challenge_ack_conn_ms; TCP_CHALLENGE_ACK_CONN_LIMITED) and stack-wide
+ * by a budget drawn at random each second (challenge_ack_limit;
+ * TCP_CHALLENGE_ACK_LIMITED); TCP_CHALLENGE_ACKS counts those sent. */
 void hp__tcp_challenge_ack(struct hp_tcp_sock *c);
 /* A RST from c (abort, close with unread data, keepalive / retry
  * failures need none): <SEQ=SND.NXT><CTL=RST> (RFC 9293 3.10.5). */
@@ -830,9 +856,17 @@ void hp__tcp_send_rst(struct hp_tcp_sock *c);
 void hp__tcp_send_rst_reply(struct hp_stack *s, int family, const uint8_t *src, const uint8_t *dst,
                             const struct hp_tcp_repr *r);
 /* A SYN-ACK carrying a cookie for SYN r, sent statelessly by listener l
- * (hp__tcp_cookie_make; TCP_SYNCOOKIES_SENT). No options but MSS. */
+ * (hp__tcp_cookie_make; TCP_SYNCOOKIES_SENT), with the options of
+ * hp__tcp_cookie_offer. */
 void hp__tcp_send_cookie_synack(struct hp_tcp_sock *l, int family, const uint8_t *src,
                                 const uint8_t *dst, const struct hp_tcp_repr *r);
+/* tcp_listen.c: the options of listener l's cookie SYN-ACK o for SYN syn
+ * of connection t (tcp_cookie.h): MSS (set by the caller), and when the
+ * SYN had timestamps, timestamps with the cookie's bits in TSval, window
+ * scaling, SACK-permitted and ECN as agreed. */
+void hp__tcp_cookie_offer(struct hp_tcp_sock *l, const struct hp__tcp_tuple *t,
+                          const struct hp_tcp_repr *syn, struct hp_tcp_repr *o);
+
 /* Retransmit the first unacknowledged segment (fast retransmit, partial
  * ACK, RTO): data from snd_una, or SYN / FIN alone. Counted
  * TCP_RETRANS_SEGS. @return 0 or -ENOBUFS. */

@@ -745,25 +745,58 @@ int hp__tcp_send_ack(struct hp_tcp_sock *c)
 }
 
 /*
- * RFC 5961 7: challenge ACKs are limited stack-wide, challenge_ack_limit
- * per second with a burst of one second's worth. (RFC 5961 10 notes a
- * global counter leaks information across connections, CVE-2016-5696; a
- * deployment exposed to off-path attackers can raise the limit.)
+ * RFC 5961 7 asks for a limit on challenge ACKs; a single stack-wide
+ * counter, as the RFC sketches it, is a side channel (RFC 5961 10,
+ * CVE-2016-5696): an off-path attacker exhausts it with its own
+ * connection, then counts the challenge ACKs it gets back while it probes
+ * another connection's sequence space, and learns whether its guesses hit.
+ * As Linux since 4.7:
+ *  - per connection: at most one challenge ACK every challenge_ack_conn_ms
+ *    (tcp_invalid_ratelimit), so a burst on one connection spends only
+ *    its own allowance and never another connection's;
+ *  - stack-wide, as a backstop: a budget per second drawn at random from
+ *    [limit/2, limit + limit/2) (from the stack's secret: unpredictable to
+ *    the attacker), so that what is left of it tells nothing exact.
  */
-static bool challenge_take(struct hp_stack *s, struct hp__tcp_state *ts)
+static bool challenge_allowed(struct hp_tcp_sock *c)
 {
-    uint64_t rate = ts->cfg.challenge_ack_limit ? ts->cfg.challenge_ack_limit : 1000;
-    return hp__bucket_take_rate(s, &ts->challenge, rate, rate);
+    struct hp_stack *s = c->s;
+    struct hp__tcp_state *ts = hp__tcp(s);
+    const struct hp_tcp_config *cfg = &ts->cfg;
+    uint32_t now_ms = (uint32_t)(s->now / 1000000u);
+    uint32_t left = c->chack_next_ms - now_ms; /* wraps: within gap means not yet */
+    if (c->chack_next_ms != 0 && left != 0 && left <= cfg->challenge_ack_conn_ms) {
+        hp__ctr(s, HP_CTR_TCP_CHALLENGE_ACK_CONN_LIMITED);
+        return false;
+    }
+    uint32_t limit = cfg->challenge_ack_limit;
+    if (limit != UINT32_MAX) {
+        uint64_t sec = s->now / 1000000000u;
+        if (sec != ts->chack_sec) {
+            static const struct hp__tcp_tuple none = {.family = 0};
+            uint64_t r = hp__tcp_hash(&ts->secret, HP__TCP_HASH_CHALLENGE, &none, (uint32_t)sec,
+                                      (uint32_t)(sec >> 32));
+            uint32_t half = limit / 2 + (limit & 1);
+            ts->chack_sec = sec;
+            ts->chack_left = half + (uint32_t)(r % limit);
+        }
+        if (ts->chack_left == 0) {
+            hp__ctr(s, HP_CTR_TCP_CHALLENGE_ACK_LIMITED);
+            return false;
+        }
+        ts->chack_left--;
+    }
+    c->chack_next_ms = now_ms + cfg->challenge_ack_conn_ms;
+    if (c->chack_next_ms == 0)
+        c->chack_next_ms = 1; /* 0 means "any time" */
+    return true;
 }
 
 void hp__tcp_challenge_ack(struct hp_tcp_sock *c)
 {
-    struct hp_stack *s = c->s;
-    if (!challenge_take(s, hp__tcp(s))) {
-        hp__ctr(s, HP_CTR_TCP_CHALLENGE_ACK_LIMITED);
+    if (!challenge_allowed(c))
         return;
-    }
-    hp__ctr(s, HP_CTR_TCP_CHALLENGE_ACKS);
+    hp__ctr(c->s, HP_CTR_TCP_CHALLENGE_ACKS);
     (void)hp__tcp_send_ack(c);
 }
 
@@ -876,9 +909,10 @@ void hp__tcp_send_cookie_synack(struct hp_tcp_sock *l, int family, const uint8_t
     o.ack = r->seq + 1;
     o.flags = HP_TCP_F_SYN | HP_TCP_F_ACK;
     uint32_t rcvbuf = l->rcvbuf ? l->rcvbuf : ts->cfg.rcvbuf;
-    o.window = (uint16_t)min32(rcvbuf, 65535u); /* unscaled: no window scaling with a cookie */
+    o.window = (uint16_t)min32(rcvbuf, 65535u); /* RFC 7323 2.2: a SYN's window is never scaled */
     o.opt.has_mss = true;
     o.opt.mss = (uint16_t)cm;
+    hp__tcp_cookie_offer(l, &t, r, &o);
     if (emit_send(s, &rt, family, src, &o) == 0)
         hp__ctr(s, HP_CTR_TCP_SYNCOOKIES_SENT);
 }

@@ -4,10 +4,10 @@
 #include <stdalign.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include <hotpath/cacheline.h>
 
+#include "../base/siphash.h"
 #include "tcp_table.h"
 
 /*
@@ -140,80 +140,9 @@ struct hp__tcp_table {
 
 /* ---- SipHash ------------------------------------------------------------------ */
 
-struct sip {
-    uint64_t v0, v1, v2, v3;
-};
-
-static inline uint64_t rotl(uint64_t x, unsigned b)
-{
-    return (x << b) | (x >> (64 - b));
-}
-
-static inline void sip_init(struct sip *s, uint64_t k0, uint64_t k1)
-{
-    /* The initialization constants of the paper ("somepseudorandomlygeneratedbytes"). */
-    s->v0 = k0 ^ 0x736f6d6570736575ull;
-    s->v1 = k1 ^ 0x646f72616e646f6dull;
-    s->v2 = k0 ^ 0x6c7967656e657261ull;
-    s->v3 = k1 ^ 0x7465646279746573ull;
-}
-
-static inline void sip_round(struct sip *s)
-{
-    s->v0 += s->v1;
-    s->v1 = rotl(s->v1, 13);
-    s->v1 ^= s->v0;
-    s->v0 = rotl(s->v0, 32);
-    s->v2 += s->v3;
-    s->v3 = rotl(s->v3, 16);
-    s->v3 ^= s->v2;
-    s->v0 += s->v3;
-    s->v3 = rotl(s->v3, 21);
-    s->v3 ^= s->v0;
-    s->v2 += s->v1;
-    s->v1 = rotl(s->v1, 17);
-    s->v1 ^= s->v2;
-    s->v2 = rotl(s->v2, 32);
-}
-
-static inline void sip_word(struct sip *s, uint64_t m, int c)
-{
-    s->v3 ^= m;
-    for (int i = 0; i < c; i++)
-        sip_round(s);
-    s->v0 ^= m;
-}
-
-static inline uint64_t sip_final(struct sip *s, int d)
-{
-    s->v2 ^= 0xff;
-    for (int i = 0; i < d; i++)
-        sip_round(s);
-    return s->v0 ^ s->v1 ^ s->v2 ^ s->v3;
-}
-
-static inline uint64_t load_le64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-
 uint64_t hp__tcp_table_siphash(const uint64_t key[2], const void *msg, size_t len, int c, int d)
 {
-    const uint8_t *p = msg;
-    struct sip s;
-    sip_init(&s, key[0], key[1]);
-    size_t i = 0;
-    for (; i + 8 <= len; i += 8)
-        sip_word(&s, load_le64(p + i), c);
-    /* The last word: the remaining bytes, and the length's low byte on top. */
-    uint64_t b = (uint64_t)(len & 0xff) << 56;
-    for (size_t j = 0; i + j < len; j++)
-        b |= (uint64_t)p[i + j] << (8 * j);
-    sip_word(&s, b, c);
-    return sip_final(&s, d);
+    return hp__siphash(key, msg, len, c, d);
 }
 
 /*
@@ -226,25 +155,25 @@ uint64_t hp__tcp_table_siphash(const uint64_t key[2], const void *msg, size_t le
 static inline uint64_t tuple_sip(uint64_t k0, uint64_t k1, const struct hp__tcp_key *k)
 {
     uint64_t last = (uint64_t)k->lport | (uint64_t)k->rport << 16 | (uint64_t)k->family << 32;
-    struct sip s;
-    sip_init(&s, k0, k1);
+    struct hp__sip s;
+    hp__sip_init(&s, k0, k1);
     if (k->family == 4) {
         uint64_t w = (uint64_t)k->laddr[0] | (uint64_t)k->laddr[1] << 8 |
                      (uint64_t)k->laddr[2] << 16 | (uint64_t)k->laddr[3] << 24 |
                      (uint64_t)k->raddr[0] << 32 | (uint64_t)k->raddr[1] << 40 |
                      (uint64_t)k->raddr[2] << 48 | (uint64_t)k->raddr[3] << 56;
-        sip_word(&s, w, 1);
-        sip_word(&s, last, 1);
-        sip_word(&s, 16ull << 56, 1);
+        hp__sip_word(&s, w, 1);
+        hp__sip_word(&s, last, 1);
+        hp__sip_word(&s, 16ull << 56, 1);
     } else {
-        sip_word(&s, load_le64(k->laddr), 1);
-        sip_word(&s, load_le64(k->laddr + 8), 1);
-        sip_word(&s, load_le64(k->raddr), 1);
-        sip_word(&s, load_le64(k->raddr + 8), 1);
-        sip_word(&s, last, 1);
-        sip_word(&s, 40ull << 56, 1);
+        hp__sip_word(&s, hp__load_le64(k->laddr), 1);
+        hp__sip_word(&s, hp__load_le64(k->laddr + 8), 1);
+        hp__sip_word(&s, hp__load_le64(k->raddr), 1);
+        hp__sip_word(&s, hp__load_le64(k->raddr + 8), 1);
+        hp__sip_word(&s, last, 1);
+        hp__sip_word(&s, 40ull << 56, 1);
     }
-    return sip_final(&s, 3);
+    return hp__sip_final(&s, 3);
 }
 
 /* The 128-bit product of a and b, its halves folded (wyhash's "mum"). */
@@ -491,32 +420,17 @@ static struct hp__tcp_key *map_next(const struct map *m, struct hp__tcp_iter *it
 
 /* ---- the table ----------------------------------------------------------------- */
 
-static int fill_random(uint8_t *p, size_t n)
-{
-    while (n) {
-        ssize_t r = getrandom(p, n, 0);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
 /* The hash's HASH_WORDS key words from 128 bits of secret: SipHash-1-3
  * of the word's index under it (a PRF's outputs, independent of each
  * other). The last is a multiplier: odd, never 0. */
 static void set_hash_key(struct hp__tcp_table *t, uint64_t s0, uint64_t s1)
 {
     for (uint32_t i = 0; i < HASH_WORDS; i++) {
-        struct sip s;
-        sip_init(&s, s0, s1);
-        sip_word(&s, i, 1);
-        sip_word(&s, 8ull << 56, 1);
-        t->k[i] = sip_final(&s, 3);
+        struct hp__sip s;
+        hp__sip_init(&s, s0, s1);
+        hp__sip_word(&s, i, 1);
+        hp__sip_word(&s, 8ull << 56, 1);
+        t->k[i] = hp__sip_final(&s, 3);
     }
     t->k[HASH_WORDS - 1] |= 1;
 }
@@ -547,7 +461,7 @@ int hp__tcp_table_rekey(struct hp__tcp_table *t)
      * long probe asks again. */
     uint64_t fresh[2];
     struct bucket *cb = buckets_new(t->conn.mask + 1), *lb = buckets_new(t->listen.mask + 1);
-    if (!cb || !lb || fill_random((uint8_t *)fresh, sizeof fresh) < 0) {
+    if (!cb || !lb || hp__random_bytes(fresh, sizeof fresh) < 0) {
         free(cb);
         free(lb);
         return 0;
@@ -571,7 +485,7 @@ struct hp__tcp_table *hp__tcp_table_create_opts(const struct hp__tcp_table_opts 
     if (o->secret) {
         memcpy(secret, o->secret, sizeof secret);
     } else {
-        int err = fill_random(secret, sizeof secret);
+        int err = hp__random_bytes(secret, sizeof secret);
         if (err < 0) {
             errno = -err;
             return NULL;
@@ -589,9 +503,9 @@ struct hp__tcp_table *hp__tcp_table_create_opts(const struct hp__tcp_table_opts 
         errno = ENOMEM;
         return NULL;
     }
-    set_hash_key(t, load_le64(secret), load_le64(secret + 8));
-    t->pk0 = load_le64(secret + 16);
-    t->pk1 = load_le64(secret + 24);
+    set_hash_key(t, hp__load_le64(secret), hp__load_le64(secret + 8));
+    t->pk0 = hp__load_le64(secret + 16);
+    t->pk1 = hp__load_le64(secret + 24);
     t->hash_mask = o->hash_mask ? o->hash_mask : UINT64_MAX;
     t->eph_lo = 49152;
     t->eph_hi = 65535;
@@ -599,11 +513,11 @@ struct hp__tcp_table *hp__tcp_table_create_opts(const struct hp__tcp_table_opts 
      * messages under the port key: distinct from the 2- and 5-word tuples
      * that key also hashes (the length is part of SipHash's last word). */
     for (uint32_t i = 0; i < PERTURB_N; i++) {
-        struct sip s;
-        sip_init(&s, t->pk0, t->pk1);
-        sip_word(&s, i, 1);
-        sip_word(&s, 8ull << 56, 1);
-        t->perturb[i] = (uint16_t)sip_final(&s, 3);
+        struct hp__sip s;
+        hp__sip_init(&s, t->pk0, t->pk1);
+        hp__sip_word(&s, i, 1);
+        hp__sip_word(&s, 8ull << 56, 1);
+        t->perturb[i] = (uint16_t)hp__sip_final(&s, 3);
     }
     memset(secret, 0, sizeof secret);
     return t;

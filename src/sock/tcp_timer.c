@@ -240,7 +240,11 @@ void hp__tcp_timer_rtx(struct hp_stack *s, struct hp__timer *t)
     switch (c->state) {
     case HP_TCP_SYN_SENT:
     case HP_TCP_SYN_RECEIVED:
-        if (c->rtx_count >= cfg->syn_retries) {
+        /* A passive open's SYN-ACK has its own bound (synack_retries, 63 s
+         * as Linux): half-open connections of a spoofed SYN flood must not
+         * hold the SYN queue for the minutes RFC 9293 3.8.3 asks of a
+         * SYN (a simultaneous open, without a parent, is an active one). */
+        if (c->rtx_count >= (c->parent ? cfg->synack_retries : cfg->syn_retries)) {
             /* A passive embryo is freed by hp__tcp_drop (never accepted). */
             hp__tcp_drop(c, -ETIMEDOUT);
             return;

@@ -87,6 +87,8 @@ expect "serve --tcp-echo 0 is refused"      2 "--tcp-echo wants a port"   -- "$H
 expect "serve --tcp-source abc is refused"  2 "--tcp-source wants a port" -- "$HP" serve --link mem --ip 198.18.0.2/24 --tcp-source abc
 expect "serve TCP port given twice"         2 "given twice"               -- "$HP" serve --link mem --ip 198.18.0.2/24 --tcp-echo 7 --tcp-discard 7
 expect "serve mem self-test covers TCP"     0 "TCP connections verified .*: ok" -- "$HP" serve --link mem --ip 198.18.0.2/24 --ip6 2001:2::2/64 --tcp-echo 7 --tcp-discard 9 --tcp-source 19 --duration 0.6
+expect "serve says every buffer came back"  0 "every buffer came back"   -- "$HP" serve --link mem --ip 198.18.0.2/24 --duration 0.3
+expect "serve --json-stats: buffers all back" 0 '"all_back": true'       -- "$HP" serve --link mem --ip 198.18.0.2/24 --duration 0.3 --json-stats
 expect "connect without --to (real link)"   2 "--to ADDRESS:PORT is required" -- "$HP" connect --link afpacket --iface lo --ip 198.18.0.1/24 --bytes 10
 expect "connect bad --to address is named"  2 "--to '198.18.0.300:7'"     -- "$HP" connect --link mem --to 198.18.0.300:7 --bytes 10
 expect "connect --to without a port"        2 "wants ADDRESS:PORT"        -- "$HP" connect --link mem --to 198.18.0.2 --bytes 10
@@ -96,6 +98,16 @@ expect "connect --conns 0 is refused"       2 "--conns wants"             -- "$H
 expect "connect unknown mode is named"      2 "--mode 'chargen'"          -- "$HP" connect --link mem --bytes 10 --mode chargen
 expect "connect needs --bytes or --duration" 2 "give --bytes"             -- "$HP" connect --link mem
 expect "connect unknown link is named"      2 "--link 'eth'"              -- "$HP" connect --link eth --to 198.18.0.2:7 --bytes 10
+expect "run --help describes the variables"  0 "HOTPATH_LINK"              -- "$HP" run --help
+expect "run without a command"               2 "no command"                -- "$HP" run --link afpacket --iface lo --ip 198.18.0.2/24
+expect "run --link mem is refused"           2 "needs a real link"         -- "$HP" run --link mem --ip 198.18.0.2/24 -- true
+expect "run without an address"              2 "--ip or --ip6 is required" -- "$HP" run --link afpacket --iface lo -- true
+expect "run --busy-poll -1 is refused"       2 "--busy-poll '-1'"          -- "$HP" run --link afpacket --iface lo --ip 198.18.0.2/24 --busy-poll -1 -- true
+expect "run --fallback maybe is refused"     2 "--fallback 'maybe'"        -- "$HP" run --link afpacket --iface lo --ip 198.18.0.2/24 --fallback maybe -- true
+expect "run --lib that does not exist"       2 "--lib /nonexistent"        -- "$HP" run --link afpacket --iface lo --ip 198.18.0.2/24 --lib /nonexistent/x.so -- true
+expect "run passes the exit status"          3 ""                          -- "$HP" run --link afpacket --iface lo --ip 198.18.0.2/24 -- sh -c 'exit 3'
+expect "run: an unknown program is named"    127 "nosuchprogram"           -- "$HP" run --link afpacket --iface lo --ip 198.18.0.2/24 -- nosuchprogram-hpx
+expect "run --stats: no socket, no statistics" 0 "no statistics"           -- "$HP" run --link afpacket --iface lo --ip 198.18.0.2/24 --stats -- true
 expect "connect mem: server off our prefix" 2 "on the prefix"             -- "$HP" connect --link mem --to 198.19.0.2:7 --bytes 10
 expect "connect --help names the modes"     0 "echo.*discard.*source"     -- "$HP" connect --help
 if "$HP" connect --link mem --bytes 1000000 --conns 4 --json >"$tmp/conn.json" 2>"$tmp/err" \
@@ -173,9 +185,12 @@ if "$HP" serve --link mem --ip 198.18.0.2/24 --json-stats --duration 0.6 >"$tmp/
    && python3 - "$tmp/serve.json" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-last = rows[-1]
+# The exit counters, then the buffers' verdict last.
+last = rows[-2]
 assert last["event"] == "exit" and last["loop"]["spin_us"] == 50, last
 assert last["loop"]["polls"] > 0 and last["tcp"]["closed"] > 0, last
+assert last["buffers_in_use"] >= 0, last
+assert rows[-1] == {"event": "buffers", "in_use": 0, "all_back": True}, rows[-1]
 PY
 then ok "serve --json-stats: jansson's JSON with the loop's counters"; else ko "serve --json-stats: jansson's JSON with the loop's counters" "$(tail -c 400 "$tmp/serve.json"; head -3 "$tmp/err")"; fi
 if "$HP" bench loop --quick --reps 1 --json >"$tmp/loop.json" 2>"$tmp/err" \
@@ -517,6 +532,30 @@ if timeout 60 "$HP" demo --only layout --chrono-binary none --flows 100 --durati
   ok "demo --only layout --chrono-binary none: the chrono column is skipped, said so"
 else
   ko "demo --only layout --chrono-binary none: the chrono column is skipped, said so" "$(tail -3 "$tmp/err"; tail -5 "$tmp/lay-none.out")"
+fi
+
+# ---- memif: the options, and two hotpath processes over shared memory ----
+expect "gen memif needs --memif-socket"      2 "needs --memif-socket"      -- "$HP" gen --link memif --duration 0.1
+expect "gen --memif-role bogus is refused"   2 "client or server"          -- "$HP" gen --link memif --memif-socket "$tmp/m.sock" --memif-role bogus
+expect "gen --memif-id -1 is refused"        2 "--memif-id"                -- "$HP" gen --link memif --memif-socket "$tmp/m.sock" --memif-id -1
+expect "gen memif options need memif"        2 "are for --link memif"      -- "$HP" gen --link mem --memif-socket "$tmp/m.sock" --duration 0.1
+expect "serve memif refuses --iface"         2 "memif names its peer"      -- "$HP" serve --link memif --iface lo --memif-socket "$tmp/m.sock" --ip 198.18.0.2/24
+expect "connect memif needs --memif-socket"  2 "needs --memif-socket"      -- "$HP" connect --link memif --ip 198.18.0.1/24 --to 198.18.0.2:7 --bytes 10
+expect "rr memif runs both roles itself"     2 "rr runs both ends"         -- "$HP" rr --link memif --memif-role server
+expect "rr over memif (both ends in-process)" 0 "transactions"             -- "$HP" rr --link memif --duration 0.3
+msock="$tmp/gen.sock"
+"$HP" gen rxdrop --link memif --memif-socket "$msock" --memif-role server --duration 1 --json >"$tmp/rxd.json" 2>"$tmp/rxd.err" &
+rxd=$!
+if timeout 30 "$HP" gen txonly --link memif --memif-socket "$msock" --duration 1 --json >"$tmp/txo.json" 2>"$tmp/txo.err"    && wait "$rxd" && python3 - "$tmp/rxd.json" "$tmp/txo.json" <<'PY'
+import json, sys
+rx, tx = (json.load(open(f)) for f in sys.argv[1:3])
+assert rx["link"] == "memif" and rx["packets"] > 1000 and tx["packets"] > 1000, (rx, tx)
+PY
+then
+  ok "gen txonly -> gen rxdrop over memif, two processes"
+else
+  ko "gen txonly -> gen rxdrop over memif, two processes" "$(tail -2 "$tmp/rxd.err" "$tmp/txo.err" 2>&1)"
+  kill "$rxd" 2>/dev/null
 fi
 
 echo "$pass passed, $fail failed, $skip skipped"

@@ -79,6 +79,11 @@ void apploop_signals_forget(void)
         atomic_store(&loops[i], NULL);
 }
 
+volatile sig_atomic_t *apploop_interrupt_flag(void)
+{
+    return &interrupted;
+}
+
 bool apploop_interrupted(void)
 {
     return interrupted != 0;
@@ -89,9 +94,10 @@ json_t *apploop_stats_json(const struct hp_loop *l)
     struct hp_loop_stats st;
     hp_loop_stats(l, &st);
     json_t *o = json_object();
-    json_object_set_new(o, "spin_us", json_integer(hp_loop_spin_us(l) == HP_LOOP_SPIN_FOREVER
-                                                       ? -1
-                                                       : (json_int_t)hp_loop_spin_us(l)));
+    json_object_set_new(o, "spin_us",
+                        json_integer(hp_loop_spin_us(l) == HP_LOOP_SPIN_FOREVER
+                                         ? -1
+                                         : (json_int_t)hp_loop_spin_us(l)));
     json_object_set_new(o, "polls", json_integer((json_int_t)st.polls));
     json_object_set_new(o, "idle_polls", json_integer((json_int_t)st.idle_polls));
     json_object_set_new(o, "sleeps", json_integer((json_int_t)st.sleeps));

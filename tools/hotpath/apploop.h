@@ -3,6 +3,7 @@
 #ifndef HOTPATH_TOOL_APPLOOP_H
 #define HOTPATH_TOOL_APPLOOP_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -14,7 +15,7 @@
 /* The help line of --spin-us. */
 #define APPLOOP_SPIN_HELP                                                                          \
     "  --spin-us N       busy-poll N microseconds after the last packet before sleeping\n"         \
-    "                    (default 50; 0: sleep at once; 'forever': never sleep, a core at\n"      \
+    "                    (default 50; 0: sleep at once; 'forever': never sleep, a core at\n"       \
     "                    100%%; docs/knobs.md)\n"
 
 /* Parse --spin-us: microseconds up to 10 s, or "forever". 0, or 2 after
@@ -30,6 +31,8 @@ void apploop_signals(struct hp_loop *l);
 /* Forget the loops (before destroying them); the flag stays. */
 void apploop_signals_forget(void);
 bool apploop_interrupted(void);
+/* The flag SIGINT / SIGTERM set, for code that polls it (memifopt_wait_up). */
+volatile sig_atomic_t *apploop_interrupt_flag(void);
 
 /* The loop's counters as a JSON object (new reference). */
 json_t *apploop_stats_json(const struct hp_loop *l);

@@ -21,7 +21,7 @@
 #include "tcp_app.h"
 #include "tool.h"
 
-#define MAX_CONNS 16384   /* one client address's ephemeral ports (RFC 6056: 49152-65535) */
+#define MAX_CONNS 16384 /* one client address's ephemeral ports (RFC 6056: 49152-65535) */
 /* --link mem: the pair's pool. Socket buffers are sized so that every
  * connection's four queues fit in it. */
 #define MEM_POOL_BUFS 65536
@@ -29,18 +29,18 @@
  * thousand connections' windows (a frame the ring cannot take is dropped,
  * as a switch would). */
 #define MEM_RING 16384
-#define STEP_NS 50000000ull   /* the client's deadlines and stalls are looked at this often */
-#define LINGER_S 0.3          /* mem: for the last ACKs and FINs to cross after the end */
+#define STEP_NS 50000000ull /* the client's deadlines and stalls are looked at this often */
+#define LINGER_S 0.3        /* mem: for the last ACKs and FINs to cross after the end */
 
 struct connect_opts {
     struct net_opts n;
     struct hp_sockaddr to;
     bool has_to;
     int mode;
-    uint64_t bytes;      /* per connection; 0: timed */
+    uint64_t bytes; /* per connection; 0: timed */
     unsigned conns;
-    double duration;     /* timed mode's length, or the time limit with --bytes; 0: none */
-    double loss;         /* mem: drop rate of the fault decorator on our end, both ways */
+    double duration; /* timed mode's length, or the time limit with --bytes; 0: none */
+    double loss;     /* mem: drop rate of the fault decorator on our end, both ways */
     bool json;
     uint32_t spin_us;
 };
@@ -56,10 +56,10 @@ static void usage(FILE *f)
             "discard (send N bytes, then the server's orderly close) or source (read N bytes of\n"
             "the pattern 'hotpath serve --tcp-source' sends). Exit status 0 only when every\n"
             "connection verified. Runs on the event loop (busy-polls briefly, then sleeps).\n\n"
-            "  --link KIND       afxdp (copy mode), afpacket, tap, or mem: an echo (discard,\n"
-            "                    source) server stack of our own, on its own thread, on the\n"
-            "                    other end of an in-process pair\n"
-            NETOPT_HELP
+            "  --link KIND       afxdp (copy mode), afpacket, tap, memif (shared memory with\n"
+            "                    another process), or mem: an echo (discard, source) server\n"
+            "                    stack of our own, on its own thread, on the other end of an\n"
+            "                    in-process pair\n" NETOPT_HELP
             "                    (mem: default 198.18.0.1/24 and 2001:2::1/64)\n"
             "  --to ADDR:PORT    the server, [v6]:PORT for IPv6 (mem: default 198.18.0.2:7)\n"
             "  --bytes N         bytes per connection: to send (echo, discard) or to read\n"
@@ -69,8 +69,7 @@ static void usage(FILE *f)
             "  --duration S      without --bytes: send (read) for S seconds; with it: fail the\n"
             "                    connections not done after S seconds\n"
             "  --loss P          mem: drop each frame with probability P (0..0.5) on the way in\n"
-            "                    and out of our end (seeded fault injection)\n"
-            APPLOOP_SPIN_HELP
+            "                    and out of our end (seeded fault injection)\n" APPLOOP_SPIN_HELP
             "  --json            a JSON summary on stdout instead of a table\n",
             MAX_CONNS);
 }
@@ -79,15 +78,15 @@ struct run {
     const struct connect_opts *o;
     struct hp_link *link, *peer;
     struct hp_pool *pool;
-    struct hp_stack *cs, *ss;   /* client, and (mem) server stacks */
-    struct hp_loop *cl, *sl;    /* their loops */
+    struct hp_stack *cs, *ss; /* client, and (mem) server stacks */
+    struct hp_loop *cl, *sl;  /* their loops */
     struct hp_loop_timer *step;
     struct tcp_srv *srv;
     struct tcp_cli *cli;
     uint32_t sockbuf;
     pthread_t th;
     bool th_started, tty;
-    _Atomic int srv_done;       /* the server thread has left */
+    _Atomic int srv_done; /* the server thread has left */
     double t0, now, next_progress;
 };
 
@@ -322,6 +321,10 @@ static int setup_link(const struct connect_opts *o, struct run *r)
     }
     if (netopt_open_link("connect", &o->n, &lc, &r->link, &r->peer))
         return 1;
+    if (!memifopt_wait_up("connect", r->link, 10, apploop_interrupt_flag())) {
+        fprintf(stderr, "hotpath connect: the memif peer did not come in 10 s\n");
+        return 1;
+    }
     if (o->loss > 0) {
         struct hp_fault_config fc = {.seed = 1, .drop = o->loss};
         struct hp_link *f = hp_link_fault(r->link, &fc);
@@ -502,8 +505,12 @@ static int connect_loop(struct run *r)
     r->t0 = r->now = tool_now_s();
     r->next_progress = r->t0 + 0.2;
     /* Timed: stop sending (reading) at the deadline; with --bytes: a time limit. */
-    struct tcp_cli_opts co = {.to = o->to, .mode = o->mode, .bytes = o->bytes, .conns = o->conns,
-                              .hash = true, .deadline = o->duration > 0 ? r->t0 + o->duration : 0};
+    struct tcp_cli_opts co = {.to = o->to,
+                              .mode = o->mode,
+                              .bytes = o->bytes,
+                              .conns = o->conns,
+                              .hash = true,
+                              .deadline = o->duration > 0 ? r->t0 + o->duration : 0};
     r->cli = tcp_cli_new(r->cs, &co);
     if (!r->cli) {
         fprintf(stderr, "hotpath connect: %s\n", hp_strerror(-errno));
@@ -660,11 +667,16 @@ int cmd_connect(int argc, char **argv)
     bool has_bytes = false;
     static const struct option longopts[] = {
         NETOPT_LONGOPTS,
-        {"to", required_argument, NULL, 'T'}, {"bytes", required_argument, NULL, 'b'},
-        {"conns", required_argument, NULL, 'n'}, {"mode", required_argument, NULL, 'm'},
-        {"duration", required_argument, NULL, 'd'}, {"json", no_argument, NULL, 'j'},
-        {"loss", required_argument, NULL, 'L'}, {"spin-us", required_argument, NULL, 'w'},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+        {"to", required_argument, NULL, 'T'},
+        {"bytes", required_argument, NULL, 'b'},
+        {"conns", required_argument, NULL, 'n'},
+        {"mode", required_argument, NULL, 'm'},
+        {"duration", required_argument, NULL, 'd'},
+        {"json", no_argument, NULL, 'j'},
+        {"loss", required_argument, NULL, 'L'},
+        {"spin-us", required_argument, NULL, 'w'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int c;
     optind = 1;

@@ -15,6 +15,7 @@
 
 #include "cmd.h"
 #include "impair_path.h"
+#include "memifopt.h"
 #include "tool.h"
 
 #define BURST 64
@@ -30,6 +31,7 @@ struct impair_opts {
     double duration;              /* 0: until SIGINT */
     bool json;
     int cpu;
+    struct memif_opts memif; /* --link memif: role and id of both sides */
 };
 
 /* One direction: frames received on in go out on out through path. */
@@ -171,7 +173,7 @@ static int parse_one(struct impair_opts *o, int c, const char *arg)
     case 'c':
         return tool_parse_cpu("impair", arg, &o->cpu);
     }
-    return 2;
+    return memifopt_parse("impair", &o->memif, c, arg) == 0 ? 0 : 2;
 }
 
 static int parse(int argc, char **argv, struct impair_opts *o)
@@ -196,9 +198,11 @@ static int parse(int argc, char **argv, struct impair_opts *o)
         {"json-stats", no_argument, NULL, 'j'},
         {"cpu", required_argument, NULL, 'c'},
         {"help", no_argument, NULL, 'h'},
+        MEMIFOPT_LONGOPTS,
         {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
+    memifopt_init(&o->memif);
     o->cpu = -1;
     o->path.seed = o->fault.seed = 1;
     optind = 1;
@@ -212,8 +216,15 @@ static int parse(int argc, char **argv, struct impair_opts *o)
     }
     if (optind < argc)
         return tool_usage_error("impair", "unexpected argument '%s'", argv[optind]);
-    if (!o->link || (strcmp(o->link, "afxdp") != 0 && strcmp(o->link, "afpacket") != 0))
-        return tool_usage_error("impair", "--link wants afxdp or afpacket");
+    bool memif = o->link && strcmp(o->link, "memif") == 0;
+    if (!o->link || (strcmp(o->link, "afxdp") != 0 && strcmp(o->link, "afpacket") != 0 && !memif))
+        return tool_usage_error("impair", "--link wants afxdp, afpacket or memif");
+    if (o->memif.socket)
+        return tool_usage_error("impair",
+                                "--link memif takes its two sockets as --iface-a and --iface-b, "
+                                "not --memif-socket");
+    if (o->memif.given && !memif)
+        return tool_usage_error("impair", "--memif-role and --memif-id are for --link memif");
     if (!o->iface[0] || !o->iface[1] || strcmp(o->iface[0], o->iface[1]) == 0)
         return tool_usage_error("impair", "--iface-a and --iface-b want two different interfaces");
     if (o->only[0] && o->only[1])
@@ -239,6 +250,14 @@ static struct hp_link *open_side(const struct impair_opts *o, int i, bool impair
     struct hp_link_config lc = {.iface = o->iface[i], .ring_size = 4096};
     if (strcmp(o->link, "afxdp") == 0)
         lc.flags |= HP_LINK_F_COPY;
+    if (strcmp(o->link, "memif") == 0) {
+        /* Each side is a memif interface of its own socket. */
+        struct memif_opts m = o->memif;
+        m.socket = o->iface[i];
+        memifopt_apply(&m, &lc);
+        lc.iface = NULL;
+        lc.ring_size = 0;
+    }
     struct hp_link *l = hp_link_open(o->link, &lc);
     if (!l) {
         fprintf(stderr, "hotpath impair: %s: %s\n", o->iface[i], hp_link_error());
@@ -266,12 +285,16 @@ static uint64_t now_ns(void)
 }
 
 /* Move what arrived on d->in into its path, and what is due out of it. */
-static int pump(struct impair_dir *d, uint64_t now)
+static int pump(struct impair_dir *d)
 {
     struct hp_buf *b[BURST];
     int n = hp_link_rx_burst(d->in, b, BURST);
     if (n < 0)
         return n;
+    /* The clock is read after the frames are in hand: a frame must never be
+     * stamped earlier than it arrived (a thread descheduled between the
+     * clock and the receive would otherwise deliver it early). */
+    uint64_t now = now_ns();
     for (int i = 0; i < n; i++)
         impair_path_push(&d->path, b[i], now);
     unsigned k = impair_path_peek(&d->path, now, b, BURST);
@@ -342,7 +365,7 @@ static int run(const struct impair_opts *o, struct impair_dir *dirs)
         if (now >= end)
             break;
         for (int i = 0; i < 2; i++) {
-            int rc = pump(&dirs[i], now);
+            int rc = pump(&dirs[i]);
             if (rc < 0) {
                 fprintf(stderr, "hotpath impair: %s: %s\n", dirs[i].name, hp_strerror(rc));
                 return 1;

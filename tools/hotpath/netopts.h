@@ -11,6 +11,8 @@
 #include <hotpath/stack.h>
 #include <hotpath/tcp.h>
 
+#include "memifopt.h"
+
 #define NETOPT_MAX_ADDRS 8
 
 /* An address with its prefix length: "198.18.0.2/24", "2001:2::2/64". */
@@ -20,9 +22,11 @@ struct cidr {
     uint8_t plen;
 };
 
-/* --link KIND --iface IF --ip A/LEN --ip6 A/LEN --gw A --gw6 A --pcap FILE --cpu N */
+/* --link KIND --iface IF --ip A/LEN --ip6 A/LEN --gw A --gw6 A --pcap FILE --cpu N,
+ * and memif's --memif-socket PATH --memif-role R --memif-id N */
 struct net_opts {
     const char *link, *iface, *pcap;
+    struct memif_opts memif;
     struct cidr ip[NETOPT_MAX_ADDRS];
     int nip;
     uint8_t gw4[4], gw6[16];
@@ -38,7 +42,7 @@ struct net_opts {
     {"ip", required_argument, NULL, '4'}, {"ip6", required_argument, NULL, '6'},                   \
     {"gw", required_argument, NULL, 'g'}, {"gw6", required_argument, NULL, 'G'},                   \
     {"pcap", required_argument, NULL, 'p'}, {"cpu", required_argument, NULL, 'c'},                 \
-    {"cc", required_argument, NULL, 'C'}
+    {"cc", required_argument, NULL, 'C'}, MEMIFOPT_LONGOPTS
 
 /* The help lines of those options. */
 #define NETOPT_HELP                                                                                \
@@ -48,7 +52,8 @@ struct net_opts {
     "  --gw A, --gw6 A   default gateways\n"                                                       \
     "  --pcap FILE       write every frame to FILE\n"                                              \
     "  --cpu N           pin to CPU N\n"                                                          \
-    "  --cc ALGO         TCP congestion control: cubic (default) or newreno\n"
+    "  --cc ALGO         TCP congestion control: cubic (default) or newreno\n"                   \
+    MEMIFOPT_HELP
 
 void netopt_init(struct net_opts *o);
 
@@ -60,7 +65,8 @@ int netopt_parse(const char *cmd, struct net_opts *o, int c, const char *arg);
 void netopt_tcp(const struct net_opts *o, struct hp_tcp_config *tc);
 
 /* The checks after parsing: a known link kind, --iface for real links and
- * not for mem. 0, or 2 after printing the error. */
+ * not for mem or memif, --memif-socket for memif. 0, or 2 after printing
+ * the error. */
 int netopt_check(const char *cmd, const struct net_opts *o);
 
 /* Parse "198.18.0.2/24" (family 4) or "2001:2::2/64" (family 6) for option

@@ -7,6 +7,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "memifopt.h"
+#include <string.h>
+
 #include <hotpath/link.h>
 #include <hotpath/pool.h>
 
@@ -19,7 +22,8 @@ struct rr_opts {
     bool udp;             /* --proto udp */
     bool ipv6;
     bool json;
-    const char *link;     /* "mem", "afxdp", "afpacket", "tap" or "kernel" */
+    const char *link;     /* "mem", "memif", "afxdp", "afpacket", "tap" or "kernel" */
+    struct memif_opts memif; /* memif: --memif-socket (a base path), --memif-id */
     const char *iface;    /* --iface: the client stack's existing interface (real links) */
     const char *peer_iface; /* --peer-iface: the server stack's */
     unsigned flows;       /* --flows */
@@ -39,6 +43,13 @@ struct rr_opts {
 static inline bool rr_hotpath_link(const struct rr_opts *o)
 {
     return o->link[0] != 'k';
+}
+
+/* Whether both stacks' link lives in this process (mem, memif): no
+ * namespace, no interface. */
+static inline bool rr_in_process(const struct rr_opts *o)
+{
+    return strcmp(o->link, "mem") == 0 || strcmp(o->link, "memif") == 0;
 }
 
 /* The CPU of client thread k (server: client = false), or -1. Client and

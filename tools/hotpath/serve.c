@@ -36,32 +36,31 @@ struct tcp_port {
 
 struct serve_opts {
     struct net_opts n;
-    unsigned port;       /* UDP echo */
+    unsigned port; /* UDP echo */
     struct tcp_port tcp[MAX_TCP_PORTS];
     int ntcp;
     bool json;
-    double duration;     /* 0: until interrupted */
+    double duration; /* 0: until interrupted */
     uint32_t spin_us;
 };
 
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: hotpath serve --link afxdp|afpacket|tap|mem --iface IF --ip ADDR/LEN\n"
+            "usage: hotpath serve --link afxdp|afpacket|tap|memif|mem [--iface IF] --ip ADDR/LEN\n"
             "                     [OPTIONS]\n\n"
             "Run a stack on one link: it answers ARP, NDP and ping, echoes UDP, and serves TCP.\n"
             "It runs on the event loop: it busy-polls briefly after traffic, then sleeps in the\n"
             "kernel until a frame, a timer or a signal comes (an idle serve uses no CPU).\n\n"
-            "  --link KIND       afxdp (copy mode), afpacket, tap, or mem: a self-test with a\n"
-            "                    client stack on its own thread on the other end of a pair\n"
-            NETOPT_HELP
+            "  --link KIND       afxdp (copy mode), afpacket, tap, memif (shared memory with\n"
+            "                    another process), or mem: a self-test with a client stack on\n"
+            "                    its own thread on the other end of a pair\n" NETOPT_HELP
             "  --udp-echo PORT   echo UDP datagrams on PORT, both families (default 7)\n"
             "  --tcp-echo PORT   TCP echo on PORT, both families (repeatable; with mem: 7 unless\n"
             "                    a TCP port is given)\n"
             "  --tcp-discard PORT  TCP discard: read and drop (repeatable)\n"
             "  --tcp-source PORT   TCP source: an endless byte pattern until the peer closes\n"
-            "                    (repeatable)\n"
-            APPLOOP_SPIN_HELP
+            "                    (repeatable)\n" APPLOOP_SPIN_HELP
             "  --json-stats      a JSON object of counters each second instead of a line\n"
             "  --duration S      stop after S seconds (default: at SIGINT / SIGTERM)\n");
 }
@@ -74,8 +73,8 @@ struct server {
     struct hp_pool *pool;
     struct hp_stack *s;
     struct hp_loop *loop;
-    struct hp_udp_sock *u[2];  /* IPv4, IPv6 */
-    int utag[2];               /* their user pointers: &utag[f] */
+    struct hp_udp_sock *u[2]; /* IPv4, IPv6 */
+    int utag[2];              /* their user pointers: &utag[f] */
     struct tcp_srv *tcp;
     struct hp_loop_timer *tick, *end;
     double t0;
@@ -111,6 +110,8 @@ static void print_json(const struct server *v, double t, const char *tag)
         json_object_set_new(o, "tcp", tcp_json(&ts));
     }
     json_object_set_new(o, "loop", apploop_stats_json(v->loop));
+    /* Buffers handed out and not back, every pool (make soak plots it). */
+    json_object_set_new(o, "buffers_in_use", json_integer((json_int_t)hp_pools_in_use()));
     apploop_print_json(o);
 }
 
@@ -328,7 +329,8 @@ static int selftest_tcp_start(struct selftest *t, double now)
     const struct serve_opts *o = t->o;
     for (int i = 0; i < t->npeer; i++) {
         for (int p = 0; p < o->ntcp; p++) {
-            struct tcp_cli_opts co = {.mode = o->tcp[p].mode, .deadline = t->end - 0.05,
+            struct tcp_cli_opts co = {.mode = o->tcp[p].mode,
+                                      .deadline = t->end - 0.05,
                                       .first_index = (uint32_t)t->ncli * 16};
             co.to.family = (uint8_t)t->peer[i].family;
             co.to.port = o->tcp[p].port;
@@ -520,8 +522,13 @@ static int serve_run(const struct serve_opts *o)
     if (!rc)
         rc = serve_loop(&v, v.peer ? &t : NULL);
     selftest_free(&t);
-    if (server_close(&v))
+    if (server_close(&v)) {
         rc = rc ? rc : 1;
+    } else if (o->json) {
+        apploop_print_json(json_pack("{s:s, s:i, s:b}", "event", "buffers", "in_use", 0, "all_back", 1));
+    } else {
+        printf("serve: every buffer came back (0 in use at exit)\n");
+    }
     return rc;
 }
 
@@ -622,11 +629,15 @@ int cmd_serve(int argc, char **argv)
     netopt_init(&o.n);
     static const struct option longopts[] = {
         NETOPT_LONGOPTS,
-        {"udp-echo", required_argument, NULL, 'u'}, {"tcp-echo", required_argument, NULL, 'E'},
-        {"tcp-discard", required_argument, NULL, 'D'}, {"tcp-source", required_argument, NULL, 'S'},
+        {"udp-echo", required_argument, NULL, 'u'},
+        {"tcp-echo", required_argument, NULL, 'E'},
+        {"tcp-discard", required_argument, NULL, 'D'},
+        {"tcp-source", required_argument, NULL, 'S'},
         {"spin-us", required_argument, NULL, 'w'},
-        {"json-stats", no_argument, NULL, 'j'}, {"duration", required_argument, NULL, 'd'},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+        {"json-stats", no_argument, NULL, 'j'},
+        {"duration", required_argument, NULL, 'd'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int c;
     optind = 1;

@@ -589,3 +589,123 @@ HP_TEST(arp_unicast_output_takes_the_cached_mac)
     ct_close(&e);
     HP_CHECK_EQ(hp_pools_in_use(), 0);
 }
+
+/* ---- cache poisoning: lock time and arp_accept (docs/knobs.md) ----------- */
+
+static const uint8_t EVIL_MAC[6] = {0x02, 0x66, 0x66, 0x66, 0x66, 0x66};
+
+/* Resolve CT_PEER4 (request, reply): REACHABLE with CT_PEER_MAC. */
+static void resolve_peer(struct ct_env *e)
+{
+    hp__neigh_output4(e->ifc, CT_PEER4, ct_ip4_packet(e, CT_OUR4, CT_PEER4, 8, 0x01));
+    ct_step(e);
+    peer_reply(e, CT_PEER4, CT_PEER_MAC);
+    ct_step(e);
+    ct_drain(e);
+}
+
+/* A gratuitous ARP (RFC 5227 3: request, sender = target) for spa from sha. */
+static void garp(struct ct_env *e, const uint8_t spa[4], const uint8_t sha[6])
+{
+    struct hp_arp_repr r = {.op = HP_ARP_OP_REQUEST};
+    memcpy(r.sha, sha, 6);
+    memcpy(r.spa, spa, 4);
+    memcpy(r.tpa, spa, 4);
+    ct_send_arp(e, CT_BCAST, &r);
+}
+
+/* Where a packet to CT_PEER4 goes now: 1 when to mac (and nothing else went out but ARP). */
+static int sent_to(struct ct_env *e, const uint8_t mac[6], uint8_t fill)
+{
+    hp__neigh_output4(e->ifc, CT_PEER4, ct_ip4_packet(e, CT_OUR4, CT_PEER4, 8, fill));
+    ct_step(e);
+    int bad = 0;
+    int n = recv_ip4_to(e, mac, fill, &bad);
+    return n == 1 && bad == 0;
+}
+
+/* By default a REACHABLE entry keeps its MAC against an unsolicited reply,
+ * a gratuitous ARP and a request claiming another MAC (each counted);
+ * once it is no longer REACHABLE, a gratuitous ARP moves it (a real
+ * failover gets through within neigh_reachable_ms). */
+HP_TEST(arp_reachable_entry_refuses_unsolicited_changes)
+{
+    struct ct_env e;
+    HP_REQUIRE_EQ(open4(&e, NULL), 0);
+    resolve_peer(&e);
+    e.s->now += 2000ull * 1000000u; /* past the lock time */
+    peer_reply(&e, CT_PEER4, EVIL_MAC);
+    garp(&e, CT_PEER4, EVIL_MAC);
+    struct hp_arp_repr req = {.op = HP_ARP_OP_REQUEST};
+    memcpy(req.sha, EVIL_MAC, 6);
+    memcpy(req.spa, CT_PEER4, 4);
+    memcpy(req.tpa, CT_OUR4, 4);
+    ct_send_arp(&e, CT_BCAST, &req);
+    ct_step(&e);
+    ct_drain(&e); /* the reply to the request (to whoever asked) */
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_UPDATES_REFUSED), 3);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_UPDATES_LOCKED), 0);
+    HP_CHECK(sent_to(&e, CT_PEER_MAC, 0x22));
+    /* Stale after neigh_reachable_ms (30 s): a gratuitous ARP now applies. */
+    ct_advance_ms(&e, 31000);
+    ct_drain(&e);
+    garp(&e, CT_PEER4, EVIL_MAC);
+    ct_step(&e);
+    HP_CHECK(sent_to(&e, EVIL_MAC, 0x23));
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_UPDATES_REFUSED), 3);
+    ct_close(&e);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+/* HP_STACK_F_ARP_ACCEPT with no lock time is the old behaviour (and
+ * Linux's with arp_accept): any reply or gratuitous ARP moves the entry
+ * at once. */
+HP_TEST(arp_accept_knob_replaces_at_once)
+{
+    struct ct_env e;
+    struct hp_stack_config cfg = {.flags = HP_STACK_F_ARP_ACCEPT,
+                                  .neigh_locktime_ms = HP_NEIGH_LOCKTIME_NONE};
+    HP_REQUIRE_EQ(open4(&e, &cfg), 0);
+    resolve_peer(&e);
+    peer_reply(&e, CT_PEER4, EVIL_MAC);
+    ct_step(&e);
+    HP_CHECK(sent_to(&e, EVIL_MAC, 0x31));
+    garp(&e, CT_PEER4, CT_PEER_MAC);
+    ct_step(&e);
+    HP_CHECK(sent_to(&e, CT_PEER_MAC, 0x32));
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_UPDATES_REFUSED), 0);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_UPDATES_LOCKED), 0);
+    ct_close(&e);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+/* The lock time (Linux's locktime, default 1 s): of two different replies
+ * to one request the first wins, even with arp_accept; after the lock
+ * time, with arp_accept, a new MAC applies. */
+HP_TEST(arp_locktime_first_answer_wins)
+{
+    struct ct_env e;
+    struct hp_stack_config cfg = {.flags = HP_STACK_F_ARP_ACCEPT};
+    HP_REQUIRE_EQ(open4(&e, &cfg), 0);
+    hp__neigh_output4(e.ifc, CT_PEER4, ct_ip4_packet(&e, CT_OUR4, CT_PEER4, 8, 0x41));
+    ct_step(&e);
+    peer_reply(&e, CT_PEER4, CT_PEER_MAC);
+    peer_reply(&e, CT_PEER4, EVIL_MAC);
+    ct_step(&e);
+    int bad = 0;
+    HP_CHECK_EQ(recv_ip4_to(&e, CT_PEER_MAC, 0x41, &bad), 1);
+    HP_CHECK_EQ(bad, 0);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_UPDATES_LOCKED), 1);
+    HP_CHECK(sent_to(&e, CT_PEER_MAC, 0x42));
+    e.s->now += 999ull * 1000000u;
+    garp(&e, CT_PEER4, EVIL_MAC);
+    ct_step(&e);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_UPDATES_LOCKED), 2);
+    HP_CHECK(sent_to(&e, CT_PEER_MAC, 0x43));
+    e.s->now += 2ull * 1000000u;
+    garp(&e, CT_PEER4, EVIL_MAC);
+    ct_step(&e);
+    HP_CHECK(sent_to(&e, EVIL_MAC, 0x44));
+    ct_close(&e);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}

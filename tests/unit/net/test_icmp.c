@@ -293,3 +293,49 @@ HP_TEST(ping_between_two_stacks_both_families_both_ways)
     pair_close(&p);
     HP_CHECK_EQ(hp_pools_in_use(), 0);
 }
+
+/* RFC 792 and RFC 4443 4.2: an echo reply's code is 0. A request with a
+ * nonzero code (nmap's OS detection sends code 9) is answered with code 0
+ * and a checksum that still verifies. */
+HP_TEST(icmp_echo_reply_code_zero)
+{
+    struct ct_env e;
+    HP_REQUIRE(it_open(&e, NULL) == 0);
+    uint8_t m[64], r[64];
+    size_t n = it_echo4(m, sizeof m, HP_ICMP_ECHO_REQUEST, 7, 8, 16);
+    HP_REQUIRE(n > 0);
+    m[1] = 9;
+    memset(m + 2, 0, 2);
+    uint16_t c = hp_cksum(m, n);
+    memcpy(m + 2, &c, 2);
+    struct hp_ipv4_repr ip = {.proto = HP_IPPROTO_ICMP, .ttl = 64};
+    memcpy(ip.src, CT_PEER4, 4);
+    memcpy(ip.dst, CT_OUR4, 4);
+    it_send4(&e, &ip, m, n);
+    ct_step(&e);
+    struct hp_ipv4_repr rip;
+    HP_REQUIRE_EQ(it_recv4(&e, &rip, r, sizeof r), (long)n);
+    HP_CHECK_EQ(r[0], HP_ICMP_ECHO_REPLY);
+    HP_CHECK_EQ(r[1], 0);
+    HP_CHECK_EQ(hp_cksum(r, n), 0);
+
+    n = it_echo6(m, sizeof m, CT_PEER6, CT_OUR6, HP_ICMP6_ECHO_REQUEST, 7, 8, 16);
+    HP_REQUIRE(n > 0);
+    m[1] = 200;
+    memset(m + 2, 0, 2);
+    c = hp_cksum_icmp6(CT_PEER6, CT_OUR6, m, n);
+    memcpy(m + 2, &c, 2);
+    HP_REQUIRE_EQ(hp_cksum_icmp6_verify(CT_PEER6, CT_OUR6, m, n), HP_CKSUM_GOOD);
+    struct hp_ipv6_repr ip6 = {.next_header = HP_IPPROTO_ICMPV6};
+    memcpy(ip6.src, CT_PEER6, 16);
+    memcpy(ip6.dst, CT_OUR6, 16);
+    it_send6(&e, &ip6, m, n);
+    ct_step(&e);
+    struct hp_ipv6_repr rip6;
+    HP_REQUIRE_EQ(it_recv6(&e, &rip6, r, sizeof r), (long)n);
+    HP_CHECK_EQ(r[0], HP_ICMP6_ECHO_REPLY);
+    HP_CHECK_EQ(r[1], 0);
+    HP_CHECK_EQ(hp_cksum_icmp6_verify(rip6.src, rip6.dst, r, n), HP_CKSUM_GOOD);
+    ct_close(&e);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}

@@ -374,7 +374,11 @@ HP_TEST(ndp_na_rules_for_cached_entries)
         HP_CHECK_MEMEQ(eth.dst, CT_PEER_MAC, 6);
     }
     hp_buf_free_bulk(out, 2);
-    /* With override it does. */
+    /* With override it does, once the lock time since the entry's MAC was
+     * learned has passed (neigh_locktime_ms), and as an answer to our probe
+     * (the entry is in PROBE: a REACHABLE one would need
+     * HP_STACK_F_NDP_OVERRIDE). */
+    e.s->now += 1001ull * 1000000u;
     na.override = true;
     ct_inject_ndp(&e, CT_PEER6, CT_OUR6, 255, &na);
     hp__neigh_output6(e.ifc, CT_PEER6, ct_ip6_packet(&e, CT_OUR6, CT_PEER6, 4, 0));
@@ -433,6 +437,95 @@ HP_TEST(ndp_over_the_link_through_the_ip_modules)
     HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NDP_IN_NS), 1);
     HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NDP_IN_BAD_HOPLIMIT), 1);
     HP_CHECK_EQ(ct_drain(&e), 0);
+    ct_close(&e);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+/* ---- cache poisoning: the override flag and the lock time (docs/knobs.md) ---- */
+
+static const uint8_t EVIL_MAC6[6] = {0x02, 0x66, 0x66, 0x66, 0x66, 0x66};
+
+/* Resolve CT_PEER6 (NS, solicited NA): REACHABLE with CT_PEER_MAC. */
+static void resolve_peer6(struct ct_env *e)
+{
+    hp__neigh_output6(e->ifc, CT_PEER6, ct_ip6_packet(e, CT_OUR6, CT_PEER6, 8, 0x01));
+    ct_step(e);
+    struct hp_ndp_repr na = {.type = HP_NDP_NEIGHBOR_ADVERT, .solicited = true, .override = true,
+                             .has_tll = true};
+    memcpy(na.target, CT_PEER6, 16);
+    memcpy(na.tll, CT_PEER_MAC, 6);
+    ct_inject_ndp(e, CT_PEER6, CT_OUR6, 255, &na);
+    ct_step(e);
+    ct_drain(e);
+}
+
+/* An NA claiming CT_PEER6 for mac, with the override flag (and S set:
+ * a forger sets what it likes). */
+static void na_claim(struct ct_env *e, const uint8_t mac[6])
+{
+    struct hp_ndp_repr na = {.type = HP_NDP_NEIGHBOR_ADVERT, .solicited = true, .override = true,
+                             .has_tll = true};
+    memcpy(na.target, CT_PEER6, 16);
+    memcpy(na.tll, mac, 6);
+    ct_inject_ndp(e, CT_PEER6, CT_OUR6, 255, &na);
+}
+
+/* The next IPv6 packet to CT_PEER6 goes to mac. */
+static bool sent6_to(struct ct_env *e, const uint8_t mac[6])
+{
+    hp__neigh_output6(e->ifc, CT_PEER6, ct_ip6_packet(e, CT_OUR6, CT_PEER6, 8, 0x77));
+    ct_step(e);
+    struct hp_buf *out[8];
+    int n = ct_recv(e, out, 8), ok = 0, other = 0;
+    for (int i = 0; i < n; i++) {
+        struct hp_eth_repr eth;
+        const uint8_t *p = ct_eth(out[i], &eth);
+        if (p && eth.ethertype == HP_ETHERTYPE_IPV6 && p[6] != HP_IPPROTO_ICMPV6) {
+            if (memcmp(eth.dst, mac, 6) == 0)
+                ok++;
+            else
+                other++;
+        }
+    }
+    hp_buf_free_bulk(out, n > 0 ? (unsigned)n : 0);
+    return ok == 1 && other == 0;
+}
+
+/* By default an NA with the override flag we did not ask for, and an NS
+ * with another source link-layer address, do not move a REACHABLE entry
+ * (counted); with HP_STACK_F_NDP_OVERRIDE they do (RFC 4861 7.2.5 as
+ * written), after the lock time. */
+HP_TEST(ndp_override_of_reachable_entry_is_a_knob)
+{
+    struct ct_env e;
+    HP_REQUIRE_EQ(open6(&e, NULL), 0);
+    resolve_peer6(&e);
+    e.s->now += 2000ull * 1000000u;
+    na_claim(&e, EVIL_MAC6);
+    struct hp_ndp_repr ns;
+    ns_for(&ns, CT_OUR6, true);
+    memcpy(ns.sll, EVIL_MAC6, 6);
+    uint8_t sn[16];
+    hp_ipv6_solicited_node(CT_OUR6, sn);
+    ct_inject_ndp(&e, CT_PEER6, sn, 255, &ns);
+    ct_step(&e);
+    ct_drain(&e);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_UPDATES_REFUSED), 2);
+    HP_CHECK(sent6_to(&e, CT_PEER_MAC));
+    ct_close(&e);
+
+    struct hp_stack_config cfg = {.flags = HP_STACK_F_NDP_OVERRIDE};
+    HP_REQUIRE_EQ(open6(&e, &cfg), 0);
+    resolve_peer6(&e);
+    na_claim(&e, EVIL_MAC6); /* within the lock time: kept */
+    ct_step(&e);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_UPDATES_LOCKED), 1);
+    HP_CHECK(sent6_to(&e, CT_PEER_MAC));
+    e.s->now += 1001ull * 1000000u;
+    na_claim(&e, EVIL_MAC6);
+    ct_step(&e);
+    HP_CHECK(sent6_to(&e, EVIL_MAC6));
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_UPDATES_REFUSED), 0);
     ct_close(&e);
     HP_CHECK_EQ(hp_pools_in_use(), 0);
 }

@@ -230,6 +230,27 @@ HP_TEST(reasm_memory_bound_holds_under_a_flood)
     HP_CHECK_EQ(hp_pools_in_use(), 0);
 }
 
+/* IPv6 fragments over the memory bound are counted as IPv6's
+ * (IP6_REASM_MEM_DROPS), not in IPv4's counter. */
+HP_TEST(reasm6_memory_drops_counted_as_ipv6)
+{
+    struct ct_env e;
+    struct hp_stack_config cfg = {.reasm_max_bytes = 64 * 1024};
+    HP_REQUIRE(it_open(&e, &cfg) == 0);
+    static uint8_t z[1400];
+    for (int i = 0; i < 200; i++) {
+        it_send6_frag(&e, CT_PEER6, CT_OUR6, (uint32_t)(5000 + i), HP_IPPROTO_UDP, 0, true, z,
+                      sizeof z);
+        if (i % 8 == 7)
+            ct_step(&e);
+    }
+    ct_step(&e);
+    HP_CHECK_GT(it_ctr(&e, HP_CTR_IP6_REASM_MEM_DROPS), 150);
+    HP_CHECK_EQ(it_ctr(&e, HP_CTR_IP_REASM_MEM_DROPS), 0);
+    ct_close(&e);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
 /* Neighbours stay reachable across the long waits below (no probes in between). */
 static struct hp_stack_config slow_neigh = {.neigh_reachable_ms = 600000};
 

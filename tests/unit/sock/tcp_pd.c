@@ -609,12 +609,20 @@ static void check_invariants(struct pd *h, struct pd_conn *c, struct pd_seg *g)
     if (!(f & HP_TCP_F_SYN) && g->opt.has_ts && c->peer_syn_seen && c->stack_syn_seen && !pd_ts_ok(c))
         complain(h, c, g, "timestamp option on a connection that did not negotiate them (RFC 7323 3.2)");
     if (g->opt.has_ts && !(f & HP_TCP_F_RST)) {
-        /* Our TS clock ticks once a ms from a per-connection offset. */
+        /* Our TS clock ticks once a ms from a per-connection offset. A
+         * passive connection's clock reads up to 63 ms behind while in
+         * SYN_RECEIVED (its low 6 bits carry the options, as a SYN
+         * cookie's: tcp_cookie.h): for one, ts_offset is the largest
+         * offset seen, and a TSval may lag it by up to 63 ms. */
         uint32_t off = g->opt.ts_val - (uint32_t)g->at_ms;
-        if (c->tsval_seen && off != c->ts_offset)
-            complain(h, c, g, "TSval %u is %d ms off the connection's clock (1 tick per ms)", g->opt.ts_val,
-                     (int)(off - c->ts_offset));
-        if (!c->tsval_seen)
+        if ((f & HP_TCP_F_SYN) && (f & HP_TCP_F_ACK))
+            c->ts_offset_syn = true;
+        int32_t d = (int32_t)(off - c->ts_offset);
+        bool ok = !c->tsval_seen || d == 0 || (c->ts_offset_syn && d > -64 && d < 64);
+        if (!ok)
+            complain(h, c, g, "TSval %u is %d ms off the connection's clock (1 tick per ms)",
+                     g->opt.ts_val, (int)d);
+        if (!c->tsval_seen || (c->ts_offset_syn && d > 0 && d < 64))
             c->ts_offset = off;
         if (c->tsval_seen && g->at_ms - c->last_ts_ms < 0x80000000u && seq_lt(g->opt.ts_val, c->last_tsval))
             complain(h, c, g, "TSval went back from %u to %u (RFC 7323 5.4: monotonic)", c->last_tsval,

@@ -100,6 +100,7 @@ struct pd_conn {
     uint32_t last_tsval;      /* the last TSval the stack sent */
     bool tsval_seen;
     uint32_t ts_offset;       /* the stack's TSval minus ms since pd_open */
+    bool ts_offset_syn;       /* the stack sent a SYN-ACK: its clock may lag 63 ms (tcp_cookie.h) */
     uint64_t last_ts_ms;      /* when last_tsval was sent */
     uint32_t last_peer_tsval; /* the last TSval the peer (the script) sent */
     uint32_t peer_ts_base;    /* the peer's clock: base + ms since pd_open */

@@ -336,6 +336,7 @@ HP_TEST(tcp_api_configure)
     HP_CHECK_EQ(c.rto_max_ms, 60000);
     HP_CHECK_EQ(c.rto_initial_ms, 1000);
     HP_CHECK_EQ(c.syn_retries, 7);
+    HP_CHECK_EQ(c.synack_retries, 5);
     HP_CHECK_EQ(c.data_retries, 15);
     HP_CHECK_EQ(c.time_wait_ms, 60000);
     HP_CHECK_EQ(c.fin_wait2_ms, 60000);
@@ -343,6 +344,7 @@ HP_TEST(tcp_api_configure)
     HP_CHECK_EQ(c.keepalive_intvl_s, 75);
     HP_CHECK_EQ(c.keepalive_probes, 9);
     HP_CHECK_EQ(c.challenge_ack_limit, 1000);
+    HP_CHECK_EQ(c.challenge_ack_conn_ms, 500);
     HP_CHECK_EQ(c.syn_backlog_max, 4096);
     HP_CHECK_EQ(c.early_demux_conns, 16384);
     HP_CHECK_EQ(c.mss, 0);
@@ -363,6 +365,7 @@ HP_TEST(tcp_api_configure)
         {"mss 65496", {.mss = 65496}},
         {"keepalive_probes 1000", {.keepalive_probes = 1000}},
         {"syn_retries 256", {.syn_retries = 256}},
+        {"synack_retries 256", {.synack_retries = 256}},
         {"max_conns 2^30+1", {.max_conns = (1u << 30) + 1}},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)

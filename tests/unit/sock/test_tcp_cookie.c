@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* SYN cookies (RFC 4987 3.6), initial sequence numbers (RFC 6528) and the SipHash under both. */
 #include <errno.h>
+#include <string.h>
 
 #include <hotpath/pool.h>
 
@@ -222,5 +223,56 @@ HP_TEST(tcp_cookie_rejects)
             accepted++;
     }
     HP_CHECK_EQ(accepted, 0);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+/* The options a cookie carries in its TSval (tcp_cookie.h): every window
+ * shift, or none, with SACK and ECN in each combination, come back from
+ * the echoed TSecr; the TSval never runs ahead of the connection's clock
+ * and lags it by less than 64 ms, across the 2^32 wrap too. */
+HP_TEST(tcp_cookie_ts_carries_wscale_sack_ecn)
+{
+    uint64_t seed = hp_test_seed();
+    for (int ws = -1; ws <= 14; ws++) {
+        for (int bits = 0; bits < 4; bits++) {
+            struct hp__tcp_cookie_opts o = {.ts = true,
+                                            .ws = ws >= 0,
+                                            .snd_wscale = (uint8_t)(ws >= 0 ? ws : 0),
+                                            .sack = bits & 1,
+                                            .ecn = (bits >> 1) & 1};
+            for (int k = 0; k < 20; k++) {
+                uint32_t now = (uint32_t)hp_test_rand(&seed);
+                if (k == 0)
+                    now = 0; /* the wrap: the TSval is just below 2^32 */
+                uint32_t tsval = hp__tcp_cookie_tsval(now, &o);
+                HP_CHECK((int32_t)(now - tsval) >= 0 && now - tsval < 64);
+                struct hp__tcp_cookie_opts d;
+                memset(&d, 0xAA, sizeof d);
+                hp__tcp_cookie_ts_decode(tsval, &d);
+                HP_CHECK(d.ts);
+                HP_CHECK_EQ(d.ws, o.ws);
+                HP_CHECK_EQ(d.snd_wscale, o.snd_wscale);
+                HP_CHECK_EQ(d.sack, o.sack);
+                HP_CHECK_EQ(d.ecn, o.ecn);
+            }
+            HP_STOP_IF_FAILED();
+        }
+    }
+    /* A forged TSecr with shift 15 is "no scaling"; the low bits are all
+     * there is: the rest of the TSecr says nothing. */
+    struct hp__tcp_cookie_opts d;
+    hp__tcp_cookie_ts_decode(0xFFFFFFC0u | 15u | 16u, &d);
+    HP_CHECK(!d.ws && d.sack && !d.ecn);
+    /* A shift above 14 in o is clamped to 14 (RFC 7323 2.3). */
+    struct hp__tcp_cookie_opts big = {.ts = true, .ws = true, .snd_wscale = 14};
+    hp__tcp_cookie_ts_decode(hp__tcp_cookie_tsval(1000, &big), &d);
+    HP_CHECK_EQ(d.snd_wscale, 14);
+    /* The receive window shift a cookie SYN-ACK announces: the smallest
+     * that fits the buffer (RFC 7323 2.2), as a queued connection's. */
+    HP_CHECK_EQ(hp__tcp_rcv_wscale(65535, false), 0);
+    HP_CHECK_EQ(hp__tcp_rcv_wscale(65536, false), 1);
+    HP_CHECK_EQ(hp__tcp_rcv_wscale(262144, false), 3);
+    HP_CHECK_EQ(hp__tcp_rcv_wscale(1u << 30, false), 14);
+    HP_CHECK_EQ(hp__tcp_rcv_wscale(262144, true), 0);
     HP_CHECK_EQ(hp_pools_in_use(), 0);
 }

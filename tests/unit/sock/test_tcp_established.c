@@ -255,13 +255,19 @@ PD_TEST(tcp_est_ack_at_window_edge)
 }
 
 /* RFC 5961 3.2: a RST in the window but not at RCV.NXT gets a challenge
- * ACK; outside the window it is dropped; at RCV.NXT it resets. */
+ * ACK (one per connection per challenge_ack_conn_ms, 500); outside the
+ * window it is dropped; at RCV.NXT it resets. */
 PD_TEST(tcp_est_rst_rfc5961)
 {
     struct hp_tcp_sock *t = prime(h);
     pd_in(h, "R", B + 100, 0, 0, NULL);
     pd_expect(h, ".", 1, B, PD_ANY, NULL);
     HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_CHALLENGE_ACKS), 1);
+    pd_advance_ms(h, 499);
+    pd_in(h, "R.", B + 1, 1, 0, NULL);
+    pd_expect_none(h);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_CHALLENGE_ACK_CONN_LIMITED), 1);
+    pd_advance_ms(h, 1);
     pd_in(h, "R.", B + 1, 1, 0, NULL);
     pd_expect(h, ".", 1, B, PD_ANY, NULL);
     pd_in(h, "R", B + 1000000, 0, 0, NULL);
@@ -290,8 +296,10 @@ PD_TEST(tcp_est_syn_challenge_ack)
     struct hp_tcp_sock *t = prime(h);
     pd_in_mut(h, "S", B + 10, 0, 65535, 0, "mss 1460,ts * 0,nop,ws 7", PD_MUT_NO_REBASE);
     pd_expect(h, ".", 1, B, PD_ANY, NULL);
+    pd_advance_ms(h, 500); /* one challenge ACK per connection per 500 ms */
     pd_in_mut(h, "S", 5, 0, 65535, 0, "mss 1460,ts * *", PD_MUT_NO_REBASE);
     pd_expect(h, ".", 1, B, PD_ANY, NULL);
+    pd_advance_ms(h, 500);
     pd_in_mut(h, "S.", B, 1, 65535, 0, "mss 1460,ts * *", PD_MUT_NO_REBASE);
     pd_expect(h, ".", 1, B, PD_ANY, NULL);
     HP_CHECK_EQ(hp_tcp_state(t), HP_TCP_ESTABLISHED);
@@ -308,6 +316,7 @@ PD_TEST(tcp_est_bad_acks)
     struct hp_tcp_sock *t = prime(h);
     pd_in_data(h, "P.", B, 1000, 1000, 100, NULL);
     pd_expect(h, ".", 1, B, PD_ANY, NULL);
+    pd_advance_ms(h, 500); /* one challenge ACK per connection per 500 ms */
     pd_in_data(h, "P.", B, (uint32_t)(1 - 200000), 1000, 100, NULL);
     pd_expect(h, ".", 1, B, PD_ANY, NULL);
     HP_CHECK_EQ(hp_tcp_recv(t, (char[8]){0}, 8), -EAGAIN);
@@ -316,23 +325,71 @@ PD_TEST(tcp_est_bad_acks)
     HP_CHECK_EQ(hp_tcp_state(t), HP_TCP_ESTABLISHED);
 }
 
-/* RFC 5961 7: challenge ACKs are rate limited (challenge_ack_limit per
- * second, stack-wide); the excess is counted. */
-PD_TEST(tcp_est_challenge_ack_rate_limit)
+/* RFC 5961 7 and CVE-2016-5696: a burst of in-window RSTs on one
+ * connection gets it one challenge ACK per challenge_ack_conn_ms; the
+ * rest are counted and spend nothing of the stack-wide budget, so
+ * another connection's challenge ACK still goes out. */
+PD_TEST(tcp_est_challenge_ack_per_connection)
 {
-    struct hp_tcp_config cfg = {.challenge_ack_limit = 5};
+    struct hp_tcp_sock *l = pd_listen(h, PORT, 4);
+    pd_use(h, 40001, 1000)->lport = PORT;
+    struct hp_tcp_sock *a = pd_established(h, l);
+    pd_use(h, 40002, 5000)->lport = PORT;
+    struct hp_tcp_sock *b = pd_established(h, l);
+    pd_use(h, 40001, 1000);
+    for (int k = 0; k < 1500; k++)
+        pd_in(h, "R", 1 + 100 + (uint32_t)(k % 1000), 0, 0, NULL);
+    pd_expect(h, ".", 1, 1, PD_ANY, NULL);
+    pd_expect_none(h);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_CHALLENGE_ACKS), 1);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_CHALLENGE_ACK_CONN_LIMITED), 1499);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_CHALLENGE_ACK_LIMITED), 0);
+    pd_use(h, 40002, 5000);
+    pd_in(h, "R", 1 + 100, 0, 0, NULL);
+    pd_expect(h, ".", 1, 1, PD_ANY, NULL);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_CHALLENGE_ACKS), 2);
+    HP_CHECK_EQ(hp_tcp_state(a), HP_TCP_ESTABLISHED);
+    HP_CHECK_EQ(hp_tcp_state(b), HP_TCP_ESTABLISHED);
+    hp_tcp_abort(a);
+    hp_tcp_abort(b);
+    pd_discard(h);
+    hp_tcp_close(l);
+}
+
+/* RFC 5961 7: the stack-wide budget still bounds many connections (or one
+ * with no per-connection gap); each second's budget is drawn at random
+ * from [limit/2, 3*limit/2), so what is left of it says nothing exact,
+ * and the excess is counted. */
+PD_TEST(tcp_est_challenge_ack_budget_random)
+{
+    struct hp_tcp_config cfg = {.challenge_ack_limit = 10, .challenge_ack_conn_ms = 1};
     pd_configure(h, &cfg);
     prime(h);
-    for (int k = 0; k < 10; k++)
-        pd_in(h, "R", B + 100 + (uint32_t)k, 0, 0, NULL);
-    for (int k = 0; k < 5; k++)
-        pd_expect(h, ".", 1, B, PD_ANY, NULL);
-    pd_expect_none(h);
-    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_CHALLENGE_ACKS), 5);
-    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_CHALLENGE_ACK_LIMITED), 5);
-    pd_advance_ms(h, 1000);
-    pd_in(h, "R", B + 100, 0, 0, NULL);
-    pd_expect(h, ".", 1, B, PD_ANY, NULL);
+    /* Whole seconds of the virtual clock from here. */
+    pd_advance_ms(h, 1000 - pd_now_ms(h) % 1000);
+    unsigned counts[12], lo = 1000, hi = 0, distinct = 0;
+    for (int sec = 0; sec < 12; sec++) {
+        uint64_t before = pd_ctr(h, HP_CTR_TCP_CHALLENGE_ACKS);
+        for (int ms = 0; ms < 1000; ms += 20) {
+            pd_in(h, "R", B + 100 + (uint32_t)ms, 0, 0, NULL);
+            pd_advance_ms(h, 20);
+        }
+        counts[sec] = (unsigned)(pd_ctr(h, HP_CTR_TCP_CHALLENGE_ACKS) - before);
+        pd_discard(h);
+        lo = counts[sec] < lo ? counts[sec] : lo;
+        hi = counts[sec] > hi ? counts[sec] : hi;
+        bool seen = false;
+        for (int j = 0; j < sec; j++)
+            seen = seen || counts[j] == counts[sec];
+        distinct += !seen;
+    }
+    HP_CHECK_GE(lo, 5);
+    HP_CHECK_LE(hi, 14);
+    /* 12 draws from 10 values: all equal with probability 10^-11. */
+    HP_CHECK_GE(distinct, 2);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_CHALLENGE_ACK_LIMITED),
+                12 * 50 - pd_ctr(h, HP_CTR_TCP_CHALLENGE_ACKS));
+    pd_in(h, "R", B, 0, 0, NULL);
 }
 
 /* The receive window fills, is zero, reopens when the application reads

@@ -175,9 +175,10 @@ PD_TEST(tcp_closed_port_next_to_listener)
 }
 
 /* RFC 4987 3.6: beyond the backlog, SYNs get SYN cookies. The cookie
- * SYN-ACK offers no option it could not honour (only MSS); a valid cookie
- * ACK makes an established connection to accept, a forged one gets a RST
- * and is counted. */
+ * SYN-ACK offers what a queued one would (MSS, window scale, timestamps,
+ * SACK-permitted: the options ride in its TSval's low bits, tcp_cookie.h),
+ * and a valid cookie ACK makes an established connection to accept with
+ * all of them; a forged one gets a RST and is counted. */
 PD_TEST(tcp_listen_syn_flood_syncookies)
 {
     struct hp_tcp_sock *l = pd_listen(h, PORT, 2);
@@ -187,31 +188,43 @@ PD_TEST(tcp_listen_syn_flood_syncookies)
         expect_synack_full(h);
     }
     HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_SENT), 0);
-    /* The SYN queue is full. */
+    /* The SYN queue is full (of young entries: nothing stale to drop). */
     pd_use(h, 41002, 777777)->lport = PORT;
     pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 100 0,nop,ws 7");
-    const struct pd_seg *g = pd_expect(h, "S.", 0, 1, PD_ANY, "mss *");
+    const struct pd_seg *g = pd_expect(h, "S.", 0, 1, PD_ANY, "mss *,sackok,ws 3,ts * 100");
     HP_CHECK(g->opt.mss >= 536 && g->opt.mss <= h->mss);
+    HP_CHECK_EQ(g->opt.ts_val & 0xF, 7);     /* the peer's shift, in the cookie */
+    HP_CHECK_EQ(g->opt.ts_val & 0x30, 0x10); /* SACK agreed, ECN not asked for */
     HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_SENT), 1);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYN_QUEUE_STALE_DROPS), 0);
     /* Nothing was kept: no retransmission of the cookie SYN-ACK. */
     pd_advance_ms(h, 500);
     pd_discard(h); /* (the two queued connections may retransmit theirs) */
-    HP_CHECK(!pd_ts_ok(h->c));
-    pd_in(h, ".", 1, 1, 65535, NULL);
+    HP_CHECK(pd_ts_ok(h->c));
+    HP_CHECK(pd_ws_ok(h->c));
+    pd_in(h, ".", 1, 1, 1000, NULL); /* with "ts * *": the cookie TSval echoed */
     HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_OK), 1);
     HP_CHECK(pd_events(h, h) & HP_EV_IN);
     struct hp_tcp_sock *t = hp_tcp_accept(l, h->c, NULL);
     HP_REQUIRE(t != NULL);
     HP_CHECK_EQ(hp_tcp_state(t), HP_TCP_ESTABLISHED);
     struct hp_tcp_info i = pd_info(h, t);
-    HP_CHECK(!i.ts_ok);
-    HP_CHECK(!i.ws_ok);
-    /* It carries data both ways. */
-    pd_in_data(h, "P.", 1, 1, 65535, 100, NULL);
+    HP_CHECK(i.ts_ok);
+    HP_CHECK(i.ws_ok);
+    HP_CHECK(i.sack_ok);
+    HP_CHECK(!i.ecn_ok);
+    HP_CHECK_EQ(i.snd_wscale, 7);
+    HP_CHECK_EQ(i.rcv_wscale, 3);
+    /* It carries data both ways, windows scaled (1000 << 7 from the peer). */
+    pd_in_data(h, "P.", 1, 1, 1000, 100, NULL);
+    pd_expect(h, ".", 1, 101, PD_ANY, "ts * *");
     HP_CHECK_EQ(pd_read(h, t, 200), 100);
     HP_CHECK_EQ(hp_tcp_setopt(t, HP_TCP_OPT_NODELAY, 1), 0);
-    HP_CHECK_EQ(pd_send(h, t, 10), 10);
-    pd_expect_data(h, ".", 1, 101, PD_ANY, 10, "");
+    HP_CHECK_EQ(pd_send(h, t, 3000), 3000);
+    uint32_t f = pd_full(h);
+    pd_expect_data(h, ".", 1, 101, PD_ANY, f, "ts * *");
+    pd_expect_data(h, ".", 1 + f, 101, PD_ANY, f, "ts * *");
+    pd_expect_data(h, "P.", 1 + 2 * f, 101, PD_ANY, 3000 - 2 * f, "ts * *");
     /* A forged cookie: the ACK of a SYN-ACK that was never sent. */
     pd_use(h, 41003, 31337)->lport = PORT;
     pd_in(h, ".", 1, 0x12345678, 65535, "");
@@ -226,6 +239,267 @@ PD_TEST(tcp_listen_syn_flood_syncookies)
     HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_OK), 1);
     HP_CHECK(hp_tcp_accept(l, NULL, NULL) == NULL);
     hp_tcp_abort(t);
+    hp_tcp_close(l);
+}
+
+/* A SYN without timestamps leaves the cookie nowhere to hide options: its
+ * SYN-ACK offers the MSS alone, and the connection has no window scaling
+ * (whatever the SYN asked); one with timestamps but no window scale gets
+ * timestamps and no scaling. */
+PD_TEST(tcp_listen_syncookie_without_timestamps)
+{
+    struct hp_tcp_sock *l = pd_listen(h, PORT, 1);
+    pd_use(h, 41000, 1)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 100 0,nop,ws 7");
+    expect_synack_full(h);
+    pd_use(h, 41001, 500)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,nop,ws 7");
+    pd_expect(h, "S.", 0, 1, PD_ANY, "mss *");
+    pd_in(h, ".", 1, 1, 65535, "");
+    struct hp_tcp_sock *t = hp_tcp_accept(l, h->c, NULL);
+    HP_REQUIRE(t != NULL);
+    struct hp_tcp_info i = pd_info(h, t);
+    HP_CHECK(!i.ts_ok);
+    HP_CHECK(!i.ws_ok);
+    pd_use(h, 41002, 900)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,ts 100 0");
+    const struct pd_seg *g = pd_expect(h, "S.", 0, 1, PD_ANY, "mss *,ts * 100");
+    HP_CHECK_EQ(g->opt.ts_val & 0xF, 15); /* no window scaling in the cookie */
+    pd_in(h, ".", 1, 1, 65535, NULL);
+    struct hp_tcp_sock *u = hp_tcp_accept(l, h->c, NULL);
+    HP_REQUIRE(u != NULL);
+    i = pd_info(h, u);
+    HP_CHECK(i.ts_ok);
+    HP_CHECK(!i.ws_ok);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_OK), 2);
+    hp_tcp_abort(t);
+    hp_tcp_abort(u);
+    pd_discard(h);
+    hp_tcp_close(l);
+}
+
+/* ECN and SACK in a cookie (RFC 3168 6.1.1, RFC 2018 2): an ECN-setup SYN
+ * (ECE and CWR) beyond the backlog gets an ECN-setup cookie SYN-ACK (ECE
+ * without CWR) with bit 5 of its TSval set, and the cookie ACK makes an
+ * ECN connection whose new data goes ECT(0); a SYN with ECE alone is no
+ * ECN-setup SYN: neither the flag nor the bit. */
+PD_TEST(tcp_listen_syncookie_ecn)
+{
+    struct hp_tcp_sock *l = pd_listen(h, PORT, 1);
+    pd_use(h, 41000, 1)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 100 0,nop,ws 7");
+    expect_synack_full(h);
+    pd_use(h, 41001, 500)->lport = PORT;
+    pd_in(h, "SEW", 0, 0, 65535, "mss 1460,sackok,ts 100 0,nop,ws 7");
+    const struct pd_seg *g = pd_expect(h, "SE.", 0, 1, PD_ANY, "mss *,sackok,ws 3,ts * 100");
+    HP_CHECK_EQ(g->opt.ts_val & 0x3F, 0x37); /* shift 7, SACK, ECN */
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_SENT), 1);
+    pd_in(h, ".", 1, 1, 1000, NULL);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_OK), 1);
+    struct hp_tcp_sock *t = hp_tcp_accept(l, h->c, NULL);
+    HP_REQUIRE(t != NULL);
+    struct hp_tcp_info i = pd_info(h, t);
+    HP_CHECK(i.ecn_ok && i.sack_ok && i.ts_ok && i.ws_ok);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_ECN_NEGOTIATED), 1);
+    HP_CHECK_EQ(hp_tcp_setopt(t, HP_TCP_OPT_NODELAY, 1), 0);
+    HP_CHECK_EQ(pd_send(h, t, 100), 100);
+    pd_expect_data(h, ".", 1, 1, PD_ANY, 100, NULL);
+    HP_CHECK_EQ(h->last.ecn, 2); /* ECT(0) */
+    pd_use(h, 41002, 900)->lport = PORT;
+    pd_in(h, "SE", 0, 0, 65535, "mss 1460,sackok,ts 100 0,nop,ws 7");
+    g = pd_expect(h, "S.", 0, 1, PD_ANY, "mss *,sackok,ws 3,ts * 100");
+    HP_CHECK_EQ(g->opt.ts_val & 0x3F, 0x17);
+    pd_in(h, ".", 1, 1, 1000, NULL);
+    struct hp_tcp_sock *u = hp_tcp_accept(l, h->c, NULL);
+    HP_REQUIRE(u != NULL);
+    HP_CHECK(!pd_info(h, u).ecn_ok);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_ECN_NEGOTIATED), 1);
+    hp_tcp_abort(t);
+    hp_tcp_abort(u);
+    pd_discard(h);
+    hp_tcp_close(l);
+}
+
+/* The knobs rule a cookie as they rule a queued SYN: with no_sack and ECN
+ * off, a cookie SYN-ACK to an ECN-setup SYN offering SACK has neither ECE
+ * nor SACK-permitted, nor their TSval bits, and its connection neither. */
+PD_TEST(tcp_listen_syncookie_no_sack_no_ecn)
+{
+    struct hp_tcp_config cfg = {.no_sack = true, .ecn = HP_TCP_ECN_OFF};
+    pd_configure(h, &cfg);
+    struct hp_tcp_sock *l = pd_listen(h, PORT, 1);
+    pd_use(h, 41000, 1)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 100 0,nop,ws 7");
+    pd_expect(h, "S.", 0, 1, PD_ANY, NULL);
+    pd_use(h, 41001, 500)->lport = PORT;
+    pd_in(h, "SEW", 0, 0, 65535, "mss 1460,sackok,ts 100 0,nop,ws 7");
+    const struct pd_seg *g = pd_expect(h, "S.", 0, 1, PD_ANY, "mss *,ws 3,ts * 100");
+    HP_CHECK_EQ(g->opt.ts_val & 0x3F, 0x07);
+    pd_in(h, ".", 1, 1, 1000, NULL);
+    struct hp_tcp_sock *t = hp_tcp_accept(l, h->c, NULL);
+    HP_REQUIRE(t != NULL);
+    struct hp_tcp_info i = pd_info(h, t);
+    HP_CHECK(!i.ecn_ok && !i.sack_ok);
+    HP_CHECK(i.ts_ok && i.ws_ok);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_OK), 1);
+    hp_tcp_abort(t);
+    pd_discard(h);
+    hp_tcp_close(l);
+}
+
+/* An entry made under pressure (cookie ISS) from an ECN-setup SYN with
+ * SACK-permitted: its SYN-ACKs carry SACK and ECN in their TSval's low
+ * bits (hp__tcp_embryo_ts), so that, dropped as stale after 3 s, its
+ * client's late ACK still makes an ECN and SACK connection. */
+PD_TEST(tcp_listen_stale_entry_keeps_sack_and_ecn)
+{
+    struct hp_tcp_sock *l = pd_listen(h, PORT, 2);
+    pd_use(h, 41000, 1)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 100 0,nop,ws 7");
+    expect_synack_full(h);
+    pd_use(h, 41001, 1000)->lport = PORT;
+    pd_in(h, "SEW", 0, 0, 65535, "mss 1460,sackok,ts 100 0,nop,ws 7");
+    const struct pd_seg *g = pd_expect(h, "SE.", 0, 1, PD_ANY, "mss *,sackok,ws 3,ts * 100");
+    HP_CHECK_EQ(g->opt.ts_val & 0x3F, 0x37);
+    pd_advance_ms(h, 3000); /* two retransmissions each: 41001 is stale */
+    HP_CHECK_EQ(pd_discard(h), 4);
+    pd_use(h, 41002, 2000)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 3100 0,nop,ws 7");
+    pd_expect(h, "S.", 0, 1, PD_ANY, "mss *,sackok,ws 3,ts * 3100");
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYN_QUEUE_STALE_DROPS), 1);
+    pd_use(h, 41001, 1000);
+    pd_in(h, ".", 1, 1, 1000, NULL);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_OK), 1);
+    struct hp_tcp_sock *t = hp_tcp_accept(l, h->c, NULL);
+    HP_REQUIRE(t != NULL);
+    struct hp_tcp_info i = pd_info(h, t);
+    HP_CHECK(i.ecn_ok && i.sack_ok && i.ts_ok && i.ws_ok);
+    HP_CHECK_EQ(i.snd_wscale, 7);
+    HP_CHECK_EQ(hp_tcp_setopt(t, HP_TCP_OPT_NODELAY, 1), 0);
+    HP_CHECK_EQ(pd_send(h, t, 100), 100);
+    pd_expect_data(h, ".", 1, 1, PD_ANY, 100, NULL);
+    HP_CHECK_EQ(h->last.ecn, 2);
+    hp_tcp_abort(t);
+    pd_discard(h);
+    hp_tcp_close(l);
+}
+
+/* A full SYN queue (RFC 4987 4.1): entries made once it is half full have a
+ * cookie for ISS and carry their options in their SYN-ACK's TSval, like a
+ * cookie SYN-ACK; one of them unanswered for 3 s gives its place to a new
+ * SYN, which then gets a queued handshake rather than a cookie, and its
+ * client's late ACK still makes the connection (a valid cookie ACK). An
+ * entry with an ordinary ISS goes only after 7 s unanswered, and its late
+ * ACK then finds nothing (a RST). */
+PD_TEST(tcp_listen_stale_syn_entries_make_room)
+{
+    struct hp_tcp_sock *l = pd_listen(h, PORT, 4);
+    for (int i = 0; i < 4; i++) {
+        pd_use(h, (uint16_t)(41000 + i), 1000u * (uint32_t)i)->lport = PORT;
+        pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 100 0,nop,ws 7");
+        const struct pd_seg *g = pd_expect(h, "S.", 0, 1, PD_ANY, NULL);
+        /* From the third on (the queue half full), the TSval's low bits
+         * carry the peer's window shift and SACK-permitted. */
+        if (i >= 2)
+            HP_CHECK_EQ(g->opt.ts_val & 0x3F, 0x17);
+    }
+    /* Full, nothing stale yet: a cookie. */
+    pd_use(h, 41004, 4000)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 100 0,nop,ws 7");
+    pd_expect(h, "S.", 0, 1, PD_ANY, "mss *,sackok,ws 3,ts * 100");
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_SENT), 1);
+    /* At 1 s every SYN-ACK went again; at 3 s again, and 41002, the oldest
+     * entry with a cookie ISS, gives its place to the next SYN. */
+    pd_advance_ms(h, 1000);
+    HP_CHECK_EQ(pd_discard(h), 4);
+    pd_use(h, 41008, 8000)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 1100 0,nop,ws 7");
+    pd_expect(h, "S.", 0, 1, PD_ANY, "mss *,sackok,ws 3,ts * 1100"); /* a cookie */
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYN_QUEUE_STALE_DROPS), 0);
+    pd_advance_ms(h, 2000);
+    HP_CHECK_EQ(pd_discard(h), 4);
+    pd_use(h, 41005, 5000)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 3100 0,nop,ws 7");
+    pd_expect(h, "S.", 0, 1, PD_ANY, "mss *,sackok,ws 3,ts * 3100");
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYN_QUEUE_STALE_DROPS), 1);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_SENT), 2);
+    /* 41002's client answers at last: its ACK is a good cookie ACK, and
+     * its connection has window scaling, timestamps and SACK. */
+    pd_use(h, 41002, 2000);
+    pd_in(h, ".", 1, 1, 1000, NULL);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_OK), 1);
+    struct hp_tcp_sock *t = hp_tcp_accept(l, h->c, NULL);
+    HP_REQUIRE(t != NULL);
+    HP_CHECK_EQ(hp_tcp_state(t), HP_TCP_ESTABLISHED);
+    struct hp_tcp_info i = pd_info(h, t);
+    HP_CHECK(i.ts_ok && i.ws_ok && i.sack_ok);
+    HP_CHECK_EQ(i.snd_wscale, 7);
+    pd_in_data(h, "P.", 1, 1, 1000, 10, NULL);
+    HP_CHECK_EQ(pd_read(h, t, 100), 10);
+    /* An ordinary ISS (41000, 41001) waits 7 s (three retransmissions):
+     * just before, the next SYN takes the place of 41003, the other
+     * cookie entry, behind them; at 7 s, that of 41000. */
+    pd_advance_ms(h, 3999);
+    pd_discard(h);
+    pd_use(h, 41006, 6000)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 7000 0,nop,ws 7");
+    pd_expect(h, "S.", 0, 1, PD_ANY, "mss *,sackok,ws 3,ts * 7000");
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYN_QUEUE_STALE_DROPS), 2);
+    pd_use(h, 41003, 3000);
+    pd_in(h, ".", 1, 1, 1000, NULL); /* a good cookie ACK: a connection */
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_OK), 2);
+    pd_advance_ms(h, 1);
+    pd_discard(h);
+    pd_use(h, 41007, 7000)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 7100 0,nop,ws 7");
+    pd_expect(h, "S.", 0, 1, PD_ANY, "mss *,sackok,ws 3,ts * 7100");
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYN_QUEUE_STALE_DROPS), 3);
+    /* The one that went was 41000, the oldest: its late ACK finds nothing. */
+    pd_use(h, 41000, 0);
+    pd_in(h, ".", 1, 1, 1000, NULL);
+    pd_expect(h, "R", 1, PD_ANY, PD_ANY, NULL);
+    struct hp_tcp_sock *u = hp_tcp_accept(l, NULL, NULL);
+    HP_REQUIRE(u != NULL);
+    hp_tcp_abort(t);
+    hp_tcp_abort(u);
+    pd_discard(h);
+    hp_tcp_close(l);
+}
+
+/* An entry whose handshake ACK came while the accept queue was full waits
+ * for room, its SYN-ACK timer running: however old, it is not stale (its
+ * peer thinks itself connected), and a SYN beyond a full queue of such
+ * entries gets a cookie. */
+PD_TEST(tcp_listen_acked_entries_are_not_stale)
+{
+    struct hp_tcp_sock *l = pd_listen(h, PORT, 1);
+    pd_use(h, 41000, 100)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 100 0,nop,ws 7");
+    expect_synack_full(h);
+    pd_in(h, ".", 1, 1, 1000, NULL); /* established, not accepted: the accept queue is full */
+    pd_use(h, 41001, 200)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 100 0,nop,ws 7");
+    expect_synack_full(h);
+    pd_in(h, ".", 1, 1, 1000, NULL); /* dropped: LISTEN_OVERFLOWS */
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_LISTEN_OVERFLOWS), 1);
+    pd_advance_ms(h, 7000); /* three SYN-ACK retransmissions */
+    pd_discard(h);
+    pd_use(h, 41002, 300)->lport = PORT;
+    pd_in(h, "S", 0, 0, 65535, "mss 1460,sackok,ts 7100 0,nop,ws 7");
+    pd_expect(h, "S.", 0, 1, PD_ANY, "mss *,sackok,ws 3,ts * 7100");
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYN_QUEUE_STALE_DROPS), 0);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SYNCOOKIES_SENT), 1);
+    /* Once accepted, the waiting one completes at its peer's next segment. */
+    struct hp_tcp_sock *t = hp_tcp_accept(l, h, NULL);
+    HP_REQUIRE(t != NULL);
+    pd_use(h, 41001, 200);
+    pd_in_data(h, "P.", 1, 1, 1000, 10, NULL);
+    struct hp_tcp_sock *u = hp_tcp_accept(l, h->c, NULL);
+    HP_REQUIRE(u != NULL);
+    HP_CHECK_EQ(hp_tcp_state(u), HP_TCP_ESTABLISHED);
+    hp_tcp_abort(t);
+    hp_tcp_abort(u);
+    pd_discard(h);
     hp_tcp_close(l);
 }
 
