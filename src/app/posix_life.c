@@ -88,7 +88,8 @@ static int delivering(struct hp_stack *s)
     int n = 0;
     const struct hp__tcp_blocks *bl = &hp__tcp(s)->blocks;
     for (struct hp_tcp_sock *c = hp__tcp_block_next(bl, NULL); c; c = hp__tcp_block_next(bl, c))
-        if (c->state == HP_TCP_FIN_WAIT_1 || c->state == HP_TCP_CLOSING || c->state == HP_TCP_LAST_ACK)
+        if (c->state == HP_TCP_FIN_WAIT_1 || c->state == HP_TCP_CLOSING ||
+            c->state == HP_TCP_LAST_ACK)
             n++;
     return n;
 }
