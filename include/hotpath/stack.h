@@ -19,6 +19,9 @@ extern "C" {
  * its sockets comes from that thread (run to completion: no locks inside).
  * hp_stack_poll() receives a burst from each interface, processes it, runs
  * the timers that are due and flushes what was queued for transmission.
+ * What the application sends between polls goes to the link at once when
+ * the link sends without a system call (mem: no HP_LINK_CAP_KERNEL), and
+ * waits for the next poll's flush otherwise (one system call per burst).
  */
 struct hp_stack;
 
@@ -114,7 +117,7 @@ enum hp_addr_state { HP_ADDR_NONE = 0, HP_ADDR_TENTATIVE, HP_ADDR_PREFERRED, HP_
     X(TCP_RACK_REO_TIMEOUTS) X(TCP_REORDER_SEEN) X(TCP_TLP_PROBES) X(TCP_TLP_RECOVERIES)         \
     X(TCP_ECN_NEGOTIATED) X(TCP_ECN_CE_IN) X(TCP_ECN_ECE_IN) X(TCP_ECN_REDUCTIONS)               \
     X(TCP_ECN_CWR_OUT) X(TCP_PMTU_UPDATES) X(TCP_PMTU_ICMP_BAD) X(TCP_PMTU_BLACKHOLES)           \
-    X(TCP_PMTU_PROBES) X(TCP_PMTU_PROBE_OK) X(TCP_PMTU_PROBE_FAIL)
+    X(TCP_PMTU_PROBES) X(TCP_PMTU_PROBE_OK) X(TCP_PMTU_PROBE_FAIL) X(TCP_EXT_NOMEM)
 
 enum hp_stack_ctr {
 #define HP__CTR_ENUM(name) HP_CTR_##name,
@@ -207,7 +210,8 @@ HP_API int hp_stack_prepare_sleep(struct hp_stack *s, int64_t *wake_ns);
  */
 HP_API int hp_stack_fds(const struct hp_stack *s, int *fds, int max);
 
-/** Whether frames wait in the stack's transmit bursts (the next hp_stack_poll() flushes them). */
+/** Whether frames wait in the stack's transmit bursts (the next hp_stack_poll() flushes them;
+ * between polls only a link into the kernel keeps them waiting). */
 HP_API bool hp_stack_tx_pending(const struct hp_stack *s);
 
 /**

@@ -204,7 +204,9 @@ HP_API struct hp_tcp_sock *hp_tcp_accept(struct hp_tcp_sock *listener, void *use
  *         -EADDRNOTAVAIL (no free port), -EADDRINUSE (bound, and the
  *         4-tuple is in use), -EISCONN, -EALREADY, -EINVAL (also: connected
  *         before, a listener, a zero, multicast or broadcast remote),
- *         -ENOBUFS (the connection table is full). A SYN that finds no
+ *         -ENETUNREACH (the directed broadcast of one of our IPv4
+ *         prefixes, RFC 1122 4.2.3.10), -ENOBUFS (the connection table
+ *         is full). A SYN that finds no
  *         buffer is sent by the retransmission timer: still -EINPROGRESS.
  */
 HP_API int hp_tcp_connect(struct hp_tcp_sock *t, const struct hp_sockaddr *remote);

@@ -87,7 +87,8 @@ static int delivering_(struct hp_stack *s, bool fin_wait2)
     if (!s->sock || !s->sock->tcp)
         return 0;
     int n = 0;
-    for (struct hp_tcp_sock *c = hp__tcp(s)->all; c; c = c->anext)
+    const struct hp__tcp_blocks *bl = &hp__tcp(s)->blocks;
+    for (struct hp_tcp_sock *c = hp__tcp_block_next(bl, NULL); c; c = hp__tcp_block_next(bl, c))
         if (c->state == HP_TCP_FIN_WAIT_1 || c->state == HP_TCP_CLOSING ||
             c->state == HP_TCP_LAST_ACK || (fin_wait2 && c->state == HP_TCP_FIN_WAIT_2))
             n++;

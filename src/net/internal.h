@@ -4,6 +4,7 @@
 #define HOTPATH_NET_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <hotpath/buf.h>
@@ -49,24 +50,51 @@
 struct hp_stack;
 typedef void (*hp__timer_fn)(struct hp_stack *s, void *arg);
 
-/* A timer lives inside the structure it serves (neighbour entry, fragment
- * queue, DAD state...). */
+/*
+ * A timer lives inside the structure it serves (neighbour entry, fragment
+ * queue, DAD state, TCP connection): 8 bytes, its place in the heap and its
+ * kind. The kind says which function fires it (timer.c dispatches on it);
+ * that function finds its structure from the timer's address
+ * (HP__CONTAINER). A TCP connection holds three: with a callback and an
+ * argument each they took 96 of its bytes. Timers of any other kind
+ * (tests) are a struct hp__timer_cb, which carries its own.
+ */
+enum hp__timer_kind {
+    HP__TK_NONE = 0, /* fires nothing */
+    HP__TK_CB,       /* struct hp__timer_cb: its fn(s, arg) */
+    HP__TK_NEIGH,    /* neigh.c: hp__neigh_timer */
+    HP__TK_REASM,    /* reasm.c: hp__reasm_timer */
+    HP__TK_DAD,      /* ndp.c: hp__ndp_dad_timer */
+    HP__TK_TCP_RTX,  /* tcp_timer.c: hp__tcp_timer_rtx */
+    HP__TK_TCP_DACK, /* tcp_timer.c: hp__tcp_timer_dack */
+    HP__TK_TCP_MISC, /* tcp_timer.c: hp__tcp_timer_misc */
+};
+
 struct hp__timer {
-    uint64_t due;      /* ns, CLOCK_MONOTONIC */
+    int32_t slot; /* position in the heap, -1 when not armed */
+    uint8_t kind; /* enum hp__timer_kind */
+};
+
+/* A timer with its own callback (the tests' timers). */
+struct hp__timer_cb {
+    struct hp__timer t;
     hp__timer_fn fn;
     void *arg;
-    int32_t slot;      /* position in the heap, -1 when not armed */
 };
+
+/* The structure around an embedded member (container_of). */
+#define HP__CONTAINER(p, type, member) ((type *)(void *)((char *)(p)-offsetof(type, member)))
 
 /* A heap entry holds its timer's due time, so that sifting compares within
  * the heap's own array instead of reading timers spread over thousands of
  * connections (a cache miss each). */
 struct hp__heap_ent {
-    uint64_t due;
+    uint64_t due; /* ns, CLOCK_MONOTONIC */
     struct hp__timer *t;
 };
 
-void hp__timer_init(struct hp__timer *t, hp__timer_fn fn, void *arg);
+void hp__timer_init(struct hp__timer *t, enum hp__timer_kind kind);
+void hp__timer_cb_init(struct hp__timer_cb *cb, hp__timer_fn fn, void *arg);
 /* Arm (or re-arm) t to fire at `due`; 0 or -ENOMEM. */
 int hp__timer_arm(struct hp_stack *s, struct hp__timer *t, uint64_t due);
 void hp__timer_cancel(struct hp_stack *s, struct hp__timer *t);
@@ -74,6 +102,15 @@ static inline bool hp__timer_armed(const struct hp__timer *t)
 {
     return t->slot >= 0;
 }
+/* When an armed t fires (ns), 0 when not armed. */
+uint64_t hp__timer_due(const struct hp_stack *s, const struct hp__timer *t);
+/* The functions the kinds fire (each module's). */
+void hp__neigh_timer(struct hp_stack *s, struct hp__timer *t);
+void hp__reasm_timer(struct hp_stack *s, struct hp__timer *t);
+void hp__ndp_dad_timer(struct hp_stack *s, struct hp__timer *t);
+void hp__tcp_timer_rtx(struct hp_stack *s, struct hp__timer *t);
+void hp__tcp_timer_dack(struct hp_stack *s, struct hp__timer *t);
+void hp__tcp_timer_misc(struct hp_stack *s, struct hp__timer *t);
 /* Run every timer due at s->now; returns how many ran. */
 int hp__timers_run(struct hp_stack *s);
 /* Free the heap (timers themselves belong to their owners). */
@@ -95,6 +132,10 @@ struct hp__addr6 {
     uint8_t dad_left;        /* solicitations still to send */
     struct hp__timer dad;    /* ndp.c */
     struct hp__iface *ifc;
+    /* One line per address, as docs/cachelines/hp__iface.md has it (the
+     * DAD timer shrank from 32 bytes to 8): an address never straddles
+     * two lines, whichever slot it is in. */
+    uint8_t spare_[24];
 };
 
 /*
@@ -186,6 +227,7 @@ struct hp__sock_state;       /* src/sock */
 #define HP__STK_NOW_rw uint64_t now; /* ns, read at the start of each poll (and at create) */
 #define HP__STK_HEAP_rw struct hp__heap_ent *heap; /* timer.c */
 #define HP__STK_NHEAP_rw uint32_t nheap, heap_cap;
+#define HP__STK_INPOLL_rw bool in_poll; /* inside hp_stack_poll: frames wait for its flush */
 /* rxtx: read by both paths (the poll and its flush; UDP routes each send). */
 #define HP__STK_NIFACES_rxtx int nifaces;
 #define HP__STK_IFACES_rxtx struct hp__iface *ifaces[HP__MAX_IFACES];
@@ -205,7 +247,7 @@ struct hp__sock_state;       /* src/sock */
 struct hp_stack {
 #if defined(HP_LAYOUT_CHRONO) && HP_LAYOUT_CHRONO
     HP__STK_CFG_ctr HP__STK_NAME_cold HP__STK_NOW_rw HP__STK_IFACES_rxtx HP__STK_NIFACES_rxtx
-    HP__STK_GW_tx_more HP__STK_HASGW_tx_more HP__STK_IPID_cold
+    HP__STK_GW_tx_more HP__STK_HASGW_tx_more HP__STK_INPOLL_rw HP__STK_IPID_cold
     HP__STK_HEAP_rw HP__STK_NHEAP_rw HP__STK_NEIGH4_tx HP__STK_NEIGH6_tx_more HP__STK_REASM_cold
     HP__STK_ICMP_cold HP__STK_SOCK_rx HP__STK_CLOCKFN_rx HP__STK_CLOCKARG_cold HP__STK_CTR_ctr
 #else
@@ -219,7 +261,7 @@ struct hp_stack {
     HP__STK_NEIGH4_tx
     HP_CACHELINE_GROUP_END(tx)
     HP_CACHELINE_GROUP_BEGIN(rw)
-    HP__STK_NOW_rw HP__STK_HEAP_rw HP__STK_NHEAP_rw
+    HP__STK_NOW_rw HP__STK_HEAP_rw HP__STK_NHEAP_rw HP__STK_INPOLL_rw
     HP_CACHELINE_GROUP_END(rw)
     HP_CACHELINE_GROUP_BEGIN(rxtx)
     HP__STK_NIFACES_rxtx HP__STK_IFACES_rxtx
@@ -270,7 +312,8 @@ bool hp__addr_is_ours(struct hp_stack *s, int family, const uint8_t *a);
 struct hp_buf *hp__alloc(struct hp__iface *ifc);
 
 /* Queue a complete Ethernet frame for transmission on ifc (flushed when
- * the burst is full and at the end of each poll). */
+ * the burst is full and at the end of each poll; outside a poll, on a
+ * link that needs no system call to send, at once: eth.c). */
 void hp__eth_xmit(struct hp__iface *ifc, struct hp_buf *frame);
 /* Put an Ethernet header (dst, ifc's MAC, ethertype) in front of b and
  * queue it; b's data offset is at the L3 header. */
@@ -283,6 +326,9 @@ void hp__eth_input(struct hp__iface *ifc, struct hp_buf *b);
 
 /* Our addresses. */
 bool hp__is_local4(const struct hp__iface *ifc, const uint8_t a[4]);
+/* 255.255.255.255 or the directed broadcast of one of ifc's prefixes
+ * (RFC 919, RFC 1122 3.2.1.3 (c)); /31 and /32 have none (RFC 3021). */
+bool hp__is_bcast4(const struct hp__iface *ifc, const uint8_t a[4]);
 /* a is one of ifc's IPv6 addresses in state `preferred` (tentative ones
  * only receive NDP, RFC 4862 5.4). */
 bool hp__is_local6(const struct hp__iface *ifc, const uint8_t a[16]);
@@ -300,6 +346,11 @@ void hp__neigh_fini(struct hp_stack *s);  /* frees queued packets */
  * resolution failure drop and count), then hp__eth_output. Broadcast and
  * multicast destinations map directly. Consumes b. */
 void hp__neigh_output4(struct hp__iface *ifc, const uint8_t nexthop[4], struct hp_buf *b);
+/* The MAC of unicast nexthop when its entry can be used as it is
+ * (REACHABLE or PROBE: marked used now), else NULL (hp__neigh_output4
+ * does the rest: resolution, probing a STALE entry). The pointer is
+ * valid until the table next changes. */
+const uint8_t *hp__neigh_mac4(struct hp__iface *ifc, const uint8_t nexthop[4]);
 void hp__neigh_output6(struct hp__iface *ifc, const uint8_t nexthop[16], struct hp_buf *b);
 /* ARP input, data offset at the ARP header. */
 void hp__arp_input(struct hp__iface *ifc, struct hp_buf *b);
@@ -362,6 +413,10 @@ int hp__ipv6_output(struct hp_stack *s, const struct hp__route *r, const uint8_t
  * marks it ECN-capable, ECT(0) (RFC 3168 5). */
 #define HP__IP_DF 0x1u
 #define HP__IP_ECT0 0x2u
+/* The next hop is a unicast address (TCP's: checked at connect and
+ * accept), so that IPv4 output may take the MAC cached for it and write
+ * both headers at once (ipv4.c, out_fast). */
+#define HP__IP_UNICAST 0x4u
 int hp__ipv4_output_x(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[4], uint8_t proto,
                       unsigned xf, struct hp_buf *b);
 int hp__ipv6_output_x(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[16], uint8_t next,

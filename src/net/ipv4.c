@@ -211,6 +211,33 @@ static int fragment4(struct hp_stack *s, const struct hp__route *r, struct hp_ip
     return 0;
 }
 
+/*
+ * A unicast datagram whose next hop's MAC is cached and usable: the IPv4
+ * and Ethernet headers written together into b's headroom and the frame
+ * queued, without the generic steps (a header pushed per layer, the
+ * broadcast and multicast checks, the neighbour state machine) that
+ * hp__neigh_output4 takes. false, b untouched, when that does not apply:
+ * no usable entry, no headroom, shared data.
+ */
+static bool out_fast(const struct hp__route *r, const struct hp_ipv4_repr *ip, struct hp_buf *b)
+{
+    struct hp__iface *ifc = r->ifc;
+    if (hp_buf_headroom(b) < HP_ETH_HDR_LEN + HP_IPV4_HDR_LEN || b->next)
+        return false;
+    const uint8_t *mac = hp__neigh_mac4(ifc, r->nexthop);
+    uint8_t *h = mac ? hp_buf_prepend(b, HP_ETH_HDR_LEN + HP_IPV4_HDR_LEN) : NULL;
+    if (!h)
+        return false;
+    memcpy(h, mac, 6);
+    memcpy(h + 6, ifc->mac, 6);
+    hp_put_be16(h + 12, HP_ETHERTYPE_IPV4);
+    (void)hp_ipv4_emit(ip, h + HP_ETH_HDR_LEN, HP_IPV4_HDR_LEN);
+    b->l2_len = HP_ETH_HDR_LEN;
+    b->l3_len = HP_IPV4_HDR_LEN;
+    hp__eth_xmit(ifc, b);
+    return true;
+}
+
 int hp__ipv4_output(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[4], uint8_t proto,
                     struct hp_buf *b)
 {
@@ -249,6 +276,8 @@ int hp__ipv4_output_x(struct hp_stack *s, const struct hp__route *r, const uint8
     ip.ident = hp__ip4_ident(s, ip.src, ip.dst, proto, ip.df && !frag);
     if (frag)
         return fragment4(s, r, &ip, b);
+    if ((xf & HP__IP_UNICAST) && out_fast(r, &ip, b))
+        return 0;
     uint8_t *h = hp__push_header(r->ifc, &b, HP_IPV4_HDR_LEN);
     if (!h) {
         hp__ctr(s, HP_CTR_IP_OUT_DISCARDS);

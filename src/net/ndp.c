@@ -125,9 +125,9 @@ static void dad_done(struct hp__iface *ifc, struct hp__addr6 *a)
     announce(ifc, a);
 }
 
-static void dad_timer(struct hp_stack *s, void *arg)
+void hp__ndp_dad_timer(struct hp_stack *s, struct hp__timer *t)
 {
-    struct hp__addr6 *a = arg;
+    struct hp__addr6 *a = HP__CONTAINER(t, struct hp__addr6, dad);
     if (a->state != HP_ADDR_TENTATIVE)
         return;
     if (a->dad_left > 0) {
@@ -153,7 +153,7 @@ void hp__ndp_start_dad(struct hp__iface *ifc, struct hp__addr6 *a)
 {
     struct hp_stack *s = ifc->s;
     hp__timer_cancel(s, &a->dad);
-    hp__timer_init(&a->dad, dad_timer, a);
+    hp__timer_init(&a->dad, HP__TK_DAD);
     a->ifc = ifc;
     if (s->cfg.flags & HP_STACK_F_NO_DAD) {
         dad_done(ifc, a);

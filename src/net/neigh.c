@@ -107,7 +107,7 @@ static struct hp__neigh_table *table_new(struct hp_stack *s, int family)
     for (uint32_t i = 0; i < t->max; i++) {
         t->ents[i].next = i + 1 < t->max ? (int32_t)(i + 1) : -1;
         t->ents[i].tab = t;
-        hp__timer_init(&t->ents[i].timer, NULL, NULL);
+        hp__timer_init(&t->ents[i].timer, HP__TK_NEIGH);
     }
     t->free_head = 0;
     t->last = -1;
@@ -202,8 +202,6 @@ static struct neigh *lookup(struct hp__neigh_table *t, struct hp__iface *ifc, co
     return NULL;
 }
 
-static void timer_fn(struct hp_stack *s, void *arg);
-
 /* A new entry in state `state`, or NULL (counted) when the table is full. */
 static struct neigh *insert(struct hp__neigh_table *t, struct hp__iface *ifc, const uint8_t *a,
                             uint8_t state)
@@ -224,7 +222,6 @@ static struct neigh *insert(struct hp__neigh_table *t, struct hp__iface *ifc, co
     e->used = t->s->now;
     e->qhead = e->qtail = NULL;
     e->qlen = 0;
-    hp__timer_init(&e->timer, timer_fn, e);
     uint32_t h = hash(t, ifc, a);
     e->next = t->buckets[h];
     t->buckets[h] = i;
@@ -302,9 +299,9 @@ static void release_queue(struct neigh *e)
         hp__eth_output(e->ifc, e->mac, e->tab->ethertype, b);
 }
 
-static void timer_fn(struct hp_stack *s, void *arg)
+void hp__neigh_timer(struct hp_stack *s, struct hp__timer *t)
 {
-    struct neigh *e = arg;
+    struct neigh *e = HP__CONTAINER(t, struct neigh, timer);
     uint64_t retrans = (uint64_t)s->cfg.neigh_retrans_ms * MS;
     switch (e->state) {
     case HP__NEIGH_INCOMPLETE:
@@ -382,6 +379,18 @@ static void resolve(struct hp__neigh_table *t, struct hp__iface *ifc, const uint
     }
     q_push(e, b);
     hp__ctr(s, HP_CTR_NEIGH_QUEUED);
+}
+
+const uint8_t *hp__neigh_mac4(struct hp__iface *ifc, const uint8_t nexthop[4])
+{
+    struct hp__neigh_table *t = ifc->s->neigh4;
+    struct neigh *e = lookup(t, ifc, nexthop);
+    /* REACHABLE and PROBE send to the cached MAC as they are; STALE must
+     * move to PROBE first (resolve), INCOMPLETE queues. */
+    if (!e || (e->state != HP__NEIGH_REACHABLE && e->state != HP__NEIGH_PROBE))
+        return NULL;
+    e->used = t->s->now;
+    return e->mac;
 }
 
 void hp__neigh_output4(struct hp__iface *ifc, const uint8_t nexthop[4], struct hp_buf *b)

@@ -57,8 +57,5 @@ bool hp__ndp_solicit(struct hp__iface *ifc, const uint8_t target[16], const uint
 /* The IPv4 address of ifc to use towards peer (one on its prefix, else the
  * first), or NULL when ifc has none. */
 const uint8_t *hp__src4_for(const struct hp__iface *ifc, const uint8_t peer[4]);
-/* 255.255.255.255 or the directed broadcast of one of ifc's prefixes
- * (RFC 919, RFC 1122 3.2.1.3 (c)); /31 and /32 have none (RFC 3021). */
-bool hp__is_bcast4(const struct hp__iface *ifc, const uint8_t a[4]);
 
 #endif

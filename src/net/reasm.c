@@ -117,9 +117,9 @@ static void fq_fail(struct hp_stack *s, struct fq *q, enum hp_stack_ctr why)
     fq_release(s, q);
 }
 
-static void fq_expire(struct hp_stack *s, void *arg)
+void hp__reasm_timer(struct hp_stack *s, struct hp__timer *t)
 {
-    struct fq *q = arg;
+    struct fq *q = HP__CONTAINER(t, struct fq, timer);
     if (!q->dead) {
         hp__ctr(s, fctr(q)->timeouts);
         hp__ctr(s, fctr(q)->fails);
@@ -145,7 +145,7 @@ int hp__reasm_init(struct hp_stack *s)
     if (!r)
         return -ENOMEM;
     for (int i = 0; i < HP__REASM_MAX_DGRAMS; i++)
-        hp__timer_init(&r->q[i].timer, fq_expire, &r->q[i]);
+        hp__timer_init(&r->q[i].timer, HP__TK_REASM);
     s->reasm = r;
     return 0;
 }

@@ -151,7 +151,7 @@ HP_API int hp_stack_add_iface(struct hp_stack *s, struct hp_link *link)
     hp_link_mac(link, ifc->mac);
     ifc->mtu = hp_link_mtu(link);
     for (int j = 0; j < HP__MAX_ADDRS; j++)
-        hp__timer_init(&ifc->v6[j].dad, NULL, NULL);
+        hp__timer_init(&ifc->v6[j].dad, HP__TK_DAD);
     s->ifaces[s->nifaces++] = ifc;
 
     /* RFC 4862 5.3: the link-local address, formed from the interface
@@ -336,6 +336,7 @@ HP_API int hp_stack_poll(struct hp_stack *s)
     if (!s)
         return -EINVAL;
     s->now = hp__stack_clock(s);
+    s->in_poll = true;
     hp__tcp_poll_begin(s);
     int work = 0;
     for (int i = 0; i < s->nifaces; i++) {
@@ -373,6 +374,7 @@ HP_API int hp_stack_poll(struct hp_stack *s)
     work += hp__timers_run(s);
     for (int i = 0; i < s->nifaces; i++)
         hp__eth_flush(s->ifaces[i]);
+    s->in_poll = false;
     return work;
 }
 

@@ -87,12 +87,55 @@ uint64_t hp__clock_ns(void)
 }
 #endif
 
-void hp__timer_init(struct hp__timer *t, hp__timer_fn fn, void *arg)
+void hp__timer_init(struct hp__timer *t, enum hp__timer_kind kind)
 {
-    t->due = 0;
-    t->fn = fn;
-    t->arg = arg;
     t->slot = -1;
+    t->kind = (uint8_t)kind;
+}
+
+void hp__timer_cb_init(struct hp__timer_cb *cb, hp__timer_fn fn, void *arg)
+{
+    hp__timer_init(&cb->t, HP__TK_CB);
+    cb->fn = fn;
+    cb->arg = arg;
+}
+
+uint64_t hp__timer_due(const struct hp_stack *s, const struct hp__timer *t)
+{
+    return t->slot >= 0 ? s->heap[t->slot].due : 0;
+}
+
+/* Fire t (already out of the heap) by its kind. */
+static void fire(struct hp_stack *s, struct hp__timer *t)
+{
+    switch ((enum hp__timer_kind)t->kind) {
+    case HP__TK_CB: {
+        struct hp__timer_cb *cb = HP__CONTAINER(t, struct hp__timer_cb, t);
+        if (cb->fn)
+            cb->fn(s, cb->arg);
+        return;
+    }
+    case HP__TK_NEIGH:
+        hp__neigh_timer(s, t);
+        return;
+    case HP__TK_REASM:
+        hp__reasm_timer(s, t);
+        return;
+    case HP__TK_DAD:
+        hp__ndp_dad_timer(s, t);
+        return;
+    case HP__TK_TCP_RTX:
+        hp__tcp_timer_rtx(s, t);
+        return;
+    case HP__TK_TCP_DACK:
+        hp__tcp_timer_dack(s, t);
+        return;
+    case HP__TK_TCP_MISC:
+        hp__tcp_timer_misc(s, t);
+        return;
+    case HP__TK_NONE:
+        return;
+    }
 }
 
 static void place(struct hp_stack *s, uint32_t i, struct hp__heap_ent e)
@@ -147,8 +190,7 @@ static void sift_down(struct hp_stack *s, uint32_t i)
 int hp__timer_arm(struct hp_stack *s, struct hp__timer *t, uint64_t due)
 {
     if (hp__timer_armed(t)) {
-        uint64_t old = t->due;
-        t->due = due;
+        uint64_t old = s->heap[t->slot].due;
         s->heap[t->slot].due = due;
         if (due < old)
             sift_up(s, (uint32_t)t->slot);
@@ -164,7 +206,6 @@ int hp__timer_arm(struct hp_stack *s, struct hp__timer *t, uint64_t due)
         s->heap = h;
         s->heap_cap = cap;
     }
-    t->due = due;
     uint32_t i = s->nheap++;
     s->heap[i] = (struct hp__heap_ent){.due = due, .t = t};
     sift_up(s, i);
@@ -199,8 +240,7 @@ int hp__timers_run(struct hp_stack *s)
         struct hp__timer *t = s->heap[0].t;
         hp__timer_cancel(s, t);
         ran++;
-        if (t->fn)
-            t->fn(s, t->arg);
+        fire(s, t);
     }
     return ran;
 }

@@ -47,29 +47,37 @@ void hp__sock_fini(struct hp_stack *s)
 
 void hp__sock_ev_init(struct hp__sock_state *st)
 {
-    st->ready.prev = st->ready.next = &st->ready;
+    st->ready = st->ready_tail = NULL;
 }
 
 void hp__sock_ev_raise(struct hp__sock_state *st, struct hp__sock_ev *e, uint32_t events)
 {
-    e->pending |= events;
-    if (e->queued)
+    uint32_t p = e->pending;
+    e->pending = p | events | HP__EV_QUEUED;
+    if (p & HP__EV_QUEUED)
         return;
-    e->queued = true;
-    e->next = &st->ready;
-    e->prev = st->ready.prev;
-    st->ready.prev->next = e;
-    st->ready.prev = e;
+    e->next = NULL;
+    if (st->ready_tail)
+        st->ready_tail->next = e;
+    else
+        st->ready = e;
+    st->ready_tail = e;
 }
 
-void hp__sock_ev_remove(struct hp__sock_ev *e)
+void hp__sock_ev_remove(struct hp__sock_state *st, struct hp__sock_ev *e)
 {
-    if (!e->queued)
+    if (!(e->pending & HP__EV_QUEUED))
         return;
-    e->prev->next = e->next;
-    e->next->prev = e->prev;
-    e->prev = e->next = NULL;
-    e->queued = false;
+    struct hp__sock_ev *prev = NULL;
+    for (struct hp__sock_ev *q = st->ready; q && q != e; q = q->next)
+        prev = q;
+    if (prev)
+        prev->next = e->next;
+    else
+        st->ready = e->next;
+    if (st->ready_tail == e)
+        st->ready_tail = prev;
+    e->next = NULL;
     e->pending = 0;
 }
 
@@ -78,15 +86,19 @@ HP_API int hp_stack_events(struct hp_stack *s, struct hp_event *ev, int max)
     if (!s || !s->sock || !ev || max <= 0)
         return 0;
     struct hp__sock_state *st = s->sock;
+    struct hp__sock_ev *e = st->ready;
     int n = 0;
-    while (n < max && st->ready.next != &st->ready) {
-        struct hp__sock_ev *e = st->ready.next;
-        uint32_t bits = e->pending;
-        void *user = e->user;
-        hp__sock_ev_remove(e);
-        ev[n].user = user;
-        ev[n].events = bits;
+    while (n < max && e) {
+        struct hp__sock_ev *next = e->next;
+        ev[n].user = e->user;
+        ev[n].events = e->pending & ~HP__EV_QUEUED;
+        e->pending = 0;
+        e->next = NULL;
         n++;
+        e = next;
     }
+    st->ready = e;
+    if (!e)
+        st->ready_tail = NULL;
     return n;
 }

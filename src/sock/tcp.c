@@ -172,10 +172,11 @@ void hp__tcp_fini(struct hp_stack *s)
     /* Every connection goes: none needs taking off the delayed-ACK list
      * one by one. */
     st->ndack_pend = 0;
-    /* A listener frees its children with it, and they may be next on the
-     * list: always take the head again. */
-    while (st->all)
-        hp__tcp_conn_free(st->all);
+    /* A listener frees its children with it, wherever they are in the
+     * walk: the walk skips blocks freed behind its back. */
+    for (struct hp_tcp_sock *c = hp__tcp_block_next(&st->blocks, NULL); c;
+         c = hp__tcp_block_next(&st->blocks, c))
+        hp__tcp_conn_free(c);
     hp__tcp_table_destroy(st->table);
     free(st->dack_pend);
     hp__tcp_blocks_fini(&st->blocks);
@@ -202,28 +203,43 @@ struct hp_tcp_sock *hp__tcp_conn_new(struct hp_stack *s, int family)
     memset(c, 0, st->blocks.size);
     const struct hp_tcp_config *cfg = &st->cfg;
     c->s = s;
-    c->family = (uint8_t)family;
+    c->key.family = (uint8_t)family;
     c->state = HP_TCP_CLOSED;
     c->sndbuf = cfg->sndbuf;
     c->rcvbuf = cfg->rcvbuf;
-    c->ka_idle_s = cfg->keepalive_idle_s;
-    c->ka_intvl_s = cfg->keepalive_intvl_s;
-    c->ka_cnt = cfg->keepalive_probes;
-    c->cc_algo = cfg->cc;
-    hp__tcp_sb_init(&c->sb);
+    /* check_config bounds these to Linux's 32767 s and 127 probes. */
+    c->ka_idle_s = (uint16_t)cfg->keepalive_idle_s;
+    c->ka_intvl_s = (uint16_t)cfg->keepalive_intvl_s;
+    c->ka_cnt = (uint8_t)cfg->keepalive_probes;
+    c->cc_algo = (uint8_t)cfg->cc;
     if (hp__tcp_rtt_init(&c->rtt, &st->rtt_cfg) < 0)
         hp__tcp_rtt_init(&c->rtt, NULL); /* not reached: hp_tcp_configure checked the bounds */
-    hp__tcp_bufq_init(&c->sndq);
-    hp__tcp_bufq_init(&c->rcvq);
-    hp__timer_init(&c->t_rtx, hp__tcp_timer_rtx, c);
-    hp__timer_init(&c->t_dack, hp__tcp_timer_dack, c);
-    hp__timer_init(&c->t_misc, hp__tcp_timer_misc, c);
-    c->anext = st->all;
-    if (st->all)
-        st->all->aprev = c;
-    st->all = c;
+    hp__tcp_sndq_init(&c->sndq);
+    memset(&c->rcvq, 0, sizeof c->rcvq);
+    hp__timer_init(&c->t_rtx, HP__TK_TCP_RTX);
+    hp__timer_init(&c->t_dack, HP__TK_TCP_DACK);
+    hp__timer_init(&c->t_misc, HP__TK_TCP_MISC);
     st->nconns++;
     return c;
+}
+
+struct hp__tcp_ext *hp__tcp_ext_get(struct hp_tcp_sock *c)
+{
+    if (c->x)
+        return c->x;
+    struct hp__tcp_ext *x = calloc(1, sizeof *x);
+    if (!x) {
+        hp__ctr(c->s, HP_CTR_TCP_EXT_NOMEM);
+        return NULL;
+    }
+    hp__tcp_sb_init(&x->sb);
+    /* As hp__tcp_cc_set_algo left it at the handshake: nothing measured
+     * yet (tcp_cubic.c). */
+    hp__tcp_cubic_init_ext(&x->cubic);
+    x->plp.low = x->plp.high = c->pmtu; /* no search until a black hole */
+    c->x = x;
+    hp__tcp(c->s)->nexts++;
+    return x;
 }
 
 /* Out of the connection map or the listen map, whichever holds the key. */
@@ -293,7 +309,7 @@ static void quiesce(struct hp_tcp_sock *c)
     hp__tcp_timers_cancel(c);
     c->flags &= ~(HP__TCPF_PERSIST | HP__TCPF_DACK | HP__TCPF_ACK_NOW);
     hp__tcp_sb_free(c);
-    hp__tcp_bufq_purge(&c->sndq);
+    hp__tcp_sndq_purge(&c->sndq);
     hp__tcp_ooo_purge(c);
 }
 
@@ -313,17 +329,33 @@ void hp__tcp_conn_free(struct hp_tcp_sock *c)
     }
     unhash(c);
     queue_unlink(c);
-    if (c->aprev)
-        c->aprev->anext = c->anext;
-    else
-        st->all = c->anext;
-    if (c->anext)
-        c->anext->aprev = c->aprev;
     st->nconns--;
-    hp__sock_ev_remove(&c->ev);
+    hp__sock_ev_remove(c->s->sock, &c->ev);
     quiesce(c);
-    hp__tcp_bufq_purge(&c->rcvq);
+    hp__tcp_rcvq_purge(&c->rcvq);
+    if (c->x) {
+        free(c->x);
+        c->x = NULL;
+        st->nexts--;
+    }
     hp__tcp_block_free(&st->blocks, c);
+}
+
+/* ---- memory ---------------------------------------------------------------------------- */
+
+uint64_t hp__tcp_mem_held(struct hp_stack *s, uint64_t *conns)
+{
+    struct hp__tcp_state *st = s && s->sock ? s->sock->tcp : NULL;
+    if (!st)
+        return 0;
+    struct hp__tcp_table_stats tst;
+    hp__tcp_table_stats(st->table, &tst);
+    *conns += hp__tcp_conn_count(st->table);
+    return (uint64_t)st->blocks.size * st->blocks.nlive +
+           (uint64_t)st->nexts * sizeof(struct hp__tcp_ext) +
+           (uint64_t)tst.buckets * HP_CACHELINE_SIZE +
+           (uint64_t)s->heap_cap * sizeof(struct hp__heap_ent) +
+           (uint64_t)st->dack_pend_cap * sizeof(struct hp_tcp_sock *);
 }
 
 /* ---- transitions ---------------------------------------------------------------------- */
@@ -355,16 +387,26 @@ void hp__tcp_set_state(struct hp_tcp_sock *c, enum hp_tcp_state st)
 
 #ifdef HP_DEBUG
 /* A byte queue's counts match its buffers (tcp_bufq.c's invariants). */
-static void bufq_check(const struct hp__tcp_bufq *q)
+static void bufq_check(const struct hp_buf *head, const struct hp_buf *tail, uint32_t nbufs,
+                       uint32_t qbytes)
 {
     uint32_t bytes = 0, n = 0;
     const struct hp_buf *last = NULL;
-    for (const struct hp_buf *b = q->head; b && n <= q->nbufs; b = b->next, n++) {
+    for (const struct hp_buf *b = head; b && n <= nbufs; b = b->next, n++) {
         HP_ASSERT(b->data_len > 0);
         bytes += b->data_len;
         last = b;
     }
-    HP_ASSERT(n == q->nbufs && bytes == q->bytes && last == q->tail);
+    HP_ASSERT(n == nbufs && bytes == qbytes && last == tail);
+}
+
+/* The send queue: its buffers, or at most HP__TCP_SNDQ_INLINE bytes inline. */
+static void sndq_check(const struct hp__tcp_sndq *sq)
+{
+    if (sq->nbufs)
+        bufq_check(sq->u.q.head, sq->u.q.tail, sq->nbufs, sq->bytes);
+    else
+        HP_ASSERT(sq->bytes <= HP__TCP_SNDQ_INLINE);
 }
 
 /* The out-of-order list: sorted, not overlapping, above rcv_nxt, counted. */
@@ -385,7 +427,11 @@ static void ooo_check(const struct hp_tcp_sock *c)
  * flight in order. */
 static void sb_check(const struct hp_tcp_sock *c)
 {
-    const struct hp__tcp_sb *sb = &c->sb;
+    if (!c->x) {
+        HP_ASSERT(!(c->flags & (HP__TCPF_SB | HP__TCPF_SB_LOSS | HP__TCPF_ECN_PEND)));
+        return;
+    }
+    const struct hp__tcp_sb *sb = &c->x->sb;
     uint32_t sacked = 0, lost = 0, rtx = 0, nsacked = 0;
     uint32_t prev = c->snd_una;
     for (uint32_t i = 0; i < sb->n; i++) {
@@ -418,13 +464,13 @@ void hp__tcp_check(const struct hp_tcp_sock *c)
     HP_ASSERT(hp__seq_le(c->snd_una, c->snd_nxt) && hp__seq_le(c->snd_nxt, c->snd_max));
     /* Large queues are walked now and then only: the checks stay cheap
      * enough for the sanitizer runs of bulk transfers. */
-    if (c->sndq.nbufs < 256 || (c->st_tx.segs_out & 63) == 0)
-        bufq_check(&c->sndq);
-    if (c->rcvq.nbufs < 256 || (c->st_rx.segs_in & 63) == 0)
-        bufq_check(&c->rcvq);
+    if (c->sndq.nbufs < 256 || (c->segs_out & 63) == 0)
+        sndq_check(&c->sndq);
+    if (c->rcvq.nbufs < 256 || (c->segs_in & 63) == 0)
+        bufq_check(c->rcvq.head, c->rcvq.tail, c->rcvq.nbufs, c->rcvq.bytes);
     if (hp__tcp_synchronized(c))
         ooo_check(c);
-    if (c->sb.n < 512 || (c->st_rx.segs_in & 63) == 0)
+    if (!c->x || c->x->sb.n < 512 || (c->segs_in & 63) == 0)
         sb_check(c);
 #else
     (void)c;
@@ -475,8 +521,14 @@ int hp__tcp_established(struct hp_tcp_sock *c)
     }
     bool syn_lost = (c->flags & HP__TCPF_SYN_LOST) != 0;
     hp__tcp_cc_init(&c->cc, c->mss_eff, c->iss, syn_lost);
-    hp__tcp_cc_set_algo(&c->cc, &c->cubic, c->cc_algo, c->snd_max);
+    hp__tcp_cc_set_algo(&c->cc, hp__tcp_cubic_of(c, false), c->cc_algo, c->snd_max);
     hp__tcp_rtt_established(&c->rtt, hp__tcp_rtt_cfg_of(c), syn_lost);
+    /* The SYN's timer is done: out of the heap now rather than when its
+     * stale entry would fire (the same sift either way), so that an idle
+     * connection holds no heap entry (the caller arms it again for data
+     * in flight). */
+    hp__timer_cancel(c->s, &c->t_rtx);
+    c->rtx_tdue = 0;
     if (l) {
         hp__ctr(c->s, HP_CTR_TCP_PASSIVE_OPENS);
         hp__tcp_wake(l, HP_EV_IN);
@@ -497,7 +549,7 @@ static bool unowned(const struct hp_tcp_sock *c)
 void hp__tcp_drop(struct hp_tcp_sock *c, int err)
 {
     quiesce(c);
-    hp__tcp_bufq_purge(&c->rcvq);
+    hp__tcp_rcvq_purge(&c->rcvq);
     if (c->flags & HP__TCPF_IN_TABLE)
         unhash(c);
     hp__tcp_set_state(c, HP_TCP_CLOSED);
@@ -546,11 +598,13 @@ int hp__tcp_conn_attach(struct hp_tcp_sock *c, int family, const uint8_t *laddr,
         return -EHOSTUNREACH;
     }
     hp__tcp_key_init(&c->key, family, laddr, lport, raddr, rport);
-    c->family = (uint8_t)family;
-    c->ifc = rt.ifc;
-    memcpy(c->nexthop, rt.nexthop, sizeof c->nexthop);
+    c->ifx = (uint8_t)(rt.ifc->index + 1);
+    /* The next hop: the peer, or the gateway the route chose (the
+     * stack's, which hp__tcp_nexthop reads at each segment). */
+    c->via_gw = memcmp(rt.nexthop, raddr, family == HP_AF_INET4 ? 4 : 16) != 0;
     c->pmtu = (uint16_t)(rt.ifc->mtu < 65535u ? rt.ifc->mtu : 65535u);
-    c->plp.low = c->plp.high = c->pmtu; /* no search until a black hole */
+    if (c->x)
+        c->x->plp.low = c->x->plp.high = c->pmtu; /* no search until a black hole */
 
     /* A passive connection takes the listener's buffers and MSS before
      * they are used below (window scale, MSS option of the SYN-ACK). */
@@ -598,5 +652,7 @@ int hp__tcp_conn_attach(struct hp_tcp_sock *c, int family, const uint8_t *laddr,
         return rc == -EEXIST ? -EEXIST : -ENOSPC;
     c->flags |= HP__TCPF_IN_TABLE | HP__TCPF_BOUND;
     c->flags &= ~HP__TCPF_WILDCARD;
+    if (hp__tcp_table_rekey_wanted(st->table))
+        st->table_rekey = true; /* at the next poll's start (hp__tcp_poll_begin) */
     return 0;
 }

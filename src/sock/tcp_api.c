@@ -78,9 +78,10 @@ HP_API struct hp_tcp_sock *hp_tcp_open(struct hp_stack *s, int family, void *use
  */
 static bool port_in_use(struct hp_tcp_sock *self, const uint8_t *addr, bool wildcard, uint16_t port)
 {
-    size_t n = alen(self->family);
-    for (struct hp_tcp_sock *o = hp__tcp(self->s)->all; o; o = o->anext) {
-        if (o == self || o->family != self->family || o->key.lport != port)
+    size_t n = alen(self->key.family);
+    struct hp__tcp_blocks *bl = &hp__tcp(self->s)->blocks;
+    for (struct hp_tcp_sock *o = hp__tcp_block_next(bl, NULL); o; o = hp__tcp_block_next(bl, o)) {
+        if (o == self || o->key.family != self->key.family || o->key.lport != port)
             continue;
         if (!(o->flags & HP__TCPF_LISTEN_KEY) && !bound_idle(o))
             continue;
@@ -97,8 +98,9 @@ static int pick_port(struct hp_tcp_sock *self, uint16_t *out)
 {
     uint64_t used[65536 / 64];
     memset(used, 0, sizeof used);
-    for (struct hp_tcp_sock *o = hp__tcp(self->s)->all; o; o = o->anext)
-        if (o != self && o->family == self->family && (o->flags & HP__TCPF_BOUND))
+    struct hp__tcp_blocks *bl = &hp__tcp(self->s)->blocks;
+    for (struct hp_tcp_sock *o = hp__tcp_block_next(bl, NULL); o; o = hp__tcp_block_next(bl, o))
+        if (o != self && o->key.family == self->key.family && (o->flags & HP__TCPF_BOUND))
             used[o->key.lport / 64] |= 1ull << (o->key.lport % 64);
     struct hp__sock_state *ss = self->s->sock;
     uint32_t start = ss->ephemeral_next >= EPH_LO ? ss->ephemeral_next - EPH_LO : 0;
@@ -122,7 +124,7 @@ static int do_bind(struct hp_tcp_sock *c, const uint8_t *addr, bool wildcard, ui
     } else if (port_in_use(c, addr, wildcard, port)) {
         return -EADDRINUSE;
     }
-    hp__tcp_key_init(&c->key, c->family, wildcard ? NULL : addr, port, NULL, 0);
+    hp__tcp_key_init(&c->key, c->key.family, wildcard ? NULL : addr, port, NULL, 0);
     c->flags |= HP__TCPF_BOUND;
     if (wildcard)
         c->flags |= HP__TCPF_WILDCARD;
@@ -131,11 +133,11 @@ static int do_bind(struct hp_tcp_sock *c, const uint8_t *addr, bool wildcard, ui
 
 HP_API int hp_tcp_bind(struct hp_tcp_sock *t, const struct hp_sockaddr *local)
 {
-    if (!t || !local || local->family != t->family || (t->flags & HP__TCPF_BOUND) ||
+    if (!t || !local || local->family != t->key.family || (t->flags & HP__TCPF_BOUND) ||
         t->state != HP_TCP_CLOSED || was_connected(t))
         return -EINVAL;
-    bool wildcard = all_zero(local->addr, alen(t->family));
-    if (!wildcard && !hp__addr_is_ours(t->s, t->family, local->addr))
+    bool wildcard = all_zero(local->addr, alen(t->key.family));
+    if (!wildcard && !hp__addr_is_ours(t->s, t->key.family, local->addr))
         return -EADDRNOTAVAIL;
     return do_bind(t, local->addr, wildcard, local->port);
 }
@@ -199,7 +201,7 @@ HP_API struct hp_tcp_sock *hp_tcp_accept(struct hp_tcp_sock *listener, void *use
     c->flags = (c->flags & ~HP__TCPF_ACCQ) | HP__TCPF_ACCEPTED;
     c->ev.user = user;
     if (peer)
-        fill_addr(peer, c->family, c->key.raddr, c->key.rport);
+        fill_addr(peer, c->key.family, c->key.raddr, c->key.rport);
     /* Whatever happened before the accept (data, the peer's FIN, room to
      * send) was raised on nobody: report it now, as epoll does for a
      * socket added while ready. */
@@ -230,12 +232,11 @@ static bool bad_remote(int family, const uint8_t *a)
  * duplicates out; the new ISS starts a window past the old SND.NXT (as
  * Linux does), so the sequence spaces do not overlap either.
  */
-#define TW_REUSE_NS 1000000000ull
-
 static bool tw_reusable(const struct hp__tcp_state *st, const struct hp_tcp_sock *old)
 {
+    /* More than a second in whole seconds, as Linux has it: at least one. */
     return st->cfg.tw_reuse && old->state == HP_TCP_TIME_WAIT && (old->flags & HP__TCPF_TS_OK) &&
-           old->s->now - old->ts_recent_ns >= TW_REUSE_NS;
+           (uint32_t)(hp__tcp_now_s(old->s) - old->ts_recent_s) > 1u;
 }
 
 /* Free the TIME_WAIT block; *iss_floor gets where the new ISS may start. */
@@ -286,7 +287,7 @@ static int tw_port(struct hp__tcp_state *st, struct hp__tcp_key *k, bool *tw, ui
 
 HP_API int hp_tcp_connect(struct hp_tcp_sock *t, const struct hp_sockaddr *remote)
 {
-    if (!t || !remote || remote->family != t->family)
+    if (!t || !remote || remote->family != t->key.family)
         return -EINVAL;
     switch (t->state) {
     case HP_TCP_CLOSED:
@@ -302,22 +303,28 @@ HP_API int hp_tcp_connect(struct hp_tcp_sock *t, const struct hp_sockaddr *remot
      * new one opened. */
     if (was_connected(t))
         return -EINVAL;
-    if (remote->port == 0 || bad_remote(t->family, remote->addr))
+    if (remote->port == 0 || bad_remote(t->key.family, remote->addr))
         return -EINVAL;
     struct hp_stack *s = t->s;
     struct hp__tcp_state *st = hp__tcp(s);
     struct hp__route rt;
-    int rc = t->family == 4 ? hp__route4(s, remote->addr, &rt) : hp__route6(s, remote->addr, &rt);
+    int rc =
+        t->key.family == 4 ? hp__route4(s, remote->addr, &rt) : hp__route6(s, remote->addr, &rt);
     if (rc < 0) {
-        hp__ctr(s, t->family == 4 ? HP_CTR_IP_OUT_NO_ROUTES : HP_CTR_IP6_OUT_NO_ROUTES);
+        hp__ctr(s, t->key.family == 4 ? HP_CTR_IP_OUT_NO_ROUTES : HP_CTR_IP6_OUT_NO_ROUTES);
         return -EHOSTUNREACH;
     }
+    /* Nor a directed broadcast (RFC 1122 4.2.3.10): a connection's next
+     * hop is unicast, which its output relies on (HP__IP_UNICAST). */
+    if (t->key.family == 4 && hp__is_bcast4(rt.ifc, remote->addr))
+        return -ENETUNREACH;
     /* Our address: the bound one, else the route's source. */
     uint8_t laddr[16];
     bool bound = (t->flags & HP__TCPF_BOUND) != 0;
     memcpy(laddr, (bound && !(t->flags & HP__TCPF_WILDCARD)) ? t->key.laddr : rt.src, 16);
     struct hp__tcp_key probe;
-    hp__tcp_key_init(&probe, t->family, laddr, bound ? t->key.lport : 0, remote->addr, remote->port);
+    hp__tcp_key_init(&probe, t->key.family, laddr, bound ? t->key.lport : 0, remote->addr,
+                     remote->port);
     bool tw = false;
     uint32_t iss_floor = 0;
     if (bound) {
@@ -335,7 +342,7 @@ HP_API int hp_tcp_connect(struct hp_tcp_sock *t, const struct hp_sockaddr *remot
     struct hp__tcp_key saved_key = t->key;
     uint32_t saved_flags = t->flags;
     uint16_t saved_rmss = t->rmss;
-    rc = hp__tcp_conn_attach(t, t->family, laddr, probe.lport, remote->addr, remote->port);
+    rc = hp__tcp_conn_attach(t, t->key.family, laddr, probe.lport, remote->addr, remote->port);
     if (rc < 0) {
         t->key = saved_key;
         t->flags = saved_flags;
@@ -401,7 +408,7 @@ HP_API long hp_tcp_send(struct hp_tcp_sock *t, const void *data, size_t len)
         return 0;
     uint32_t room = send_room(t);
     uint32_t want = len < room ? (uint32_t)len : room;
-    uint32_t took = want ? hp__tcp_bufq_append(&t->sndq, t->ifc->pool, data, want) : 0;
+    uint32_t took = want ? hp__tcp_sndq_append(&t->sndq, hp__tcp_ifc(t)->pool, data, want) : 0;
     if (took < len)
         t->flags |= HP__TCPF_SEND_SPACE;
     if (took == 0) {
@@ -428,7 +435,10 @@ HP_API long hp_tcp_send_buf(struct hp_tcp_sock *t, struct hp_buf *b)
         t->flags |= HP__TCPF_SEND_SPACE;
         return -EAGAIN;
     }
-    hp__tcp_bufq_push(&t->sndq, b);
+    if (hp__tcp_sndq_push(&t->sndq, hp__tcp_ifc(t)->pool, b) < 0) {
+        hp__ctr(t->s, HP_CTR_TCP_NO_BUFFERS); /* for the bytes queued inline before b */
+        return -EAGAIN;
+    }
     if (len && can_output(t))
         hp__tcp_output(t);
     return (long)len;
@@ -470,7 +480,7 @@ HP_API long hp_tcp_recv(struct hp_tcp_sock *t, void *data, size_t cap)
     if (cap == 0)
         return 0;
     uint32_t n = cap < t->rcvq.bytes ? (uint32_t)cap : t->rcvq.bytes;
-    hp__tcp_bufq_read(&t->rcvq, data, n);
+    hp__tcp_rcvq_read(&t->rcvq, data, n);
     if (hp__tcp_synchronized(t))
         hp__tcp_window_update(t);
     return (long)n;
@@ -483,7 +493,7 @@ HP_API long hp_tcp_recv_buf(struct hp_tcp_sock *t, struct hp_buf **b)
     *b = NULL;
     if (!t->rcvq.bytes)
         return recv_nodata(t);
-    struct hp_buf *h = hp__tcp_bufq_pop(&t->rcvq);
+    struct hp_buf *h = hp__tcp_rcvq_pop(&t->rcvq);
     if (hp__tcp_synchronized(t))
         hp__tcp_window_update(t);
     *b = h;
@@ -512,7 +522,7 @@ static void queue_fin(struct hp_tcp_sock *c)
 static void forget_syn_sent(struct hp_tcp_sock *c)
 {
     hp__tcp_timers_cancel(c);
-    hp__tcp_bufq_purge(&c->sndq);
+    hp__tcp_sndq_purge(&c->sndq);
     if (c->flags & HP__TCPF_IN_TABLE) {
         hp__tcp_conn_remove(hp__tcp(c->s)->table, &c->key);
         c->flags &= ~HP__TCPF_IN_TABLE;
@@ -531,7 +541,7 @@ HP_API int hp_tcp_shutdown(struct hp_tcp_sock *t, int how)
         /* Queued and later data is discarded; the peer is not told (RFC
          * 9293 has no half-close of the receiving side). */
         t->flags |= HP__TCPF_SHUT_RD;
-        hp__tcp_bufq_purge(&t->rcvq);
+        hp__tcp_rcvq_purge(&t->rcvq);
     }
     if (how & HP_TCP_SHUT_WR) {
         if (t->state == HP_TCP_SYN_SENT) {
@@ -624,7 +634,7 @@ HP_API int hp_tcp_close(struct hp_tcp_sock *t)
      * the FIN_WAIT_2 timer over) or hp__tcp_drop() frees it. */
     queue_fin(t);
     t->flags |= HP__TCPF_ORPHAN;
-    hp__sock_ev_remove(&t->ev);
+    hp__sock_ev_remove(t->s->sock, &t->ev);
     t->ev.user = NULL;
     hp__tcp_misc_rearm(t);
     if (t->state == HP_TCP_FIN_WAIT_1 || t->state == HP_TCP_LAST_ACK)
@@ -666,7 +676,7 @@ static int set_cc(struct hp_tcp_sock *t, long v)
     uint8_t algo = v == HP_TCP_CC_DEFAULT ? hp__tcp(t->s)->cfg.cc : (uint8_t)v;
     t->cc_algo = algo;
     if (hp__tcp_synchronized(t) && t->cc.algo != algo)
-        hp__tcp_cc_set_algo(&t->cc, &t->cubic, algo, t->snd_max);
+        hp__tcp_cc_set_algo(&t->cc, hp__tcp_cubic_of(t, false), algo, t->snd_max);
     return 0;
 }
 
@@ -848,9 +858,9 @@ HP_API void hp_tcp_local(const struct hp_tcp_sock *t, struct hp_sockaddr *out)
     memset(out, 0, sizeof *out);
     if (!t)
         return;
-    out->family = t->family;
+    out->family = t->key.family;
     if (t->flags & HP__TCPF_BOUND)
-        fill_addr(out, t->family, t->key.laddr, t->key.lport);
+        fill_addr(out, t->key.family, t->key.laddr, t->key.lport);
 }
 
 HP_API void hp_tcp_peer(const struct hp_tcp_sock *t, struct hp_sockaddr *out)
@@ -860,9 +870,9 @@ HP_API void hp_tcp_peer(const struct hp_tcp_sock *t, struct hp_sockaddr *out)
     memset(out, 0, sizeof *out);
     if (!t)
         return;
-    out->family = t->family;
+    out->family = t->key.family;
     if (was_connected(t) && t->state != HP_TCP_CLOSED)
-        fill_addr(out, t->family, t->key.raddr, t->key.rport);
+        fill_addr(out, t->key.family, t->key.raddr, t->key.rport);
 }
 
 HP_API int hp_tcp_get_info(const struct hp_tcp_sock *t, struct hp_tcp_info *out)
@@ -894,30 +904,35 @@ HP_API int hp_tcp_get_info(const struct hp_tcp_sock *t, struct hp_tcp_info *out)
     out->sndq = t->sndq.bytes;
     out->rcvq = t->rcvq.bytes;
     out->ooo_segs = t->ooo_n;
-    out->bytes_sent = t->st_tx.bytes_sent;
-    out->bytes_acked = t->st_rx.bytes_acked;
-    out->bytes_received = t->st_rx.bytes_received;
-    out->segs_out = t->st_tx.segs_out;
-    out->segs_in = t->st_rx.segs_in;
-    out->retrans_segs = t->st.retrans_segs;
-    out->fast_retrans = t->st.fast_retrans;
-    out->timeouts = t->st.timeouts;
-    out->dupacks_in = t->st.dupacks_in;
+    out->bytes_sent = t->bytes_sent;
+    out->bytes_acked = t->sndq.start;
+    out->bytes_received = t->bytes_received;
+    out->segs_out = t->segs_out;
+    out->segs_in = t->segs_in;
     out->sack_ok = (t->flags & HP__TCPF_SACK_OK) != 0;
     out->ecn_ok = (t->flags & HP__TCPF_ECN_OK) != 0;
     out->cc = hp__tcp_synchronized(t) ? t->cc.algo : t->cc_algo;
     out->pmtu = t->pmtu;
-    out->min_rtt_us = (uint32_t)(t->sb.min_rtt_ns / 1000u > UINT32_MAX ? UINT32_MAX : t->sb.min_rtt_ns / 1000u);
-    out->sacked = t->sb.sacked;
-    out->lost = t->sb.lost;
-    out->reordering = t->sb.reordering;
-    out->delivery_rate = t->sb.rate;
-    out->recoveries = t->st.fast_retrans;
-    out->tlp_probes = t->st.tlp_probes;
-    out->dsacks_in = t->st.dsacks_in;
-    out->spurious_undos = t->st.spurious_undos;
-    out->ecn_ce_in = t->st.ecn_ce_in;
-    out->ecn_reductions = t->st.ecn_reductions;
-    out->pmtu_probes = t->st.pmtu_probes;
+    out->reordering = 3;                /* RFC 6675's DupThresh until more is seen */
+    const struct hp__tcp_ext *x = t->x; /* none: nothing of it happened yet */
+    if (!x)
+        return 0;
+    out->retrans_segs = x->st.retrans_segs;
+    out->fast_retrans = x->st.fast_retrans;
+    out->timeouts = x->st.timeouts;
+    out->dupacks_in = x->st.dupacks_in;
+    out->min_rtt_us =
+        (uint32_t)(x->sb.min_rtt_ns / 1000u > UINT32_MAX ? UINT32_MAX : x->sb.min_rtt_ns / 1000u);
+    out->sacked = x->sb.sacked;
+    out->lost = x->sb.lost;
+    out->reordering = x->sb.reordering;
+    out->delivery_rate = x->sb.rate;
+    out->recoveries = x->st.fast_retrans;
+    out->tlp_probes = x->st.tlp_probes;
+    out->dsacks_in = x->st.dsacks_in;
+    out->spurious_undos = x->st.spurious_undos;
+    out->ecn_ce_in = x->st.ecn_ce_in;
+    out->ecn_reductions = x->st.ecn_reductions;
+    out->pmtu_probes = x->st.pmtu_probes;
     return 0;
 }

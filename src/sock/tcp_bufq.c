@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* TCP byte queues: a stream of bytes held in a chain of packet buffers, and cursors for copying from the middle. */
+/* TCP byte queues: a stream of bytes held in a chain of packet buffers, cursors for copying from the middle, and the send queue that keeps a few bytes inline. */
+#include <errno.h>
 #include <string.h>
 
 #include "tcp_internal.h"
@@ -278,4 +279,175 @@ struct hp_buf *hp__tcp_bufq_pop(struct hp__tcp_bufq *q)
     b->pkt_len = b->data_len;
     b->nb_segs = 1;
     return b;
+}
+
+/* ---- the send queue: inline bytes or a byte queue (tcp_internal.h) ---------------- */
+
+static inline struct hp__tcp_bufq sq_q(const struct hp__tcp_sndq *sq)
+{
+    return (struct hp__tcp_bufq){sq->u.q.head, sq->u.q.tail, sq->bytes, sq->nbufs, sq->start};
+}
+
+static inline void sq_set(struct hp__tcp_sndq *sq, const struct hp__tcp_bufq *q)
+{
+    sq->u.q.head = q->head;
+    sq->u.q.tail = q->tail;
+    sq->bytes = q->bytes;
+    sq->nbufs = q->nbufs;
+    sq->start = q->start;
+}
+
+void hp__tcp_sndq_init(struct hp__tcp_sndq *sq)
+{
+    memset(sq, 0, sizeof *sq);
+}
+
+void hp__tcp_sndq_purge(struct hp__tcp_sndq *sq)
+{
+    /* start stays: it counts the bytes acknowledged (hp_tcp_info). The
+     * connection sends nothing more, so no cursor is followed again. */
+    uint64_t start = sq->start;
+    if (sq->nbufs) {
+        struct hp__tcp_bufq q = sq_q(sq);
+        hp__tcp_bufq_purge(&q);
+        sq_set(sq, &q);
+    }
+    sq->bytes = 0;
+    sq->start = start;
+}
+
+/* The inline bytes move into a buffer of their own, which starts the
+ * byte queue. false (nothing changed) when the pool has none. */
+static bool spill(struct hp__tcp_sndq *sq, struct hp_pool *pool)
+{
+    uint32_t n = sq->bytes;
+    struct hp_buf *b = NULL;
+    if (n) {
+        b = hp_buf_alloc(pool);
+        if (!b)
+            return false;
+        b->data_off = 0;
+        memcpy(b->base, sq->u.inl, n);
+        b->data_len = n;
+        b->next = NULL;
+    }
+    sq->u.q.head = sq->u.q.tail = b;
+    sq->nbufs = n ? 1u : 0u;
+    return true;
+}
+
+uint32_t hp__tcp_sndq_append(struct hp__tcp_sndq *sq, struct hp_pool *pool, const void *data,
+                             uint32_t len)
+{
+    if (sq->nbufs == 0) {
+        if (len <= HP__TCP_SNDQ_INLINE - sq->bytes) {
+            memcpy(sq->u.inl + sq->bytes, data, len);
+            sq->bytes += len;
+            return len;
+        }
+        if (!spill(sq, pool)) {
+            /* No buffer: what still fits inline. */
+            uint32_t n = HP__TCP_SNDQ_INLINE - sq->bytes;
+            memcpy(sq->u.inl + sq->bytes, data, n);
+            sq->bytes += n;
+            return n;
+        }
+    }
+    struct hp__tcp_bufq q = sq_q(sq);
+    uint32_t took = hp__tcp_bufq_append(&q, pool, data, len);
+    sq_set(sq, &q);
+    return took;
+}
+
+int hp__tcp_sndq_push(struct hp__tcp_sndq *sq, struct hp_pool *pool, struct hp_buf *b)
+{
+    if (sq->nbufs == 0 && !spill(sq, pool))
+        return -ENOBUFS;
+    struct hp__tcp_bufq q = sq_q(sq);
+    hp__tcp_bufq_push(&q, b);
+    sq_set(sq, &q);
+    return 0;
+}
+
+void hp__tcp_sndq_drop(struct hp__tcp_sndq *sq, uint32_t n)
+{
+    if (sq->nbufs) {
+        struct hp__tcp_bufq q = sq_q(sq);
+        hp__tcp_bufq_drop(&q, n);
+        sq_set(sq, &q);
+        return;
+    }
+    if (n > sq->bytes)
+        n = sq->bytes;
+    sq->bytes -= n;
+    sq->start += n;
+    if (sq->bytes)
+        memmove(sq->u.inl, sq->u.inl + n, sq->bytes);
+}
+
+void hp__tcp_sndq_copy(const struct hp__tcp_sndq *sq, struct hp__tcp_bufq_cur *cur, uint64_t off,
+                       uint32_t len, void *dst)
+{
+    if (sq->nbufs == 0) {
+        memcpy(dst, sq->u.inl + (off - sq->start), len);
+        return;
+    }
+    struct hp__tcp_bufq q = sq_q(sq);
+    hp__tcp_bufq_copy(&q, cur, off, len, dst);
+}
+
+/* ---- the receive queue: a byte queue without its stream offset -------------------- */
+
+static inline struct hp__tcp_bufq rq_q(const struct hp__tcp_rcvq *rq)
+{
+    return (struct hp__tcp_bufq){.head = rq->head,
+                                 .tail = rq->tail,
+                                 .bytes = rq->bytes,
+                                 .nbufs = rq->nbufs};
+}
+
+static inline void rq_set(struct hp__tcp_rcvq *rq, const struct hp__tcp_bufq *q)
+{
+    rq->head = q->head;
+    rq->tail = q->tail;
+    rq->bytes = q->bytes;
+    rq->nbufs = q->nbufs;
+}
+
+void hp__tcp_rcvq_push_small(struct hp__tcp_rcvq *rq, struct hp_buf *b, uint32_t small)
+{
+    struct hp__tcp_bufq q = rq_q(rq);
+    hp__tcp_bufq_push_small(&q, b, small);
+    rq_set(rq, &q);
+}
+
+uint32_t hp__tcp_rcvq_append(struct hp__tcp_rcvq *rq, struct hp_pool *pool, const void *data,
+                             uint32_t len)
+{
+    struct hp__tcp_bufq q = rq_q(rq);
+    uint32_t n = hp__tcp_bufq_append(&q, pool, data, len);
+    rq_set(rq, &q);
+    return n;
+}
+
+void hp__tcp_rcvq_read(struct hp__tcp_rcvq *rq, void *dst, uint32_t len)
+{
+    struct hp__tcp_bufq q = rq_q(rq);
+    hp__tcp_bufq_read(&q, dst, len);
+    rq_set(rq, &q);
+}
+
+struct hp_buf *hp__tcp_rcvq_pop(struct hp__tcp_rcvq *rq)
+{
+    struct hp__tcp_bufq q = rq_q(rq);
+    struct hp_buf *b = hp__tcp_bufq_pop(&q);
+    rq_set(rq, &q);
+    return b;
+}
+
+void hp__tcp_rcvq_purge(struct hp__tcp_rcvq *rq)
+{
+    struct hp__tcp_bufq q = rq_q(rq);
+    hp__tcp_bufq_purge(&q);
+    rq_set(rq, &q);
 }

@@ -55,7 +55,7 @@ void hp__tcp_cc_set_algo(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, unsigne
 {
     cc->algo = HP__TCP_CC_NEWRENO;
     cc->hs = HP__HS_OFF;
-    if (algo != HP__TCP_CC_CUBIC || !x)
+    if (algo != HP__TCP_CC_CUBIC)
         return;
     cc->algo = HP__TCP_CC_CUBIC;
     hp__tcp_cubic_init(cc, x, snd_max);

@@ -131,12 +131,17 @@ void hp__tcp_cc_init(struct hp__tcp_cc *cc, uint32_t smss, uint32_t iss, bool sy
 
 /**
  * Use algorithm algo (HP__TCP_CC_NEWRENO or HP__TCP_CC_CUBIC) from now on;
- * x is CUBIC's state (zeroed here; may be NULL for NewReno). cwnd and
+ * x is CUBIC's state (zeroed here; may be NULL: then the calls below that
+ * get NULL for it run as NewReno, until one gets a state). cwnd and
  * ssthresh stay; CUBIC starts HyStart++ when still in the initial slow
  * start (ssthresh UINT32_MAX) at round end iss (any value: the first ACK
  * starts a round). Unknown values leave NewReno.
  */
 void hp__tcp_cc_set_algo(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, unsigned algo, uint32_t snd_max);
+
+/* CUBIC's state as it starts (no epoch, no W_max, no RTT measured), for a
+ * connection's extension made after hp__tcp_cc_set_algo (tcp_internal.h). */
+void hp__tcp_cubic_init_ext(struct hp__tcp_cubic *x);
 
 /**
  * An ACK acknowledged `acked` new bytes (SND.UNA moved by that much, now

@@ -42,13 +42,19 @@ double hp__tcp_cbrt(double v)
     return x;
 }
 
-void hp__tcp_cubic_init(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, uint32_t round_end)
+void hp__tcp_cubic_init_ext(struct hp__tcp_cubic *x)
 {
     *x = (struct hp__tcp_cubic){
         .hs_cur_min_us = UINT32_MAX,
         .hs_last_min_us = UINT32_MAX,
         .hs_css_base_us = UINT32_MAX,
     };
+}
+
+void hp__tcp_cubic_init(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, uint32_t round_end)
+{
+    if (x)
+        hp__tcp_cubic_init_ext(x);
     cc->hs = cc->ssthresh == UINT32_MAX ? HP__HS_SS : HP__HS_OFF;
     cc->hs_samples = 0;
     cc->hs_css_rounds = 0;

@@ -7,7 +7,8 @@
 
 /* Start CUBIC's state: no epoch, no W_max; HyStart++ on while the initial
  * slow start lasts (ssthresh UINT32_MAX), its first round ending at
- * round_end. */
+ * round_end. x may be NULL (a connection whose extension does not exist
+ * yet: it gets hp__tcp_cubic_init_ext's state when made). */
 void hp__tcp_cubic_init(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, uint32_t round_end);
 
 /* Congestion avoidance for `acked` bytes (RFC 9438 4.2-4.4): towards

@@ -105,8 +105,8 @@ static inline uint32_t rtt_on_ack(struct hp_tcp_sock *c, const struct hp_tcp_rep
     }
     if ((c->flags & HP__TCPF_RTT_TIMING) && hp__seq_ge(ack, c->rtt_seq)) {
         c->flags &= ~HP__TCPF_RTT_TIMING;
-        uint64_t us = (c->s->now - c->rtt_start_ns) / 1000u;
-        uint32_t u = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+        uint32_t u =
+            (uint32_t)(c->s->now / 1000u) - c->rtt_start_us; /* wraps in 71 min: RTTs are shorter */
         (void)hp__tcp_rtt_sample(&c->rtt, hp__tcp_rtt_cfg_of(c), u, false);
         return u ? u : 1u;
     }
@@ -118,21 +118,27 @@ static inline uint32_t rtt_on_ack(struct hp_tcp_sock *c, const struct hp_tcp_rep
 /* The peer's FIN is in order (RFC 9293 3.10.7.4 eighth step). */
 static void fin_in(struct hp_tcp_sock *c)
 {
-    c->flags |= HP__TCPF_FIN_RCVD | HP__TCPF_ACK_NOW;
+    c->flags |= HP__TCPF_FIN_RCVD;
     c->rcv_nxt++;
     switch (c->state) {
     case HP_TCP_ESTABLISHED:
         hp__tcp_set_state(c, HP_TCP_CLOSE_WAIT);
+        /* The application's close, answering the end of stream, may send
+         * our FIN before the next poll: it carries the ACK. */
+        hp__tcp_ack_soon(c);
         break;
     case HP_TCP_FIN_WAIT_1:
         /* Our FIN is not acknowledged, or the ACK step would have moved
          * us to FIN_WAIT_2 already. */
+        c->flags |= HP__TCPF_ACK_NOW;
         hp__tcp_set_state(c, HP_TCP_CLOSING);
         break;
     case HP_TCP_FIN_WAIT_2:
+        c->flags |= HP__TCPF_ACK_NOW;
         hp__tcp_time_wait(c);
         break;
     default:
+        c->flags |= HP__TCPF_ACK_NOW;
         break;
     }
     hp__tcp_wake(c, HP_EV_IN);
@@ -160,13 +166,14 @@ void hp__tcp_negotiate_more(struct hp_tcp_sock *c, const struct hp_tcp_repr *r)
     else
         ecn = cfg->ecn != HP_TCP_ECN_OFF && ef == (HP_TCP_F_ECE | HP_TCP_F_CWR);
     c->flags &= ~(HP__TCPF_ECN_OK | HP__TCPF_ECN_PEND);
-    memset(&c->ecn, 0, sizeof c->ecn);
+    if (c->x)
+        memset(&c->x->ecn, 0, sizeof c->x->ecn);
     if (ecn) {
         c->flags |= HP__TCPF_ECN_OK;
         hp__ctr(c->s, HP_CTR_TCP_ECN_NEGOTIATED);
     }
     /* Kept for a later change of the path MTU (tcp_pmtu.c). */
-    c->peer_mss = r->opt.has_mss ? r->opt.mss : (c->family == 6 ? 1220 : 536);
+    c->peer_mss = r->opt.has_mss ? r->opt.mss : (c->key.family == 6 ? 1220 : 536);
 }
 
 /* ---- SYN-SENT (RFC 9293 3.10.7.3) ---------------------------------------------------------- */
@@ -240,7 +247,10 @@ static void syn_sent(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
         hp__tcp_rtx_stop(c);
     else
         hp__tcp_rtx_restart(c);
-    c->flags |= HP__TCPF_ACK_NOW;
+    /* The third segment of the handshake: soon, so that the application's
+     * first data, sent when it hears the connection is up, carries it (as
+     * lwIP's connected callback lets it), or at the next poll. */
+    hp__tcp_ack_soon(c);
 
     /* Text or a FIN on the SYN-ACK: "continue processing at the sixth
      * step" with what follows the SYN, trimmed to our window. */
@@ -275,15 +285,20 @@ static uint8_t ip_ecn(const struct hp__tcp_seg *sg)
  * once; CWR stops the echo unless the segment itself is CE. */
 static void ecn_in(struct hp_tcp_sock *c, const struct hp__tcp_seg *sg)
 {
-    if (sg->r.flags & HP_TCP_F_CWR)
-        c->ecn.ece_owed = false;
+    /* The state is in the extension, which only an ECN event makes: none
+     * means nothing owed either way. */
+    struct hp__tcp_ext *x = c->x;
+    if ((sg->r.flags & HP_TCP_F_CWR) && x)
+        x->ecn.ece_owed = false;
     if (ip_ecn(sg) == 3) {
         hp__ctr(c->s, HP_CTR_TCP_ECN_CE_IN);
-        c->st.ecn_ce_in++;
-        c->ecn.ece_owed = true;
         c->flags |= HP__TCPF_ACK_NOW;
+        if ((x = hp__tcp_ext_get(c)) != NULL) { /* without memory: the CE goes unechoed */
+            x->st.ecn_ce_in++;
+            x->ecn.ece_owed = true;
+        }
     }
-    if (c->ecn.ece_owed || c->ecn.cwr_owed)
+    if (x && (x->ecn.ece_owed || x->ecn.cwr_owed))
         c->flags |= HP__TCPF_ECN_PEND;
     else
         c->flags &= ~HP__TCPF_ECN_PEND;
@@ -295,20 +310,25 @@ static void ecn_in(struct hp_tcp_sock *c, const struct hp__tcp_seg *sg)
 static void ece_in(struct hp_tcp_sock *c)
 {
     hp__ctr(c->s, HP_CTR_TCP_ECN_ECE_IN);
-    if (c->ecn.recover_on && !hp__seq_gt(c->snd_una, c->ecn.recover))
+    /* Without memory for the extension, no response (the peer keeps
+     * echoing; a later ECE may find memory). */
+    struct hp__tcp_ext *x = hp__tcp_ext_get(c);
+    if (!x)
         return;
-    if (c->cc.in_recovery || ((c->flags & HP__TCPF_SB_LOSS) && c->sb.in_recovery))
+    if (x->ecn.recover_on && !hp__seq_gt(c->snd_una, x->ecn.recover))
+        return;
+    if (c->cc.in_recovery || ((c->flags & HP__TCPF_SB_LOSS) && x->sb.in_recovery))
         return;
     struct hp__tcp_cc_ev ev = hp__tcp_cc_ev(c, 0, c->snd_max - c->snd_una);
-    hp__tcp_cc_reduce(&c->cc, &c->cubic, &ev);
+    hp__tcp_cc_reduce(&c->cc, &x->cubic, &ev);
     if (c->cc.cwnd > c->cc.ssthresh)
         c->cc.cwnd = c->cc.ssthresh;
-    c->ecn.recover = c->snd_max;
-    c->ecn.recover_on = true;
-    c->ecn.cwr_owed = true;
+    x->ecn.recover = c->snd_max;
+    x->ecn.recover_on = true;
+    x->ecn.cwr_owed = true;
     c->flags |= HP__TCPF_ECN_PEND;
     hp__ctr(c->s, HP_CTR_TCP_ECN_REDUCTIONS);
-    c->st.ecn_reductions++;
+    x->st.ecn_reductions++;
 }
 
 /* ---- the synchronized states (RFC 9293 3.10.7.4) ------------------------------------------- */
@@ -423,12 +443,12 @@ static void ts_recent_update(struct hp_tcp_sock *c, const struct hp_tcp_repr *r)
 {
     if (!(c->flags & HP__TCPF_TS_OK) || !r->opt.has_ts)
         return;
-    uint64_t now = c->s->now;
     if (!hp__seq_le(r->seq, c->last_ack_sent))
         return;
-    if (hp__ts_ge(r->opt.ts_val, c->ts_recent) || now - c->ts_recent_ns > HP__TCP_PAWS_IDLE_NS) {
+    if (hp__ts_ge(r->opt.ts_val, c->ts_recent) ||
+        hp__tcp_ts_recent_age_ns(c) > HP__TCP_PAWS_IDLE_NS) {
         c->ts_recent = r->opt.ts_val;
-        c->ts_recent_ns = now;
+        c->ts_recent_s = hp__tcp_now_s(c->s);
     }
 }
 
@@ -451,10 +471,8 @@ static unsigned ack_new(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, bool
     uint32_t data = hp__seq_gt(upto, data_start) ? upto - data_start : 0;
     *fin_acked = (c->flags & HP__TCPF_FIN_SENT) && hp__seq_gt(ack, fin_seq);
 
-    if (data) {
-        hp__tcp_bufq_drop(&c->sndq, data);
-        c->st_rx.bytes_acked += data;
-    }
+    if (data)
+        hp__tcp_sndq_drop(&c->sndq, data); /* its start counts them (hp_tcp_info's bytes_acked) */
     c->snd_una = ack;
     /* After a timeout snd_nxt went back to retransmit (go-back-N): what is
      * acknowledged need not be sent again. */
@@ -466,9 +484,13 @@ static unsigned ack_new(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, bool
     unsigned cc = HP__TCP_CC_NONE;
     /* hp__tcp_established just started congestion control; in SACK
      * recovery PRR sets cwnd (tcp_sack.c). */
-    if (!syn_pending && !((c->flags & HP__TCPF_SB_LOSS) && c->sb.in_recovery)) {
+    if (!syn_pending && !((c->flags & HP__TCPF_SB_LOSS) && c->x->sb.in_recovery)) {
         struct hp__tcp_cc_ev ev = hp__tcp_cc_ev(c, rtt_us, flight);
-        cc = hp__tcp_cc_ack(&c->cc, &c->cubic, ack - old_una, &ev);
+        /* CUBIC's state only where it may be touched (tcp_cc.c
+         * open_window): congestion avoidance, HyStart++'s flights. */
+        bool need =
+            c->cc.cwnd >= c->cc.ssthresh || flight >= 8u * c->mss_eff || c->cc.hs == HP__HS_CSS;
+        cc = hp__tcp_cc_ack(&c->cc, hp__tcp_cubic_of(c, need), ack - old_una, &ev);
     }
     /* The persist timer stays in charge while the window is closed; the
      * window update below decides when it ends. */
@@ -542,14 +564,14 @@ static bool ack_in(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
          * SYN or FIN, SND.UNA unmoved, the same window). A closed window's
          * repeated ACKs are not a loss signal. */
         hp__ctr(s, HP_CTR_TCP_DUP_ACKS);
-        c->st.dupacks_in++;
+        HP__TCP_ST_INC(c, dupacks_in);
         /* With a transmit log, RACK finds the losses (tcp_sack.c). */
         if (!(c->flags & HP__TCPF_SB)) {
             struct hp__tcp_cc_ev ev = hp__tcp_cc_ev(c, 0, c->snd_max - c->snd_una);
-            cc = hp__tcp_cc_dupack(&c->cc, &c->cubic, &ev);
+            cc = hp__tcp_cc_dupack(&c->cc, hp__tcp_cubic_of(c, true), &ev);
             if (cc & HP__TCP_CC_RETRANSMIT) {
                 hp__ctr(s, HP_CTR_TCP_FAST_RETRANS);
-                c->st.fast_retrans++;
+                HP__TCP_ST_INC(c, fast_retrans);
             }
         }
     }
@@ -649,7 +671,7 @@ void hp__tcp_conn_input(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
             hp__tcp_seg_free(sg);
             return;
         }
-        if (!hp__tcp_paws_ok(r->opt.ts_val, c->ts_recent, s->now - c->ts_recent_ns)) {
+        if (!hp__tcp_paws_ok(r->opt.ts_val, c->ts_recent, hp__tcp_ts_recent_age_ns(c))) {
             hp__ctr(s, HP_CTR_TCP_PAWS_DROPS);
             ack_and_drop(c, sg);
             return;
@@ -900,7 +922,7 @@ void hp__tcp_input(struct hp__iface *ifc, struct hp_buf *b, int family, const ui
     if (e) {
         struct hp_tcp_sock *c = HP__TCP_ENTRY(e, struct hp_tcp_sock, key);
         if (c->state != HP_TCP_CLOSED && c->state != HP_TCP_LISTEN) {
-            c->st_rx.segs_in++;
+            c->segs_in++;
             if (c->state == HP_TCP_SYN_SENT) {
                 syn_sent(c, &sg);
                 return;

@@ -160,6 +160,45 @@ void hp__tcp_bufq_read(struct hp__tcp_bufq *q, void *dst, uint32_t len);
  * chain with pkt_len = data_len). NULL when empty. */
 struct hp_buf *hp__tcp_bufq_pop(struct hp__tcp_bufq *q);
 
+/* The receive queue: a byte queue without the stream offset (nothing
+ * reads it there, and it would cost every connection 8 bytes), used
+ * through these (tcp_bufq.c). */
+struct hp__tcp_rcvq {
+    uint32_t bytes; /* queued bytes (first: the transmit path reads it alone) */
+    uint32_t nbufs; /* buffers in the list */
+    struct hp_buf *head, *tail;
+};
+void hp__tcp_rcvq_push_small(struct hp__tcp_rcvq *rq, struct hp_buf *b, uint32_t small);
+uint32_t hp__tcp_rcvq_append(struct hp__tcp_rcvq *rq, struct hp_pool *pool, const void *data,
+                             uint32_t len);
+void hp__tcp_rcvq_read(struct hp__tcp_rcvq *rq, void *dst, uint32_t len);
+struct hp_buf *hp__tcp_rcvq_pop(struct hp__tcp_rcvq *rq);
+void hp__tcp_rcvq_purge(struct hp__tcp_rcvq *rq);
+
+/* The send queue (struct hp__tcp_sndq, below): the byte queue's calls,
+ * which keep up to HP__TCP_SNDQ_INLINE bytes inline while no buffer is
+ * queued. A cursor in a queue that is inline means nothing (copy ignores
+ * it); one carried over from the queue's buffers is stale by its offset
+ * (tcp_internal.h, cursors). */
+struct hp__tcp_sndq;
+void hp__tcp_sndq_init(struct hp__tcp_sndq *sq);
+/* Free every buffer (the connection is over: it sends nothing more).
+ * Leaves start, the bytes acknowledged. */
+void hp__tcp_sndq_purge(struct hp__tcp_sndq *sq);
+/* As hp__tcp_bufq_append: inline while the bytes fit and no buffer is
+ * queued, else the inline bytes go into a buffer first. @return bytes
+ * taken (fewer than len when the pool ran out). */
+uint32_t hp__tcp_sndq_append(struct hp__tcp_sndq *sq, struct hp_pool *pool, const void *data,
+                             uint32_t len);
+/* As hp__tcp_bufq_push (the user's buffer chain; takes b), after moving
+ * inline bytes into a buffer from pool: -ENOBUFS (b not taken) when there
+ * is none. */
+int hp__tcp_sndq_push(struct hp__tcp_sndq *sq, struct hp_pool *pool, struct hp_buf *b);
+void hp__tcp_sndq_drop(struct hp__tcp_sndq *sq, uint32_t n);
+/* As hp__tcp_bufq_copy; cur may be NULL. */
+void hp__tcp_sndq_copy(const struct hp__tcp_sndq *sq, struct hp__tcp_bufq_cur *cur, uint64_t off,
+                       uint32_t len, void *dst);
+
 /* ---- the connection block --------------------------------------------------- */
 
 /* c->flags */
@@ -218,32 +257,109 @@ struct hp_buf *hp__tcp_bufq_pop(struct hp__tcp_bufq *q);
  * requests and responses (receive: hp__tcp_input .. hp__tcp_output, then
  * hp_tcp_recv; transmit: hp_tcp_send .. xmit).
  */
-struct hp__tcp_ctr_rx { uint64_t bytes_acked, bytes_received, segs_in; };
-struct hp__tcp_ctr_tx { uint64_t bytes_sent, segs_out; };
-struct hp__tcp_ctr {     /* the rare ones */
+struct hp__tcp_ctr { /* the rare ones (in the extension) */
     uint64_t retrans_segs;
     uint32_t fast_retrans, timeouts, dupacks_in;
     uint32_t tlp_probes, dsacks_in, spurious_undos;
     uint32_t ecn_ce_in, ecn_reductions, pmtu_probes;
 };
 
+/* SACK blocks we send (tcp_ooo.c, RFC 2018 4, RFC 2883) */
+#define HP__TCP_SACK_RECENT 4
+struct hp__tcp_sackrx {
+    /* first sequence numbers of the latest out-of-order arrivals, newest first */
+    uint32_t recent[HP__TCP_SACK_RECENT];
+    uint32_t dsack[2]; /* a duplicate to report once, [left, right) */
+    uint8_t nrecent;
+    bool dsack_pend;
+};
+/* ECN (RFC 3168 6.1) */
+struct hp__tcp_ecn {
+    bool ece_owed; /* a CE arrived: our ACKs carry ECE until the peer's CWR */
+    bool cwr_owed; /* we reduced for an ECE: the next new data carries CWR */
+    bool recover_on;
+    uint32_t recover; /* one reduction per window: ECEs before SND.UNA passes this are one event */
+};
+/* path MTU search (tcp_pmtu.c, RFC 4821 7) */
+struct hp__tcp_plpmtud {
+    uint16_t low, high; /* the MTU known to work, the smallest known not to (or the link's + 1) */
+    uint16_t probe;     /* the probe's MTU while one is out */
+    bool probe_out;
+    uint32_t probe_end; /* the probe's end in sequence space */
+};
+
+/*
+ * The extension: what a connection needs only once it does more than
+ * exchange small messages, allocated the first time something needs it
+ * (hp__tcp_ext_get) and freed with the connection. A request/response or
+ * idle connection has none: its block is all it holds (issue 23's 512-byte
+ * budget). What makes one:
+ *   sb       a second segment in flight (the transmit log), SACK blocks
+ *            from the peer, a tail loss probe (tcp_sack.c);
+ *   cubic    CUBIC in congestion avoidance, HyStart++ with 8 segments or
+ *            more in flight, a congestion event or timeout (tcp_cc.h);
+ *   sndcur   with sb: the send queue's cursor for copying segment after
+ *            segment from the middle of a long queue (without one the copy
+ *            walks from the head: only a queue of one or two buffers has
+ *            no extension);
+ *   sackrx   out-of-order data or a duplicate to report (tcp_ooo.c);
+ *   plp      a PLPMTUD search (after a black hole, tcp_pmtu.c);
+ *   ecn      a CE mark or an ECE (RFC 3168 6.1);
+ *   st       a retransmission, timeout, duplicate ACK... (hp_tcp_info's
+ *            rare counters).
+ * Without memory for it (counted TCP_EXT_NOMEM) each of those degrades as
+ * its module says: no log (NewReno recovery), NewReno's growth, the walk
+ * from the head, no SACK blocks, no search, no echo of the CE, a count
+ * lost.
+ */
+struct hp__tcp_ext {
+    struct hp__tcp_sb sb;
+    struct hp__tcp_cubic cubic;
+    struct hp__tcp_bufq_cur sndcur; /* where the last copy from sndq ended (hp__tcp_sndq_copy) */
+    struct hp__tcp_sackrx sackrx;
+    struct hp__tcp_plpmtud plp;
+    struct hp__tcp_ecn ecn;
+    struct hp__tcp_ctr st;
+};
+
+/*
+ * The send queue: a byte queue in buffers, or, while it holds at most
+ * HP__TCP_SNDQ_INLINE bytes and no buffer, those bytes inline in the block
+ * (a request/response connection's messages never take a pool buffer:
+ * one allocation and one free fewer per segment, and no line of a held
+ * buffer to miss on when the ACK frees it).
+ */
+#define HP__TCP_SNDQ_INLINE 16u
+struct hp__tcp_sndq {
+    uint32_t bytes; /* queued bytes */
+    uint32_t nbufs; /* buffers; 0: the bytes are in u.inl */
+    uint64_t start; /* stream offset of the first byte: the bytes acknowledged so far */
+    union {
+        struct {
+            struct hp_buf *head, *tail;
+        } q;
+        uint8_t inl[HP__TCP_SNDQ_INLINE];
+    } u;
+};
+
 /* demux: the map entry, then what the receive path reads right after a hit
  * and the transmit path reads first. */
 #define HP__TCPS_ID_demux                                                                  \
-    struct hp__tcp_key key;      /* first: the entry of the connection or listen map */    \
+    struct hp__tcp_key key;      /* first: the map entry; key.family is 4 or 6 */         \
     struct hp_stack *s;                                                                    \
+    uint32_t flags;              /* HP__TCPF_* */                                          \
     uint8_t state;               /* enum hp_tcp_state */                                   \
-    uint8_t family;              /* 4 or 6 */                                              \
     uint8_t snd_wscale, rcv_wscale;                                                        \
-    uint32_t flags;              /* HP__TCPF_* */
+    uint8_t via_gw;              /* the next hop is the stack's gateway (else key.raddr) */ \
+    uint8_t ifx;                 /* the route's interface: s->ifaces[ifx - 1] (0: none) */
 
 /* send sequence space */
 #define HP__TCPS_ISS_cold uint32_t iss;
 #define HP__TCPS_SND_rxtx uint32_t snd_una, snd_nxt, snd_max, snd_wnd;
 #define HP__TCPS_SNDWL_rx                                                                  \
     uint32_t snd_wl1, snd_wl2;                                                             \
-    uint32_t max_snd_wnd;        /* largest window the peer offered (RFC 5961 5.2; sender SWS, RFC 9293 3.8.6.2.1) */ \
-    uint16_t smss;
+    uint32_t max_snd_wnd;        /* largest window the peer offered (RFC 5961 5.2; sender SWS, RFC 9293 3.8.6.2.1) */
+#define HP__TCPS_SMSS_rx uint16_t smss;
 #define HP__TCPS_MSSEFF_rxtx uint16_t mss_eff;
 #define HP__TCPS_RMSS_rxtx uint16_t rmss;
 #define HP__TCPS_RTXCNT_rx                                                                 \
@@ -254,28 +370,30 @@ struct hp__tcp_ctr {     /* the rare ones */
 #define HP__TCPS_IRS_cold uint32_t irs;
 #define HP__TCPS_RCVNXT_rxtx uint32_t rcv_nxt;
 #define HP__TCPS_RCVWND_tx uint32_t rcv_wnd;
-#define HP__TCPS_RCVADV_rxtx                                                               \
-    uint32_t rcv_adv;                                                                      \
-    uint32_t last_ack_sent;      /* RCV.NXT in the last segment we sent (RFC 7323 4.3 TS.Recent rule) */ \
-    uint16_t segs_unacked;       /* full-sized segments received since our last ACK */
+#define HP__TCPS_RCVADV_rxtx                                                                       \
+    uint32_t rcv_adv;                                                                              \
+    uint32_t last_ack_sent; /* RCV.NXT in the last segment we sent (RFC 7323 4.3 TS.Recent rule) */
+#define HP__TCPS_SEGSUNACKED_rxtx                                                                  \
+    uint16_t segs_unacked; /* full-sized segments received since our last ACK */
 
 /* timestamps (RFC 7323) */
 #define HP__TCPS_TS_rxtx uint32_t ts_recent; uint32_t ts_offset;
-#define HP__TCPS_TSNS_rx uint64_t ts_recent_ns; /* when ts_recent was set (PAWS idle rule, 5.5) */
+#define HP__TCPS_TSS_rx                                                                            \
+    uint32_t ts_recent_s; /* when ts_recent was set, s->now in seconds (PAWS idle rule, 5.5) */
 
 /* RTT and congestion control */
-#define HP__TCPS_RTTCC_rxtx struct hp__tcp_rtt rtt; struct hp__tcp_cc cc;
-#define HP__TCPS_RTTSEQ_cold                                                               \
-    uint32_t rtt_seq;            /* without timestamps: the segment being timed ends here */ \
-    uint64_t rtt_start_ns;
+#define HP__TCPS_RTT_rxtx struct hp__tcp_rtt rtt;
+#define HP__TCPS_CC_rxtx struct hp__tcp_cc cc;
+#define HP__TCPS_RTTSEQ_cold                                                                       \
+    uint32_t rtt_seq;      /* without timestamps: the segment being timed ends here */             \
+    uint32_t rtt_start_us; /* and was sent then (s->now in us, 32 bits: wraps in 71 minutes) */
 #define HP__TCPS_LASTSEND_tx uint64_t last_send_ns; /* last time we sent data (RFC 5681 4.1 restart after idle) */
 #define HP__TCPS_LASTRCV_rx uint64_t last_rcv_ns;   /* last time a segment arrived (keepalive idle) */
 
 /* queues */
-#define HP__TCPS_QUEUES_rxtx                                                               \
-    struct hp__tcp_bufq sndq;    /* unacknowledged user bytes, sent and unsent */          \
-    struct hp__tcp_bufq rcvq;    /* in-order bytes not yet read */
-#define HP__TCPS_SNDCUR_tx struct hp__tcp_bufq_cur sndcur; /* where the last copy from sndq ended */
+#define HP__TCPS_SNDQ_rxtx                                                                         \
+    struct hp__tcp_sndq sndq; /* unacknowledged user bytes, sent and unsent */
+#define HP__TCPS_RCVQ_rxtx struct hp__tcp_rcvq rcvq; /* in-order bytes not yet read */
 #define HP__TCPS_OOO_rx                                                                    \
     struct hp_buf *ooo;          /* out-of-order segments, sorted by sequence, not overlapping; linked \
                                   * through next; each buffer's starting sequence number in its `reserved` field */
@@ -285,124 +403,100 @@ struct hp__tcp_ctr {     /* the rare ones */
 #define HP__TCPS_RCVBUF_rxtx uint32_t rcvbuf; /* limit in bytes on rcvq.bytes + ooo_bytes */
 
 /* timers (tcp_timer.c) */
-#define HP__TCPS_TRTX_cold struct hp__timer t_rtx; /* retransmission, SYN, or persist (HP__TCPF_PERSIST) */
-#define HP__TCPS_TDACK_cold struct hp__timer t_dack; /* delayed ACK */
+#define HP__TCPS_TIMERS_cold                                                                       \
+    struct hp__timer t_rtx;  /* retransmission, SYN, or persist (HP__TCPF_PERSIST) */              \
+    struct hp__timer t_dack; /* delayed ACK */                                                     \
+    struct hp__timer t_misc; /* keepalive, FIN_WAIT_2, TIME_WAIT */
 #define HP__TCPS_RTXTDUE_tx uint64_t rtx_tdue;   /* due time of t_rtx's heap entry, 0 when not in the heap (tcp_timer.c) */
 #define HP__TCPS_DACKTDUE_rx uint64_t dack_tdue; /* due time of t_dack's heap entry, 0 when not in the heap */
-#define HP__TCPS_DACKDUE_rx uint64_t dack_due; /* when the pending delayed ACK is due: t_dack may be armed earlier (lazy) */
-#define HP__TCPS_TMISC_cold struct hp__timer t_misc; /* keepalive, FIN_WAIT_2, TIME_WAIT */
+#define HP__TCPS_DACKDUE_rx                                                                        \
+    uint64_t dack_due; /* when the pending delayed ACK is due: t_dack may be armed earlier (lazy) */
 #define HP__TCPS_RTXDUE_rxtx uint64_t rtx_due; /* when t_rtx should fire, 0 when stopped: t_rtx may be armed earlier or stale (lazy restart and stop) */
 #define HP__TCPS_PERSIST_rx uint8_t persist_shift; /* persist timer back-off (zeroed by every rtx_stop) */
 /* A passive embryo whose ISS is a SYN cookie (tcp_listen.c syn_iss); read
- * only in SYN_RECEIVED. In the byte hole after persist_shift (both layouts). */
-#define HP__TCPS_COOKIEISS_rx uint8_t cookie_iss;
-#define HP__TCPS_KA_cold uint32_t ka_idle_s, ka_intvl_s, ka_cnt;
+ * only in SYN_RECEIVED. A byte in a hole: after ka_cnt (grouped), after
+ * persist_shift (chrono). */
+#define HP__TCPS_COOKIEISS_cold uint8_t cookie_iss;
+#define HP__TCPS_KA_cold                                                                           \
+    uint16_t ka_idle_s, ka_intvl_s; /* keepalive (tcp.c bounds them to Linux's 32767) */           \
+    uint8_t ka_cnt;
 /* RFC 5961 7: no challenge ACK from this connection before this time (ms
  * of s->now, wrapping; 0: any time). 32 bits: it fills a hole. */
 #define HP__TCPS_CHACK_cold uint32_t chack_next_ms;
 
-/* SACK blocks we send (tcp_ooo.c, RFC 2018 4, RFC 2883) */
-#define HP__TCP_SACK_RECENT 4
-struct hp__tcp_sackrx {
-    uint32_t recent[HP__TCP_SACK_RECENT]; /* first sequence numbers of the latest out-of-order arrivals, newest first */
-    uint32_t dsack[2];           /* a duplicate to report once, [left, right) */
-    uint8_t nrecent;
-    bool dsack_pend;
-};
-#define HP__TCPS_SACKRX_cold struct hp__tcp_sackrx sackrx;
-/* the sender's transmit log and scoreboard, RACK-TLP, PRR (tcp_sack.h) */
-#define HP__TCPS_SB_cold struct hp__tcp_sb sb;
-/* ECN (RFC 3168 6.1) */
-struct hp__tcp_ecn {
-    bool ece_owed;               /* a CE arrived: our ACKs carry ECE until the peer's CWR */
-    bool cwr_owed;               /* we reduced for an ECE: the next new data carries CWR */
-    bool recover_on;
-    uint32_t recover;            /* one reduction per window: ECEs before SND.UNA passes this are one event */
-};
-#define HP__TCPS_ECN_cold struct hp__tcp_ecn ecn;
-/* path MTU (tcp_pmtu.c, RFC 1191, RFC 8201, RFC 4821) */
-struct hp__tcp_plpmtud {         /* RFC 4821 7: the search for a larger MTU */
-    uint16_t low, high;          /* the MTU known to work, the smallest known not to (or the link's + 1) */
-    uint16_t probe;              /* the probe's MTU while one is out */
-    bool probe_out;
-    uint32_t probe_end;          /* the probe's end in sequence space */
-};
-#define HP__TCPS_PMTU_cold                                                                 \
-    uint16_t pmtu;               /* the path MTU our segments are sized for (the route's MTU at first) */ \
-    uint16_t peer_mss;           /* the MSS the peer announced (or its default) */         \
-    struct hp__tcp_plpmtud plp;
+/* path MTU (tcp_pmtu.c, RFC 1191, RFC 8201; the search of RFC 4821 is in the extension) */
+#define HP__TCPS_PMTU_cold                                                                         \
+    uint16_t pmtu;     /* the path MTU our segments are sized for (the route's MTU at first) */    \
+    uint16_t peer_mss; /* the MSS the peer announced (or its default) */
 
-/* congestion control's cold state: CUBIC, HyStart++, undo (tcp_cc.h) */
-#define HP__TCPS_CCX_cold                                                                  \
-    struct hp__tcp_cubic cubic;                                                            \
-    uint8_t cc_algo;             /* HP__TCP_CC_*: the algorithm this socket uses (set at open, HP_TCP_OPT_CC) */
-
-/* the route our segments take (chosen at connect / accept; its source
- * address is key.laddr: hp__tcp_route) */
-#define HP__TCPS_RT_tx                                                                     \
-    struct hp__iface *ifc;                                                                 \
-    uint8_t nexthop[16];
+/* congestion control: the algorithm this socket uses (set at open,
+ * HP_TCP_OPT_CC); CUBIC's state is in the extension */
+#define HP__TCPS_CCX_cold uint8_t cc_algo;
+#define HP__TCPS_EXT_cold struct hp__tcp_ext *x; /* NULL until needed (above) */
 
 /* the user side */
 #define HP__TCPS_EV_rx struct hp__sock_ev ev;
 #define HP__TCPS_ERR_tx int err; /* pending error (-errno), 0 if none */
 
 /* listener queues: a listener's own; a connection's links into its parent's */
-#define HP__TCPS_LISTEN_cold                                                               \
-    struct hp_tcp_sock *parent;  /* the listener of a connection not yet accepted */       \
-    struct hp_tcp_sock *qnext, *qprev; /* in parent's syn or accept list */                \
-    struct hp__tcp_listenq *lq;  /* a listener's queues (NULL for a connection) */         \
-    struct hp_tcp_sock *anext, *aprev; /* every TCP socket of the stack (teardown) */
+#define HP__TCPS_LISTEN_cold                                                                       \
+    struct hp_tcp_sock *parent;        /* the listener of a connection not yet accepted */         \
+    struct hp_tcp_sock *qnext, *qprev; /* in parent's syn or accept list */                        \
+    struct hp__tcp_listenq *lq;        /* a listener's queues (NULL for a connection) */
 
-/* hp_tcp_get_info's counters, by the path that counts them */
-#define HP__TCPS_CTRRX_rx struct hp__tcp_ctr_rx st_rx;
-#define HP__TCPS_CTRTX_tx struct hp__tcp_ctr_tx st_tx;
-#define HP__TCPS_CTR_cold struct hp__tcp_ctr st;
+/* hp_tcp_get_info's counters, by the path that counts them (the rare ones
+ * in the extension) */
+#define HP__TCPS_BYTESRX_rx uint64_t bytes_received; /* (bytes acknowledged: sndq.start) */
+#define HP__TCPS_SEGSIN_rx uint32_t segs_in;
+#define HP__TCPS_BYTESTX_tx uint64_t bytes_sent;
+#define HP__TCPS_SEGSOUT_tx uint32_t segs_out;
 
 struct hp_tcp_sock {
 #if defined(HP_LAYOUT_CHRONO) && HP_LAYOUT_CHRONO
-    HP__TCPS_ID_demux
-    HP__TCPS_ISS_cold HP__TCPS_SND_rxtx HP__TCPS_SNDWL_rx HP__TCPS_MSSEFF_rxtx HP__TCPS_RMSS_rxtx
-    HP__TCPS_RTXCNT_rx
-    HP__TCPS_IRS_cold HP__TCPS_RCVNXT_rxtx HP__TCPS_RCVWND_tx HP__TCPS_RCVADV_rxtx
-    HP__TCPS_TS_rxtx HP__TCPS_TSNS_rx
-    HP__TCPS_RTTCC_rxtx HP__TCPS_RTTSEQ_cold HP__TCPS_LASTSEND_tx HP__TCPS_LASTRCV_rx
-    HP__TCPS_QUEUES_rxtx HP__TCPS_SNDCUR_tx HP__TCPS_OOO_rx HP__TCPS_OOON_cold HP__TCPS_OOOBYTES_rxtx
-    HP__TCPS_SNDBUF_tx HP__TCPS_RCVBUF_rxtx
-    HP__TCPS_TRTX_cold HP__TCPS_TDACK_cold HP__TCPS_TMISC_cold HP__TCPS_RTXDUE_rxtx HP__TCPS_DACKDUE_rx
-    HP__TCPS_RTXTDUE_tx HP__TCPS_DACKTDUE_rx HP__TCPS_PERSIST_rx HP__TCPS_COOKIEISS_rx
-    HP__TCPS_KA_cold
-    HP__TCPS_RT_tx
-    HP__TCPS_EV_rx HP__TCPS_ERR_tx HP__TCPS_CHACK_cold
-    HP__TCPS_LISTEN_cold
-    HP__TCPS_CTRRX_rx HP__TCPS_CTRTX_tx HP__TCPS_CTR_cold
-    HP__TCPS_CCX_cold HP__TCPS_SACKRX_cold HP__TCPS_SB_cold HP__TCPS_PMTU_cold HP__TCPS_ECN_cold
+    HP__TCPS_ID_demux HP__TCPS_ISS_cold HP__TCPS_SND_rxtx HP__TCPS_SNDWL_rx HP__TCPS_SMSS_rx
+        HP__TCPS_MSSEFF_rxtx HP__TCPS_RMSS_rxtx HP__TCPS_RTXCNT_rx HP__TCPS_IRS_cold
+            HP__TCPS_RCVNXT_rxtx HP__TCPS_RCVWND_tx HP__TCPS_RCVADV_rxtx HP__TCPS_SEGSUNACKED_rxtx
+                HP__TCPS_TS_rxtx HP__TCPS_TSS_rx HP__TCPS_RTT_rxtx HP__TCPS_CC_rxtx
+                    HP__TCPS_RTTSEQ_cold HP__TCPS_LASTSEND_tx HP__TCPS_LASTRCV_rx HP__TCPS_SNDQ_rxtx
+                        HP__TCPS_RCVQ_rxtx HP__TCPS_OOO_rx HP__TCPS_OOON_cold HP__TCPS_OOOBYTES_rxtx
+                            HP__TCPS_SNDBUF_tx HP__TCPS_RCVBUF_rxtx HP__TCPS_TIMERS_cold
+                                HP__TCPS_RTXDUE_rxtx HP__TCPS_DACKDUE_rx HP__TCPS_RTXTDUE_tx
+                                    HP__TCPS_DACKTDUE_rx HP__TCPS_PERSIST_rx HP__TCPS_COOKIEISS_cold
+                                        HP__TCPS_KA_cold HP__TCPS_EV_rx HP__TCPS_ERR_tx
+                                            HP__TCPS_CHACK_cold HP__TCPS_LISTEN_cold
+                                                HP__TCPS_BYTESRX_rx HP__TCPS_SEGSIN_rx
+                                                    HP__TCPS_BYTESTX_tx HP__TCPS_SEGSOUT_tx
+                                                        HP__TCPS_CCX_cold HP__TCPS_PMTU_cold
+                                                            HP__TCPS_EXT_cold
 #else
+    /* 448 bytes, 7 lines (an odd number: tcp_block.c), every byte used
+     * but 1; the transmit path's fields in lines 0-3, the receive path's
+     * in 0-5 (docs/cachelines/hp_tcp_sock.md). */
     HP_CACHELINE_GROUP_BEGIN(demux)   /* line 0: both paths read it */
-    HP__TCPS_ID_demux
-    HP_CACHELINE_GROUP_END(demux)
+    HP__TCPS_ID_demux HP__TCPS_RTXCNT_rx HP__TCPS_PERSIST_rx HP__TCPS_CCX_cold
+        HP__TCPS_SEGSUNACKED_rxtx
+        HP_CACHELINE_GROUP_END(demux)
 
-    HP_CACHELINE_GROUP_BEGIN(tx)      /* only the transmit path */
-    HP__TCPS_RT_tx HP__TCPS_LASTSEND_tx HP__TCPS_CTRTX_tx HP__TCPS_RTXTDUE_tx HP__TCPS_SNDCUR_tx
-    HP__TCPS_ERR_tx HP__TCPS_SNDBUF_tx HP__TCPS_RCVWND_tx
-    HP_CACHELINE_GROUP_END(tx)
+            HP_CACHELINE_GROUP_BEGIN(tx) /* only the transmit path */
+        HP__TCPS_LASTSEND_tx HP__TCPS_BYTESTX_tx HP__TCPS_RTXTDUE_tx HP__TCPS_SEGSOUT_tx
+        HP__TCPS_ERR_tx HP__TCPS_SNDBUF_tx HP__TCPS_RCVWND_tx HP_CACHELINE_GROUP_END(tx)
 
-    HP_CACHELINE_GROUP_BEGIN(rxtx)    /* both paths; rcvq, rtt and cc last: the transmit path reads only rcvq.bytes, rtt.rto_us and cc.cwnd */
-    HP__TCPS_SND_rxtx HP__TCPS_RCVNXT_rxtx HP__TCPS_RCVADV_rxtx HP__TCPS_RMSS_rxtx HP__TCPS_MSSEFF_rxtx
-    HP__TCPS_TS_rxtx HP__TCPS_OOOBYTES_rxtx HP__TCPS_RCVBUF_rxtx
-    HP__TCPS_RTXDUE_rxtx HP__TCPS_QUEUES_rxtx HP__TCPS_RTTCC_rxtx
-    HP_CACHELINE_GROUP_END(rxtx)
+        /* Both paths; cc, rtt and rcvq last, in line 3: the transmit path reads
+     * only their first words it needs (cc.cwnd, rtt.rto_us, rcvq.bytes). */
+        HP_CACHELINE_GROUP_BEGIN(rxtx) HP__TCPS_RTXDUE_rxtx HP__TCPS_SNDQ_rxtx HP__TCPS_SND_rxtx
+        HP__TCPS_RCVNXT_rxtx HP__TCPS_RCVADV_rxtx HP__TCPS_TS_rxtx HP__TCPS_OOOBYTES_rxtx
+        HP__TCPS_RCVBUF_rxtx HP__TCPS_RMSS_rxtx HP__TCPS_MSSEFF_rxtx HP__TCPS_CC_rxtx
+        HP__TCPS_RTT_rxtx HP__TCPS_RCVQ_rxtx HP_CACHELINE_GROUP_END(rxtx)
 
-    HP_CACHELINE_GROUP_BEGIN(rx)      /* only the receive path */
-    HP__TCPS_SNDWL_rx HP__TCPS_RTXCNT_rx HP__TCPS_PERSIST_rx HP__TCPS_COOKIEISS_rx HP__TCPS_TSNS_rx
-    HP__TCPS_LASTRCV_rx HP__TCPS_DACKDUE_rx HP__TCPS_DACKTDUE_rx HP__TCPS_OOO_rx HP__TCPS_EV_rx HP__TCPS_CTRRX_rx
-    HP_CACHELINE_GROUP_END(rx)
+            HP_CACHELINE_GROUP_BEGIN(rx) /* only the receive path */
+        HP__TCPS_LASTRCV_rx HP__TCPS_DACKDUE_rx HP__TCPS_DACKTDUE_rx HP__TCPS_OOO_rx HP__TCPS_EV_rx
+        HP__TCPS_BYTESRX_rx HP__TCPS_SNDWL_rx HP__TCPS_TSS_rx HP__TCPS_SEGSIN_rx HP__TCPS_SMSS_rx
+        HP_CACHELINE_GROUP_END(rx)
 
-    /* cold: the handshake, listeners, keepalive, the timers themselves, rare counters */
-    HP__TCPS_ISS_cold HP__TCPS_IRS_cold HP__TCPS_OOON_cold HP__TCPS_RTTSEQ_cold
-    HP__TCPS_KA_cold HP__TCPS_CHACK_cold HP__TCPS_TRTX_cold HP__TCPS_TDACK_cold HP__TCPS_TMISC_cold
-    HP__TCPS_LISTEN_cold HP__TCPS_CTR_cold
-    HP__TCPS_CCX_cold HP__TCPS_SACKRX_cold HP__TCPS_SB_cold HP__TCPS_PMTU_cold HP__TCPS_ECN_cold
+        /* cold: the handshake, listeners, keepalive, the timers themselves, the extension */
+        HP__TCPS_KA_cold HP__TCPS_COOKIEISS_cold HP__TCPS_PMTU_cold HP__TCPS_ISS_cold
+        HP__TCPS_IRS_cold HP__TCPS_OOON_cold HP__TCPS_RTTSEQ_cold HP__TCPS_TIMERS_cold
+        HP__TCPS_CHACK_cold HP__TCPS_LISTEN_cold HP__TCPS_EXT_cold
 #endif
 } __attribute__((aligned(HP_CACHELINE_SIZE))); /* allocated with aligned_alloc(64) by hp__tcp_conn_new */
 
@@ -425,6 +519,7 @@ struct hp__tcp_blocks {
     void *free;               /* freed blocks, linked through their first word */
     uint8_t *next, *end;      /* the newest chunk's part never handed out */
     void **chunks;
+    uint64_t **live; /* per chunk: a bit per block, set while handed out */
     uint32_t nchunks, cap;
     uint32_t nlive;           /* blocks handed out and not freed */
 };
@@ -435,14 +530,19 @@ void *hp__tcp_block_alloc(struct hp__tcp_blocks *b);
 void hp__tcp_block_free(struct hp__tcp_blocks *b, void *p);
 /* Unmap every chunk (blocks still handed out go with them). */
 void hp__tcp_blocks_fini(struct hp__tcp_blocks *b);
+/* The first block handed out after prev (chunk by chunk, in address
+ * order within one; NULL: from the start), or NULL. prev may have been freed since:
+ * freeing blocks during a walk is allowed, and a block handed out during
+ * it may or may not be visited. */
+void *hp__tcp_block_next(const struct hp__tcp_blocks *b, const void *prev);
 
 struct hp__tcp_state {
     struct hp_tcp_config cfg;     /* defaults filled in */
     struct hp__tcp_rtt_cfg rtt_cfg; /* cfg's RTO bounds, for the estimators */
     struct hp__tcp_table *table;
     struct hp__tcp_secret secret; /* ISNs, cookies, timestamp offsets */
-    struct hp_tcp_sock *all;      /* every TCP socket (anext/aprev) */
     uint32_t nconns;              /* sockets allocated (any state) */
+    uint32_t nexts;               /* extensions allocated (hp__tcp_ext_get) */
     /* RFC 5961 7: this second's stack-wide challenge ACK budget, drawn at
      * random (tcp_output.c challenge_allowed). */
     uint64_t chack_sec;           /* the second it was drawn for (s->now / 1 s) */
@@ -452,11 +552,12 @@ struct hp__tcp_state {
     struct hp_tcp_sock **dack_pend;
     uint32_t ndack_pend, dack_pend_cap;
     uint64_t dack_pend_due; /* the first one's deadline, the earliest */
+    bool table_rekey;       /* the table asked for a new hash key (tcp_table.c) */
     struct hp__tcp_blocks blocks; /* every hp_tcp_sock of the stack */
     /* Early demultiplexing of the receive burst being processed
      * (tcp_input.c): the peeked tuples and their hashes, in burst order. */
     struct hp__tcp_hint {
-        struct hp__tcp_key k; /* hash field unused */
+        struct hp__tcp_key k;
         const struct hp_buf *b;
         uint64_t h;
     } hint[HP__RX_BURST];
@@ -469,17 +570,76 @@ static inline struct hp__tcp_state *hp__tcp(struct hp_stack *s)
     return s->sock->tcp;
 }
 
+/* The next hop of c's segments: the peer, or the stack's gateway. */
+static inline const uint8_t *hp__tcp_nexthop(const struct hp_tcp_sock *c)
+{
+    if (!c->via_gw)
+        return c->key.raddr;
+    return c->key.family == 4 ? c->s->gw4 : c->s->gw6;
+}
+
+/* The interface c's segments leave by (NULL before it has a route). The
+ * route (chosen at connect / accept) is ifx, the interface's index, and
+ * via_gw: the source address is key.laddr, the next hop key.raddr or the
+ * stack's gateway (hp__tcp_nexthop). */
+static inline struct hp__iface *hp__tcp_ifc(const struct hp_tcp_sock *c)
+{
+    return c->ifx ? c->s->ifaces[c->ifx - 1] : NULL;
+}
+
 /* The route of c's segments: its interface and next hop, from key.laddr. */
 static inline void hp__tcp_route(const struct hp_tcp_sock *c, struct hp__route *rt)
 {
-    rt->ifc = c->ifc;
+    rt->ifc = hp__tcp_ifc(c);
     memcpy(rt->src, c->key.laddr, sizeof rt->src);
-    memcpy(rt->nexthop, c->nexthop, sizeof rt->nexthop);
+    memcpy(rt->nexthop, hp__tcp_nexthop(c), c->key.family == 4 ? 4 : 16);
 }
+
+/* c's extension (tcp_internal.h, struct hp__tcp_ext), allocated now if it
+ * has none: NULL (counted TCP_EXT_NOMEM) without memory. */
+struct hp__tcp_ext *hp__tcp_ext_get(struct hp_tcp_sock *c);
+
+/* CUBIC's state for a congestion control call on c (tcp_cc.h takes NULL
+ * for NewReno): the extension's; made now when `need` (an event that may
+ * touch it) and c uses CUBIC. NULL otherwise, or without memory: the
+ * event then runs as NewReno's. */
+static inline struct hp__tcp_cubic *hp__tcp_cubic_of(struct hp_tcp_sock *c, bool need)
+{
+    if (c->x)
+        return &c->x->cubic;
+    if (!need || c->cc.algo != HP__TCP_CC_CUBIC)
+        return NULL;
+    struct hp__tcp_ext *x = hp__tcp_ext_get(c);
+    return x ? &x->cubic : NULL;
+}
+
+/* c's rare counters (hp_tcp_info), NULL when they cannot be kept. */
+static inline struct hp__tcp_ctr *hp__tcp_st(struct hp_tcp_sock *c)
+{
+    struct hp__tcp_ext *x = hp__tcp_ext_get(c);
+    return x ? &x->st : NULL;
+}
+#define HP__TCP_ST_INC(c, field)                                                                   \
+    do {                                                                                           \
+        struct hp__tcp_ctr *st_ = hp__tcp_st(c);                                                   \
+        if (st_)                                                                                   \
+            st_->field++;                                                                          \
+    } while (0)
 
 static inline const struct hp__tcp_rtt_cfg *hp__tcp_rtt_cfg_of(const struct hp_tcp_sock *c)
 {
     return &hp__tcp(c->s)->rtt_cfg;
+}
+
+/* s->now in seconds (ts_recent_s's unit: 32 bits last 136 years). */
+static inline uint32_t hp__tcp_now_s(const struct hp_stack *s)
+{
+    return (uint32_t)(s->now / 1000000000u);
+}
+/* How long ago ts_recent was set, ns (a whole number of seconds). */
+static inline uint64_t hp__tcp_ts_recent_age_ns(const struct hp_tcp_sock *c)
+{
+    return (uint64_t)(uint32_t)(hp__tcp_now_s(c->s) - c->ts_recent_s) * 1000000000u;
 }
 
 /* tcp_listen.c: the timestamp clock t of an embryo whose ISS is a cookie
@@ -527,11 +687,12 @@ static inline bool hp__tcp_synchronized(const struct hp_tcp_sock *c)
  * an empty flight nowhere; the rest in tcp_sack.c. */
 static inline void hp__tcp_sb_sent(struct hp_tcp_sock *c, uint32_t seq, uint32_t end)
 {
-    struct hp__tcp_sb *sb = &c->sb;
+    struct hp__tcp_sb *sb =
+        (c->flags & HP__TCPF_SB) ? &c->x->sb : NULL; /* the log is in the extension */
     if (seq == c->snd_max && !(c->flags & HP__TCPF_SB_LOSS)) {
         /* Once a connection has its log, every segment goes in: a bulk
          * sender's flight empties and fills again all the time. */
-        if ((c->flags & HP__TCPF_SB) && sb->n < sb->cap && (sb->n || c->snd_una == seq)) {
+        if (sb && sb->n < sb->cap && (sb->n || c->snd_una == seq)) {
             uint64_t now = c->s->now;
             if (sb->n) {
                 struct hp__tcp_txseg *l = &sb->seg[(sb->head + sb->n - 1) & (sb->cap - 1)];
@@ -548,9 +709,9 @@ static inline void hp__tcp_sb_sent(struct hp_tcp_sock *c, uint32_t seq, uint32_t
             sb->n++;
             return;
         }
-        if (!(c->flags & HP__TCPF_SB) && c->snd_una == seq) {
+        if (!sb && c->snd_una == seq) {
             /* (The flag, not sb->n: a request/response flow never reads
-             * the log's cold line.) */
+             * the extension.) */
             c->last_send_ns = c->s->now; /* the time a later entry for it takes */
             return;
         }
@@ -584,6 +745,12 @@ void hp__tcp_fini(struct hp_stack *s);     /* from hp__sock_fini: frees every so
  * list, state CLOSED, not in any map. NULL (counted in
  * TCP_CONN_LIMIT_DROPS) at max_conns, or on ENOMEM. */
 struct hp_tcp_sock *hp__tcp_conn_new(struct hp_stack *s, int family);
+/* What the stack holds for its TCP sockets, in bytes: their blocks and
+ * extensions (the transmit logs' rings left out: a bulk sender's, sized by
+ * its flight), the connection map's buckets, the timer heap's and the
+ * delayed-ACK list's arrays. *conns grows by the connections in the map.
+ * For the peers bench's memory row (bench/peers/hotpath_mem.c). */
+uint64_t hp__tcp_mem_held(struct hp_stack *s, uint64_t *conns);
 /* Free a connection block: out of its map and its parent's queue, timers
  * cancelled, every queued buffer freed, off the ready list. */
 void hp__tcp_conn_free(struct hp_tcp_sock *c);
@@ -619,7 +786,7 @@ void hp__tcp_check(const struct hp_tcp_sock *c);
 void hp__tcp_wake(struct hp_tcp_sock *c, uint32_t events);
 /*
  * Give a new connection block its 4-tuple (local = our address, which must
- * be one of ours, never the any address): fills c->key and c->family,
+ * be one of ours, never the any address): fills c->key (key.family),
  * finds the route to raddr (c->rt, with rt.src forced to laddr), derives
  * rmss (from the route's MTU or cfg.mss / MAXSEG: MTU - 40 for IPv4,
  * - 60 for IPv6), a provisional smss = min(rmss, 536 or 1220), rcv_wscale
@@ -748,10 +915,8 @@ void hp__tcp_pmtu_probe_lost(struct hp_tcp_sock *c);
 
 /* ---- tcp_timer.c ---------------------------------------------------------------- */
 
-/* hp__timer callbacks, set by hp__tcp_conn_new. */
-void hp__tcp_timer_rtx(struct hp_stack *s, void *arg);
-void hp__tcp_timer_dack(struct hp_stack *s, void *arg);
-void hp__tcp_timer_misc(struct hp_stack *s, void *arg);
+/* The timers' functions (HP__TK_TCP_RTX, _DACK, _MISC) are declared in
+ * net/internal.h, which fires them. */
 /* (Re)start the retransmission timer RTO from now (lazily: moves rtx_due;
  * the heap entry only when it must fire earlier). */
 void hp__tcp_rtx_restart(struct hp_tcp_sock *c);
@@ -768,6 +933,12 @@ void hp__tcp_timers_cancel(struct hp_tcp_sock *c);
 /* An ACK is owed, delayed (HP__TCPF_DACK just set): due in delack_ms. The
  * heap entry is armed at the next poll if the ACK is still owed then. */
 void hp__tcp_dack_arm(struct hp_tcp_sock *c);
+/* An ACK is owed now, but a segment the application sends in answer may
+ * carry it: it goes at the start of the next poll unless one did (the
+ * dack_pend list, due now: hp_stack_next_timer_ns is 0 meanwhile). With
+ * QUICKACK, or when the list cannot grow, HP__TCPF_ACK_NOW instead (the
+ * caller's hp__tcp_output sends it). */
+void hp__tcp_ack_soon(struct hp_tcp_sock *c);
 /* Enter TIME_WAIT (sets the state, stops rtx/dack, arms t_misc for
  * time_wait_ms); or restart it (a retransmitted FIN arrived, RFC 9293
  * 3.10.7.4). */

@@ -33,19 +33,19 @@
 #define HP__TCP_RX_FIELDS(X)                                                               \
     X(key.laddr) X(key.raddr) X(key.lport) X(key.rport) X(key.family) X(key.zero_)         \
     X(s) X(state) X(flags) X(snd_wscale) X(rcv_wscale)                                     \
-    X(ts_recent) X(ts_recent_ns) X(rcv_adv) X(rcv_nxt) X(last_rcv_ns) X(ka_probes)         \
+    X(ts_recent) X(ts_recent_s) X(rcv_adv) X(rcv_nxt) X(last_rcv_ns) X(ka_probes)          \
     X(last_ack_sent) X(snd_una) X(snd_max) X(max_snd_wnd) X(snd_nxt) X(snd_wnd)            \
-    X(snd_wl1) X(snd_wl2) X(sndq) X(st_rx) X(rtx_count) X(ts_offset) X(rtt) X(smss)        \
-    X(cc) X(persist_shift) X(rtx_due) X(ooo) X(rcvq) X(rcvbuf) X(ooo_bytes) X(rmss)          \
-    X(segs_unacked) X(dack_tdue) X(dack_due) X(ev) X(mss_eff)
+    X(snd_wl1) X(snd_wl2) X(sndq) X(bytes_received) X(segs_in) X(rtx_count) X(ts_offset)   \
+    X(rtt) X(smss) X(cc) X(persist_shift) X(rtx_due) X(ooo) X(rcvq) X(rcvbuf) X(ooo_bytes) \
+    X(rmss) X(segs_unacked) X(dack_tdue) X(dack_due) X(ev) X(mss_eff)
 
 #define HP__TCP_TX_FIELDS(X)                                                               \
-    X(err) X(state) X(flags) X(sndbuf) X(sndq) X(sndcur) X(ifc) X(s) X(snd_una) X(snd_nxt)        \
+    X(err) X(state) X(flags) X(sndbuf) X(sndq) X(ifx) X(s) X(snd_una) X(snd_nxt)          \
     X(snd_max) X(last_send_ns) X(rtt.rto_us) X(snd_wnd) X(cc.cwnd) X(mss_eff)              \
     X(rcv_wscale) X(rcvq.bytes) X(ooo_bytes) X(rcvbuf) X(rcv_adv) X(rcv_nxt) X(rmss)       \
-    X(key.lport) X(key.rport) X(key.laddr) X(key.raddr) X(ts_offset) X(ts_recent) X(family)             \
-    X(nexthop) X(rcv_wnd) X(last_ack_sent) X(segs_unacked)                    \
-    X(st_tx) X(rtx_tdue) X(rtx_due)
+    X(key.lport) X(key.rport) X(key.laddr) X(key.raddr) X(key.family) X(ts_offset)        \
+    X(ts_recent) X(via_gw) X(rcv_wnd) X(last_ack_sent) X(segs_unacked)                     \
+    X(bytes_sent) X(segs_out) X(rtx_tdue) X(rtx_due)
 
 /*
  * The lines either path touches, as a constant bit set (bit l: line l of the

@@ -21,7 +21,7 @@ void hp__tcp_negotiate(struct hp_tcp_sock *c, const struct hp_tcp_opts *o)
     /* RFC 9293 3.7.1: send no segment larger than the peer's MSS (or the
      * default), nor than our own path allows (rmss comes from the route's
      * MTU, RFC 9293 3.7.1's "MMS_S"). */
-    uint32_t peer = o->has_mss ? o->mss : (c->family == 6 ? MSS_DEFAULT6 : MSS_DEFAULT4);
+    uint32_t peer = o->has_mss ? o->mss : (c->key.family == 6 ? MSS_DEFAULT6 : MSS_DEFAULT4);
     uint32_t mss = peer < c->rmss ? peer : c->rmss;
     if (mss < HP__TCP_MIN_SMSS)
         mss = HP__TCP_MIN_SMSS;
@@ -43,7 +43,7 @@ void hp__tcp_negotiate(struct hp_tcp_sock *c, const struct hp_tcp_opts *o)
     if (o->has_ts && !cfg->no_timestamps) {
         c->flags |= HP__TCPF_TS_OK;
         c->ts_recent = o->ts_val;
-        c->ts_recent_ns = c->s->now;
+        c->ts_recent_s = hp__tcp_now_s(c->s);
     } else {
         c->flags &= ~HP__TCPF_TS_OK;
     }
@@ -103,7 +103,7 @@ static void syn_queue_add(struct hp_tcp_sock *l, struct hp_tcp_sock *c)
 static void tuple_of(const struct hp_tcp_sock *c, struct hp__tcp_tuple *t)
 {
     memset(t, 0, sizeof *t);
-    t->family = c->family;
+    t->family = c->key.family;
     t->lport = c->key.lport;
     t->rport = c->key.rport;
     memcpy(t->laddr, c->key.laddr, sizeof t->laddr);
@@ -228,7 +228,7 @@ static void syn_in(struct hp_tcp_sock *l, struct hp__tcp_seg *sg)
     c->snd_wl1 = r->seq;
     c->snd_wl2 = c->iss;
     c->last_rcv_ns = s->now;
-    c->st_rx.segs_in++;
+    c->segs_in++;
     hp__tcp_set_state(c, HP_TCP_SYN_RECEIVED);
     syn_queue_add(l, c);
     hp__tcp_seg_free(sg);
@@ -381,7 +381,7 @@ static void cookie_ack(struct hp_tcp_sock *l, struct hp__tcp_seg *sg)
      * hp__tcp_established takes it from nowhere to the accept queue, and
      * hp__tcp_conn_free copes with neither. */
     hp__tcp_set_state(c, HP_TCP_SYN_RECEIVED);
-    c->st_rx.segs_in++;
+    c->segs_in++;
     hp__tcp_conn_input(c, sg);
 }
 

@@ -63,7 +63,7 @@ static void deliver(struct hp_tcp_sock *c, struct hp_buf *b)
         hp_buf_free(b);
         return;
     }
-    hp__tcp_bufq_push_small(&c->rcvq, b, HP__TCP_RCV_SMALL);
+    hp__tcp_rcvq_push_small(&c->rcvq, b, HP__TCP_RCV_SMALL);
 }
 
 /*
@@ -117,7 +117,7 @@ static uint32_t ooo_pull(struct hp_tcp_sock *c, bool *fin)
         if (n) {
             deliver(c, q);
             c->rcv_nxt += n;
-            c->st_rx.bytes_received += n;
+            c->bytes_received += n;
             moved += n;
         } else {
             ooo_free_one(q);
@@ -167,7 +167,7 @@ static bool in_order(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
         keep(b, sg->off, len);
         deliver(c, b);
         c->rcv_nxt += len;
-        c->st_rx.bytes_received += len;
+        c->bytes_received += len;
     }
     hp__tcp_seg_free(sg);
 
@@ -197,7 +197,13 @@ static void sack_recent_push(struct hp_tcp_sock *c, uint32_t seq)
 {
     if (!(c->flags & HP__TCPF_SACK_OK))
         return;
-    struct hp__tcp_sackrx *x = &c->sackrx;
+    c->flags |= HP__TCPF_SACK_OUT;
+    /* The ranking's memory is the extension's; without it the blocks go
+     * unranked (sequence order). */
+    struct hp__tcp_ext *ext = hp__tcp_ext_get(c);
+    if (!ext)
+        return;
+    struct hp__tcp_sackrx *x = &ext->sackrx;
     unsigned n = x->nrecent, i = 0;
     while (i < n && x->recent[i] != seq)
         i++;
@@ -208,16 +214,18 @@ static void sack_recent_push(struct hp_tcp_sock *c, uint32_t seq)
     for (; i > 0; i--)
         x->recent[i] = x->recent[i - 1];
     x->recent[0] = seq;
-    c->flags |= HP__TCPF_SACK_OUT;
 }
 
 void hp__tcp_dsack_note(struct hp_tcp_sock *c, uint32_t seq, uint32_t end)
 {
-    if (!(c->flags & HP__TCPF_SACK_OK) || !hp__seq_lt(seq, end) || c->sackrx.dsack_pend)
+    if (!(c->flags & HP__TCPF_SACK_OK) || !hp__seq_lt(seq, end))
         return;
-    c->sackrx.dsack[0] = seq;
-    c->sackrx.dsack[1] = end;
-    c->sackrx.dsack_pend = true;
+    struct hp__tcp_ext *x = hp__tcp_ext_get(c); /* without it, no D-SACK */
+    if (!x || x->sackrx.dsack_pend)
+        return;
+    x->sackrx.dsack[0] = seq;
+    x->sackrx.dsack[1] = end;
+    x->sackrx.dsack_pend = true;
     /* At once: the sender learns of a spurious retransmission from it. */
     c->flags |= HP__TCPF_SACK_OUT | HP__TCPF_ACK_NOW;
     hp__ctr(c->s, HP_CTR_TCP_DSACK_SENT);
@@ -246,9 +254,9 @@ static unsigned pick_add(struct pick *pk, unsigned n, unsigned max, uint32_t l, 
 
 unsigned hp__tcp_sack_fill(struct hp_tcp_sock *c, uint32_t (*blk)[2], unsigned max)
 {
-    struct hp__tcp_sackrx *x = &c->sackrx;
+    struct hp__tcp_sackrx *x = c->x ? &c->x->sackrx : NULL; /* none: no D-SACK, no ranking */
     unsigned n = 0;
-    if (x->dsack_pend && max) {
+    if (x && x->dsack_pend && max) {
         /* RFC 2883 4: the duplicate first, reported once. */
         blk[0][0] = x->dsack[0];
         blk[0][1] = x->dsack[1];
@@ -272,7 +280,7 @@ unsigned hp__tcp_sack_fill(struct hp_tcp_sock *c, uint32_t (*blk)[2], unsigned m
         if (l == r)
             continue;
         uint32_t p = 0xff;
-        for (unsigned i = 0; i < x->nrecent && p == 0xff; i++)
+        for (unsigned i = 0; x && i < x->nrecent && p == 0xff; i++)
             if (hp__seq_ge(x->recent[i], l) && hp__seq_lt(x->recent[i], r))
                 p = i;
         m = pick_add(pk, m, max, l, r, p);

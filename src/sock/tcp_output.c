@@ -125,6 +125,18 @@ static bool window_grew(const struct hp_tcp_sock *c)
     return grow >= 2u * c->rmss || grow >= (c->rcvbuf >> 1) || cur < c->rmss;
 }
 
+/* After the user read: whether the peer should hear of the window now. Not
+ * for every read that frees two segments (a bulk receiver's every poll):
+ * once the window we could offer is at least twice what the peer still
+ * has (Linux's tcp_cleanup_rbuf rule), or what it has is less than a
+ * segment (it may be waiting for it). */
+static bool window_update_due(const struct hp_tcp_sock *c)
+{
+    uint32_t cur;
+    uint32_t win = rcv_window(c, &cur);
+    return win > cur && (cur < c->rmss || win >= 2u * (uint64_t)cur);
+}
+
 /* ---- sending one segment ----------------------------------------------------- */
 
 /* The connection sent a segment carrying ACK: what the peer knows of our
@@ -153,6 +165,7 @@ static void acked_now(struct hp_tcp_sock *c, uint32_t wnd_bytes)
 static int ip_send(struct hp_stack *s, const struct hp__route *rt, int family, const uint8_t *dst,
                    unsigned xf, struct hp_buf *b)
 {
+    xf |= HP__IP_UNICAST; /* a connection's peer is unicast (tcp_input.c, tcp_api.c) */
     if (!hp__tcp(s)->cfg.no_pmtud)
         xf |= HP__IP_DF;
     int rc = family == 4 ? hp__ipv4_output_x(s, rt, dst, HP_IPPROTO_TCP, xf, b)
@@ -170,14 +183,15 @@ static int ip_send(struct hp_stack *s, const struct hp__route *rt, int family, c
  * the first new data segment after a reduction (6.1.2). */
 static void ecn_flags(struct hp_tcp_sock *c, uint8_t *h, uint32_t len, bool rtx)
 {
-    if (c->ecn.ece_owed && (h[13] & HP_TCP_F_ACK))
+    struct hp__tcp_ecn *e = &c->x->ecn; /* ECN_PEND is only set with the extension */
+    if (e->ece_owed && (h[13] & HP_TCP_F_ACK))
         h[13] |= HP_TCP_F_ECE;
-    if (c->ecn.cwr_owed && len && !rtx && !(c->flags & HP__TCPF_PERSIST)) {
+    if (e->cwr_owed && len && !rtx && !(c->flags & HP__TCPF_PERSIST)) {
         h[13] |= HP_TCP_F_CWR;
-        c->ecn.cwr_owed = false;
+        e->cwr_owed = false;
         hp__ctr(c->s, HP_CTR_TCP_ECN_CWR_OUT);
     }
-    if (!c->ecn.ece_owed && !c->ecn.cwr_owed)
+    if (!e->ece_owed && !e->cwr_owed)
         c->flags &= ~HP__TCPF_ECN_PEND;
 }
 
@@ -224,7 +238,7 @@ static void put_sack(uint8_t *o, uint32_t (*blk)[2], unsigned n)
 static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
 {
     struct hp_stack *s = c->s;
-    struct hp_buf *b = hp__alloc(c->ifc);
+    struct hp_buf *b = hp__alloc(hp__tcp_ifc(c));
     if (!b) {
         hp__ctr(s, HP_CTR_TCP_NO_BUFFERS);
         return -ENOBUFS;
@@ -243,7 +257,8 @@ static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
     uint32_t tot = hlen + len;
     uint8_t *h = hp_buf_append(b, tot);
     if (len)
-        hp__tcp_bufq_copy(&c->sndq, &c->sndcur, c->sndq.start + (uint32_t)(seq - hp__tcp_sndq_seq(c)), len, h + hlen);
+        hp__tcp_sndq_copy(&c->sndq, c->x ? &c->x->sndcur : NULL,
+                          c->sndq.start + (uint32_t)(seq - hp__tcp_sndq_seq(c)), len, h + hlen);
 
     uint32_t wnd_bytes;
     uint16_t wnd = window_field(c, &wnd_bytes);
@@ -278,25 +293,26 @@ static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
      * on retransmissions or window probes. */
     if ((c->flags & HP__TCPF_ECN_OK) && len && !hp__seq_lt(seq, c->snd_max) && !(c->flags & HP__TCPF_PERSIST))
         xf |= HP__IP_ECT0;
-    uint32_t sum = c->family == 4 ? hp_cksum_pseudo_ipv4(c->key.laddr, c->key.raddr, 6, (uint16_t)tot)
-                                  : hp_cksum_pseudo_ipv6(c->key.laddr, c->key.raddr, 6, tot);
+    uint32_t sum = c->key.family == 4
+                       ? hp_cksum_pseudo_ipv4(c->key.laddr, c->key.raddr, 6, (uint16_t)tot)
+                       : hp_cksum_pseudo_ipv6(c->key.laddr, c->key.raddr, 6, tot);
     uint16_t ck = hp_cksum_fold(hp_cksum_partial(h, tot, sum));
     memcpy(h + 16, &ck, 2);
 
     struct hp__route rt;
     hp__tcp_route(c, &rt);
-    int rc = ip_send(s, &rt, c->family, c->key.raddr, xf, b);
+    int rc = ip_send(s, &rt, c->key.family, c->key.raddr, xf, b);
     if (rc < 0)
         return rc;
     if (fl & HP_TCP_F_ACK)
         acked_now(c, wnd_bytes);
     if ((c->flags & HP__TCPF_SACK_OK) && (len || (fl & HP_TCP_F_FIN)) && !(c->flags & HP__TCPF_PERSIST))
         hp__tcp_sb_sent(c, seq, seq + len + ((fl & HP_TCP_F_FIN) ? 1u : 0u));
-    c->st_tx.segs_out++;
-    c->st_tx.bytes_sent += len;
+    c->segs_out++;
+    c->bytes_sent += len;
     if (rtx) {
         hp__ctr(s, HP_CTR_TCP_RETRANS_SEGS);
-        c->st.retrans_segs++;
+        HP__TCP_ST_INC(c, retrans_segs);
     }
     return (int)len;
 }
@@ -461,7 +477,7 @@ static int output(struct hp_tcp_sock *c, bool force)
     /* RFC 5681 4.1: after an idle period longer than the RTO, start again
      * from the restart window rather than send an old cwnd as one burst. */
     if (pending && una == c->snd_max && now - c->last_send_ns > (uint64_t)hp__tcp_rtt_rto(&c->rtt) * 1000u)
-        hp__tcp_cc_idle(&c->cc, &c->cubic, c->mss_eff);
+        hp__tcp_cc_idle(&c->cc, hp__tcp_cubic_of(c, false), c->mss_eff);
 
     const uint32_t mss = c->mss_eff;
     /* Limited Transmit (RFC 3042): on the first two duplicate ACKs, one
@@ -532,7 +548,7 @@ static int output(struct hp_tcp_sock *c, bool force)
             /* Without timestamps, time one segment per round trip. */
             c->flags |= HP__TCPF_RTT_TIMING;
             c->rtt_seq = nxt;
-            c->rtt_start_ns = now;
+            c->rtt_start_us = (uint32_t)(now / 1000u);
         }
         c->snd_nxt = nxt;
         if (hp__seq_gt(nxt, c->snd_max))
@@ -674,15 +690,15 @@ int hp__tcp_send_syn(struct hp_tcp_sock *c)
     bool again = c->rtx_tdue != 0 && c->rtx_due != 0;
     struct hp__route rt;
     hp__tcp_route(c, &rt);
-    int rc = emit_send(c->s, &rt, c->family, c->key.raddr, &r);
+    int rc = emit_send(c->s, &rt, c->key.family, c->key.raddr, &r);
     /* The SYN is outstanding from now on, sent or not: the timer resends it. */
     c->snd_max = c->iss + 1;
     c->snd_nxt = c->iss + 1;
     if (rc == 0) {
-        c->st_tx.segs_out++;
+        c->segs_out++;
         if (again) {
             hp__ctr(c->s, HP_CTR_TCP_RETRANS_SEGS);
-            c->st.retrans_segs++;
+            HP__TCP_ST_INC(c, retrans_segs);
         }
         if (r.flags & HP_TCP_F_ACK)
             acked_now(c, r.window);
@@ -786,7 +802,7 @@ void hp__tcp_challenge_ack(struct hp_tcp_sock *c)
 
 void hp__tcp_send_rst(struct hp_tcp_sock *c)
 {
-    if (c->state == HP_TCP_CLOSED || c->state == HP_TCP_LISTEN || !c->ifc)
+    if (c->state == HP_TCP_CLOSED || c->state == HP_TCP_LISTEN || !c->ifx)
         return;
     struct hp_tcp_repr r;
     memset(&r, 0, sizeof r);
@@ -802,9 +818,9 @@ void hp__tcp_send_rst(struct hp_tcp_sock *c)
     }
     struct hp__route rt;
     hp__tcp_route(c, &rt);
-    if (emit_send(c->s, &rt, c->family, c->key.raddr, &r) == 0) {
+    if (emit_send(c->s, &rt, c->key.family, c->key.raddr, &r) == 0) {
         hp__ctr(c->s, HP_CTR_TCP_OUT_RSTS);
-        c->st_tx.segs_out++;
+        c->segs_out++;
     }
 }
 
@@ -922,8 +938,15 @@ void hp__tcp_ack_schedule(struct hp_tcp_sock *c, uint32_t len, bool in_order, bo
     /* Every delack_segs full-sized segments; and, so that a peer sending
      * short segments (a smaller MSS than we announced) still gets its ACKs,
      * every delack_segs segments' worth of bytes. */
-    if (c->segs_unacked >= segs || c->rcv_nxt - c->last_ack_sent >= segs * full || window_grew(c)) {
+    if (c->segs_unacked >= segs || c->rcv_nxt - c->last_ack_sent >= segs * full) {
         c->flags |= HP__TCPF_ACK_NOW;
+        return;
+    }
+    /* A window the peer should hear of (the first data after the handshake
+     * announces the scaled one): soon, so that the application's answer
+     * carries it. */
+    if (window_grew(c)) {
+        hp__tcp_ack_soon(c);
         return;
     }
     if (!(c->flags & HP__TCPF_DACK)) {
@@ -940,8 +963,11 @@ void hp__tcp_window_update(struct hp_tcp_sock *c)
           c->state == HP_TCP_FIN_WAIT_2) ||
         (c->flags & HP__TCPF_FIN_RCVD))
         return;
-    if (!window_grew(c))
+    if (!window_update_due(c))
         return;
-    c->flags |= HP__TCPF_ACK_NOW;
-    (void)hp__tcp_output(c);
+    /* Soon rather than now: data the application sends before the next
+     * poll carries it, and so does the ACK of what arrives meanwhile. */
+    hp__tcp_ack_soon(c);
+    if (c->flags & HP__TCPF_ACK_NOW)
+        (void)hp__tcp_output(c);
 }

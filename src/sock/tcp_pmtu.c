@@ -15,7 +15,7 @@
 
 static uint32_t hdrs(const struct hp_tcp_sock *c)
 {
-    return c->family == 6 ? 60u : 40u;
+    return c->key.family == 6 ? 60u : 40u;
 }
 
 void hp__tcp_pmtu_apply(struct hp_tcp_sock *c)
@@ -82,10 +82,13 @@ void hp__tcp_icmp_too_big(struct hp_stack *s, int family, const uint8_t *src, co
     if (mtu >= c->pmtu)
         return; /* not smaller than what we use: nothing to learn */
     c->pmtu = (uint16_t)mtu;
-    if (c->plp.high > mtu + 1)
-        c->plp.high = (uint16_t)(mtu + 1);
-    if (c->plp.low > mtu)
-        c->plp.low = (uint16_t)mtu;
+    if (c->x) { /* without one, no search was on */
+        struct hp__tcp_plpmtud *p = &c->x->plp;
+        if (p->high > mtu + 1)
+            p->high = (uint16_t)(mtu + 1);
+        if (p->low > mtu)
+            p->low = (uint16_t)mtu;
+    }
     hp__ctr(s, HP_CTR_TCP_PMTU_UPDATES);
     hp__tcp_pmtu_apply(c);
     resend_smaller(c);
@@ -95,12 +98,13 @@ void hp__tcp_icmp_too_big(struct hp_stack *s, int family, const uint8_t *src, co
 
 static uint16_t base(const struct hp_tcp_sock *c)
 {
-    return c->family == 6 ? BASE6 : BASE4;
+    return c->key.family == 6 ? BASE6 : BASE4;
 }
 
+/* A probe was out: the connection has its extension. */
 static void probe_done(struct hp_tcp_sock *c, bool ok)
 {
-    struct hp__tcp_plpmtud *p = &c->plp;
+    struct hp__tcp_plpmtud *p = &c->x->plp;
     p->probe_out = false;
     if (ok) {
         hp__ctr(c->s, HP_CTR_TCP_PMTU_PROBE_OK);
@@ -118,7 +122,7 @@ void hp__tcp_pmtu_on_rto(struct hp_tcp_sock *c)
     const struct hp_tcp_config *cfg = &hp__tcp(c->s)->cfg;
     if (cfg->no_plpmtud || cfg->no_pmtud)
         return;
-    if (c->plp.probe_out) {
+    if (c->x && c->x->plp.probe_out) {
         probe_done(c, false);
         return;
     }
@@ -130,8 +134,11 @@ void hp__tcp_pmtu_on_rto(struct hp_tcp_sock *c)
     /* Two timeouts in a row, and no ICMP: full-sized segments may vanish
      * in a black hole. Fall back to the base and search upwards. */
     hp__ctr(c->s, HP_CTR_TCP_PMTU_BLACKHOLES);
-    c->plp.high = c->pmtu;
-    c->plp.low = base(c);
+    struct hp__tcp_ext *x = hp__tcp_ext_get(c); /* the search's state; without it, no search */
+    if (x) {
+        x->plp.high = c->pmtu;
+        x->plp.low = base(c);
+    }
     c->pmtu = base(c);
     hp__tcp_pmtu_apply(c);
     if (c->flags & HP__TCPF_SACK_OK)
@@ -140,13 +147,15 @@ void hp__tcp_pmtu_on_rto(struct hp_tcp_sock *c)
 
 void hp__tcp_pmtu_probe_lost(struct hp_tcp_sock *c)
 {
-    if (c->plp.probe_out)
+    if (c->x && c->x->plp.probe_out)
         probe_done(c, false);
 }
 
 void hp__tcp_pmtu_on_ack(struct hp_tcp_sock *c)
 {
-    struct hp__tcp_plpmtud *p = &c->plp;
+    if (!c->x)
+        return; /* no search without the extension */
+    struct hp__tcp_plpmtud *p = &c->x->plp;
     if (p->probe_out) {
         if (hp__seq_ge(c->snd_una, p->probe_end))
             probe_done(c, true);
@@ -170,5 +179,5 @@ void hp__tcp_pmtu_on_ack(struct hp_tcp_sock *c)
     p->probe_out = true;
     p->probe_end = seq + len;
     hp__ctr(c->s, HP_CTR_TCP_PMTU_PROBES);
-    c->st.pmtu_probes++;
+    c->x->st.pmtu_probes++;
 }

@@ -15,6 +15,14 @@
 #define MIN_RTT_WIN_NS 300000000000ull /* RACK.min_RTT's window (RFC 8985 6.1: "recent") */
 #define REO_PERSIST 16u          /* RFC 8985 6.2 step 4 */
 
+/* The scoreboard, in c's extension: only functions reached with one call
+ * it (the entry points below check, or their flags imply one: HP__TCPF_SB
+ * and HP__TCPF_SB_LOSS are only ever set with it). */
+static inline struct hp__tcp_sb *sbp(const struct hp_tcp_sock *c)
+{
+    return &c->x->sb;
+}
+
 static inline struct hp__tcp_txseg *at(const struct hp__tcp_sb *sb, uint32_t i)
 {
     return &sb->seg[(sb->head + i) & (sb->cap - 1)];
@@ -29,9 +37,12 @@ void hp__tcp_sb_init(struct hp__tcp_sb *sb)
 
 void hp__tcp_sb_free(struct hp_tcp_sock *c)
 {
-    free(c->sb.seg);
-    c->sb.seg = NULL;
-    c->sb.cap = c->sb.n = c->sb.head = 0;
+    c->flags &= ~(HP__TCPF_SB | HP__TCPF_SB_LOSS);
+    if (!c->x)
+        return;
+    free(sbp(c)->seg);
+    sbp(c)->seg = NULL;
+    sbp(c)->cap = sbp(c)->n = sbp(c)->head = 0;
     c->flags &= ~(HP__TCPF_SB | HP__TCPF_SB_LOSS);
 }
 
@@ -62,7 +73,7 @@ static void set_flags(struct hp__tcp_sb *sb, struct hp__tcp_txseg *e, uint8_t f)
 /* The slow path flag follows the state. */
 static void update_flags(struct hp_tcp_sock *c)
 {
-    struct hp__tcp_sb *sb = &c->sb;
+    struct hp__tcp_sb *sb = sbp(c);
     if (sb->cap)
         c->flags |= HP__TCPF_SB;
     else
@@ -75,8 +86,10 @@ static void update_flags(struct hp_tcp_sock *c)
 
 uint32_t hp__tcp_sb_pipe(const struct hp_tcp_sock *c)
 {
-    const struct hp__tcp_sb *sb = &c->sb;
     uint32_t flight = c->snd_max - c->snd_una;
+    if (!c->x)
+        return flight;
+    const struct hp__tcp_sb *sb = sbp(c);
     uint64_t out = (uint64_t)sb->sacked + sb->lost;
     uint64_t pipe = (flight > out ? flight - out : 0) + (uint64_t)sb->rtx_out;
     return pipe > UINT32_MAX ? UINT32_MAX : (uint32_t)pipe;
@@ -84,7 +97,11 @@ uint32_t hp__tcp_sb_pipe(const struct hp_tcp_sock *c)
 
 void hp__tcp_sb_reset(struct hp_tcp_sock *c)
 {
-    struct hp__tcp_sb *sb = &c->sb;
+    if (!c->x) {
+        c->flags &= ~(HP__TCPF_SB | HP__TCPF_SB_LOSS);
+        return;
+    }
+    struct hp__tcp_sb *sb = sbp(c);
     sb->n = sb->head = 0;
     sb->sacked = sb->lost = sb->rtx_out = sb->nsacked = 0;
     sb->in_recovery = false;
@@ -114,7 +131,7 @@ static bool grow(struct hp__tcp_sb *sb)
 
 static void append(struct hp_tcp_sock *c, uint32_t seq, uint32_t end, uint64_t t)
 {
-    struct hp__tcp_sb *sb = &c->sb;
+    struct hp__tcp_sb *sb = sbp(c);
     if (sb->n) {
         /* Segments sent together (the same clock reading) make one entry:
          * a run, split later where SACK blocks or retransmissions cut it. */
@@ -148,7 +165,7 @@ static void append(struct hp_tcp_sock *c, uint32_t seq, uint32_t end, uint64_t t
  * next): entries are in sequence order from snd_una. */
 static uint32_t find(const struct hp_tcp_sock *c, uint32_t seq)
 {
-    const struct hp__tcp_sb *sb = &c->sb;
+    const struct hp__tcp_sb *sb = sbp(c);
     uint32_t una = c->snd_una, lo = 0, hi = sb->n, off = seq - una;
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
@@ -182,7 +199,7 @@ static bool split(struct hp__tcp_sb *sb, uint32_t i, uint32_t seq)
 /* Make seq an entry boundary, if it falls inside one. */
 static void cut_at(struct hp_tcp_sock *c, uint32_t seq)
 {
-    struct hp__tcp_sb *sb = &c->sb;
+    struct hp__tcp_sb *sb = sbp(c);
     uint32_t i = find(c, seq);
     if (i < sb->n && hp__seq_lt(at(sb, i)->seq, seq))
         (void)split(sb, i, seq);
@@ -191,13 +208,13 @@ static void cut_at(struct hp_tcp_sock *c, uint32_t seq)
 /* The single segment sent into an empty flight becomes an entry. */
 static void materialize(struct hp_tcp_sock *c)
 {
-    if (c->sb.n == 0 && c->snd_una != c->snd_max)
+    if (sbp(c)->n == 0 && c->snd_una != c->snd_max)
         append(c, c->snd_una, c->snd_max, c->last_send_ns);
 }
 
 static void mark_retrans(struct hp_tcp_sock *c, uint32_t seq, uint32_t end, uint64_t now)
 {
-    struct hp__tcp_sb *sb = &c->sb;
+    struct hp__tcp_sb *sb = sbp(c);
     cut_at(c, seq);
     cut_at(c, end);
     for (uint32_t i = find(c, seq); i < sb->n; i++) {
@@ -215,22 +232,26 @@ static void mark_retrans(struct hp_tcp_sock *c, uint32_t seq, uint32_t end, uint
 
 void hp__tcp_sb_sent_slow(struct hp_tcp_sock *c, uint32_t seq, uint32_t end)
 {
-    struct hp__tcp_sb *sb = &c->sb;
     uint64_t now = c->s->now;
     uint32_t max = c->snd_max;
-    if ((c->flags & HP__TCPF_SB_LOSS) && sb->in_recovery)
-        sb->prr_out += end - seq;
-    if (seq == max && sb->n) {
+    uint32_t logged = c->x ? sbp(c)->n : 0;
+    if ((c->flags & HP__TCPF_SB_LOSS) && sbp(c)->in_recovery)
+        sbp(c)->prr_out += end - seq;
+    if (seq == max && logged) {
         /* New data after logged data: the common case of a bulk sender. */
         append(c, seq, end, now);
         return;
     }
-    if (seq == max && c->snd_una == max && sb->n == 0) {
+    if (seq == max && c->snd_una == max && logged == 0) {
         /* Into an empty flight: not logged (see tcp_sack.h); its time is
          * what a later entry for it takes. */
         c->last_send_ns = now;
         return;
     }
+    /* The log starts: the extension holds it. Without memory, no log
+     * (recovery as without SACK). */
+    if (!hp__tcp_ext_get(c))
+        return;
     materialize(c);
     if (hp__seq_lt(seq, max)) {
         mark_retrans(c, seq, hp__seq_lt(end, max) ? end : max, now);
@@ -242,7 +263,9 @@ void hp__tcp_sb_sent_slow(struct hp_tcp_sock *c, uint32_t seq, uint32_t end)
 
 bool hp__tcp_sb_next_lost(const struct hp_tcp_sock *c, uint32_t *seq, uint32_t *end)
 {
-    const struct hp__tcp_sb *sb = &c->sb;
+    if (!c->x)
+        return false;
+    const struct hp__tcp_sb *sb = sbp(c);
     if (!sb->lost)
         return false;
     for (uint32_t i = 0; i < sb->n; i++) {
@@ -261,7 +284,7 @@ bool hp__tcp_sb_next_lost(const struct hp_tcp_sock *c, uint32_t *seq, uint32_t *
 /* Segment e was delivered (acknowledged or SACKed) by this ACK. */
 static inline void rack_update(struct hp_tcp_sock *c, const struct hp__tcp_txseg *e, uint64_t now)
 {
-    struct hp__tcp_sb *sb = &c->sb;
+    struct hp__tcp_sb *sb = sbp(c);
     uint64_t rtt = now > e->xmit_ns ? now - e->xmit_ns : 1;
     /* 6.2 step 2: a retransmitted segment's ACK may answer the original:
      * an RTT below the minimum says it does. */
@@ -282,7 +305,7 @@ static inline void rack_update(struct hp_tcp_sock *c, const struct hp__tcp_txseg
  * retransmitted, was reordered. */
 static void reorder_check(struct hp_tcp_sock *c, const struct hp__tcp_txseg *e, uint32_t fack)
 {
-    struct hp__tcp_sb *sb = &c->sb;
+    struct hp__tcp_sb *sb = sbp(c);
     if ((e->flags & HP__TXS_EVER) || !hp__seq_lt(e->end, fack))
         return;
     if (!sb->reordering_seen)
@@ -297,7 +320,7 @@ static void reorder_check(struct hp_tcp_sock *c, const struct hp__tcp_txseg *e, 
 /* 6.2 step 4: the reordering window. */
 static uint64_t reo_wnd_ns(const struct hp_tcp_sock *c)
 {
-    const struct hp__tcp_sb *sb = &c->sb;
+    const struct hp__tcp_sb *sb = sbp(c);
     if (!sb->reordering_seen && (sb->in_recovery || sb->sacked >= DUPTHRESH * (uint32_t)c->mss_eff))
         return 0;
     uint64_t srtt = hp__tcp_rtt_srtt_us(&c->rtt);
@@ -313,7 +336,7 @@ static uint64_t reo_wnd_ns(const struct hp_tcp_sock *c)
  * one would be (0: none). */
 static uint64_t rack_detect(struct hp_tcp_sock *c, uint64_t now, bool *congestion)
 {
-    struct hp__tcp_sb *sb = &c->sb;
+    struct hp__tcp_sb *sb = sbp(c);
     if (!sb->rack_xmit_ns)
         return 0;
     uint64_t wait = sb->rack_rtt_ns + reo_wnd_ns(c), next = 0;
@@ -347,9 +370,9 @@ static uint64_t rack_detect(struct hp_tcp_sock *c, uint64_t now, bool *congestio
 
 static void recovery_enter(struct hp_tcp_sock *c)
 {
-    struct hp__tcp_sb *sb = &c->sb;
+    struct hp__tcp_sb *sb = sbp(c);
     struct hp__tcp_cc_ev ev = hp__tcp_cc_ev(c, 0, c->snd_max - c->snd_una);
-    hp__tcp_cc_reduce(&c->cc, &c->cubic, &ev);
+    hp__tcp_cc_reduce(&c->cc, hp__tcp_cubic_of(c, true), &ev);
     sb->in_recovery = true;
     sb->recover = c->snd_max;
     sb->prr_delivered = sb->prr_out = 0;
@@ -360,12 +383,12 @@ static void recovery_enter(struct hp_tcp_sock *c)
     c->cc.recover = c->snd_max - 1;
     hp__ctr(c->s, HP_CTR_TCP_SACK_RECOVERIES);
     hp__ctr(c->s, HP_CTR_TCP_FAST_RETRANS);
-    c->st.fast_retrans++;
+    HP__TCP_ST_INC(c, fast_retrans);
 }
 
 static void recovery_exit(struct hp_tcp_sock *c)
 {
-    struct hp__tcp_sb *sb = &c->sb;
+    struct hp__tcp_sb *sb = sbp(c);
     sb->in_recovery = false;
     /* RFC 6937: cwnd = ssthresh at the end of recovery. */
     if (c->cc.ssthresh != UINT32_MAX)
@@ -378,7 +401,7 @@ static void recovery_exit(struct hp_tcp_sock *c)
  * ACK newly delivered (acknowledged or SACKed). */
 static void prr_ack(struct hp_tcp_sock *c, uint32_t delivered)
 {
-    struct hp__tcp_sb *sb = &c->sb;
+    struct hp__tcp_sb *sb = sbp(c);
     uint32_t mss = c->mss_eff;
     sb->prr_delivered += delivered;
     uint32_t pipe = hp__tcp_sb_pipe(c);
@@ -409,15 +432,15 @@ static void prr_ack(struct hp_tcp_sock *c, uint32_t delivered)
  * came back as a D-SACK (RFC 2883 5, RFC 9438 4.9). */
 static void undo(struct hp_tcp_sock *c)
 {
-    struct hp__tcp_sb *sb = &c->sb;
+    struct hp__tcp_sb *sb = sbp(c);
     if (!sb->undo_ok)
         return;
     sb->undo_ok = false;
-    hp__tcp_cc_undo(&c->cc, &c->cubic);
+    hp__tcp_cc_undo(&c->cc, hp__tcp_cubic_of(c, false));
     if (sb->in_recovery)
         sb->in_recovery = false;
     hp__ctr(c->s, HP_CTR_TCP_SPURIOUS_UNDO);
-    c->st.spurious_undos++;
+    HP__TCP_ST_INC(c, spurious_undos);
 }
 
 /* ---- an ACK ---------------------------------------------------------------------------- */
@@ -426,7 +449,7 @@ static void undo(struct hp_tcp_sock *c)
  * now. @return bytes newly delivered that were not SACKed. */
 static uint32_t pop_acked(struct hp_tcp_sock *c, uint64_t now)
 {
-    struct hp__tcp_sb *sb = &c->sb;
+    struct hp__tcp_sb *sb = sbp(c);
     uint32_t una = c->snd_una, fack = sb->fack, newly = 0;
     while (sb->n) {
         struct hp__tcp_txseg *e = at(sb, 0);
@@ -471,7 +494,7 @@ static bool is_dsack(const struct hp_tcp_repr *r)
 
 static void dsack_in(struct hp_tcp_sock *c, uint32_t l, uint32_t r)
 {
-    struct hp__tcp_sb *sb = &c->sb;
+    struct hp__tcp_sb *sb = sbp(c);
     /* Plausible: non-empty, no larger than a window, not far below. */
     if (!hp__seq_lt(l, r) || r - l > c->max_snd_wnd + c->mss_eff ||
         hp__seq_lt(l, c->snd_una - c->max_snd_wnd - c->mss_eff) || hp__seq_gt(r, c->snd_max)) {
@@ -479,7 +502,7 @@ static void dsack_in(struct hp_tcp_sock *c, uint32_t l, uint32_t r)
         return;
     }
     hp__ctr(c->s, HP_CTR_TCP_DSACK_IN);
-    c->st.dsacks_in++;
+    HP__TCP_ST_INC(c, dsacks_in);
     /* RFC 8985 6.2 step 4: a D-SACK widens the reordering window, once
      * per round trip, for the next 16 recoveries. */
     if (!sb->dsack_round_on || hp__seq_ge(c->snd_una, sb->dsack_round)) {
@@ -499,7 +522,7 @@ static void dsack_in(struct hp_tcp_sock *c, uint32_t l, uint32_t r)
 /* Mark the entries inside [l, r) SACKed. @return bytes newly SACKed. */
 static uint32_t sack_block(struct hp_tcp_sock *c, uint32_t l, uint32_t r, uint64_t now)
 {
-    struct hp__tcp_sb *sb = &c->sb;
+    struct hp__tcp_sb *sb = sbp(c);
     uint32_t newly = 0, fack = sb->fack;
     cut_at(c, l);
     cut_at(c, r);
@@ -512,8 +535,8 @@ static uint32_t sack_block(struct hp_tcp_sock *c, uint32_t l, uint32_t r, uint64
         newly += e->end - e->seq;
         rack_update(c, e, now);
         reorder_check(c, e, fack);
-        if ((e->flags & HP__TXS_PROBE) && c->plp.probe_out)
-            c->plp.probe_end = c->snd_una; /* the probe got through: success at the next check */
+        if ((e->flags & HP__TXS_PROBE) && c->x->plp.probe_out)
+            c->x->plp.probe_end = c->snd_una; /* the probe got through: success at the next check */
         set_flags(sb, e, (uint8_t)((e->flags | HP__TXS_SACKED) & ~(HP__TXS_LOST | HP__TXS_RETRANS)));
         if (hp__seq_gt(e->end, sb->fack))
             sb->fack = e->end;
@@ -541,7 +564,7 @@ static uint32_t sack_blocks(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, 
             continue;
         }
         hp__ctr(c->s, HP_CTR_TCP_SACK_BLOCKS_IN);
-        if (c->sb.n)
+        if (sbp(c)->n)
             newly += sack_block(c, l, rr, now);
     }
     return newly;
@@ -550,7 +573,7 @@ static uint32_t sack_blocks(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, 
 /* RFC 8985 7.4: what the ACK says about an outstanding tail loss probe. */
 static void tlp_ack(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, bool advanced, uint32_t newly)
 {
-    struct hp__tcp_sb *sb = &c->sb;
+    struct hp__tcp_sb *sb = sbp(c);
     if (!sb->tlp_out || hp__seq_lt(r->ack, sb->tlp_end))
         return;
     sb->tlp_out = false;
@@ -561,7 +584,7 @@ static void tlp_ack(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, bool adv
     /* The probe repaired a loss: the congestion response of a fast
      * recovery, without one (7.4.2). */
     struct hp__tcp_cc_ev ev = hp__tcp_cc_ev(c, 0, c->snd_max - c->snd_una);
-    hp__tcp_cc_reduce(&c->cc, &c->cubic, &ev);
+    hp__tcp_cc_reduce(&c->cc, hp__tcp_cubic_of(c, true), &ev);
     if (c->cc.cwnd > c->cc.ssthresh)
         c->cc.cwnd = c->cc.ssthresh;
     sb->undo_ok = true;
@@ -572,7 +595,7 @@ static void tlp_ack(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, bool adv
 /* The delivery rate (hp_tcp_info): bytes delivered per round trip. */
 static void rate_round(struct hp_tcp_sock *c, uint64_t now)
 {
-    struct hp__tcp_sb *sb = &c->sb;
+    struct hp__tcp_sb *sb = sbp(c);
     if (sb->round_ns && hp__seq_lt(c->snd_una, sb->round_end))
         return;
     if (sb->round_ns && now > sb->round_ns)
@@ -587,7 +610,7 @@ static void rate_round(struct hp_tcp_sock *c, uint64_t now)
  * RACK update for the latest delivered. */
 void hp__tcp_sb_ack_clean(struct hp_tcp_sock *c)
 {
-    struct hp__tcp_sb *sb = &c->sb;
+    struct hp__tcp_sb *sb = sbp(c);
     uint64_t now = c->s->now;
     uint32_t una = c->snd_una, newly = 0;
     struct hp__tcp_txseg last = {0};
@@ -617,13 +640,17 @@ void hp__tcp_sb_ack_clean(struct hp_tcp_sock *c)
     sb->fack = una;
     sb->delivered += newly;
     rate_round(c, now);
-    if (c->plp.high > c->plp.low)
+    if (c->x->plp.high > c->x->plp.low)
         hp__tcp_pmtu_on_ack(c);
 }
 
 void hp__tcp_sb_ack(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, uint32_t old_una)
 {
-    struct hp__tcp_sb *sb = &c->sb;
+    /* SACK blocks on a connection that had no log (one segment in
+     * flight): the scoreboard starts. Without memory they go unused. */
+    if (!hp__tcp_ext_get(c))
+        return;
+    struct hp__tcp_sb *sb = sbp(c);
     uint64_t now = c->s->now;
     bool advanced = c->snd_una != old_una;
     if (!(c->flags & HP__TCPF_SB_LOSS) && !((c->flags & HP__TCPF_SACK_OK) && r->opt.n_sack)) {
@@ -670,7 +697,7 @@ void hp__tcp_sb_ack(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, uint32_t
      * the reordering timer's; now it is the probe's or the RTO's. */
     if (was_loss && !(c->flags & HP__TCPF_SB_LOSS) && advanced && c->snd_una != c->snd_max)
         hp__tcp_rtx_restart(c);
-    if (c->plp.probe_out || c->plp.high > c->plp.low)
+    if (c->x->plp.probe_out || c->x->plp.high > c->x->plp.low)
         hp__tcp_pmtu_on_ack(c);
 }
 
@@ -688,7 +715,7 @@ static bool tlp_allowed(const struct hp_tcp_sock *c)
 uint64_t hp__tcp_sb_due(const struct hp_tcp_sock *c, uint64_t due)
 {
     if (c->flags & HP__TCPF_SB_LOSS) {
-        uint64_t reo = c->sb.reo_due;
+        uint64_t reo = sbp(c)->reo_due;
         return reo && reo < due ? reo : due;
     }
     /* RFC 8985 7.2: PTO = 2 SRTT, plus a delayed ACK's worst case when
@@ -711,7 +738,11 @@ uint64_t hp__tcp_sb_due(const struct hp_tcp_sock *c, uint64_t due)
 
 bool hp__tcp_sb_timer(struct hp_tcp_sock *c)
 {
-    struct hp__tcp_sb *sb = &c->sb;
+    /* A probe's state lives in the extension; without memory, no probe:
+     * the RTO's work instead. */
+    if (!hp__tcp_ext_get(c))
+        return false;
+    struct hp__tcp_sb *sb = sbp(c);
     uint64_t now = c->s->now;
     if ((c->flags & HP__TCPF_SB_LOSS) && sb->reo_due) {
         if (now < sb->reo_due)
@@ -741,7 +772,7 @@ bool hp__tcp_sb_timer(struct hp_tcp_sock *c)
     sb->tlp_is_rtx = rtx;
     sb->tlp_end = c->snd_max;
     hp__ctr(c->s, HP_CTR_TCP_TLP_PROBES);
-    c->st.tlp_probes++;
+    HP__TCP_ST_INC(c, tlp_probes);
     update_flags(c);
     hp__tcp_rtx_restart(c);
     return true;
@@ -749,7 +780,9 @@ bool hp__tcp_sb_timer(struct hp_tcp_sock *c)
 
 bool hp__tcp_sb_rto(struct hp_tcp_sock *c)
 {
-    struct hp__tcp_sb *sb = &c->sb;
+    if (!hp__tcp_ext_get(c))
+        return false;
+    struct hp__tcp_sb *sb = sbp(c);
     uint64_t now = c->s->now;
     materialize(c);
     if (!sb->n)
@@ -783,7 +816,9 @@ bool hp__tcp_sb_rto(struct hp_tcp_sock *c)
 
 bool hp__tcp_sb_mark_larger(struct hp_tcp_sock *c, uint32_t size)
 {
-    struct hp__tcp_sb *sb = &c->sb;
+    if (!hp__tcp_ext_get(c))
+        return false;
+    struct hp__tcp_sb *sb = sbp(c);
     materialize(c);
     if (!sb->n)
         return false;
@@ -798,7 +833,9 @@ bool hp__tcp_sb_mark_larger(struct hp_tcp_sock *c, uint32_t size)
 
 void hp__tcp_sb_mark_probe(struct hp_tcp_sock *c, uint32_t seq)
 {
-    struct hp__tcp_sb *sb = &c->sb;
+    if (!c->x)
+        return;
+    struct hp__tcp_sb *sb = sbp(c);
     uint32_t i = find(c, seq);
     if (i < sb->n && at(sb, i)->seq == seq)
         at(sb, i)->flags |= HP__TXS_PROBE;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The TCP connection and listen tables: keyed SipHash-1-3, one-cache-line buckets with tags, linear probing with overflow counts. */
+/* The TCP connection and listen tables: a keyed multiply-fold hash rekeyed on long chains, one-cache-line buckets with tags, linear probing with overflow counts. */
 #include <errno.h>
 #include <stdalign.h>
 #include <stdlib.h>
@@ -15,18 +15,36 @@
  * --------
  * Received segments choose the tuple, so a hash whose collisions can be
  * computed lets a peer put every connection in one chain and turn each
- * lookup into a walk of thousands of entries (hash flooding). The defence is
- * a keyed function whose outputs an attacker cannot predict without the key:
- * a pseudorandom function. SipHash (Aumasson and Bernstein, "SipHash: a fast
- * short-input PRF", 2012) was designed for exactly this, inputs of a few
- * words, and is what Linux, Python and Rust use against hash flooding. We
- * use the 1-3 variant (1 compression round per word, 3 finalization rounds;
- * Linux's hsiphash and Rust's default hasher make the same trade): a tuple
- * is 2 words for IPv4 and 5 for IPv6, so a hash costs 6 or 9 SipRounds,
- * about 14 add/rotate/xor each, a few nanoseconds, no table lookups and no
- * multiplications. A multiply-xorshift mix with a secret would be faster,
- * but its collisions are not hard to find from observed behaviour (timing
- * of lookups, RSS queues): it has no security argument, SipHash does.
+ * lookup into a walk of thousands of entries (hash flooding). Every
+ * segment is looked up, so the hash is on the hot path: SipHash-1-3 of a
+ * tuple cost about 140 instructions per segment here (docs/experiments.md,
+ * issue 23), a third of what lwIP spends on a whole segment. The defence
+ * is now in two parts:
+ *
+ *  1. A keyed multiply-fold hash (the "mum" of wyhash and of the NH hash of
+ *     UMAC, RFC 4418 5.2: a 64 x 64 -> 128-bit product of message words
+ *     offset by secret words, its halves folded by xor): two products for
+ *     IPv4, four for IPv6, under 384 bits of secret from getrandom(). Its
+ *     outputs are not computable without the secret, which never leaves the
+ *     table; NH's family is almost universal (two fixed inputs collide with
+ *     probability about 2^-64 over the key), which is what a peer that
+ *     chooses tuples without seeing the key faces. Linux's established
+ *     table makes the same trade (jhash under a boot-time secret).
+ *  2. What a universal hash does not promise, that a peer learning about
+ *     the key from the timing of lookups cannot build a chain, is made
+ *     pointless by watching the chains: an insert that has to probe
+ *     REKEY_DIST buckets or more past its home (at our loads about once in
+ *     10^9 inserts with any key, tcp_table.c's numbers below) asks for a
+ *     new secret, and the next hp__tcp_table_maintain() rehashes every
+ *     entry under it (Linux's rhashtable does the same on a long chain).
+ *     Inserts are connections that completed a handshake, so a peer pays a
+ *     round trip per entry it places, and whatever it learnt is void after.
+ *     Rekeys are rate-limited to one per half the map's inserts, so they
+ *     cost O(1) amortized per insert.
+ *
+ * SipHash stays where its output must be unpredictable in itself: the port
+ * choice of RFC 6056 (below), initial sequence numbers and SYN cookies
+ * (tcp_hash.c).
  *
  * The 64-bit output is split: the low bits pick the home bucket, the high
  * 32 bits are the tag stored in the bucket. Tag 0 marks an empty slot, so a
@@ -70,6 +88,12 @@
 #define MIN_BUCKETS 16u
 #define MAX_ENTRIES (1u << 30)
 #define PERTURB_N 256u
+/* An insert that probes this many buckets past its home asks for a new
+ * key. At the loads the map keeps (at most 3 entries per 5-slot bucket)
+ * a run of 8 full buckets from a home has odds of about 10^-9 with any
+ * key (the Poisson tail, 0.08 per bucket, compounded). */
+#define REKEY_DIST 8u
+#define HASH_WORDS 6u
 
 struct bucket {
     HP_CACHELINE_GROUP_BEGIN(line)
@@ -87,10 +111,10 @@ HP_CACHELINE_ASSERT_GROUP_MEMBER(struct bucket, line, tag);
 HP_CACHELINE_ASSERT_GROUP_MEMBER(struct bucket, line, overflow);
 HP_CACHELINE_ASSERT_GROUP_MEMBER(struct bucket, line, ent);
 
-/* The key: 40 bytes compared as 5 words, then the stored hash; 48 bytes at
- * the start of the caller's line 0. */
-_Static_assert(offsetof(struct hp__tcp_key, hash) == 40, "the tuple is 5 words");
-_Static_assert(sizeof(struct hp__tcp_key) == 48, "the key leaves 16 bytes of line 0");
+/* The key: 40 bytes compared as 5 words, at the start of the caller's
+ * line 0. */
+_Static_assert(sizeof(struct hp__tcp_key) == 40,
+               "the tuple is 5 words, compared as such; no stored hash");
 
 struct map {
     struct bucket *b;
@@ -103,8 +127,11 @@ struct map {
 
 struct hp__tcp_table {
     struct map conn, listen;
-    uint64_t k0, k1;      /* tuple hash key */
+    uint64_t k[HASH_WORDS]; /* tuple hash key */
     uint64_t hash_mask;   /* all ones but in tests */
+    bool rekey_wanted;    /* an insert probed REKEY_DIST buckets (see the hash) */
+    uint32_t since_rekey; /* inserts since the key was made */
+    uint64_t rekeys;
     uint64_t pk0, pk1;    /* port selection key (RFC 6056's secret_key) */
     uint64_t lookups, key_cmps, extra_buckets, grows;
     uint16_t eph_lo, eph_hi;
@@ -149,9 +176,47 @@ static inline uint64_t tuple_sip(uint64_t k0, uint64_t k1, const struct hp__tcp_
     return hp__sip_final(&s, 3);
 }
 
+/* The 128-bit product of a and b, its halves folded (wyhash's "mum"). */
+static inline uint64_t mum(uint64_t a, uint64_t b)
+{
+    unsigned __int128 p = (unsigned __int128)a * b;
+    return (uint64_t)p ^ (uint64_t)(p >> 64);
+}
+
+static inline uint64_t load64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/*
+ * The table's hash of a tuple under key k (see "The hash"). The last word
+ * holds the ports and the family, so the two families never share inputs;
+ * the key words are offsets, the product mixes every bit of both factors
+ * into its high half, and the second product mixes that into every output
+ * bit (the bucket index is the low bits). Host byte order: the hash never
+ * leaves the process.
+ */
+static inline uint64_t tuple_mum(const uint64_t *k, const struct hp__tcp_key *t)
+{
+    uint64_t last = (uint64_t)t->lport | (uint64_t)t->rport << 16 | (uint64_t)t->family << 32;
+    uint64_t h;
+    if (t->family == 4) {
+        uint32_t l, r;
+        memcpy(&l, t->laddr, 4);
+        memcpy(&r, t->raddr, 4);
+        h = mum(((uint64_t)l | (uint64_t)r << 32) ^ k[0], last ^ k[1]);
+    } else {
+        h = mum(load64(t->laddr) ^ k[0], load64(t->laddr + 8) ^ k[1]) ^
+            mum(load64(t->raddr) ^ k[2], load64(t->raddr + 8) ^ k[3]) ^ last;
+    }
+    return mum(h ^ k[4], k[5]);
+}
+
 static inline uint64_t key_hash(const struct hp__tcp_table *t, const struct hp__tcp_key *k)
 {
-    return tuple_sip(t->k0, t->k1, k) & t->hash_mask;
+    return tuple_mum(t->k, k) & t->hash_mask;
 }
 
 uint64_t hp__tcp_table_hash(const struct hp__tcp_table *t, const struct hp__tcp_key *k)
@@ -249,19 +314,19 @@ static struct hp__tcp_key *map_find(struct hp__tcp_table *t, const struct map *m
     return NULL;
 }
 
-/* Store e (e->hash set) in the first free slot from its home bucket on,
+/* Store e (its hash h) in the first free slot from its home bucket on,
  * counting it in the overflow of each full bucket passed. The caller makes
- * sure there is a free slot. */
-static void map_place(struct map *m, struct hp__tcp_key *e)
+ * sure there is a free slot. @return the buckets passed. */
+static uint32_t map_place(struct map *m, struct hp__tcp_key *e, uint64_t h)
 {
-    uint32_t tag = tag_of(e->hash), i = (uint32_t)e->hash & m->mask;
-    for (;;) {
+    uint32_t tag = tag_of(h), i = (uint32_t)h & m->mask;
+    for (uint32_t d = 0;; d++) {
         struct bucket *b = &m->b[i];
         for (unsigned s = 0; s < SLOTS; s++) {
             if (b->tag[s] == 0) {
                 b->tag[s] = tag;
                 b->ent[s] = e;
-                return;
+                return d;
             }
         }
         b->overflow++;
@@ -269,7 +334,9 @@ static void map_place(struct map *m, struct hp__tcp_key *e)
     }
 }
 
-/* Double the map, placing every entry again from its stored hash. */
+/* Double the map, placing every entry again. Keys store no hash (8 bytes
+ * of every connection): each is hashed again, which reads the key's line,
+ * as reading a stored hash would. */
 static int map_grow(struct hp__tcp_table *t, struct map *m)
 {
     uint32_t old_n = m->mask + 1, n = old_n * 2;
@@ -281,7 +348,7 @@ static int map_grow(struct hp__tcp_table *t, struct map *m)
     for (uint32_t i = 0; i < old_n; i++)
         for (unsigned s = 0; s < SLOTS; s++)
             if (ob[i].tag[s])
-                map_place(m, ob[i].ent[s]);
+                (void)map_place(m, ob[i].ent[s], key_hash(t, ob[i].ent[s]));
     free(ob);
     map_set_grow_at(m);
     t->grows++;
@@ -302,15 +369,20 @@ static int map_insert(struct hp__tcp_table *t, struct map *m, struct hp__tcp_key
         if (m->count + 1 + SLOTS > slots)
             return -ENOMEM;
     }
-    k->hash = h;
-    map_place(m, k);
+    /* A long probe asks for a new key (see "The hash"), at most once per
+     * half the map's inserts; never under a test's mask, which collides on
+     * purpose. */
+    if (map_place(m, k, h) >= REKEY_DIST && t->hash_mask == UINT64_MAX &&
+        t->since_rekey >= m->count / 2)
+        t->rekey_wanted = true;
+    t->since_rekey++;
     m->count++;
     return 0;
 }
 
-static int map_remove(struct map *m, struct hp__tcp_key *e)
+static int map_remove(const struct hp__tcp_table *t, struct map *m, struct hp__tcp_key *e)
 {
-    uint32_t home = (uint32_t)e->hash & m->mask, i = home;
+    uint32_t home = (uint32_t)key_hash(t, e) & m->mask, i = home;
     for (uint32_t d = 0; d <= m->mask; d++) {
         struct bucket *b = &m->b[i];
         for (unsigned s = 0; s < SLOTS; s++) {
@@ -348,6 +420,60 @@ static struct hp__tcp_key *map_next(const struct map *m, struct hp__tcp_iter *it
 
 /* ---- the table ----------------------------------------------------------------- */
 
+/* The hash's HASH_WORDS key words from 128 bits of secret: SipHash-1-3
+ * of the word's index under it (a PRF's outputs, independent of each
+ * other). The last is a multiplier: odd, never 0. */
+static void set_hash_key(struct hp__tcp_table *t, uint64_t s0, uint64_t s1)
+{
+    for (uint32_t i = 0; i < HASH_WORDS; i++) {
+        struct hp__sip s;
+        hp__sip_init(&s, s0, s1);
+        hp__sip_word(&s, i, 1);
+        hp__sip_word(&s, 8ull << 56, 1);
+        t->k[i] = hp__sip_final(&s, 3);
+    }
+    t->k[HASH_WORDS - 1] |= 1;
+}
+
+/* Place every entry of m again, into nb (as many buckets), under the
+ * table's (new) key. */
+static void map_rehash(struct hp__tcp_table *t, struct map *m, struct bucket *nb)
+{
+    struct bucket *ob = m->b;
+    m->b = nb;
+    for (uint32_t i = 0; i <= m->mask; i++)
+        for (unsigned s = 0; s < SLOTS; s++)
+            if (ob[i].tag[s])
+                (void)map_place(m, ob[i].ent[s], key_hash(t, ob[i].ent[s]));
+    free(ob);
+}
+
+bool hp__tcp_table_rekey_wanted(const struct hp__tcp_table *t)
+{
+    return t->rekey_wanted;
+}
+
+int hp__tcp_table_rekey(struct hp__tcp_table *t)
+{
+    t->rekey_wanted = false;
+    /* A new key, and every entry moved under it (see "The hash"). Without
+     * memory or randomness the old key stays: still correct, and the next
+     * long probe asks again. */
+    uint64_t fresh[2];
+    struct bucket *cb = buckets_new(t->conn.mask + 1), *lb = buckets_new(t->listen.mask + 1);
+    if (!cb || !lb || hp__random_bytes(fresh, sizeof fresh) < 0) {
+        free(cb);
+        free(lb);
+        return 0;
+    }
+    set_hash_key(t, fresh[0], fresh[1]);
+    map_rehash(t, &t->conn, cb);
+    map_rehash(t, &t->listen, lb);
+    t->since_rekey = 0;
+    t->rekeys++;
+    return 1;
+}
+
 struct hp__tcp_table *hp__tcp_table_create_opts(const struct hp__tcp_table_opts *o)
 {
     if (!o || o->max_entries == 0 || o->max_entries > MAX_ENTRIES ||
@@ -377,8 +503,7 @@ struct hp__tcp_table *hp__tcp_table_create_opts(const struct hp__tcp_table_opts 
         errno = ENOMEM;
         return NULL;
     }
-    t->k0 = hp__load_le64(secret);
-    t->k1 = hp__load_le64(secret + 8);
+    set_hash_key(t, hp__load_le64(secret), hp__load_le64(secret + 8));
     t->pk0 = hp__load_le64(secret + 16);
     t->pk1 = hp__load_le64(secret + 24);
     t->hash_mask = o->hash_mask ? o->hash_mask : UINT64_MAX;
@@ -446,7 +571,7 @@ struct hp__tcp_key *hp__tcp_conn_peek(const struct hp__tcp_table *t, uint64_t h)
 
 int hp__tcp_conn_remove(struct hp__tcp_table *t, struct hp__tcp_key *k)
 {
-    return map_remove(&t->conn, k);
+    return map_remove(t, &t->conn, k);
 }
 
 uint32_t hp__tcp_conn_count(const struct hp__tcp_table *t)
@@ -490,7 +615,7 @@ struct hp__tcp_key *hp__tcp_listen_lookup(struct hp__tcp_table *t, int family,
 
 int hp__tcp_listen_remove(struct hp__tcp_table *t, struct hp__tcp_key *k)
 {
-    return map_remove(&t->listen, k);
+    return map_remove(t, &t->listen, k);
 }
 
 uint32_t hp__tcp_listen_count(const struct hp__tcp_table *t)
@@ -565,6 +690,7 @@ void hp__tcp_table_stats(const struct hp__tcp_table *t, struct hp__tcp_table_sta
     out->key_cmps = t->key_cmps;
     out->extra_buckets = t->extra_buckets;
     out->grows = t->grows;
+    out->rekeys = t->rekeys;
     out->buckets = t->conn.mask + 1;
     out->max_buckets = t->conn.max_mask + 1;
 }

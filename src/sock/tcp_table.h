@@ -33,14 +33,15 @@
  *
  * The key must stay at the same address while it is in a map, and must be
  * removed before the memory around it is freed. A key is in one map at a
- * time (its hash field serves that map). The table is not thread-safe: it
+ * time. The table is not thread-safe: it
  * belongs to one stack, like everything the stack's thread touches.
  *
  * Ports are in host order. "Local" is always our side: for a received
  * segment, local = its destination, remote = its source.
  *
- * Cost: a lookup hashes the tuple (SipHash-1-3, about 6 rounds for IPv4,
- * 9 for IPv6), reads one 64-byte bucket, and reads an entry only when its
+ * Cost: a lookup hashes the tuple (a keyed multiply-fold hash: 2 products
+ * for IPv4, 4 for IPv6; tcp_table.c says why that is safe against hash
+ * flooding), reads one 64-byte bucket, and reads an entry only when its
  * 32-bit tag matches, so a miss reads no entry (but for a tag collision,
  * probability 2^-32 per occupied slot read) and a hit reads one.
  * docs/cachelines/tcp_table.md has the bucket layout.
@@ -61,7 +62,6 @@ struct hp__tcp_key {
     uint16_t rport;
     uint8_t family;      /* 4 or 6 */
     uint8_t zero_[3];    /* always zero (part of the compared words) */
-    uint64_t hash;       /* written by insert; read by remove and growth */
 };
 
 /** Fill k: every byte is written (unused address bytes zero). raddr may be
@@ -119,14 +119,14 @@ void hp__tcp_table_destroy(struct hp__tcp_table *t);
 /* ---- connections --------------------------------------------------------- */
 
 /**
- * Add k (filled by hp__tcp_key_init) to the connection map; sets k->hash.
+ * Add k (filled by hp__tcp_key_init) to the connection map.
  * The map keeps the pointer: k must stay put until removed.
  * @return 0; -EEXIST if the same tuple is there (k is not added);
  *         -ENOSPC if max_entries connections are there; -ENOMEM if the map
  *         had to grow, could not, and is too full to take k.
  */
 int hp__tcp_conn_insert(struct hp__tcp_table *t, struct hp__tcp_key *k);
-/** The entry with k's tuple (k->hash is not read), or NULL. No allocation. */
+/** The entry with k's tuple, or NULL. No allocation. */
 struct hp__tcp_key *hp__tcp_conn_lookup(struct hp__tcp_table *t, const struct hp__tcp_key *k);
 /** The same, with h = hp__tcp_table_hash(t, k) computed by the caller
  * (early demultiplexing hashes a burst's tuples before their lookups). */
@@ -138,6 +138,20 @@ void hp__tcp_conn_prefetch(const struct hp__tcp_table *t, uint64_t h);
  * tag matches, or NULL; its key is not read, so it may be another tuple's
  * (odds 2^-32) and, once the table changes, gone. */
 struct hp__tcp_key *hp__tcp_conn_peek(const struct hp__tcp_table *t, uint64_t h);
+/** Whether an insert asked for a new hash key (a probe of unusual length:
+ * tcp_table.c, "The hash"). The stack asks after its inserts and rekeys at
+ * the next poll's start, outside any receive burst, so that no hash
+ * computed under the old key is still held (early demultiplexing's). */
+bool hp__tcp_table_rekey_wanted(const struct hp__tcp_table *t);
+/**
+ * Make a new hash key from getrandom() and place every entry of both maps
+ * again under it (stored hashes rewritten). Hashes computed before are
+ * void after. Called by the stack when hp__tcp_table_rekey_wanted(); tests
+ * call it directly.
+ * @return 1 rekeyed, 0 kept the old key (no memory, or getrandom failed:
+ *         still correct, asked again at the next long probe).
+ */
+int hp__tcp_table_rekey(struct hp__tcp_table *t);
 /** Remove entry k (a pointer that was inserted, not a look-alike).
  * @return 0, or -ENOENT if k is not in the map. */
 int hp__tcp_conn_remove(struct hp__tcp_table *t, struct hp__tcp_key *k);
@@ -215,6 +229,7 @@ struct hp__tcp_table_stats {
     uint64_t key_cmps;     /* entries read to compare a tuple (tag matched) */
     uint64_t extra_buckets;/* buckets read past the home bucket */
     uint64_t grows;        /* doublings */
+    uint64_t rekeys;       /* new hash keys (hp__tcp_table_rekey) */
     uint32_t buckets;      /* buckets of the connection map now */
     uint32_t max_buckets;  /* its limit */
 };
@@ -224,8 +239,8 @@ void hp__tcp_table_stats(const struct hp__tcp_table *t, struct hp__tcp_table_sta
 uint64_t hp__tcp_table_hash(const struct hp__tcp_table *t, const struct hp__tcp_key *k);
 
 /** SipHash-c-d (Aumasson and Bernstein, 2012) of len bytes under a 16-byte
- * key (k[0] the first 8 bytes, little-endian). The reference the tuple
- * hash is checked against. */
+ * key (k[0] the first 8 bytes, little-endian). The reference the port
+ * choice's and tcp_hash.c's hashes are checked against. */
 uint64_t hp__tcp_table_siphash(const uint64_t key[2], const void *msg, size_t len, int c, int d);
 
 #endif

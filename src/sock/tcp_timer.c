@@ -34,7 +34,10 @@
  * (HP__TCPF_DACK, dack_due) and puts the connection on the stack's
  * dack_pend list; the next poll, after the application has had its turn
  * to answer, arms the entries of the ACKs still owed (hp__tcp_poll_begin).
- * hp_stack_next_timer_ns counts the list's earliest deadline.
+ * hp_stack_next_timer_ns counts the list's earliest deadline. The same
+ * list holds the ACKs owed at once that the application's answer may
+ * carry (hp__tcp_ack_soon: the handshake's third segment, a FIN's, a
+ * window update), due at the next poll: there each still owed is sent.
  *
  * Every callback may end with the connection freed (hp__tcp_drop,
  * hp__tcp_closed free orphans and unaccepted blocks): they return at once
@@ -212,15 +215,15 @@ static void rto_response(struct hp_tcp_sock *c)
 {
     hp__tcp_rtt_timeout(&c->rtt, hp__tcp_rtt_cfg_of(c));
     struct hp__tcp_cc_ev ev = hp__tcp_cc_ev(c, 0, c->snd_max - c->snd_una);
-    hp__tcp_cc_timeout(&c->cc, &c->cubic, &ev, c->rtx_count > 0);
+    hp__tcp_cc_timeout(&c->cc, hp__tcp_cubic_of(c, true), &ev, c->rtx_count > 0);
     if (!(c->flags & HP__TCPF_SACK_OK) || !hp__tcp_sb_rto(c))
         c->snd_nxt = c->snd_una;
     c->flags &= ~HP__TCPF_RTT_TIMING; /* Karn: nothing sent before is timed */
 }
 
-void hp__tcp_timer_rtx(struct hp_stack *s, void *arg)
+void hp__tcp_timer_rtx(struct hp_stack *s, struct hp__timer *t)
 {
-    struct hp_tcp_sock *c = arg;
+    struct hp_tcp_sock *c = HP__CONTAINER(t, struct hp_tcp_sock, t_rtx);
     c->rtx_tdue = 0; /* out of the heap */
     if (c->flags & HP__TCPF_PERSIST) {
         persist_fire(c);
@@ -294,7 +297,7 @@ void hp__tcp_timer_rtx(struct hp_stack *s, void *arg)
         c->rtx_count++;
     hp__tcp_pmtu_on_rto(c); /* RFC 4821: a probe lost, or a black hole */
     hp__ctr(s, HP_CTR_TCP_TIMEOUTS);
-    c->st.timeouts++;
+    HP__TCP_ST_INC(c, timeouts);
     hp__tcp_rtx_restart(c);
     (void)hp__tcp_output(c);
 }
@@ -313,11 +316,30 @@ static bool dack_pend(struct hp_tcp_sock *c)
         st->dack_pend = p;
         st->dack_pend_cap = cap;
     }
-    if (st->ndack_pend == 0)
+    if (st->ndack_pend == 0 || c->dack_due < st->dack_pend_due)
         st->dack_pend_due = c->dack_due;
     st->dack_pend[st->ndack_pend++] = c;
     c->flags |= HP__TCPF_DACK_PEND;
     return true;
+}
+
+void hp__tcp_ack_soon(struct hp_tcp_sock *c)
+{
+    if (c->flags & HP__TCPF_QUICKACK) {
+        c->flags |= HP__TCPF_ACK_NOW;
+        return;
+    }
+    uint64_t now = c->s->now;
+    c->flags |= HP__TCPF_DACK;
+    c->dack_due = now;
+    if (c->flags & HP__TCPF_DACK_PEND) {
+        struct hp__tcp_state *st = hp__tcp(c->s);
+        if (now < st->dack_pend_due)
+            st->dack_pend_due = now;
+        return;
+    }
+    if (!dack_pend(c))
+        c->flags |= HP__TCPF_ACK_NOW; /* the list cannot grow: at once */
 }
 
 void hp__tcp_dack_arm(struct hp_tcp_sock *c)
@@ -336,16 +358,31 @@ void hp__tcp_dack_arm(struct hp_tcp_sock *c)
 void hp__tcp_poll_begin(struct hp_stack *s)
 {
     struct hp__tcp_state *st = s->sock ? hp__tcp(s) : NULL;
-    if (!st || st->ndack_pend == 0)
+    if (!st)
         return;
-    /* Nothing here runs user code or frees a connection: the list holds
-     * still. */
+    if (st->table_rekey) {
+        /* Here, outside any receive burst: no early demultiplexing hint
+         * holds a hash under the old key. */
+        st->table_rekey = false;
+        (void)hp__tcp_table_rekey(st->table);
+    }
+    if (st->ndack_pend == 0)
+        return;
+    /* Nothing here runs user code or frees a connection (an ACK sent
+     * changes no list): the list holds still. An ACK owed at once
+     * (hp__tcp_ack_soon) that nothing carried goes now; a delayed one gets
+     * its heap entry. */
     for (uint32_t i = 0; i < st->ndack_pend; i++) {
         struct hp_tcp_sock *c = st->dack_pend[i];
         if (!c)
             continue; /* freed since */
         c->flags &= ~HP__TCPF_DACK_PEND;
-        if ((c->flags & HP__TCPF_DACK) && (c->dack_tdue == 0 || c->dack_tdue > c->dack_due))
+        if (!(c->flags & HP__TCPF_DACK))
+            continue;
+        if (c->dack_due <= s->now && hp__tcp_send_ack(c) == 0)
+            continue;
+        /* (After a lack of buffers: another try in this poll's timers.) */
+        if (c->dack_tdue == 0 || c->dack_tdue > c->dack_due)
             dack_arm(c, c->dack_due);
     }
     st->ndack_pend = 0;
@@ -357,9 +394,9 @@ uint64_t hp__tcp_pending_due(const struct hp_stack *s)
     return st && st->ndack_pend ? st->dack_pend_due : 0;
 }
 
-void hp__tcp_timer_dack(struct hp_stack *s, void *arg)
+void hp__tcp_timer_dack(struct hp_stack *s, struct hp__timer *t)
 {
-    struct hp_tcp_sock *c = arg;
+    struct hp_tcp_sock *c = HP__CONTAINER(t, struct hp_tcp_sock, t_dack);
     c->dack_tdue = 0; /* out of the heap */
     if (!(c->flags & HP__TCPF_DACK))
         return; /* the ACK went with a segment since (lazy cancel) */
@@ -434,13 +471,13 @@ void hp__tcp_misc_rearm(struct hp_tcp_sock *c)
             hp__timer_cancel(s, &c->t_misc);
         return;
     }
-    if (!hp__timer_armed(&c->t_misc) || c->t_misc.due != due)
+    if (hp__timer_due(s, &c->t_misc) != due)
         (void)hp__timer_arm(s, &c->t_misc, due);
 }
 
-void hp__tcp_timer_misc(struct hp_stack *s, void *arg)
+void hp__tcp_timer_misc(struct hp_stack *s, struct hp__timer *t)
 {
-    struct hp_tcp_sock *c = arg;
+    struct hp_tcp_sock *c = HP__CONTAINER(t, struct hp_tcp_sock, t_misc);
     if (c->state == HP_TCP_TIME_WAIT) {
         hp__ctr(s, HP_CTR_TCP_TW_EXPIRED);
         hp__tcp_closed(c);

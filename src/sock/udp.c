@@ -541,7 +541,7 @@ static void close_one(struct hp_udp_sock *u)
 {
     struct hp__sock_state *st = u->s->sock;
     table_remove(u);
-    hp__sock_ev_remove(&u->ev);
+    hp__sock_ev_remove(st, &u->ev);
     if (u->aprev)
         u->aprev->anext = u->anext;
     else

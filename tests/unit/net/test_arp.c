@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* ARP (RFC 826, RFC 5227) and IPv4 neighbour resolution: replies, announcements, bad input, queueing, retries, overflow, table limits, ageing. */
+/* ARP (RFC 826, RFC 5227) and IPv4 neighbour resolution: replies, announcements, bad input, queueing, retries, overflow, table limits, ageing, the cached MAC of unicast output. */
 #include "core_test.h"
 
 /* A stack with CT_OUR4/24, nothing pending at the peer. */
@@ -509,6 +509,83 @@ HP_TEST(arp_directed_broadcasts_of_every_prefix)
         HP_CHECK_EQ(bad, 0);
         HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_QUEUED) - queued, cases[i].bcast ? 0u : 1u);
     }
+    ct_close(&e);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+/* A unicast datagram (HP__IP_UNICAST, TCP's) to a REACHABLE or PROBE
+ * neighbour takes the cached MAC and gets both headers written at once;
+ * without an entry it is queued behind an ARP request, and to a STALE
+ * neighbour it goes the full way, which probes the entry. The frames are
+ * the same either way. */
+static struct hp_buf *l4_payload(struct ct_env *e, uint8_t fill)
+{
+    struct hp_buf *b = hp_buf_alloc(e->pool);
+    if (b)
+        memset(hp_buf_append(b, 24), fill, 24);
+    return b;
+}
+
+static void check_unicast_frame(struct ct_env *e, struct hp_buf *b, uint8_t fill)
+{
+    struct hp_eth_repr eth;
+    const uint8_t *p = ct_eth(b, &eth);
+    HP_REQUIRE(p != NULL);
+    HP_CHECK_MEMEQ(eth.dst, CT_PEER_MAC, 6);
+    HP_CHECK_MEMEQ(eth.src, e->mac, 6);
+    HP_CHECK_EQ(eth.ethertype, HP_ETHERTYPE_IPV4);
+    struct hp_ipv4_repr ip;
+    HP_REQUIRE_EQ(hp_ipv4_parse(p, b->data_len - HP_ETH_HDR_LEN, &ip, HP_WIRE_VERIFY_CKSUM), 0);
+    HP_CHECK_MEMEQ(ip.src, CT_OUR4, 4);
+    HP_CHECK_MEMEQ(ip.dst, CT_PEER4, 4);
+    HP_CHECK_EQ(ip.proto, 253);
+    HP_CHECK(ip.df);
+    HP_CHECK_EQ(ip.payload_len, 24);
+    HP_CHECK_EQ(p[20], fill);
+    HP_CHECK_EQ(p[43], fill);
+}
+
+HP_TEST(arp_unicast_output_takes_the_cached_mac)
+{
+    struct ct_env e;
+    HP_REQUIRE_EQ(open4(&e, NULL), 0);
+    struct hp__route rt;
+    HP_REQUIRE_EQ(hp__route4(e.s, CT_PEER4, &rt), 0);
+    unsigned xf = HP__IP_UNICAST | HP__IP_DF;
+    HP_CHECK_EQ(hp__ipv4_output_x(e.s, &rt, CT_PEER4, 253, xf, l4_payload(&e, 1)), 0);
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_QUEUED), 1);
+    ct_step(&e);
+    ct_drain(&e); /* the ARP request */
+    peer_reply(&e, CT_PEER4, CT_PEER_MAC);
+    ct_step(&e);
+    struct hp_buf *out[4];
+    HP_REQUIRE_EQ(ct_recv(&e, out, 4), 1);
+    check_unicast_frame(&e, out[0], 1);
+    hp_buf_free(out[0]);
+    /* REACHABLE: straight out, nothing queued, no ARP. */
+    for (uint8_t i = 2; i < 5; i++)
+        HP_CHECK_EQ(hp__ipv4_output_x(e.s, &rt, CT_PEER4, 253, xf, l4_payload(&e, i)), 0);
+    HP_REQUIRE_EQ(ct_recv(&e, out, 4), 3);
+    for (int i = 0; i < 3; i++) {
+        check_unicast_frame(&e, out[i], (uint8_t)(2 + i));
+        hp_buf_free(out[i]);
+    }
+    HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_QUEUED), 1);
+    /* STALE after 30 s: the full path, which sends a unicast probe first. */
+    ct_advance_ms(&e, 30000);
+    ct_drain(&e);
+    HP_CHECK_EQ(hp__ipv4_output_x(e.s, &rt, CT_PEER4, 253, xf, l4_payload(&e, 7)), 0);
+    HP_REQUIRE_EQ(ct_recv(&e, out, 4), 2);
+    struct hp_eth_repr eth;
+    HP_CHECK(ct_eth(out[0], &eth) != NULL);
+    HP_CHECK_EQ(eth.ethertype, HP_ETHERTYPE_ARP);
+    check_unicast_frame(&e, out[1], 7);
+    hp_buf_free_bulk(out, 2);
+    /* PROBE: the cached MAC again, no second probe. */
+    HP_CHECK_EQ(hp__ipv4_output_x(e.s, &rt, CT_PEER4, 253, xf, l4_payload(&e, 8)), 0);
+    HP_REQUIRE_EQ(ct_recv(&e, out, 4), 1);
+    check_unicast_frame(&e, out[0], 8);
+    hp_buf_free(out[0]);
     ct_close(&e);
     HP_CHECK_EQ(hp_pools_in_use(), 0);
 }

@@ -366,6 +366,7 @@ HP_TEST(eth_flush_frees_what_the_link_refuses)
     int n = hp_link_rx_burst(l[1], drain, 8);
     hp_buf_free_bulk(drain, n > 0 ? (unsigned)n : 0);
     uint64_t out0 = hp_stack_counter(s, HP_CTR_ETH_OUT_FRAMES);
+    s->in_poll = true; /* as inside a poll: the frames wait for the flush */
     for (int i = 0; i < 10; i++) {
         struct hp_buf *b = hp_buf_alloc(hp_link_pool(l[0]));
         HP_REQUIRE(b != NULL);
@@ -374,6 +375,7 @@ HP_TEST(eth_flush_frees_what_the_link_refuses)
     }
     HP_CHECK_EQ(ifc->ntx, 10u);
     hp__eth_flush(ifc);
+    s->in_poll = false;
     HP_CHECK_EQ(ifc->ntx, 0u);
     HP_CHECK_EQ(hp_stack_counter(s, HP_CTR_ETH_OUT_FRAMES) - out0, 4);
     HP_CHECK_EQ(hp_stack_counter(s, HP_CTR_ETH_OUT_DROPS), 6);
@@ -392,6 +394,56 @@ HP_TEST(eth_flush_frees_what_the_link_refuses)
     hp_stack_destroy(s);
     hp_link_close(l[0]);
     hp_link_close(l[1]);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+/* Outside a poll, a frame goes to a link that sends without a system
+ * call (mem) at once: a reply the application makes after
+ * hp_stack_events is on the wire before the next poll. Inside a poll
+ * frames wait for its flush, one burst. */
+HP_TEST(eth_outside_a_poll_goes_at_once)
+{
+    struct ct_env e;
+    struct hp_stack_config cfg = {.flags = HP_STACK_F_NO_DAD};
+    HP_REQUIRE_EQ(ct_open(&e, &cfg), 0);
+    ct_drain(&e);
+    uint64_t out0 = hp_stack_counter(e.s, HP_CTR_ETH_OUT_FRAMES);
+    for (int i = 0; i < 3; i++) {
+        struct hp_buf *b = hp_buf_alloc(e.pool);
+        HP_REQUIRE(b != NULL);
+        memset(hp_buf_append(b, 40), i, 40);
+        hp__eth_output(e.ifc, CT_PEER_MAC, 0x88B5, b);
+        HP_CHECK_EQ(e.ifc->ntx, 0u);
+        HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_ETH_OUT_FRAMES) - out0, (uint64_t)i + 1);
+    }
+    HP_CHECK(!hp_stack_tx_pending(e.s));
+    HP_CHECK_EQ(ct_drain(&e), 3);
+    ct_close(&e);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+/* Frames waiting in the transmit burst (a kernel link's, between polls)
+ * end a sleep before it starts. */
+HP_TEST(stack_tx_pending_ends_a_sleep)
+{
+    struct ct_env e;
+    struct hp_stack_config cfg = {.flags = HP_STACK_F_NO_DAD};
+    HP_REQUIRE_EQ(ct_open(&e, &cfg), 0);
+    ct_drain(&e);
+    e.s->in_poll = true; /* queued as a kernel link's frames wait */
+    struct hp_buf *b = hp_buf_alloc(e.pool);
+    HP_REQUIRE(b != NULL);
+    memset(hp_buf_append(b, 40), 1, 40);
+    hp__eth_output(e.ifc, CT_PEER_MAC, 0x88B5, b);
+    e.s->in_poll = false;
+    HP_CHECK(hp_stack_tx_pending(e.s));
+    int64_t wake = -1;
+    HP_CHECK_GT(hp_stack_prepare_sleep(e.s, &wake), 0);
+    HP_CHECK_EQ(wake, 0);
+    hp_stack_poll(e.s);
+    HP_CHECK(!hp_stack_tx_pending(e.s));
+    HP_CHECK_EQ(ct_drain(&e), 1);
+    ct_close(&e);
     HP_CHECK_EQ(hp_pools_in_use(), 0);
 }
 
@@ -423,7 +475,9 @@ HP_TEST(stack_destroy_frees_queued_packets)
     HP_REQUIRE_EQ(ct_open(&e, &cfg), 0);
     HP_REQUIRE_EQ(hp_stack_add_addr(e.s, 0, 4, CT_OUR4, 24), 0);
     HP_REQUIRE_EQ(hp_stack_add_addr(e.s, 0, 6, CT_OUR6, 64), 0);
-    /* Packets waiting for ARP and NDP, and frames in the transmit burst. */
+    /* Packets waiting for ARP and NDP, and frames in the transmit burst
+     * (as inside a poll: outside one, the mem link takes them at once). */
+    e.s->in_poll = true;
     for (int i = 0; i < 5; i++) {
         hp__neigh_output4(e.ifc, CT_PEER4, ct_ip4_packet(&e, CT_OUR4, CT_PEER4, 10, (uint8_t)i));
         hp__neigh_output6(e.ifc, CT_PEER6, ct_ip6_packet(&e, CT_OUR6, CT_PEER6, 10, (uint8_t)i));

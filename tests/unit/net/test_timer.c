@@ -5,10 +5,18 @@
 #include "core_test.h"
 
 struct rec {
-    struct hp__timer t;
+    struct hp__timer_cb cb; /* cb.t: the timer */
+    uint64_t due;           /* what it was last armed for */
     int id;
     int fired;
 };
+
+/* Arm r's timer for due, remembering due (the heap forgets it once fired). */
+static int arm(struct hp_stack *s, struct rec *r, uint64_t due)
+{
+    r->due = due;
+    return hp__timer_arm(s, &r->cb.t, due);
+}
 
 static int order[20000];
 static int norder;
@@ -32,25 +40,25 @@ HP_TEST(timer_fires_in_due_order)
     for (int i = 0; i < 100; i++) {
         r[i].id = i;
         r[i].fired = 0;
-        hp__timer_init(&r[i].t, record, &r[i]);
-        HP_CHECK(!hp__timer_armed(&r[i].t));
-        HP_REQUIRE_EQ(hp__timer_arm(s, &r[i].t, base + 1 + hp_test_rand(&seed) % 1000000), 0);
-        HP_CHECK(hp__timer_armed(&r[i].t));
+        hp__timer_cb_init(&r[i].cb, record, &r[i]);
+        HP_CHECK(!hp__timer_armed(&r[i].cb.t));
+        HP_REQUIRE_EQ(arm(s, &r[i], base + 1 + hp_test_rand(&seed) % 1000000), 0);
+        HP_CHECK(hp__timer_armed(&r[i].cb.t));
     }
     norder = 0;
     HP_CHECK_EQ(hp__timers_run(s), 0); /* nothing due yet */
     s->now = base + 500000;
     int first = hp__timers_run(s);
     for (int i = 0; i < 100; i++)
-        HP_CHECK_EQ(r[i].fired, r[i].t.due <= s->now ? 1 : 0);
+        HP_CHECK_EQ(r[i].fired, r[i].due <= s->now ? 1 : 0);
     s->now = base + 2000000;
     HP_CHECK_EQ(first + hp__timers_run(s), 100);
     HP_CHECK_EQ(norder, 100);
     for (int i = 1; i < norder; i++)
-        HP_CHECK_LE(r[order[i - 1]].t.due, r[order[i]].t.due);
+        HP_CHECK_LE(r[order[i - 1]].due, r[order[i]].due);
     for (int i = 0; i < 100; i++) {
         HP_CHECK_EQ(r[i].fired, 1);
-        HP_CHECK(!hp__timer_armed(&r[i].t));
+        HP_CHECK(!hp__timer_armed(&r[i].cb.t));
     }
     HP_CHECK_EQ(hp_stack_next_timer_ns(s), -1);
     hp_stack_destroy(s);
@@ -65,14 +73,14 @@ HP_TEST(timer_cancel)
     for (int i = 0; i < 5; i++) {
         r[i].id = i;
         r[i].fired = 0;
-        hp__timer_init(&r[i].t, record, &r[i]);
-        HP_REQUIRE_EQ(hp__timer_arm(s, &r[i].t, s->now + 10 + (uint64_t)i), 0);
+        hp__timer_cb_init(&r[i].cb, record, &r[i]);
+        HP_REQUIRE_EQ(arm(s, &r[i], s->now + 10 + (uint64_t)i), 0);
     }
-    hp__timer_cancel(s, &r[0].t); /* the root */
-    hp__timer_cancel(s, &r[2].t); /* the middle */
-    hp__timer_cancel(s, &r[4].t); /* the last */
-    hp__timer_cancel(s, &r[4].t); /* twice: no-op */
-    HP_CHECK(!hp__timer_armed(&r[2].t));
+    hp__timer_cancel(s, &r[0].cb.t); /* the root */
+    hp__timer_cancel(s, &r[2].cb.t); /* the middle */
+    hp__timer_cancel(s, &r[4].cb.t); /* the last */
+    hp__timer_cancel(s, &r[4].cb.t); /* twice: no-op */
+    HP_CHECK(!hp__timer_armed(&r[2].cb.t));
     HP_CHECK_EQ(s->nheap, 2u);
     HP_CHECK_GE(hp_stack_next_timer_ns(s), 0);
     s->now += 100;
@@ -92,19 +100,19 @@ HP_TEST(timer_rearm_moves_it)
     HP_REQUIRE(s != NULL);
     uint64_t t0 = s->now;
     struct rec a = {.id = 1}, b = {.id = 2};
-    hp__timer_init(&a.t, record, &a);
-    hp__timer_init(&b.t, record, &b);
-    HP_REQUIRE_EQ(hp__timer_arm(s, &a.t, t0 + 100), 0);
-    HP_REQUIRE_EQ(hp__timer_arm(s, &b.t, t0 + 150), 0);
+    hp__timer_cb_init(&a.cb, record, &a);
+    hp__timer_cb_init(&b.cb, record, &b);
+    HP_REQUIRE_EQ(arm(s, &a, t0 + 100), 0);
+    HP_REQUIRE_EQ(arm(s, &b, t0 + 150), 0);
     /* Earlier. */
-    HP_REQUIRE_EQ(hp__timer_arm(s, &a.t, t0 + 50), 0);
+    HP_REQUIRE_EQ(arm(s, &a, t0 + 50), 0);
     HP_CHECK_EQ(s->nheap, 2u); /* re-arming does not duplicate */
     s->now = t0 + 60;
     HP_CHECK_EQ(hp__timers_run(s), 1);
     HP_CHECK_EQ(a.fired, 1);
     /* Later: b moves past a's new due time. */
-    HP_REQUIRE_EQ(hp__timer_arm(s, &a.t, t0 + 200), 0);
-    HP_REQUIRE_EQ(hp__timer_arm(s, &b.t, t0 + 300), 0);
+    HP_REQUIRE_EQ(arm(s, &a, t0 + 200), 0);
+    HP_REQUIRE_EQ(arm(s, &b, t0 + 300), 0);
     s->now = t0 + 250;
     norder = 0;
     HP_CHECK_EQ(hp__timers_run(s), 1);
@@ -129,15 +137,15 @@ HP_TEST(timer_many_with_cancels)
     uint64_t t0 = s->now;
     for (int i = 0; i < N; i++) {
         r[i].id = i;
-        hp__timer_init(&r[i].t, record, &r[i]);
-        HP_REQUIRE_EQ(hp__timer_arm(s, &r[i].t, t0 + 1 + hp_test_rand(&seed) % 5000), 0);
+        hp__timer_cb_init(&r[i].cb, record, &r[i]);
+        HP_REQUIRE_EQ(arm(s, &r[i], t0 + 1 + hp_test_rand(&seed) % 5000), 0);
     }
     /* Re-arm a quarter, cancel a third. */
     for (int i = 0; i < N; i += 4)
-        HP_REQUIRE_EQ(hp__timer_arm(s, &r[i].t, t0 + 1 + hp_test_rand(&seed) % 5000), 0);
+        HP_REQUIRE_EQ(arm(s, &r[i], t0 + 1 + hp_test_rand(&seed) % 5000), 0);
     int cancelled = 0;
     for (int i = 0; i < N; i += 3) {
-        hp__timer_cancel(s, &r[i].t);
+        hp__timer_cancel(s, &r[i].cb.t);
         cancelled++;
     }
     HP_CHECK_EQ(s->nheap, (uint32_t)(N - cancelled));
@@ -150,7 +158,7 @@ HP_TEST(timer_many_with_cancels)
     HP_CHECK_EQ(ran, N - cancelled);
     HP_CHECK_EQ(norder, N - cancelled);
     for (int i = 1; i < norder; i++)
-        HP_CHECK_LE(r[order[i - 1]].t.due, r[order[i]].t.due);
+        HP_CHECK_LE(r[order[i - 1]].due, r[order[i]].due);
     for (int i = 0; i < N; i++)
         HP_CHECK_EQ(r[i].fired, i % 3 == 0 ? 0 : 1);
     HP_STOP_IF_FAILED();
@@ -163,7 +171,7 @@ static void rearm_now(struct hp_stack *s, void *arg)
 {
     struct rec *r = arg;
     r->fired++;
-    hp__timer_arm(s, &r->t, s->now); /* due at once, again */
+    arm(s, r, s->now); /* due at once, again */
 }
 
 HP_TEST(timer_callback_rearming_for_now_waits_a_round)
@@ -171,15 +179,15 @@ HP_TEST(timer_callback_rearming_for_now_waits_a_round)
     struct hp_stack *s = hp_stack_create(NULL);
     HP_REQUIRE(s != NULL);
     struct rec r = {0};
-    hp__timer_init(&r.t, rearm_now, &r);
-    HP_REQUIRE_EQ(hp__timer_arm(s, &r.t, s->now), 0);
+    hp__timer_cb_init(&r.cb, rearm_now, &r);
+    HP_REQUIRE_EQ(arm(s, &r, s->now), 0);
     HP_CHECK_EQ(hp__timers_run(s), 1);
     HP_CHECK_EQ(r.fired, 1);
-    HP_CHECK(hp__timer_armed(&r.t));
+    HP_CHECK(hp__timer_armed(&r.cb.t));
     HP_CHECK_EQ(hp__timers_run(s), 1);
     HP_CHECK_EQ(r.fired, 2);
     HP_CHECK_EQ(hp_stack_next_timer_ns(s), 0); /* overdue */
-    hp__timer_cancel(s, &r.t);
+    hp__timer_cancel(s, &r.cb.t);
     hp_stack_destroy(s);
     HP_CHECK_EQ(hp_pools_in_use(), 0);
 }
@@ -193,12 +201,13 @@ HP_TEST(timer_clock_is_monotonic)
 }
 
 /* Every entry no earlier than its parent (the heap is 4-ary), every armed
- * timer's slot pointing at its own entry, and its due time the entry's. */
+ * timer's slot pointing at its own entry (whose due time is the timer's:
+ * hp__timer_due reads it there). */
 static bool heap_ok(const struct hp_stack *s)
 {
     for (uint32_t i = 0; i < s->nheap; i++) {
         const struct hp__heap_ent *e = &s->heap[i];
-        if (e->t->slot != (int32_t)i || e->t->due != e->due)
+        if (e->t->slot != (int32_t)i)
             return false;
         if (i > 0 && s->heap[(i - 1) / 4].due > e->due)
             return false;
@@ -215,7 +224,7 @@ HP_TEST(timer_heap_shape_under_random_operations)
     HP_REQUIRE(r != NULL);
     for (int i = 0; i < N; i++) {
         r[i].id = i;
-        hp__timer_init(&r[i].t, record, &r[i]);
+        hp__timer_cb_init(&r[i].cb, record, &r[i]);
     }
     uint64_t seed = hp_test_seed() ^ 0x4a7;
     uint64_t t0 = s->now;
@@ -225,12 +234,12 @@ HP_TEST(timer_heap_shape_under_random_operations)
         struct rec *x = &r[hp_test_rand(&seed) % N];
         unsigned what = (unsigned)(hp_test_rand(&seed) % 16);
         if (what < 9) {
-            bool was = hp__timer_armed(&x->t);
-            HP_REQUIRE_EQ(hp__timer_arm(s, &x->t, s->now + hp_test_rand(&seed) % 100000), 0);
+            bool was = hp__timer_armed(&x->cb.t);
+            HP_REQUIRE_EQ(arm(s, x, s->now + hp_test_rand(&seed) % 100000), 0);
             armed += was ? 0 : 1;
         } else if (what < 14) {
-            armed -= hp__timer_armed(&x->t) ? 1 : 0;
-            hp__timer_cancel(s, &x->t);
+            armed -= hp__timer_armed(&x->cb.t) ? 1 : 0;
+            hp__timer_cancel(s, &x->cb.t);
         } else {
             s->now += hp_test_rand(&seed) % 20000;
             int k = hp__timers_run(s);

@@ -78,6 +78,25 @@ static uint32_t events_of(struct env *v, void *user)
     return bits;
 }
 
+/* Broadcast, multicast and the directed broadcast of our /24 are no
+ * peers (RFC 1122 4.2.3.10): a connection's next hop is unicast. */
+HP_TEST(tcp_api_connect_refuses_broadcasts)
+{
+    struct env v;
+    HP_REQUIRE_EQ(env_up(&v), 0);
+    struct hp_tcp_sock *t = hp_tcp_open(v.s, 4, NULL);
+    HP_REQUIRE(t != NULL);
+    static const uint8_t bc[4] = {255, 255, 255, 255}, mc[4] = {224, 0, 0, 1},
+                         dbc[4] = {198, 18, 0, 255};
+    struct hp_sockaddr rb = sa(4, bc, 80), rm = sa(4, mc, 80), rd = sa(4, dbc, 80);
+    HP_CHECK_EQ(hp_tcp_connect(t, &rb), -EINVAL);
+    HP_CHECK_EQ(hp_tcp_connect(t, &rm), -EINVAL);
+    HP_CHECK_EQ(hp_tcp_connect(t, &rd), -ENETUNREACH);
+    HP_CHECK_EQ(hp_tcp_state(t), HP_TCP_CLOSED);
+    hp_tcp_close(t);
+    env_down(&v);
+}
+
 HP_TEST(tcp_api_null_and_bad_arguments)
 {
     struct env v;
@@ -667,11 +686,11 @@ HP_TEST(tcp_life_active_data_and_close)
     HP_CHECK_EQ(hp_tcp_poll(t), HP_EV_OUT);
 
     /* Data in the receive queue (as tcp_input puts it there). */
-    struct hp_pool *pool = t->ifc->pool;
+    struct hp_pool *pool = hp__tcp_ifc(t)->pool;
     uint8_t msg[100];
     for (int i = 0; i < 100; i++)
         msg[i] = (uint8_t)i;
-    HP_REQUIRE_EQ(hp__tcp_bufq_append(&t->rcvq, pool, msg, 100), 100);
+    HP_REQUIRE_EQ(hp__tcp_rcvq_append(&t->rcvq, pool, msg, 100), 100);
     HP_CHECK(hp_tcp_poll(t) & HP_EV_IN);
     uint8_t in[64];
     HP_CHECK_EQ(hp_tcp_recv(t, in, 60), 60);
@@ -733,7 +752,7 @@ HP_TEST(tcp_life_close_with_unread_data_resets)
     t->snd_una = t->snd_nxt = t->snd_max = t->iss + 1;
     HP_REQUIRE_EQ(hp__tcp_established(t), 0);
     uint8_t msg[10] = {0};
-    HP_REQUIRE_EQ(hp__tcp_bufq_append(&t->rcvq, t->ifc->pool, msg, 10), 10);
+    HP_REQUIRE_EQ(hp__tcp_rcvq_append(&t->rcvq, hp__tcp_ifc(t)->pool, msg, 10), 10);
     hp_tcp_close(t);
     HP_CHECK_EQ(nconns(&v), 0);
     HP_CHECK_EQ(hp_stack_counter(v.s, HP_CTR_TCP_ABORT_ON_CLOSE), 1);
@@ -775,7 +794,7 @@ HP_TEST(tcp_api_destroy_with_sockets_open)
         struct hp_sockaddr r = i & 1 ? sa(6, IP6[1], 80) : sa(4, IP4[1], 80);
         HP_REQUIRE_EQ(hp_tcp_connect(t, &r), -EINPROGRESS);
         HP_CHECK_GT(hp_tcp_send(t, data, sizeof data), 0);
-        HP_CHECK_EQ(hp__tcp_bufq_append(&t->rcvq, t->ifc->pool, data, 3000), 3000);
+        HP_CHECK_EQ(hp__tcp_rcvq_append(&t->rcvq, hp__tcp_ifc(t)->pool, data, 3000), 3000);
     }
     hp_tcp_open(v.s, 4, NULL);
     HP_CHECK_GT(hp_pools_in_use(), 0);
@@ -794,7 +813,7 @@ static struct hp_tcp_sock *time_wait_conn(struct env *v, const struct hp_sockadd
         return NULL;
     if (ts)
         t->flags |= HP__TCPF_TS_OK;
-    t->ts_recent_ns = v->s->now - idle_ns;
+    t->ts_recent_s = (uint32_t)((v->s->now - idle_ns) / 1000000000u);
     t->snd_nxt = t->snd_max = t->snd_una = t->iss + 100000;
     hp__tcp_set_state(t, HP_TCP_TIME_WAIT);
     hp_tcp_close(t); /* the user is done with it: an orphan in TIME_WAIT */
@@ -808,7 +827,7 @@ HP_TEST(tcp_api_time_wait_reuse)
     struct hp_sockaddr local = sa(4, IP4[0], 6000), r = sa(4, IP4[1], 80);
 
     /* Without tw_reuse the tuple stays taken. */
-    struct hp_tcp_sock *old = time_wait_conn(&v, &local, &r, true, 2000000000ull);
+    struct hp_tcp_sock *old = time_wait_conn(&v, &local, &r, true, 3000000000ull);
     HP_REQUIRE(old != NULL);
     struct hp_tcp_sock *t = hp_tcp_open(v.s, 4, NULL);
     HP_REQUIRE(t != NULL);
@@ -822,7 +841,7 @@ HP_TEST(tcp_api_time_wait_reuse)
 
     /* Timestamps, and a second of silence: taken over, with the new ISS
      * past the old sequence space. */
-    old = time_wait_conn(&v, &local, &r, true, 2000000000ull);
+    old = time_wait_conn(&v, &local, &r, true, 3000000000ull);
     HP_REQUIRE(old != NULL);
     uint32_t old_nxt = old->snd_nxt;
     t = hp_tcp_open(v.s, 4, NULL);
@@ -843,7 +862,7 @@ HP_TEST(tcp_api_time_wait_reuse)
     HP_CHECK_EQ(hp_tcp_connect(t, &r), -EADDRINUSE);
     hp_tcp_close(t);
     hp__tcp_conn_free(old); /* the orphan, as its timer would */
-    old = time_wait_conn(&v, &local, &r, false, 2000000000ull);
+    old = time_wait_conn(&v, &local, &r, false, 3000000000ull);
     HP_REQUIRE(old != NULL);
     t = hp_tcp_open(v.s, 4, NULL);
     HP_REQUIRE(t != NULL);
@@ -855,7 +874,7 @@ HP_TEST(tcp_api_time_wait_reuse)
     /* Ephemeral ports all taken: one in TIME_WAIT is taken over. */
     struct hp__tcp_table *tab = hp__tcp(v.s)->table;
     HP_REQUIRE_EQ(hp__tcp_table_set_ephemeral(tab, 50000, 50001), 0);
-    struct hp_tcp_sock *tw1 = time_wait_conn(&v, NULL, &r, true, 2000000000ull);
+    struct hp_tcp_sock *tw1 = time_wait_conn(&v, NULL, &r, true, 3000000000ull);
     struct hp_tcp_sock *live = hp_tcp_open(v.s, 4, NULL);
     HP_REQUIRE(tw1 && live);
     HP_REQUIRE_EQ(hp_tcp_connect(live, &r), -EINPROGRESS);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Connection blocks (tcp_block.c): aligned, disjoint, over several 2 MiB chunks, reused last-freed first, all returned at fini; a stack's blocks follow its connections. */
+/* Connection blocks (tcp_block.c): aligned, disjoint, over several 2 MiB chunks, reused last-freed first, all returned at fini, walked live ones only; a stack's blocks follow its connections. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,5 +108,76 @@ HP_TEST(tcp_blocks_follow_the_stacks_sockets)
     HP_CHECK_EQ(st->blocks.nchunks, chunks);
     HP_CHECK_EQ(st->blocks.nlive, (uint32_t)N);
     hp_stack_destroy(s); /* frees the sockets left open, then the chunks */
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+/* The walk over live blocks (teardown, bind's port checks): every block
+ * handed out and not freed, once, chunk by chunk; a block freed during
+ * the walk, behind or ahead of it, is skipped. */
+HP_TEST(tcp_blocks_walk_visits_the_live_ones)
+{
+    struct hp__tcp_blocks b;
+    hp__tcp_blocks_init(&b, sizeof(struct hp_tcp_sock));
+    enum { N = 12000 }; /* past two chunks */
+    void **p = calloc(N, sizeof *p);
+    bool *live = calloc(N, sizeof *live);
+    HP_REQUIRE(p && live);
+    for (int i = 0; i < N; i++) {
+        p[i] = hp__tcp_block_alloc(&b);
+        HP_REQUIRE(p[i] != NULL);
+        live[i] = true;
+    }
+    HP_CHECK_GE(b.nchunks, 2u);
+    uint64_t rng = hp_test_seed();
+    for (int i = 0; i < N; i++)
+        if (hp_test_rand(&rng) % 3 == 0) {
+            hp__tcp_block_free(&b, p[i]);
+            live[i] = false;
+        }
+    /* Each live block once, no other. */
+    uint32_t seen = 0;
+    uintptr_t *got = calloc(N, sizeof *got), *want = calloc(N, sizeof *want);
+    HP_REQUIRE(got && want);
+    for (void *q = hp__tcp_block_next(&b, NULL); q && seen < N; q = hp__tcp_block_next(&b, q))
+        got[seen++] = (uintptr_t)q;
+    HP_CHECK_EQ(seen, b.nlive);
+    uint32_t nw = 0;
+    for (int i = 0; i < N; i++)
+        if (live[i])
+            want[nw++] = (uintptr_t)p[i];
+    qsort(got, seen, sizeof *got, cmp_ptr);
+    qsort(want, nw, sizeof *want, cmp_ptr);
+    HP_CHECK_EQ(seen, nw);
+    HP_CHECK(seen == nw && memcmp(got, want, nw * sizeof *got) == 0);
+    free(got);
+    free(want);
+    /* Freeing while walking: the one just visited, and one further on. */
+    uint32_t visited = 0, freed_ahead = 0;
+    for (void *q = hp__tcp_block_next(&b, NULL); q; q = hp__tcp_block_next(&b, q)) {
+        visited++;
+        int i = 0;
+        while (p[i] != q)
+            i++;
+        HP_REQUIRE(live[i]);
+        hp__tcp_block_free(&b, q);
+        live[i] = false;
+        for (int j = i + 1; j < N && j < i + 50; j++)
+            if (live[j] && hp_test_rand(&rng) % 4 == 0) {
+                hp__tcp_block_free(&b, p[j]);
+                live[j] = false;
+                freed_ahead++;
+                break;
+            }
+        HP_STOP_IF_FAILED();
+    }
+    HP_CHECK_EQ(visited + freed_ahead, seen);
+    HP_CHECK_EQ(b.nlive, 0u);
+    HP_CHECK(hp__tcp_block_next(&b, NULL) == NULL);
+    /* A block handed out again is live again. */
+    void *again = hp__tcp_block_alloc(&b);
+    HP_CHECK(hp__tcp_block_next(&b, NULL) == again);
+    hp__tcp_blocks_fini(&b);
+    free(p);
+    free(live);
     HP_CHECK_EQ(hp_pools_in_use(), 0);
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* TCP byte queues: push, small-segment coalescing, append from a pool that runs out, drop, copy (cursor included), read, pop, purge, against a reference byte array. */
+/* TCP byte queues: push, small-segment coalescing, append from a pool that runs out, drop, copy (cursor included), read, pop, purge, against a reference byte array; the send queue's inline bytes. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -568,5 +568,142 @@ HP_TEST(tcp_bufq_random_model)
         }
     }
     hp__tcp_bufq_purge(&q);
+    pool_done(p);
+}
+
+/* ---- the send queue: inline bytes, then buffers ----------------------------------- */
+
+/* Small messages stay inline (no buffer: a request/response connection
+ * never takes one for them); more than HP__TCP_SNDQ_INLINE bytes move
+ * into a buffer, and an emptied queue is inline again. start counts what
+ * was dropped (the bytes acknowledged); a purge leaves it. */
+HP_TEST(tcp_sndq_inline_then_buffers)
+{
+    struct hp_pool *p = pool_new(64);
+    HP_REQUIRE(p != NULL);
+    uint8_t src[2000], dst[2000];
+    pattern(src, sizeof src, 7);
+    struct hp__tcp_sndq sq;
+    hp__tcp_sndq_init(&sq);
+    HP_CHECK_EQ(hp__tcp_sndq_append(&sq, p, src, 1), 1);
+    HP_CHECK_EQ(hp__tcp_sndq_append(&sq, p, src + 1, HP__TCP_SNDQ_INLINE - 1), HP__TCP_SNDQ_INLINE - 1);
+    HP_CHECK_EQ(sq.nbufs, 0);
+    HP_CHECK_EQ(sq.bytes, HP__TCP_SNDQ_INLINE);
+    HP_CHECK_EQ(hp_pool_in_use(p), 0);
+    hp__tcp_sndq_copy(&sq, NULL, 3, 5, dst);
+    HP_CHECK_MEMEQ(dst, src + 3, 5);
+    /* Dropping from the front of inline bytes. */
+    hp__tcp_sndq_drop(&sq, 4);
+    HP_CHECK_EQ(sq.start, 4);
+    HP_CHECK_EQ(sq.bytes, HP__TCP_SNDQ_INLINE - 4);
+    hp__tcp_sndq_copy(&sq, NULL, 4, HP__TCP_SNDQ_INLINE - 4, dst);
+    HP_CHECK_MEMEQ(dst, src + 4, HP__TCP_SNDQ_INLINE - 4);
+    /* More than fits: the inline bytes go into a buffer first, in order. */
+    uint32_t more = 1500;
+    HP_CHECK_EQ(hp__tcp_sndq_append(&sq, p, src + HP__TCP_SNDQ_INLINE, more), more);
+    HP_CHECK_GE(sq.nbufs, 1);
+    HP_CHECK_EQ(sq.bytes, HP__TCP_SNDQ_INLINE - 4 + more);
+    struct hp__tcp_bufq_cur cur = {0};
+    hp__tcp_sndq_copy(&sq, &cur, 4, sq.bytes, dst);
+    HP_CHECK_MEMEQ(dst, src + 4, sq.bytes);
+    /* All acknowledged: empty, inline again, no buffer held. */
+    uint32_t n = sq.bytes;
+    hp__tcp_sndq_drop(&sq, n);
+    HP_CHECK_EQ(sq.nbufs, 0);
+    HP_CHECK_EQ(sq.bytes, 0);
+    HP_CHECK_EQ(sq.start, 4 + n);
+    HP_CHECK_EQ(hp_pool_in_use(p), 0);
+    HP_CHECK_EQ(hp__tcp_sndq_append(&sq, p, src, 3), 3);
+    HP_CHECK_EQ(sq.nbufs, 0);
+    /* A pushed buffer after inline bytes: they go first, in a buffer. */
+    struct hp_buf *b = mkbuf(p, src + 3, 100);
+    HP_REQUIRE(b != NULL);
+    HP_CHECK_EQ(hp__tcp_sndq_push(&sq, p, b), 0);
+    HP_CHECK_EQ(sq.nbufs, 2);
+    HP_CHECK_EQ(sq.bytes, 103);
+    hp__tcp_sndq_copy(&sq, NULL, sq.start, 103, dst);
+    HP_CHECK_MEMEQ(dst, src, 103);
+    uint64_t start = sq.start;
+    hp__tcp_sndq_purge(&sq);
+    HP_CHECK_EQ(sq.bytes, 0);
+    HP_CHECK_EQ(sq.nbufs, 0);
+    HP_CHECK_EQ(sq.start, start);
+    pool_done(p);
+}
+
+/* A pool with nothing left: what fits inline is taken, the rest not; a
+ * push that would need a buffer for the inline bytes is refused, b kept. */
+HP_TEST(tcp_sndq_pool_runs_out)
+{
+    struct hp_pool *p = pool_new(2);
+    HP_REQUIRE(p != NULL);
+    struct hp_buf *hold[2];
+    HP_REQUIRE_EQ(hp_buf_alloc_bulk(p, hold, 2), 2);
+    uint8_t src[64];
+    pattern(src, sizeof src, 3);
+    struct hp__tcp_sndq sq;
+    hp__tcp_sndq_init(&sq);
+    HP_CHECK_EQ(hp__tcp_sndq_append(&sq, p, src, 10), 10);
+    HP_CHECK_EQ(hp__tcp_sndq_append(&sq, p, src + 10, 40), HP__TCP_SNDQ_INLINE - 10);
+    HP_CHECK_EQ(sq.nbufs, 0);
+    hp_buf_free(hold[0]);
+    struct hp_buf *b = hold[1];
+    HP_CHECK_EQ(hp_buf_append(b, 1) != NULL, 1);
+    struct hp_buf *fill = hp_buf_alloc(p); /* the pool is empty again */
+    HP_REQUIRE(fill != NULL);
+    HP_CHECK_EQ(hp__tcp_sndq_push(&sq, p, b), -ENOBUFS);
+    HP_CHECK_EQ(sq.bytes, HP__TCP_SNDQ_INLINE);
+    hp_buf_free(fill);
+    HP_CHECK_EQ(hp__tcp_sndq_push(&sq, p, b), 0); /* b taken now */
+    HP_CHECK_EQ(sq.bytes, HP__TCP_SNDQ_INLINE + 1);
+    hp__tcp_sndq_purge(&sq);
+    pool_done(p);
+}
+
+/* The send queue against a reference stream: appends of every size,
+ * drops, copies from anywhere with the cursor, across inline and
+ * buffered phases. */
+HP_TEST(tcp_sndq_random_model)
+{
+    struct hp_pool *p = pool_new(512);
+    HP_REQUIRE(p != NULL);
+    enum { SZ = 8192 };
+    uint8_t *src = malloc(SZ), *dst = malloc(SZ);
+    HP_REQUIRE(src && dst);
+    pattern(src, SZ, 11);
+    struct hp__tcp_sndq sq;
+    hp__tcp_sndq_init(&sq);
+    struct hp__tcp_bufq_cur cur = {0};
+    uint64_t rng = hp_test_seed(), end = 0; /* stream offset one past the last byte queued */
+    for (int op = 0; op < 20000; op++) {
+        unsigned what = (unsigned)(hp_test_rand(&rng) % 8);
+        if (what < 3 && end - sq.start < 4000) {
+            uint32_t len = (uint32_t)(hp_test_rand(&rng) % (what == 0 ? 1500 : 12)) + 1;
+            uint8_t tmp[1500];
+            for (uint32_t i = 0; i < len; i++)
+                tmp[i] = src[(end + i) % SZ];
+            uint32_t took = hp__tcp_sndq_append(&sq, p, tmp, len);
+            HP_CHECK_EQ(took, len);
+            end += took;
+        } else if (what < 5 && sq.bytes) {
+            uint32_t n = (uint32_t)(hp_test_rand(&rng) % sq.bytes) + 1;
+            hp__tcp_sndq_drop(&sq, n);
+        } else if (sq.bytes) {
+            uint64_t off = sq.start + hp_test_rand(&rng) % sq.bytes;
+            uint32_t len = (uint32_t)(hp_test_rand(&rng) % (end - off)) + 1;
+            hp__tcp_sndq_copy(&sq, (what & 1) ? &cur : NULL, off, len, dst);
+            for (uint32_t i = 0; i < len; i++)
+                if (dst[i] != src[(off + i) % SZ]) {
+                    HP_CHECK_EQ(dst[i], src[(off + i) % SZ]);
+                    break;
+                }
+        }
+        HP_CHECK_EQ(sq.start + sq.bytes, end);
+        HP_CHECK(sq.nbufs > 0 || sq.bytes <= HP__TCP_SNDQ_INLINE);
+        HP_STOP_IF_FAILED();
+    }
+    hp__tcp_sndq_purge(&sq);
+    free(src);
+    free(dst);
     pool_done(p);
 }

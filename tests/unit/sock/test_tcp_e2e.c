@@ -674,6 +674,139 @@ HP_TEST(tcp_e2e_reply_before_next_poll_arms_no_delayed_ack)
     }
 }
 
+/* An ACK owed at once by the handshake, a first window or a FIN waits for
+ * the next poll (hp__tcp_ack_soon), so that what the application sends in
+ * answer carries it: an HTTP/1.0-like exchange (connect, request,
+ * response, the client closes first) takes 7 segments, not 10: SYN,
+ * SYN-ACK, the request with the handshake's ACK, the response, the
+ * client's FIN, the server's FIN with its ACK, the last ACK. Without an
+ * answer the ACK still goes, at the next poll. */
+static uint64_t segs_out(const struct net *n)
+{
+    return hp_stack_counter(n->s[0], HP_CTR_TCP_OUT_SEGS) +
+           hp_stack_counter(n->s[1], HP_CTR_TCP_OUT_SEGS);
+}
+
+HP_TEST(tcp_e2e_acks_ride_on_the_answer)
+{
+    struct net n;
+    HP_REQUIRE_EQ(net_up(&n, NULL, NULL), 0);
+    struct hp_tcp_sock *l = hp_tcp_open(n.s[1], 4, NULL);
+    struct hp_sockaddr any = addr_of(4, -1, 80), to = addr_of(4, 1, 80);
+    HP_REQUIRE(l && hp_tcp_bind(l, &any) == 0 && hp_tcp_listen(l, 8) == 0);
+    for (int round = 0; round < 3; round++) {
+        uint64_t out0 = segs_out(&n);
+        struct hp_tcp_sock *c = hp_tcp_open(n.s[0], 4, NULL), *srv = NULL;
+        HP_REQUIRE(c != NULL);
+        HP_REQUIRE_EQ(hp_tcp_connect(c, &to), -EINPROGRESS);
+        hp_stack_poll(n.s[0]); /* (the SYN went at connect) */
+        hp_stack_poll(n.s[1]); /* the SYN-ACK */
+        hp_stack_poll(n.s[0]); /* established: the ACK waits */
+        HP_CHECK_EQ(hp_tcp_state(c), HP_TCP_ESTABLISHED);
+        HP_CHECK(c->flags & HP__TCPF_DACK);
+        HP_REQUIRE_EQ(hp_tcp_send(c, "GET /", 5), 5); /* carries it */
+        HP_CHECK(!(c->flags & HP__TCPF_DACK));
+        hp_stack_poll(n.s[1]);
+        srv = hp_tcp_accept(l, NULL, NULL);
+        HP_REQUIRE(srv != NULL);
+        char b[16];
+        HP_CHECK_EQ(hp_tcp_recv(srv, b, sizeof b), 5);
+        HP_REQUIRE_EQ(hp_tcp_send(srv, "200 OK", 6), 6);
+        hp_stack_poll(n.s[0]);
+        HP_CHECK_EQ(hp_tcp_recv(c, b, sizeof b), 6);
+        HP_CHECK_EQ(hp_tcp_close(c), 0); /* the client's FIN */
+        hp_stack_poll(n.s[1]);
+        HP_CHECK(srv->flags & HP__TCPF_DACK); /* the FIN's ACK waits */
+        HP_CHECK_EQ(hp_tcp_recv(srv, b, sizeof b), 0);
+        HP_CHECK_EQ(hp_tcp_close(srv), 0); /* our FIN carries it */
+        net_settle(&n, 10);
+        HP_CHECK_EQ(segs_out(&n) - out0, 7u);
+        HP_STOP_IF_FAILED();
+    }
+    /* No answer: the handshake's ACK goes at the client's next poll. */
+    struct hp_tcp_sock *c = hp_tcp_open(n.s[0], 4, NULL);
+    HP_REQUIRE(c != NULL);
+    HP_REQUIRE_EQ(hp_tcp_connect(c, &to), -EINPROGRESS);
+    hp_stack_poll(n.s[0]);
+    hp_stack_poll(n.s[1]);
+    hp_stack_poll(n.s[0]);
+    HP_CHECK(c->flags & HP__TCPF_DACK);
+    HP_CHECK_EQ(hp_stack_next_timer_ns(n.s[0]), 0); /* no sleep while it waits */
+    uint64_t out1 = hp_stack_counter(n.s[0], HP_CTR_TCP_OUT_SEGS);
+    hp_stack_poll(n.s[0]);
+    HP_CHECK_EQ(hp_stack_counter(n.s[0], HP_CTR_TCP_OUT_SEGS) - out1, 1u);
+    HP_CHECK(!(c->flags & HP__TCPF_DACK));
+    hp_stack_poll(n.s[1]);
+    struct hp_tcp_sock *srv = hp_tcp_accept(l, NULL, NULL);
+    HP_CHECK(srv != NULL);
+    hp_tcp_close(srv);
+    hp_tcp_close(c);
+    hp_tcp_close(l);
+    net_settle(&n, 200000);
+    net_down(&n);
+}
+
+/* Issue 23's budget: an idle or request/response connection holds its
+ * 448-byte block and nothing else (no extension, no buffer for its small
+ * messages, no heap entry once idle); a bulk sender gets the extension
+ * (its transmit log, CUBIC's state), which goes with the connection. */
+HP_TEST(tcp_e2e_small_messages_hold_only_the_block)
+{
+    struct net n;
+    HP_REQUIRE_EQ(net_up(&n, NULL, NULL), 0);
+    struct hp_tcp_sock *c, *srv, *l;
+    HP_REQUIRE(connect_pair(&n, 4, 11, &c, &srv, &l));
+    HP_CHECK_EQ(sizeof(struct hp_tcp_sock), 448u);
+    HP_CHECK(!hp__timer_armed(&c->t_rtx) && !hp__timer_armed(&srv->t_rtx)); /* the SYN's, gone */
+    char b[64];
+    for (int r = 0; r < 100; r++) {
+        HP_REQUIRE_EQ(hp_tcp_send(c, "request", 7), 7);
+        HP_CHECK_EQ(c->sndq.nbufs, 0u); /* inline */
+        net_settle(&n, 1);
+        HP_REQUIRE_EQ(hp_tcp_recv(srv, b, sizeof b), 7);
+        HP_REQUIRE_EQ(hp_tcp_send(srv, "response", 8), 8);
+        net_settle(&n, 1);
+        HP_REQUIRE_EQ(hp_tcp_recv(c, b, sizeof b), 8);
+        HP_STOP_IF_FAILED();
+    }
+    HP_CHECK(c->x == NULL && srv->x == NULL);
+    HP_CHECK_EQ(hp__tcp(n.s[0])->nexts, 0u);
+    struct hp_tcp_info i;
+    HP_REQUIRE_EQ(hp_tcp_get_info(c, &i), 0);
+    HP_CHECK_EQ(i.bytes_acked, 700u);
+    HP_CHECK_EQ(i.bytes_received, 800u);
+    HP_CHECK_EQ(i.retrans_segs, 0u);
+    /* Idle: nothing in the timer heap for it (nothing outstanding, no ACK
+     * owed, no keepalive). */
+    net_settle(&n, 2000);
+    HP_CHECK(!hp__timer_armed(&c->t_rtx) && !hp__timer_armed(&c->t_dack) && !hp__timer_armed(&c->t_misc));
+    HP_CHECK(!hp__timer_armed(&srv->t_rtx) && !hp__timer_armed(&srv->t_dack));
+    /* A bulk transfer: the sender's extension, its log and CUBIC's state. */
+    static uint8_t big[200000];
+    uint32_t sent = 0, got = 0;
+    for (int k = 0; k < 100000 && got < sizeof big; k++) {
+        if (sent < sizeof big) {
+            long w = hp_tcp_send(c, big + sent, sizeof big - sent);
+            if (w > 0)
+                sent += (uint32_t)w;
+        }
+        net_step(&n);
+        long r;
+        while ((r = hp_tcp_recv(srv, b, sizeof b)) > 0)
+            got += (uint32_t)r;
+    }
+    HP_CHECK_EQ(got, (uint32_t)sizeof big);
+    HP_CHECK(c->x != NULL);
+    HP_CHECK_EQ(hp__tcp(n.s[0])->nexts, 1u);
+    hp_tcp_close(c);
+    hp_tcp_close(srv);
+    hp_tcp_close(l);
+    net_settle(&n, 200000);
+    HP_CHECK_EQ(hp__tcp(n.s[0])->nexts, 0u);
+    HP_CHECK_EQ(hp__tcp(n.s[0])->nconns, 0u);
+    net_down(&n);
+}
+
 /* ---- early demultiplexing (net/stack.c's rx_peek, tcp_input.c) ---------------------- */
 
 /* The thousand-connection exchange in bursts, with early demultiplexing on

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The TCP connection and listen tables: SipHash vectors, random and colliding tuples, growth, limits, wildcard listeners, RFC 6056 ports, iteration. */
+/* The TCP connection and listen tables: SipHash vectors, the keyed tuple hash and its rekeying, random, structured and colliding tuples, growth, limits, wildcard listeners, RFC 6056 ports, iteration. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,30 +75,64 @@ HP_TEST(tcp_table_siphash_vectors)
     HP_CHECK_EQ(hp_pools_in_use(), 0);
 }
 
-/* The table's word-at-a-time tuple hash is SipHash-1-3 of the tuple's
- * documented byte string under the first 16 bytes of the secret. */
-HP_TEST(tcp_table_hash_is_siphash13)
+static unsigned popcount64(uint64_t x)
 {
-    struct hp__tcp_table *t = table_fixed(16, 0, 0);
-    HP_REQUIRE(t != NULL);
-    const uint64_t key[2] = {0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull};
+    return (unsigned)__builtin_popcountll(x);
+}
+
+/* The tuple hash is keyed: the same secret gives the same hashes, another
+ * secret others; every field of the tuple reaches every part of the
+ * output (a one-bit change flips about half the output bits, in the
+ * bucket index's low bits and in the tag's high half alike). */
+HP_TEST(tcp_table_hash_keyed_and_mixing)
+{
+    struct hp__tcp_table *t = table_fixed(16, 0, 0), *t1 = table_fixed(16, 0, 0);
+    struct hp__tcp_table *t2 = hp__tcp_table_create(16);
+    HP_REQUIRE(t != NULL && t1 != NULL && t2 != NULL);
     struct hp__tcp_key k;
     hp__tcp_key_init(&k, 4, A4, 0x1234, P4, 0xabcd);
-    uint8_t m4[16] = {198, 18, 0, 2, 198, 19, 0, 1, 0x34, 0x12, 0xcd, 0xab, 4, 0, 0, 0};
-    HP_CHECK_EQ(hp__tcp_table_hash(t, &k), hp__tcp_table_siphash(key, m4, 16, 1, 3));
-    hp__tcp_key_init(&k, 6, A6, 443, P6, 50000);
-    uint8_t m6[40];
-    memcpy(m6, A6, 16);
-    memcpy(m6 + 16, P6, 16);
-    uint8_t tail[8] = {443 & 0xff, 443 >> 8, 50000 & 0xff, 50000 >> 8, 6, 0, 0, 0};
-    memcpy(m6 + 32, tail, 8);
-    HP_CHECK_EQ(hp__tcp_table_hash(t, &k), hp__tcp_table_siphash(key, m6, 40, 1, 3));
-    /* Another secret, another hash (for the same tuple). */
-    struct hp__tcp_table *t2 = hp__tcp_table_create(16);
-    HP_REQUIRE(t2 != NULL);
+    HP_CHECK_EQ(hp__tcp_table_hash(t, &k), hp__tcp_table_hash(t1, &k));
     HP_CHECK_NE(hp__tcp_table_hash(t, &k), hp__tcp_table_hash(t2, &k));
-    hp__tcp_table_destroy(t2);
+    hp__tcp_key_init(&k, 6, A6, 443, P6, 50000);
+    HP_CHECK_EQ(hp__tcp_table_hash(t, &k), hp__tcp_table_hash(t1, &k));
+    HP_CHECK_NE(hp__tcp_table_hash(t, &k), hp__tcp_table_hash(t2, &k));
+    uint64_t rng = 4242;
+    for (int family = 4; family <= 6; family += 2) {
+        /* Flip each bit of the 37 bytes that make the tuple in turn. */
+        unsigned flips = 0;
+        uint64_t dist = 0, low_dist = 0, high_dist = 0;
+        for (int n = 0; n < 40; n++) {
+            struct conn c;
+            random_tuple(&c, (uint32_t)n, family, &rng);
+            uint64_t h0 = hp__tcp_table_hash(t, &c.key);
+            static const unsigned v4_bytes[] = {0, 1, 2, 3, 16, 17, 18, 19, 32, 33, 34, 35};
+            unsigned m = family == 4 ? 12 : 36;
+            for (unsigned i = 0; i < m; i++) {
+                unsigned byte = family == 4 ? v4_bytes[i] : i;
+                for (unsigned bit = 0; bit < 8; bit++) {
+                    struct hp__tcp_key x = c.key;
+                    ((uint8_t *)&x)[byte] ^= (uint8_t)(1u << bit);
+                    uint64_t d = h0 ^ hp__tcp_table_hash(t, &x);
+                    HP_CHECK_NE(d, 0);
+                    dist += popcount64(d);
+                    low_dist += popcount64(d & 0xFFFFu);
+                    high_dist += popcount64(d >> 32);
+                    flips++;
+                }
+            }
+        }
+        /* About half of the bits on average: 32 of 64, 8 of the 16 low
+         * bits, 16 of the tag's 32. */
+        HP_CHECK_GT(dist * 100 / flips, 2900);
+        HP_CHECK_LT(dist * 100 / flips, 3500);
+        HP_CHECK_GT(low_dist * 100 / flips, 700);
+        HP_CHECK_LT(low_dist * 100 / flips, 900);
+        HP_CHECK_GT(high_dist * 100 / flips, 1450);
+        HP_CHECK_LT(high_dist * 100 / flips, 1750);
+    }
     hp__tcp_table_destroy(t);
+    hp__tcp_table_destroy(t1);
+    hp__tcp_table_destroy(t2);
     HP_CHECK_EQ(hp_pools_in_use(), 0);
 }
 
@@ -131,7 +165,6 @@ static void many_random(int family)
     HP_CHECK_EQ(hp__tcp_conn_count(t), N);
     for (uint32_t i = 0; i < N; i++) {
         struct hp__tcp_key probe = c[i].key;
-        probe.hash = 0; /* a fresh key from a packet: the hash is not read */
         struct hp__tcp_key *k = hp__tcp_conn_lookup(t, &probe);
         HP_CHECK(k == &c[i].key);
         HP_CHECK_EQ(HP__TCP_ENTRY(k, struct conn, key)->id, i);
@@ -246,6 +279,100 @@ HP_TEST(tcp_table_30k_miss_reads_no_entry)
     HP_CHECK_EQ(s2.key_cmps - s1.key_cmps, N);
     hp__tcp_table_destroy(t);
     free(c);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+/* Tuples as real traffic makes them, which differ in a few low bits: one
+ * client's ports towards one server (tcp_rr's flows), and one server port
+ * from the addresses of a /16. They spread over the buckets as random ones
+ * do: most misses stop in their home bucket. */
+HP_TEST(tcp_table_structured_tuples_spread)
+{
+    enum { N = 30000 };
+    for (int shape = 0; shape < 3; shape++) {
+        struct hp__tcp_table *t = table_fixed(65536, N, 0);
+        struct conn *c = calloc(N, sizeof *c);
+        HP_REQUIRE(t != NULL && c != NULL);
+        for (uint32_t i = 0; i < N; i++) {
+            uint8_t r4[4] = {198, 19, (uint8_t)(i >> 8), (uint8_t)i};
+            uint8_t r6[16] = {0x20, 0x01, 0, 2, [14] = (uint8_t)(i >> 8), [15] = (uint8_t)i};
+            if (shape == 0)
+                hp__tcp_key_init(&c[i].key, 4, A4, (uint16_t)(20000 + i), P4, 5201);
+            else if (shape == 1)
+                hp__tcp_key_init(&c[i].key, 4, A4, 80, r4, 40000);
+            else
+                hp__tcp_key_init(&c[i].key, 6, A6, 443, r6, (uint16_t)(1024 + i % 7));
+            HP_CHECK_EQ(hp__tcp_conn_insert(t, &c[i].key), 0);
+        }
+        struct hp__tcp_table_stats s0 = stats(t);
+        for (uint32_t i = 0; i < N; i++) {
+            struct hp__tcp_key probe = c[i].key;
+            if (shape == 0)
+                probe.rport ^= 0x4000; /* the local ports are the set's */
+            else
+                probe.lport ^= 0x4000;
+            HP_CHECK(hp__tcp_conn_lookup(t, &probe) == NULL);
+        }
+        struct hp__tcp_table_stats s1 = stats(t);
+        HP_CHECK_LT(s1.extra_buckets - s0.extra_buckets, N / 5);
+        HP_CHECK_EQ(s1.key_cmps - s0.key_cmps, 0);
+        HP_CHECK(!hp__tcp_table_rekey_wanted(t));
+        hp__tcp_table_destroy(t);
+        free(c);
+    }
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+/* A probe of REKEY_DIST (8) buckets past its home asks for a new key (the
+ * defence against a peer that learnt enough of the key to build a chain);
+ * the rekey moves every entry under the new key: every hash changes,
+ * every entry is still found (and removed: removal hashes again), and
+ * the chain is gone. */
+HP_TEST(tcp_table_long_probe_rekeys)
+{
+    enum { N = 41 };
+    struct hp__tcp_table *t = table_fixed(48, 48, 0); /* 16 buckets, fixed */
+    HP_REQUIRE(t != NULL);
+    struct conn c[N];
+    uint64_t rng = 99;
+    uint32_t n = 0, tries = 0;
+    while (n < N && tries++ < 1000000) {
+        random_tuple(&c[n], tries, 4, &rng);
+        if ((hp__tcp_table_hash(t, &c[n].key) & 15) == 3)
+            n++;
+    }
+    HP_REQUIRE_EQ(n, N);
+    /* 40 entries fill buckets 3-10; the 41st probes 8 buckets. */
+    for (uint32_t i = 0; i < N - 1; i++)
+        HP_CHECK_EQ(hp__tcp_conn_insert(t, &c[i].key), 0);
+    HP_CHECK(!hp__tcp_table_rekey_wanted(t));
+    HP_CHECK_EQ(hp__tcp_conn_insert(t, &c[N - 1].key), 0);
+    HP_CHECK(hp__tcp_table_rekey_wanted(t));
+    uint64_t before[N];
+    for (uint32_t i = 0; i < N; i++)
+        before[i] = hp__tcp_table_hash(t, &c[i].key);
+    struct hp__tcp_table_stats s0 = stats(t);
+    for (uint32_t i = 0; i < N; i++)
+        HP_CHECK(hp__tcp_conn_lookup(t, &c[i].key) == &c[i].key);
+    struct hp__tcp_table_stats s1 = stats(t);
+    HP_CHECK_GT(s1.extra_buckets - s0.extra_buckets, 100);
+    HP_CHECK_EQ(hp__tcp_table_rekey(t), 1);
+    HP_CHECK(!hp__tcp_table_rekey_wanted(t));
+    HP_CHECK_EQ(stats(t).rekeys, 1);
+    HP_CHECK_EQ(hp__tcp_conn_count(t), N);
+    unsigned changed = 0;
+    for (uint32_t i = 0; i < N; i++) {
+        changed += hp__tcp_table_hash(t, &c[i].key) != before[i];
+        HP_CHECK(hp__tcp_conn_lookup(t, &c[i].key) == &c[i].key);
+    }
+    HP_CHECK_EQ(changed, N);
+    /* 41 entries in 16 buckets of 5 under a fresh key: far fewer probes. */
+    struct hp__tcp_table_stats s2 = stats(t);
+    HP_CHECK_LT(s2.extra_buckets - s1.extra_buckets, 60);
+    for (uint32_t i = 0; i < N; i++)
+        HP_CHECK_EQ(hp__tcp_conn_remove(t, &c[i].key), 0);
+    HP_CHECK_EQ(hp__tcp_conn_count(t), 0);
+    hp__tcp_table_destroy(t);
     HP_CHECK_EQ(hp_pools_in_use(), 0);
 }
 
