@@ -508,6 +508,8 @@ struct hp__tcp_listenq {
     uint32_t nsyn, nacc;
     struct hp_tcp_sock *syn_head, *syn_tail;   /* FIFO through qnext/qprev */
     struct hp_tcp_sock *acc_head, *acc_tail;   /* FIFO through qnext/qprev */
+    uint64_t cookie_ns;                        /* when this listener last gave out a cookie
+                                                * (a cookie SYN-ACK or a cookie ISS); 0: never */
 };
 
 /* The stack's TCP state (s->sock->tcp). */

@@ -170,6 +170,7 @@ static void syn_iss(struct hp_tcp_sock *l, struct hp_tcp_sock *c, uint32_t clien
     c->iss = isn;
     c->snd_una = c->snd_nxt = c->snd_max = isn;
     c->cookie_iss = 1;
+    l->lq->cookie_ns = l->s->now;
 }
 
 uint32_t hp__tcp_embryo_ts(const struct hp_tcp_sock *c, uint32_t t)
@@ -309,6 +310,16 @@ static void cookie_syn_opts(const struct hp_tcp_config *cfg, const struct hp_tcp
     *ecn = co.ecn;
 }
 
+/* A bare ACK (no data, no FIN) that failed the cookie check while this
+ * listener's cookies of the last two slots could still be out: perhaps a
+ * real client's, see cookie_ack. */
+static bool cookie_bare_ack_waits(const struct hp_tcp_sock *l, const struct hp__tcp_seg *sg)
+{
+    const struct hp__tcp_listenq *q = l->lq;
+    return sg->len == 0 && !(sg->r.flags & HP_TCP_F_FIN) && q->cookie_ns &&
+           l->s->now - q->cookie_ns < 2 * HP__TCP_COOKIE_SLOT_NS;
+}
+
 /*
  * An ACK at a listener: the third segment of a handshake we answered with
  * a cookie (RFC 4987 3.6). A valid cookie gives back the client's ISN, our
@@ -334,9 +345,14 @@ static void cookie_ack(struct hp_tcp_sock *l, struct hp__tcp_seg *sg)
     int mss = hp__tcp_cookie_check(&ts->secret, &t, r->seq, r->ack, s->now);
     if (mss < 0) {
         /* Not one of ours: RFC 9293 3.10.7.2, an ACK at a listener gets a
-         * reset. */
+         * reset. Except a bare ACK while our cookies are live: a client
+         * whose entry went (stale, under a flood) after it had sent data
+         * acknowledges with its sequence number past its ISN + 1, which
+         * no cookie check can take; its data's retransmission, at ISN + 1,
+         * passes, so the bare ACK is dropped rather than reset. */
         hp__ctr(s, HP_CTR_TCP_SYNCOOKIES_FAILED);
-        hp__tcp_send_rst_reply(s, sg->family, sg->src, sg->dst, r);
+        if (!cookie_bare_ack_waits(l, sg))
+            hp__tcp_send_rst_reply(s, sg->family, sg->src, sg->dst, r);
         hp__tcp_seg_free(sg);
         return;
     }

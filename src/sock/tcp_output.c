@@ -915,6 +915,7 @@ void hp__tcp_send_cookie_synack(struct hp_tcp_sock *l, int family, const uint8_t
     hp__tcp_cookie_offer(l, &t, r, &o);
     if (emit_send(s, &rt, family, src, &o) == 0)
         hp__ctr(s, HP_CTR_TCP_SYNCOOKIES_SENT);
+    l->lq->cookie_ns = s->now;
 }
 
 /* ---- when to acknowledge ------------------------------------------------------- */
