@@ -128,7 +128,7 @@ else
   # 2. AddressSanitizer + UndefinedBehaviorSanitizer, debug checks on.
   build build-asan build-asan -DCMAKE_BUILD_TYPE=Debug -DHP_SANITIZE=address,undefined \
     && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-       unit_all unit-asan build-asan
+       HP_STRESS_OPS=1e6 unit_all unit-asan build-asan  # (the stress tests' full size under TSan)
   # 2b. ThreadSanitizer: the multi-threaded tests (pool stress).
   if ls tests/thread/*.c >/dev/null 2>&1; then
     build build-tsan build-tsan -DCMAKE_C_COMPILER=${TSAN_CC:-gcc} -DCMAKE_BUILD_TYPE=RelWithDebInfo \
