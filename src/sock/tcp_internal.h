@@ -451,54 +451,55 @@ struct hp__tcp_sndq {
 #define HP__TCPS_BYTESTX_tx uint64_t bytes_sent;
 #define HP__TCPS_SEGSOUT_tx uint32_t segs_out;
 
+// clang-format off: the field groups one after another, as a table
 struct hp_tcp_sock {
 #if defined(HP_LAYOUT_CHRONO) && HP_LAYOUT_CHRONO
     HP__TCPS_ID_demux HP__TCPS_ISS_cold HP__TCPS_SND_rxtx HP__TCPS_SNDWL_rx HP__TCPS_SMSS_rx
-        HP__TCPS_MSSEFF_rxtx HP__TCPS_RMSS_rxtx HP__TCPS_RTXCNT_rx HP__TCPS_IRS_cold
-            HP__TCPS_RCVNXT_rxtx HP__TCPS_RCVWND_tx HP__TCPS_RCVADV_rxtx HP__TCPS_SEGSUNACKED_rxtx
-                HP__TCPS_TS_rxtx HP__TCPS_TSS_rx HP__TCPS_RTT_rxtx HP__TCPS_CC_rxtx
-                    HP__TCPS_RTTSEQ_cold HP__TCPS_LASTSEND_tx HP__TCPS_LASTRCV_rx HP__TCPS_SNDQ_rxtx
-                        HP__TCPS_RCVQ_rxtx HP__TCPS_OOO_rx HP__TCPS_OOON_cold HP__TCPS_OOOBYTES_rxtx
-                            HP__TCPS_SNDBUF_tx HP__TCPS_RCVBUF_rxtx HP__TCPS_TIMERS_cold
-                                HP__TCPS_RTXDUE_rxtx HP__TCPS_DACKDUE_rx HP__TCPS_RTXTDUE_tx
-                                    HP__TCPS_DACKTDUE_rx HP__TCPS_PERSIST_rx HP__TCPS_COOKIEISS_cold
-                                        HP__TCPS_KA_cold HP__TCPS_EV_rx HP__TCPS_ERR_tx
-                                            HP__TCPS_CHACK_cold HP__TCPS_LISTEN_cold
-                                                HP__TCPS_BYTESRX_rx HP__TCPS_SEGSIN_rx
-                                                    HP__TCPS_BYTESTX_tx HP__TCPS_SEGSOUT_tx
-                                                        HP__TCPS_CCX_cold HP__TCPS_PMTU_cold
-                                                            HP__TCPS_EXT_cold
+    HP__TCPS_MSSEFF_rxtx HP__TCPS_RMSS_rxtx HP__TCPS_RTXCNT_rx HP__TCPS_IRS_cold
+    HP__TCPS_RCVNXT_rxtx HP__TCPS_RCVWND_tx HP__TCPS_RCVADV_rxtx HP__TCPS_SEGSUNACKED_rxtx
+    HP__TCPS_TS_rxtx HP__TCPS_TSS_rx HP__TCPS_RTT_rxtx HP__TCPS_CC_rxtx HP__TCPS_RTTSEQ_cold
+    HP__TCPS_LASTSEND_tx HP__TCPS_LASTRCV_rx HP__TCPS_SNDQ_rxtx HP__TCPS_RCVQ_rxtx
+    HP__TCPS_OOO_rx HP__TCPS_OOON_cold HP__TCPS_OOOBYTES_rxtx HP__TCPS_SNDBUF_tx
+    HP__TCPS_RCVBUF_rxtx HP__TCPS_TIMERS_cold HP__TCPS_RTXDUE_rxtx HP__TCPS_DACKDUE_rx
+    HP__TCPS_RTXTDUE_tx HP__TCPS_DACKTDUE_rx HP__TCPS_PERSIST_rx HP__TCPS_COOKIEISS_cold
+    HP__TCPS_KA_cold HP__TCPS_EV_rx HP__TCPS_ERR_tx HP__TCPS_CHACK_cold HP__TCPS_LISTEN_cold
+    HP__TCPS_BYTESRX_rx HP__TCPS_SEGSIN_rx HP__TCPS_BYTESTX_tx HP__TCPS_SEGSOUT_tx
+    HP__TCPS_CCX_cold HP__TCPS_PMTU_cold HP__TCPS_EXT_cold
 #else
     /* 448 bytes, 7 lines (an odd number: tcp_block.c), every byte used
      * but 1; the transmit path's fields in lines 0-3, the receive path's
      * in 0-5 (docs/cachelines/hp_tcp_sock.md). */
-    HP_CACHELINE_GROUP_BEGIN(demux)   /* line 0: both paths read it */
+    HP_CACHELINE_GROUP_BEGIN(demux) /* line 0: both paths read it */
     HP__TCPS_ID_demux HP__TCPS_RTXCNT_rx HP__TCPS_PERSIST_rx HP__TCPS_CCX_cold
-        HP__TCPS_SEGSUNACKED_rxtx
-        HP_CACHELINE_GROUP_END(demux)
+    HP__TCPS_SEGSUNACKED_rxtx
+    HP_CACHELINE_GROUP_END(demux)
 
-            HP_CACHELINE_GROUP_BEGIN(tx) /* only the transmit path */
-        HP__TCPS_LASTSEND_tx HP__TCPS_BYTESTX_tx HP__TCPS_RTXTDUE_tx HP__TCPS_SEGSOUT_tx
-        HP__TCPS_ERR_tx HP__TCPS_SNDBUF_tx HP__TCPS_RCVWND_tx HP_CACHELINE_GROUP_END(tx)
+    HP_CACHELINE_GROUP_BEGIN(tx) /* only the transmit path */
+    HP__TCPS_LASTSEND_tx HP__TCPS_BYTESTX_tx HP__TCPS_RTXTDUE_tx HP__TCPS_SEGSOUT_tx
+    HP__TCPS_ERR_tx HP__TCPS_SNDBUF_tx HP__TCPS_RCVWND_tx
+    HP_CACHELINE_GROUP_END(tx)
 
-        /* Both paths; cc, rtt and rcvq last, in line 3: the transmit path reads
+    /* Both paths; cc, rtt and rcvq last, in line 3: the transmit path reads
      * only their first words it needs (cc.cwnd, rtt.rto_us, rcvq.bytes). */
-        HP_CACHELINE_GROUP_BEGIN(rxtx) HP__TCPS_RTXDUE_rxtx HP__TCPS_SNDQ_rxtx HP__TCPS_SND_rxtx
-        HP__TCPS_RCVNXT_rxtx HP__TCPS_RCVADV_rxtx HP__TCPS_TS_rxtx HP__TCPS_OOOBYTES_rxtx
-        HP__TCPS_RCVBUF_rxtx HP__TCPS_RMSS_rxtx HP__TCPS_MSSEFF_rxtx HP__TCPS_CC_rxtx
-        HP__TCPS_RTT_rxtx HP__TCPS_RCVQ_rxtx HP_CACHELINE_GROUP_END(rxtx)
+    HP_CACHELINE_GROUP_BEGIN(rxtx)
+    HP__TCPS_RTXDUE_rxtx HP__TCPS_SNDQ_rxtx HP__TCPS_SND_rxtx
+    HP__TCPS_RCVNXT_rxtx HP__TCPS_RCVADV_rxtx HP__TCPS_TS_rxtx HP__TCPS_OOOBYTES_rxtx
+    HP__TCPS_RCVBUF_rxtx HP__TCPS_RMSS_rxtx HP__TCPS_MSSEFF_rxtx HP__TCPS_CC_rxtx
+    HP__TCPS_RTT_rxtx HP__TCPS_RCVQ_rxtx
+    HP_CACHELINE_GROUP_END(rxtx)
 
-            HP_CACHELINE_GROUP_BEGIN(rx) /* only the receive path */
-        HP__TCPS_LASTRCV_rx HP__TCPS_DACKDUE_rx HP__TCPS_DACKTDUE_rx HP__TCPS_OOO_rx HP__TCPS_EV_rx
-        HP__TCPS_BYTESRX_rx HP__TCPS_SNDWL_rx HP__TCPS_TSS_rx HP__TCPS_SEGSIN_rx HP__TCPS_SMSS_rx
-        HP_CACHELINE_GROUP_END(rx)
+    HP_CACHELINE_GROUP_BEGIN(rx) /* only the receive path */
+    HP__TCPS_LASTRCV_rx HP__TCPS_DACKDUE_rx HP__TCPS_DACKTDUE_rx HP__TCPS_OOO_rx HP__TCPS_EV_rx
+    HP__TCPS_BYTESRX_rx HP__TCPS_SNDWL_rx HP__TCPS_TSS_rx HP__TCPS_SEGSIN_rx HP__TCPS_SMSS_rx
+    HP_CACHELINE_GROUP_END(rx)
 
-        /* cold: the handshake, listeners, keepalive, the timers themselves, the extension */
-        HP__TCPS_KA_cold HP__TCPS_COOKIEISS_cold HP__TCPS_PMTU_cold HP__TCPS_ISS_cold
-        HP__TCPS_IRS_cold HP__TCPS_OOON_cold HP__TCPS_RTTSEQ_cold HP__TCPS_TIMERS_cold
-        HP__TCPS_CHACK_cold HP__TCPS_LISTEN_cold HP__TCPS_EXT_cold
+    /* cold: the handshake, listeners, keepalive, the timers themselves, the extension */
+    HP__TCPS_KA_cold HP__TCPS_COOKIEISS_cold HP__TCPS_PMTU_cold HP__TCPS_ISS_cold
+    HP__TCPS_IRS_cold HP__TCPS_OOON_cold HP__TCPS_RTTSEQ_cold HP__TCPS_TIMERS_cold
+    HP__TCPS_CHACK_cold HP__TCPS_LISTEN_cold HP__TCPS_EXT_cold
 #endif
 } __attribute__((aligned(HP_CACHELINE_SIZE))); /* allocated with aligned_alloc(64) by hp__tcp_conn_new */
+// clang-format on
 
 /* A listener's queues. Connections in SYN_RECEIVED sit on syn (count
  * nsyn), oldest first; established, not yet accepted ones on acc (count
