@@ -451,7 +451,8 @@ struct hp__tcp_sndq {
 #define HP__TCPS_BYTESTX_tx uint64_t bytes_sent;
 #define HP__TCPS_SEGSOUT_tx uint32_t segs_out;
 
-// clang-format off: the field groups one after another, as a table
+/* (the field groups one after another, as a table) */
+// clang-format off
 struct hp_tcp_sock {
 #if defined(HP_LAYOUT_CHRONO) && HP_LAYOUT_CHRONO
     HP__TCPS_ID_demux HP__TCPS_ISS_cold HP__TCPS_SND_rxtx HP__TCPS_SNDWL_rx HP__TCPS_SMSS_rx
