@@ -152,6 +152,18 @@ case_ecn() { # kind
   else ko "$1: --ecn-mark-above 15000: $ce marked, $drops dropped, $mbps Mbit/s"; fi
 }
 
+case_tail() { # kind
+  # Kernel TCP through --drop-tail: the last segment of each burst is lost
+  # once and repaired (TLP or RTO); every byte still arrives.
+  start "$1" --delay 10 --drop-tail 3 --a2b
+  local mbps; mbps=$(tcp_bulk 1)
+  stop
+  local tails; tails=$(final a2b tail_drops)
+  if [ "$tails" -ge 1 ] && [ "$(final b2a tail_drops)" = 0 ] && awk -v m="$mbps" 'BEGIN {exit !(m > 0)}'; then
+    ok "$1: --drop-tail 3: $tails burst tails lost once each, the transfer went through ($mbps Mbit/s)"
+  else ko "$1: --drop-tail 3: $tails tails lost a2b, $(final b2a tail_drops) b2a, $mbps Mbit/s"; fi
+}
+
 for kind in "${KINDS[@]}"; do
   echo "--- $kind"
   # A link kind this build or kernel lacks: skipped with impair's reason.
@@ -166,6 +178,7 @@ for kind in "${KINDS[@]}"; do
   case_mtu "$kind"
   case_rate "$kind"
   case_ecn "$kind"
+  case_tail "$kind"
 done
 summary
 [ "$fail" = 0 ]

@@ -49,7 +49,8 @@ static void usage(FILE *f)
         "MS[,JITTER]]\n"
         "                      [--loss P] [--reorder P] [--dup P] [--corrupt P] [--rate MBIT]\n"
         "                      [--queue BYTES] [--ecn-mark-above BYTES] [--mtu N] [--seed N]\n"
-        "                      [--a2b|--b2a] [--duration S] [--json-stats] [--cpu N]\n"
+        "                      [--drop-tail MS] [--a2b|--b2a] [--duration S] [--json-stats]\n"
+        "                      [--cpu N]\n"
         "\n"
         "Bridges frames between interfaces A and B (both directions), like netem on a wire:\n"
         "  --delay MS[,J]     one-way delay in milliseconds (fractions allowed), plus a uniform\n"
@@ -60,11 +61,15 @@ static void usage(FILE *f)
         "  --ecn-mark-above B mark ECT packets CE when more than B bytes wait (RFC 3168)\n"
         "  --mtu N            drop IP packets longer than N bytes, silently (a black hole)\n"
         "  --loss/--dup/--corrupt/--reorder P   probabilities in [0, 1] (the fault decorator)\n"
+        "  --drop-tail MS     lose the last TCP data segment of every burst (no frame after it\n"
+        "                     for MS ms), once: its retransmission passes (a tail loss, as\n"
+        "                     RACK-TLP repairs); needs --delay >= MS\n"
         "  --seed N           the random generator's seed (the same seed, the same faults)\n"
         "  --a2b / --b2a      impair only frames from A to B (or B to A); the other direction\n"
         "                     passes untouched\n"
         "  --duration S       stop after S seconds (default: at SIGINT / SIGTERM)\n"
-        "  --json-stats       one JSON object per second (and at the end) instead of a line\n"
+        "  --json-stats       one JSON object per second instead of a line: the first at 0 s,\n"
+        "                     once both interfaces are open, the last (\"final\") at the end\n"
         "  --cpu N            pin to CPU N\n"
         "The interfaces are taken whole (afpacket: every frame; afxdp: copy mode): give the\n"
         "bridge its own namespace with no addresses on them (scripts/netns.sh up3).\n");
@@ -149,6 +154,15 @@ static int parse_one(struct impair_opts *o, int c, const char *arg)
             return 2;
         o->path.mtu = (uint32_t)v;
         return 0;
+    case 'T': {
+        char *end;
+        double ms = strtod(arg, &end);
+        if (*arg == 0 || *end || !(ms > 0 && ms <= 60000))
+            return tool_usage_error("impair",
+                                    "--drop-tail wants milliseconds in (0, 60000], not '%s'", arg);
+        o->path.tail_gap_ns = (uint64_t)llround(ms * 1e6);
+        return 0;
+    }
     case 's':
         if (parse_u64("--seed", arg, 0, UINT64_MAX, &v))
             return 2;
@@ -190,6 +204,7 @@ static int parse(int argc, char **argv, struct impair_opts *o)
         {"ecn-mark-above", required_argument, NULL, 'e'},
         {"mtu", required_argument, NULL, 'm'},
         {"seed", required_argument, NULL, 's'},
+        {"drop-tail", required_argument, NULL, 'T'},
         {"a2b", no_argument, NULL, 'A'},
         {"b2a", no_argument, NULL, 'B'},
         {"duration", required_argument, NULL, 'd'},
@@ -224,6 +239,10 @@ static int parse(int argc, char **argv, struct impair_opts *o)
                                 "--ecn-mark-above needs --rate (marks come from the queue)");
     if (o->path.queue_bytes && !o->path.rate_bps)
         return tool_usage_error("impair", "--queue needs --rate");
+    if (o->path.tail_gap_ns > o->path.delay_ns)
+        return tool_usage_error("impair", "--drop-tail needs --delay of at least as many "
+                                          "milliseconds (a tail is known once the quiet after it "
+                                          "passed, before it leaves the delay line)");
     return 0;
 }
 
@@ -291,13 +310,14 @@ static json_t *dir_json(struct impair_dir *d)
     const struct impair_stats *s = &d->path.st;
     struct hp_fault_stats f = {0};
     hp_link_fault_stats(d->out, &f);
-    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "in",
+    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "in",
                      (json_int_t)s->in, "out", (json_int_t)s->out, "bytes_in",
                      (json_int_t)s->bytes_in, "bytes_out", (json_int_t)s->bytes_out, "queue_drops",
-                     (json_int_t)s->queue_drops, "ce_marked", (json_int_t)s->ce_marked, "mtu_drops",
-                     (json_int_t)s->mtu_drops, "queue_max", (json_int_t)s->queue_max, "lost",
-                     (json_int_t)f.dropped, "duplicated", (json_int_t)f.duplicated, "reordered",
-                     (json_int_t)f.reordered, "corrupted", (json_int_t)f.corrupted, "in_flight",
+                     (json_int_t)s->queue_drops, "ce_marked", (json_int_t)s->ce_marked,
+                     "tail_drops", (json_int_t)s->tail_drops, "mtu_drops", (json_int_t)s->mtu_drops,
+                     "queue_max", (json_int_t)s->queue_max, "lost", (json_int_t)f.dropped,
+                     "duplicated", (json_int_t)f.duplicated, "reordered", (json_int_t)f.reordered,
+                     "corrupted", (json_int_t)f.corrupted, "in_flight",
                      (json_int_t)impair_path_count(&d->path));
 }
 
@@ -317,11 +337,13 @@ static void report(struct impair_dir *dirs, double t, bool json, bool final)
         const struct impair_stats *s = &dirs[i].path.st;
         struct hp_fault_stats f = {0};
         hp_link_fault_stats(dirs[i].out, &f);
-        printf("  %s: in %llu out %llu qdrop %llu ce %llu mtu %llu lost %llu dup %llu qmax %llu",
+        printf("  %s: in %llu out %llu qdrop %llu ce %llu tail %llu mtu %llu lost %llu dup %llu "
+               "qmax %llu",
                dirs[i].name, (unsigned long long)s->in, (unsigned long long)s->out,
                (unsigned long long)s->queue_drops, (unsigned long long)s->ce_marked,
-               (unsigned long long)s->mtu_drops, (unsigned long long)f.dropped,
-               (unsigned long long)f.duplicated, (unsigned long long)s->queue_max);
+               (unsigned long long)s->tail_drops, (unsigned long long)s->mtu_drops,
+               (unsigned long long)f.dropped, (unsigned long long)f.duplicated,
+               (unsigned long long)s->queue_max);
     }
     printf("%s\n", final ? "  (end)" : "");
     fflush(stdout);
@@ -337,6 +359,8 @@ static int run(const struct impair_opts *o, struct impair_dir *dirs)
 {
     uint64_t t0 = now_ns(), next_report = t0 + 1000000000ull;
     uint64_t end = o->duration > 0 ? t0 + (uint64_t)(o->duration * 1e9) : UINT64_MAX;
+    if (o->json)
+        report(dirs, 0, true, false); /* the bridge is up: what a script waits for */
     while (!stop_now) {
         uint64_t now = now_ns();
         if (now >= end)
