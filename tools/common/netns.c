@@ -294,6 +294,13 @@ static int line_make(struct tool_line *l, const char *tag, const char *const *su
         l->up = l->up || rc == 0;
         if (rc == 0)
             rc = tool_ns_batch(l->ns[i], "link set lo up\n") ? -EIO : 0;
+        /* No duplicate address detection on the interfaces to come: a
+         * link-local address is usable at once (neighbour discovery sends
+         * from it), not a second or two later. */
+        if (rc == 0 && tool_sh("ip netns exec %s sysctl -qw net.ipv6.conf.default.accept_dad=0 "
+                               "net.ipv6.conf.all.accept_dad=0",
+                               l->ns[i]) != 0)
+            rc = -EIO;
     }
     for (int i = 0; i + 1 < n && rc == 0; i++)
         if (tool_sh("ip link add %s netns %s type veth peer name %s netns %s", l->ifname[i][0],
@@ -390,4 +397,21 @@ int tool_line_routed(struct tool_line *l, const char *tag, unsigned mtu)
     if (rc < 0)
         tool_line_down(l);
     return rc;
+}
+
+int tool_line_routed_client(const struct tool_line *l, bool on)
+{
+    const char *ns = l->ns[0], *ifn = l->ifname[0][0];
+    if (!on)
+        return tool_sh("ip -n %s addr flush dev %s && ip netns exec %s sysctl -qw "
+                       "net.ipv6.conf.%s.disable_ipv6=1",
+                       ns, ifn, ns, ifn) == 0
+                   ? 0
+                   : -EIO;
+    char cmds[600];
+    routed_cmds(l, 0, cmds, sizeof cmds);
+    if (tool_sh("ip netns exec %s sysctl -qw net.ipv6.conf.%s.disable_ipv6=0", ns, ifn) != 0 ||
+        tool_ns_batch(ns, cmds) != 0)
+        return -EIO;
+    return 0;
 }

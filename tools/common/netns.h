@@ -106,6 +106,12 @@ int tool_line_bridged(struct tool_line *l, const char *tag);
  * address detection. Errors as tool_line_bridged. */
 int tool_line_routed(struct tool_line *l, const char *tag, unsigned mtu);
 
+/* The routed line's client addresses: off (removed, and IPv6 off on its
+ * interface, link-local address included) so that a userspace stack can
+ * take the interface over without the kernel answering its traffic, or on
+ * again as tool_line_routed made them. 0 or -EIO. */
+int tool_line_routed_client(const struct tool_line *l, bool on);
+
 /* Remove every namespace of the line (safe twice, and on one never up). */
 void tool_line_down(struct tool_line *l);
 
