@@ -329,10 +329,10 @@ static void report_init(struct paths_report *r, const struct bench_opts *o)
 {
     memset(r, 0, sizeof *r);
     r->quick = o->quick;
-    r->bulk_s = o->quick ? 0.5 : 10;
-    r->warm_s = o->quick ? 0.3 : 1;
-    r->flows = o->quick ? 3 : PATHS_MAX_FLOWS;
-    r->trials = o->quick ? 5 : PATHS_MAX_TRIALS;
+    r->bulk_s = o->quick ? 0.4 : 10;
+    r->warm_s = o->quick ? 0.2 : 1;
+    r->flows = o->quick ? 2 : PATHS_MAX_FLOWS;
+    r->trials = o->quick ? 4 : PATHS_MAX_TRIALS;
     pick_cpus(r, o);
 }
 
@@ -373,8 +373,9 @@ int paths_report_run(struct paths_report *r, const struct bench_opts *o)
 {
     report_init(r, o);
     if (geteuid() != 0) {
+        /* Skipped, said why: no failure. */
         snprintf(r->why, sizeof r->why, "needs root (network namespaces, AF_PACKET)");
-        return 1;
+        return 0;
     }
     struct env e = {.r = r, .o = o, .total = 4 * PC_N - 2 + 2 + 1};
     int rc = tool_line_bridged(&e.line, "paths");

@@ -210,8 +210,12 @@ extern const char *const paths_sender_names[PS_N];
 extern const char *const paths_cond_names[PC_N];
 extern const double paths_cond_loss[PC_N], paths_cond_reorder[PC_N];
 
-/* Run everything (root only: else r->why says so). 0, or 1 when nothing could run. */
+/* Run everything. 0 (also when it cannot run here, not root: r->why says
+ * so), or 1 when the namespaces or the receiver could not be set up (r->why). */
 int paths_report_run(struct paths_report *r, const struct bench_opts *o);
+/* The rows, trials and path MTU runs that were asked for and failed to
+ * measure (not goals missed: measurements missing). */
+int paths_report_failures(const struct paths_report *r);
 void paths_report_goals(struct paths_report *r);
 void paths_report_table(const struct paths_report *r, FILE *f);
 json_t *paths_report_json(const struct paths_report *r);

@@ -357,6 +357,30 @@ json_t *paths_report_json(const struct paths_report *r)
     return j;
 }
 
+/* Whether a part that did not run was asked for (HP_PATHS_ONLY). */
+static bool asked(const char *why)
+{
+    return strncmp(why, "not asked for", 13) != 0;
+}
+
+int paths_report_failures(const struct paths_report *r)
+{
+    if (r->why[0])
+        return 0;
+    int n = 0;
+    for (int c = 0; c < PC_N; c++)
+        for (int s = 0; s < PS_N; s++)
+            if (c != PC_ECN || s == PS_KERNEL_CUBIC || s == PS_HOTPATH_CUBIC)
+                n += !r->cells[c][s].ran && asked(r->cells[c][s].why);
+    n += !r->tail[PS_KERNEL_CUBIC].ran && asked(r->tail[PS_KERNEL_CUBIC].why);
+    n += !r->tail[PS_HOTPATH_CUBIC].ran && asked(r->tail[PS_HOTPATH_CUBIC].why);
+    if (!r->pmtu.ran)
+        return n + asked(r->pmtu.why);
+    for (int c = 0; c < PM_N; c++)
+        n += !r->pmtu.c[c].ran[0] + !r->pmtu.c[c].ran[1];
+    return n;
+}
+
 int bench_paths(const struct bench_opts *o, FILE *table)
 {
     static struct paths_report r; /* large; one benchmark runs at a time */
@@ -366,5 +390,5 @@ int bench_paths(const struct bench_opts *o, FILE *table)
         hb_json_emit(paths_report_json(&r), o->json, o->json_out);
     if (!o->json)
         paths_report_table(&r, table);
-    return rc;
+    return rc || paths_report_failures(&r) ? 1 : 0;
 }

@@ -17,7 +17,8 @@ required=(cmake:/usr/bin/cmake ninja-build:/usr/bin/ninja gcc:/usr/bin/gcc
           libjansson-dev:/usr/include/jansson.h)
 optional_demo=(libdpdk-dev:/usr/include/dpdk/rte_ip.h libxdp-dev:/usr/include/xdp/xsk.h
                libbpf-dev:/usr/include/bpf/libbpf.h iproute2:/usr/sbin/ip libssl-dev:/usr/include/openssl/evp.h
-               libdw-dev:/usr/include/elfutils/libdw.h valgrind:/usr/include/valgrind/callgrind.h)
+               libdw-dev:/usr/include/elfutils/libdw.h valgrind:/usr/include/valgrind/callgrind.h
+               ethtool:/usr/sbin/ethtool nftables:/usr/sbin/nft)
 optional_check=(clang:/usr/bin/clang libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
                 libdpdk-dev:/usr/include/dpdk/rte_ip.h libxdp-dev:/usr/include/xdp/xsk.h
                 libbpf-dev:/usr/include/bpf/libbpf.h iproute2:/usr/sbin/ip tshark:/usr/bin/tshark
@@ -25,7 +26,7 @@ optional_check=(clang:/usr/bin/clang libclang-rt-14-dev:/usr/lib/llvm-14/lib/cla
                 iputils-ping:/usr/bin/ping ethtool:/usr/sbin/ethtool valgrind:/usr/include/valgrind/callgrind.h
                 gcc-aarch64-linux-gnu:/usr/bin/aarch64-linux-gnu-gcc
                 libc6-dev-arm64-cross:/usr/aarch64-linux-gnu/lib/crti.o qemu-user:/usr/bin/qemu-aarch64
-                clang-format-14:/usr/bin/clang-format-14)
+                clang-format-14:/usr/bin/clang-format-14 nftables:/usr/sbin/nft)
 declare -A why=(
   [libdpdk-dev]="the dpdk and dpdk-native rows of 'hotpath bench cksum'"
   [libelf-dev]="code sizes in the benchmark tables"
@@ -40,7 +41,8 @@ declare -A why=(
   [libssl-dev]="SHA-256 digests in 'hotpath connect' (its byte-by-byte check runs without)"
   [libdw-dev]="'hotpath layout' (it reads DWARF with libdw) and its tests"
   [tshark]="reading our pcap files back with Wireshark's dissectors"
-  [ethtool]="the afxdp interop tests with the kernel's TCP and UDP (its veth's tx checksum offload must be off)"
+  [ethtool]="the afxdp interop tests with the kernel's TCP and UDP, and 'hotpath bench paths' (the veths' checksum and segmentation offloads must be off)"
+  [nftables]="the path MTU rows of 'hotpath bench paths' with every ICMP error dropped on the routers (probing)"
   [iputils-ping]="the kernel's ping and ping -6 against hotpath serve (root interop tests)"
   [clang-format-14]="the style check of make check (scripts/style.sh: the C sources against .clang-format)"
   [valgrind]="simulated cache misses per rr transaction (scripts/rr_cachesim.py: the demo's layout step and its test)"
