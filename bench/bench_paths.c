@@ -148,6 +148,8 @@ static double run_job(struct env *e, struct paths_job *j, char *why, size_t len)
 static void cell_fill(struct paths_cell *cell, const struct paths_job *j, double rate)
 {
     cell->goodput_mbps = rate * 8 / 1e6;
+    cell->sack = j->sack;
+    cell->ecn = j->ecn_ok;
     cell->retrans = j->retrans;
     cell->rto = j->rto;
     cell->has_fct = j->nfct > 0;

@@ -86,6 +86,7 @@ struct paths_job {
     int trials;         /* tail-loss trials (instead of the rest) */
     /* out: the bulk run */
     bool bulk_ok;
+    bool sack, ecn_ok; /* what the bulk connection negotiated */
     uint64_t retrans, rto;
     /* the short flows, in ms; failed ones are not in fct */
     double fct[PATHS_MAX_FLOWS];
@@ -173,6 +174,7 @@ enum { PC_LOSS0, PC_LOSS05, PC_LOSS2, PC_LOSS5, PC_REORDER, PC_ECN, PC_N };
 struct paths_cell {
     bool ran;
     char why[200];
+    bool sack, ecn; /* negotiated by the bulk connection */
     double goodput_mbps;
     uint64_t retrans, rto;
     bool has_fct;

@@ -191,6 +191,20 @@ static void table_rows(const struct paths_report *r, FILE *f)
         }
 }
 
+/* A row whose bulk connection did not negotiate what its name says
+ * measured something else: said under the table. */
+static void table_checks(const struct paths_report *r, FILE *f)
+{
+    for (int c = 0; c < PC_N; c++)
+        for (int s = 0; s < PS_N; s++) {
+            const struct paths_cell *x = &r->cells[c][s];
+            bool sack = s == PS_KERNEL_CUBIC || s == PS_HOTPATH_CUBIC;
+            if (x->ran && (x->sack != sack || x->ecn != (c == PC_ECN)))
+                fprintf(f, "  note: %s, %s: SACK %s, ECN %s (negotiated)\n", paths_cond_names[c],
+                        paths_sender_names[s], x->sack ? "on" : "off", x->ecn ? "on" : "off");
+        }
+}
+
 static void table_tail_pmtu(const struct paths_report *r, FILE *f)
 {
     fprintf(f, "\ntail loss:  a new connection writes one flight (its initial window, at most 10\n"
@@ -242,6 +256,7 @@ void paths_report_table(const struct paths_report *r, FILE *f)
     }
     table_setup(r, f);
     table_rows(r, f);
+    table_checks(r, f);
     table_tail_pmtu(r, f);
     hb_goals_table(&r->goals, f);
 }
@@ -259,6 +274,8 @@ static json_t *cell_json(const struct paths_report *r, int c, int s)
         return o;
     }
     json_object_set_new(o, "goodput_mbps", tool_json_num(x->goodput_mbps, 2));
+    json_object_set_new(o, "sack_negotiated", json_boolean(x->sack));
+    json_object_set_new(o, "ecn_negotiated", json_boolean(x->ecn));
     json_object_set_new(o, "fct_p50_ms",
                         x->has_fct ? tool_json_num(x->fct_p50_ms, 2) : json_null());
     json_object_set_new(o, "fct_p99_ms",

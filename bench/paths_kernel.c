@@ -261,6 +261,12 @@ static void kernel_bulk(struct paths_job *j, uint8_t *buf)
     }
     j->retrans = (uint64_t)(paths_ns_counter("Tcp", "RetransSegs") - r0);
     j->rto = (uint64_t)(paths_ns_counter("TcpExt", "TCPTimeouts") - t0);
+    struct tcp_info ti;
+    socklen_t l = sizeof ti;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &l) == 0) {
+        j->sack = ti.tcpi_options & TCPI_OPT_SACK;
+        j->ecn_ok = ti.tcpi_options & TCPI_OPT_ECN;
+    }
     j->bulk_ok = true;
     close_reset(fd);
 }
