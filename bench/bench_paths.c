@@ -140,6 +140,10 @@ static double run_job(struct env *e, struct paths_job *j, char *why, size_t len)
         atomic_store(&phase, HB_STOP);
     }
     pthread_join(th, NULL);
+    if (is_hotpath(j->sender) && j->link) {
+        e->r->hp_link = j->link;
+        e->r->hp_rt = j->rt;
+    }
     if (j->phase && rate < 0 && !why[0])
         snprintf(why, len, "%s", j->why[0] ? j->why : "the bulk connection did not come up");
     return rate;
@@ -174,8 +178,9 @@ static void cell_run(struct env *e, int c, int s)
         snprintf(cell->why, sizeof cell->why, "cannot set the namespaces' sysctls or address");
         return;
     }
-    if (paths_bridge_start(&br, e->line.ns[1], e->line.ifname[0][1], e->line.ifname[1][0],
-                           e->r->cpu_bridge, args, cell->why, sizeof cell->why) < 0) {
+    if (paths_bridge_start_rt(&br, e->line.ns[1], e->line.ifname[0][1], e->line.ifname[1][0],
+                              e->r->cpu_bridge, args, &e->r->bridge_rt, cell->why,
+                              sizeof cell->why) < 0) {
         ends_for(e, s, ecn, false);
         return;
     }
@@ -216,8 +221,9 @@ static void tail_run(struct env *e, int s)
         snprintf(t->why, sizeof t->why, "cannot set the namespaces' sysctls or address");
         return;
     }
-    if (paths_bridge_start(&br, e->line.ns[1], e->line.ifname[0][1], e->line.ifname[1][0],
-                           e->r->cpu_bridge, args, t->why, sizeof t->why) < 0) {
+    if (paths_bridge_start_rt(&br, e->line.ns[1], e->line.ifname[0][1], e->line.ifname[1][0],
+                              e->r->cpu_bridge, args, &e->r->bridge_rt, t->why,
+                              sizeof t->why) < 0) {
         ends_for(e, s, false, false);
         return;
     }
@@ -299,6 +305,8 @@ static void *flood_main(void *arg)
  * managed. -1 when it could not be measured. */
 static double bridge_fps(struct env *e, int payload, double secs, double *offered)
 {
+    /* Spinning at its normal priority: the flood keeps it busy anyway, and a
+     * real-time task at full load would starve the CPU's other work. */
     const char *args[] = {"--a2b", NULL};
     struct paths_bridge br;
     char why[200];
@@ -334,6 +342,7 @@ static void report_init(struct paths_report *r, const struct bench_opts *o)
     r->bulk_s = o->quick ? 0.4 : 10;
     r->warm_s = o->quick ? 0.2 : 1;
     r->flows = o->quick ? 2 : PATHS_MAX_FLOWS;
+    r->bridge_rt = true; /* until refused */
     r->trials = o->quick ? 4 : PATHS_MAX_TRIALS;
     pick_cpus(r, o);
 }

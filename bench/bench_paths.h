@@ -38,6 +38,8 @@ enum paths_sender {
 #define PATHS_PORT 5201
 #define PATHS_MAX_FLOWS 300
 #define PATHS_MAX_TRIALS 200
+#define PATHS_RT_PRIO                                                                              \
+    40 /* SCHED_FIFO: hotpath impair and hotpath's sender (they sleep when idle) */
 
 /* ---- the sink: the kernel receiver in the server's namespace ---- */
 
@@ -84,6 +86,8 @@ struct paths_job {
     _Atomic int ready;  /* set by the sender once its bulk connection is up */
     int flows;          /* short flows after the bulk run */
     int trials;         /* tail-loss trials (instead of the rest) */
+    const char *link;   /* hotpath: the link it ran on */
+    bool rt;            /* hotpath: its thread ran at real-time priority */
     /* out: the bulk run */
     bool bulk_ok;
     bool sack, ecn_ok; /* what the bulk connection negotiated */
@@ -123,6 +127,10 @@ struct paths_bridge {
  * with why. */
 int paths_bridge_start(struct paths_bridge *b, const char *ns, const char *ifa, const char *ifb,
                        int cpu, const char *const *args, char *why, size_t len);
+/* The same, with *rt: at real-time priority (--rt PATHS_RT_PRIO) first,
+ * and without it (*rt cleared) when that is refused. */
+int paths_bridge_start_rt(struct paths_bridge *b, const char *ns, const char *ifa, const char *ifb,
+                          int cpu, const char *const *args, bool *rt, char *why, size_t len);
 /* SIGINT, wait, and its final counters of direction a2b. 0, or -1 with why. */
 int paths_bridge_stop(struct paths_bridge *b, struct paths_bridge_stats *a2b, char *why,
                       size_t len);
@@ -202,6 +210,9 @@ struct paths_report {
     /* the bridge unloaded: frames per second it forwards */
     double bridge_fps_1514, bridge_fps_64;         /* forwarded (-1: not measured) */
     double bridge_offered_1514, bridge_offered_64; /* what the flooding sender managed */
+    bool bridge_rt;                                /* impair ran at real-time priority */
+    const char *hp_link;                           /* the link hotpath's senders ran on */
+    bool hp_rt;                                    /* ... at real-time priority */
     struct paths_cell cells[PC_N][PS_N];
     struct paths_tail tail[PS_N]; /* PS_KERNEL_CUBIC and PS_HOTPATH_CUBIC */
     struct paths_pmtu pmtu;

@@ -141,14 +141,16 @@ static void table_setup(const struct paths_report *r, FILE *f)
 {
     fprintf(
         f,
-        "setup:      client ns -- hotpath impair (afpacket, CPU %d) -- server ns; the data\n"
+        "setup:      client ns -- hotpath impair (afpacket, CPU %d%s) -- server ns; the data\n"
         "            direction at %d Mbit/s, %d ms delay (the ACKs return at once: RTT %d ms),\n"
         "            a %d-byte queue (one BDP), the row's loss / reordering / ECN marks;\n"
-        "            a kernel receiver; senders on CPU %d. Bulk: %.3g s measured after %.3g s;\n"
-        "            short flows: %d x %d KB, a connection each, completion = connect to the\n"
-        "            receiver's FIN; retrans and RTOs are the bulk flow's\n",
-        r->cpu_bridge, PATHS_RATE_MBIT, PATHS_DELAY_MS, PATHS_DELAY_MS, PATHS_QUEUE_BYTES,
-        r->cpu_ends, r->bulk_s, r->warm_s, r->flows, PATHS_FLOW_BYTES / 1000);
+        "            a kernel receiver; senders on CPU %d (hotpath's: a stack on %s%s).\n"
+        "            Bulk: %.3g s measured after %.3g s; short flows: %d x %d KB, a connection\n"
+        "            each, completion = connect to the receiver's FIN; retrans and RTOs are\n"
+        "            the bulk flow's, the bridge's counters (qdrops, lost, CE) the whole row's\n",
+        r->cpu_bridge, r->bridge_rt ? ", SCHED_FIFO" : "", PATHS_RATE_MBIT, PATHS_DELAY_MS,
+        PATHS_DELAY_MS, PATHS_QUEUE_BYTES, r->cpu_ends, r->hp_link ? r->hp_link : "-",
+        r->hp_rt ? ", SCHED_FIFO" : "", r->bulk_s, r->warm_s, r->flows, PATHS_FLOW_BYTES / 1000);
     fprintf(f, "bridge:     unshaped, it forwarded ");
     if (r->bridge_fps_1514 > 0)
         fprintf(f,
@@ -356,6 +358,10 @@ json_t *paths_report_json(const struct paths_report *r)
                                   PATHS_ECN_ABOVE, "bulk_s", r->bulk_s, "warmup_s", r->warm_s,
                                   "flows", r->flows, "flow_bytes", PATHS_FLOW_BYTES, "tail_trials",
                                   r->trials, "cpus", r->cpu_bridge, r->cpu_ends));
+    json_t *setup = json_object_get(j, "setup");
+    json_object_set_new(setup, "bridge_realtime", json_boolean(r->bridge_rt));
+    json_object_set_new(setup, "hotpath_link", tool_json_str_or_null(r->hp_link));
+    json_object_set_new(setup, "hotpath_realtime", json_boolean(r->hp_rt));
     json_object_set_new(j, "bridge",
                         json_pack("{s:o, s:o, s:o, s:o}", "fps_1514",
                                   tool_json_num(r->bridge_fps_1514, 0), "offered_fps_1514",

@@ -220,3 +220,21 @@ int paths_child_run(const char *ns, char *const *argv, double timeout_s, char **
     bridge_close(&b);
     return rc;
 }
+
+int paths_bridge_start_rt(struct paths_bridge *b, const char *ns, const char *ifa, const char *ifb,
+                          int cpu, const char *const *args, bool *rt, char *why, size_t len)
+{
+    if (*rt) {
+        char prio[8];
+        snprintf(prio, sizeof prio, "%d", PATHS_RT_PRIO);
+        const char *all[40] = {"--rt", prio};
+        int n = 2;
+        for (int i = 0; args[i] && n < 39; i++)
+            all[n++] = args[i];
+        all[n] = NULL;
+        if (paths_bridge_start(b, ns, ifa, ifb, cpu, all, why, len) == 0)
+            return 0;
+        *rt = false; /* say, a cgroup without real-time time */
+    }
+    return paths_bridge_start(b, ns, ifa, ifb, cpu, args, why, len);
+}

@@ -2,6 +2,8 @@
 /* hotpath's sender in `hotpath bench paths`: a stack over afpacket on the client namespace's interface (the kernel's address taken off it), bulk, short flows and tail-loss trials against the kernel's receiver. */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -32,8 +34,8 @@ struct hps {
 static void hps_close(struct hps *h)
 {
     hp_stack_destroy(h->st);
-    if (h->pool)
-        hp_pool_thread_flush(h->pool);
+    if (h->link)
+        hp_pool_thread_flush(hp_link_pool(h->link));
     hp_link_close(h->link);
     if (h->pool)
         hp_pool_destroy(h->pool);
@@ -48,20 +50,42 @@ static void hps_config(const struct paths_job *j, struct hp_tcp_config *tc)
     (void)j;
 }
 
+/* The link: afxdp in copy mode, whose frames are there as soon as they
+ * arrive, else afpacket (its receive blocks are handed over within 1 ms:
+ * ACKs a little later, in batches). NULL with j->why. */
+static struct hp_link *hps_link(struct hps *h, struct paths_job *j)
+{
+    struct hp_link_config xc = {.iface = j->iface,
+                                .flags = HP_LINK_F_COPY,
+                                .ring_size = 2048,
+                                .n_frames = POOL_BUFS,
+                                .frame_size = 2048};
+    struct hp_link *l = hp_link_open("afxdp", &xc);
+    if (l) {
+        j->link = "afxdp";
+        return l;
+    }
+    char why[160];
+    snprintf(why, sizeof why, "%s", hp_link_error());
+    struct hp_pool_config pc = {.name = "paths", .n_bufs = POOL_BUFS};
+    h->pool = hp_pool_create(&pc);
+    struct hp_link_config lc = {.iface = j->iface, .pool = h->pool};
+    l = h->pool ? hp_link_open("afpacket", &lc) : NULL;
+    if (!l)
+        snprintf(j->why, sizeof j->why, "neither afxdp (%.80s) nor afpacket (%.80s) on %s", why,
+                 h->pool ? hp_link_error() : "no pool", j->iface);
+    j->link = "afpacket";
+    return l;
+}
+
 /* The stack on the job's interface. 0, or -1 with j->why. */
 static int hps_open(struct hps *h, struct paths_job *j)
 {
     memset(h, 0, sizeof *h);
     h->fd = -1;
-    struct hp_pool_config pc = {.name = "paths", .n_bufs = POOL_BUFS};
-    h->pool = hp_pool_create(&pc);
-    struct hp_link_config lc = {.iface = j->iface, .pool = h->pool};
-    h->link = h->pool ? hp_link_open("afpacket", &lc) : NULL;
-    if (!h->link) {
-        snprintf(j->why, sizeof j->why, "afpacket on %s: %s", j->iface,
-                 h->pool ? hp_link_error() : "no pool");
+    h->link = hps_link(h, j);
+    if (!h->link)
         return -1;
-    }
     struct hp_stack_config sc = {.name = "paths", .flags = HP_STACK_F_NO_DAD};
     h->st = hp_stack_create(&sc);
     int ifx = h->st ? hp_stack_add_iface(h->st, h->link) : -ENOMEM;
@@ -292,6 +316,11 @@ void *paths_hotpath_sender(void *arg)
     } else {
         if (j->cpu >= 0)
             tool_pin(j->cpu);
+        /* The kernel's TCP runs in softirq context, ahead of every process;
+         * hotpath's runs on this thread, which sleeps when idle: at
+         * real-time priority it is as prompt on a busy machine. */
+        struct sched_param sp = {.sched_priority = PATHS_RT_PRIO};
+        j->rt = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0;
         if (hps_open(&h, j) == 0) {
             if (j->phase)
                 hps_bulk(&h, j, buf);

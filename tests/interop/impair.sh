@@ -92,6 +92,14 @@ case_delay() { # kind
   else ko "$1: --delay 10: $got/10 replies, min RTT $min ms (want >= 20)" "$(tail -3 "$tmp/imp.err")"; fi
 }
 
+case_wait() { # kind: sleeping in poll(2) at real-time priority instead of spinning
+  start "$1" --delay 10 --rt 10
+  read -r got min < <(ping_stats -c 10 -i 0.05)
+  if stop && [ "$got" = 10 ] && awk -v m="$min" 'BEGIN {exit !(m >= 20)}' && [ "$(final a2b late_max_us)" -ge 0 ]; then
+    ok "$1: --delay 10 --rt 10: 10/10 replies, min RTT $min ms >= 20 ms; clean exit"
+  else ko "$1: --delay 10 --rt 10: $got/10 replies, min RTT $min ms (want >= 20)" "$(tail -3 "$tmp/imp.err")"; fi
+}
+
 case_loss() { # kind
   start "$1" --loss 0.2 --seed 42
   ping_stats -c 300 -i 0.002 >/dev/null
@@ -172,6 +180,7 @@ for kind in "${KINDS[@]}"; do
     sk "$kind: impair cannot run here: $(head -1 "$tmp/probe.err")"; continue
   fi
   case_delay "$kind"
+  case_wait "$kind"
   case_loss "$kind"
   case_dup "$kind"
   case_one_way "$kind"

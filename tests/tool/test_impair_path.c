@@ -327,3 +327,20 @@ HP_TEST(impair_drop_tail_keeps_order)
     HP_CHECK_EQ(p.st.tail_drops, 3);
     impair_path_fini(&p);
 }
+
+/* Frames handed out after they were due count as late, by how much. */
+HP_TEST(impair_counts_lateness)
+{
+    struct impair_path p;
+    struct impair_cfg c = {.delay_ns = 10 * MS};
+    HP_REQUIRE_EQ(impair_path_init(&p, &c, 64), 0);
+    HP_CHECK_EQ(impair_path_push(&p, frame4(100, 0), 0), 1);
+    HP_CHECK_EQ(impair_path_push(&p, frame4(100, 0), 0), 1);
+    HP_CHECK_EQ(drain_at(&p, 10 * MS), 2); /* on time */
+    HP_CHECK_EQ(p.st.late_max_ns, 0);
+    HP_CHECK_EQ(impair_path_push(&p, frame4(100, 0), 20 * MS), 1);
+    HP_CHECK_EQ(drain_at(&p, 33 * MS), 1); /* due at 30 ms */
+    HP_CHECK_EQ(p.st.late_max_ns, 3 * MS);
+    HP_CHECK_EQ(p.st.late_sum_ns, 3 * MS);
+    impair_path_fini(&p);
+}

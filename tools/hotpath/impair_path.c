@@ -269,6 +269,7 @@ static void pop_head(struct impair_path *p)
 unsigned impair_path_peek(struct impair_path *p, uint64_t now, struct hp_buf **out, unsigned n)
 {
     unsigned k = 0;
+    p->peek_ns = now;
     for (uint32_t i = p->head; i != p->tail && k < n; i++) {
         struct impair_slot *s = &p->ring[i & p->mask];
         if (s->deliver_ns > now)
@@ -292,8 +293,12 @@ unsigned impair_path_peek(struct impair_path *p, uint64_t now, struct hp_buf **o
 void impair_path_consume(struct impair_path *p, unsigned n)
 {
     for (unsigned i = 0; i < n && p->head != p->tail; i++) {
+        const struct impair_slot *s = &p->ring[p->head & p->mask];
+        uint64_t late = p->peek_ns > s->deliver_ns ? p->peek_ns - s->deliver_ns : 0;
+        p->st.late_sum_ns += late;
+        p->st.late_max_ns = late > p->st.late_max_ns ? late : p->st.late_max_ns;
         p->st.out++;
-        p->st.bytes_out += p->ring[p->head & p->mask].bytes;
+        p->st.bytes_out += s->bytes;
         pop_head(p);
     }
 }

@@ -45,11 +45,12 @@ struct impair_cfg {
 struct impair_stats {
     uint64_t in, out; /* frames taken in and handed out */
     uint64_t bytes_in, bytes_out;
-    uint64_t queue_drops; /* tail drops: the queue was full */
-    uint64_t ce_marked;   /* ECT frames marked CE */
-    uint64_t mtu_drops;   /* larger than the MTU */
-    uint64_t queue_max;   /* the most bytes that waited at once */
-    uint64_t tail_drops;  /* the last data segments of bursts, lost (tail_gap) */
+    uint64_t queue_drops;              /* tail drops: the queue was full */
+    uint64_t ce_marked;                /* ECT frames marked CE */
+    uint64_t mtu_drops;                /* larger than the MTU */
+    uint64_t queue_max;                /* the most bytes that waited at once */
+    uint64_t tail_drops;               /* the last data segments of bursts, lost (tail_gap) */
+    uint64_t late_sum_ns, late_max_ns; /* how late the frames handed out left, against due */
 };
 
 enum { IMPAIR_TAIL_NO = 0, IMPAIR_TAIL_MAYBE, IMPAIR_TAIL_DROP };
@@ -80,6 +81,7 @@ struct impair_path {
         uint32_t flow, seq;
     } tail_seen[IMPAIR_TAIL_SEEN]; /* the tails lost lately: their retransmissions pass */
     uint32_t tail_seen_n;
+    uint64_t peek_ns; /* the time of the last peek: consume counts lateness against it */
 };
 
 /* 0, or -ENOMEM / -EINVAL (ring_size not a power of two). */
