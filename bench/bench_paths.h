@@ -114,6 +114,7 @@ void *paths_hotpath_sender(void *job);
 
 struct paths_bridge_stats {
     uint64_t in, out, queue_drops, ce_marked, tail_drops, lost, reordered;
+    uint64_t late_mean_us, late_max_us; /* how late frames left the delay line */
 };
 
 struct paths_bridge {

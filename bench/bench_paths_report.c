@@ -165,12 +165,12 @@ static void table_setup(const struct paths_report *r, FILE *f)
 
 static void table_rows(const struct paths_report *r, FILE *f)
 {
-    static const struct hb_col cols[] = {{"Mbit/s", 7, 1, NULL},      {"FCT p50 ms", 11, 0, NULL},
-                                         {"FCT p99 ms", 11, 0, NULL}, {"retrans", 8, 0, NULL},
-                                         {"RTOs", 5, 0, NULL},        {"qdrops", 7, 0, NULL},
-                                         {"lost", 6, 0, NULL},        {"CE", 6, 0, NULL}};
+    static const struct hb_col cols[] = {
+        {"Mbit/s", 7, 1, NULL},  {"FCT p50 ms", 11, 0, NULL}, {"FCT p99 ms", 11, 0, NULL},
+        {"retrans", 8, 0, NULL}, {"RTOs", 5, 0, NULL},        {"qdrops", 7, 0, NULL},
+        {"lost", 6, 0, NULL},    {"CE", 6, 0, NULL},          {"late ms", 8, 1, NULL}};
     fputc('\n', f);
-    hb_table_cols(f, 34, "row", cols, 8);
+    hb_table_cols(f, 34, "row", cols, 9);
     for (int c = 0; c < PC_N; c++)
         for (int s = 0; s < PS_N; s++) {
             const struct paths_cell *x = &r->cells[c][s];
@@ -178,16 +178,17 @@ static void table_rows(const struct paths_report *r, FILE *f)
                 continue;
             char name[64];
             snprintf(name, sizeof name, "%-10s %s", paths_cond_names[c], paths_sender_names[s]);
-            double v[8] = {x->goodput_mbps,
+            double v[9] = {x->goodput_mbps,
                            x->has_fct ? x->fct_p50_ms : NAN,
                            x->has_fct ? x->fct_p99_ms : NAN,
                            (double)x->retrans,
                            (double)x->rto,
                            (double)x->bridge.queue_drops,
                            (double)x->bridge.lost,
-                           (double)x->bridge.ce_marked};
+                           (double)x->bridge.ce_marked,
+                           (double)x->bridge.late_max_us / 1000};
             if (x->ran)
-                hb_table_row(f, 34, name, cols, 8, v);
+                hb_table_row(f, 34, name, cols, 9, v);
             else
                 hb_table_skip(f, 34, name, "failed", x->why);
         }
@@ -288,12 +289,14 @@ static json_t *cell_json(const struct paths_report *r, int c, int s)
     json_object_set_new(o, "flows_failed", json_integer(x->flows_failed));
     json_object_set_new(o, "short_retrans", json_integer((json_int_t)x->short_retrans));
     json_object_set_new(o, "short_rto", json_integer((json_int_t)x->short_rto));
-    json_object_set_new(o, "bridge",
-                        json_pack("{s:I, s:I, s:I, s:I, s:I}", "frames", (json_int_t)x->bridge.in,
-                                  "queue_drops", (json_int_t)x->bridge.queue_drops, "lost",
-                                  (json_int_t)x->bridge.lost, "reordered",
-                                  (json_int_t)x->bridge.reordered, "ce_marked",
-                                  (json_int_t)x->bridge.ce_marked));
+    json_object_set_new(
+        o, "bridge",
+        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "frames", (json_int_t)x->bridge.in,
+                  "queue_drops", (json_int_t)x->bridge.queue_drops, "lost",
+                  (json_int_t)x->bridge.lost, "reordered", (json_int_t)x->bridge.reordered,
+                  "ce_marked", (json_int_t)x->bridge.ce_marked, "late_mean_us",
+                  (json_int_t)x->bridge.late_mean_us, "late_max_us",
+                  (json_int_t)x->bridge.late_max_us));
     return o;
 }
 

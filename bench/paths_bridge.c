@@ -141,13 +141,15 @@ static int last_stats(FILE *f, struct paths_bridge_stats *s)
     char *line = strrchr(buf, '\n');
     json_t *j = tool_json_find(line ? line + 1 : buf);
     json_t *d = j ? json_object_get(j, "a2b") : NULL;
-    double v[7] = {0};
-    static const char *const keys[7] = {"in",         "out",  "queue_drops", "ce_marked",
-                                        "tail_drops", "lost", "reordered"};
-    for (int i = 0; d && i < 7; i++)
+    double v[9] = {0};
+    static const char *const keys[9] = {"in",        "out",          "queue_drops",
+                                        "ce_marked", "tail_drops",   "lost",
+                                        "reordered", "late_mean_us", "late_max_us"};
+    for (int i = 0; d && i < 9; i++)
         tool_json_get_num(d, keys[i], &v[i]);
-    *s = (struct paths_bridge_stats){(uint64_t)v[0], (uint64_t)v[1], (uint64_t)v[2], (uint64_t)v[3],
-                                     (uint64_t)v[4], (uint64_t)v[5], (uint64_t)v[6]};
+    *s = (struct paths_bridge_stats){(uint64_t)v[0], (uint64_t)v[1], (uint64_t)v[2],
+                                     (uint64_t)v[3], (uint64_t)v[4], (uint64_t)v[5],
+                                     (uint64_t)v[6], (uint64_t)v[7], (uint64_t)v[8]};
     json_decref(j);
     return d ? 0 : -1;
 }
