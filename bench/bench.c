@@ -29,6 +29,12 @@ static const struct {
      "TCP 1-byte request/response, CPU ns/transaction: two stacks over mem vs the kernel's TCP over loopback"},
     {"paths", bench_paths,
      "TCP through hotpath impair (100 Mbit/s, 20 ms, loss, reordering, ECN, a tail loss) and a 1280-byte routed path: hotpath's and the kernel's senders, goodput and completion times (root; about 20 minutes, --quick 1)"},
+    {"peers", bench_peers,
+     "hotpath vs lwIP and smoltcp on one harness (two instances, one thread): tcp_rr, bulk, connection rate, UDP echo, idle memory"},
+    {"loop", bench_loop,
+     "UDP 1-byte request/response over mem, p50/p99: the event loop (each spin setting) vs a hand-written poll loop"},
+    {"memif", bench_memif,
+     "memif between processes: 64 B txonly->rxdrop Mpps vs DPDK testpmd both ways, one TCP flow vs the kernel's"},
 };
 #define NBENCH (sizeof benches / sizeof benches[0])
 

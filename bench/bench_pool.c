@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* `hotpath bench pool`: buffers per second and CPU ns per buffer of hotpath's pool under each alien policy, against DPDK's raw rte_mempool, DPDK's packet buffers (rte_mbuf) and malloc. */
+/* `hotpath bench pool`: hotpath's pool under each alien policy, the policies interleaved slice by slice and compared in pairs, against DPDK's raw rte_mempool, DPDK's packet buffers (rte_mbuf) and malloc. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -36,11 +36,8 @@
  * 1920 B of tailroom; with a 128 B struct rte_mbuf and no private area an
  * mbuf is as large as a hotpath buffer. */
 #define MBUF_DATA_ROOM DATA_ROOM
-/* A measurement in which a worker waited for its CPU (another process had
- * it) for more than this share of the window is repeated, up to ATTEMPTS
- * times in all; the least disturbed one is kept. */
-#define MAX_DISTURBED 0.02
-#define ATTEMPTS 4
+/* Rounds of slices per run: one slice per policy in each (peers: one). */
+#define MAX_ROUNDS 32
 
 #define AI static inline __attribute__((always_inline))
 
@@ -69,22 +66,8 @@ static bool is_dpdk(int impl)
     return impl == POOL_DPDK || impl == POOL_DPDK_MBUF;
 }
 
-/* Nanoseconds the calling thread has spent runnable but waiting for a CPU
- * (the kernel's schedstat run_delay); 0 when the kernel does not say. */
-static uint64_t thread_run_delay_ns(void)
-{
-    char buf[96];
-    int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = 0;
-    unsigned long long run, delay;
-    return sscanf(buf, "%llu %llu", &run, &delay) == 2 ? delay : 0;
-}
+/* ---- small helpers -------------------------------------------------------- */
+
 
 static void sleep_s(double s)
 {
@@ -147,23 +130,23 @@ AI bool spsc_pop(struct spsc *q, void **objs, unsigned n)
     return true;
 }
 
-/* ---- one measurement: threads, phases ------------------------------------ */
+/* ---- one run: threads and the main thread's marks ------------------------ */
 
-enum { PH_INIT, PH_WARM, PH_MEASURE, PH_STOP };
+enum { PH_INIT, PH_RUN, PH_STOP };
 enum { K_HP, K_DPDK, K_DPDK_MBUF, K_MALLOC };
+
+/* Buffers per timed group: a microsecond or more of work. */
+static const unsigned group_of[POOL_NSCEN] = {8 * BULK, 16 * BULK, 4 * BULK, 4 * BULK};
 
 struct run;
 
 struct worker {
     _Alignas(64) struct run *run;
     struct worker *peer;
-    int idx, cpu;
+    int idx, cpu, tid;
     pthread_t th;
-    bool started;
-    uint64_t freed_start, freed_end; /* buffers this thread freed, at the window's ends */
+    struct pool_meter meter;
     uint64_t freed_total;
-    double cpu_start, cpu_end;
-    uint64_t delay_start, delay_end; /* run_delay at the window's ends */
     uint64_t alloc_fail, fill_fail;
     int pin_rc;
     int dpdk_lcore, dpdk_cache;
@@ -171,14 +154,31 @@ struct worker {
 };
 
 struct run {
-    _Alignas(64) _Atomic int phase; /* read by the workers once per batch */
+    _Alignas(64) _Atomic unsigned mark; /* read by the workers once per batch */
+    _Atomic int phase;
     _Alignas(64) _Atomic int ready;
     _Atomic int barrier[2];
     int kind, scenario, nthreads;
+    unsigned nmarks;
     void *pool;
     struct spsc *ring[2]; /* ring[i] is pushed by worker i */
     struct worker w[2];
 };
+
+/* Once per batch: a new mark? Returns true at the stop. */
+AI bool poll_marks(struct worker *w, uint64_t freed)
+{
+    unsigned k = atomic_load_explicit(&w->run->mark, memory_order_acquire);
+    if (__builtin_expect(k == w->meter.seen, 1))
+        return false;
+    pool_meter_take(&w->meter, k, freed);
+    return atomic_load_explicit(&w->run->phase, memory_order_acquire) == PH_STOP;
+}
+
+AI void group_tick(struct worker *w, unsigned n)
+{
+    pool_meter_add(&w->meter, n);
+}
 
 /* The allocator calls: kind is a constant in each specialised loop. */
 AI int get_bulk(int kind, void *pool, void **o, unsigned n)
@@ -286,37 +286,11 @@ AI void fill(int kind, struct worker *w, void *o, unsigned char v)
     memset(p, v, FILL);
 }
 
-/* Once per batch: follow the main thread's phase; snapshot the counters at
- * the measurement window's ends. Returns true at the stop. */
-AI bool phase_check(struct worker *w, int *seen, uint64_t freed)
-{
-    int ph = atomic_load_explicit(&w->run->phase, memory_order_relaxed);
-    if (__builtin_expect(ph == *seen, 1))
-        return false;
-    double c = tool_thread_cpu_s();
-    if (ph >= PH_MEASURE && !w->started) {
-        w->started = true;
-        w->freed_start = freed;
-        w->cpu_start = c;
-        w->delay_start = thread_run_delay_ns();
-    }
-    if (ph == PH_STOP) {
-        w->freed_end = freed;
-        w->cpu_end = c;
-        w->delay_end = thread_run_delay_ns();
-    }
-    *seen = ph;
-    return ph == PH_STOP;
-}
-
 AI void loop_local(struct worker *w, int kind, void *pool, unsigned bulk)
 {
     void *objs[BULK];
     uint64_t freed = 0;
-    int seen = PH_WARM;
-    for (;;) {
-        if (phase_check(w, &seen, freed))
-            break;
+    while (!poll_marks(w, freed)) {
         if (bulk == 1) {
             unsigned i, j;
             for (i = 0; i < BULK; i++)
@@ -327,6 +301,7 @@ AI void loop_local(struct worker *w, int kind, void *pool, unsigned bulk)
             if (i < BULK)
                 w->alloc_fail++;
             freed += i;
+            group_tick(w, i);
         } else {
             if (get_bulk(kind, pool, objs, BULK)) {
                 w->alloc_fail++;
@@ -334,6 +309,7 @@ AI void loop_local(struct worker *w, int kind, void *pool, unsigned bulk)
             }
             put_bulk(kind, pool, objs, BULK);
             freed += BULK;
+            group_tick(w, BULK);
         }
     }
     w->freed_total = freed;
@@ -359,11 +335,8 @@ AI void loop_producer(struct worker *w, int kind, void *pool, struct spsc *out)
 {
     void *objs[BULK];
     bool have = false;
-    int seen = PH_WARM;
     unsigned char v = 0;
-    for (;;) {
-        if (phase_check(w, &seen, 0))
-            break;
+    while (!poll_marks(w, 0)) {
         if (!have) {
             if (get_bulk(kind, pool, objs, BULK)) {
                 w->alloc_fail++;
@@ -390,13 +363,11 @@ AI void loop_consumer(struct worker *w, int kind, void *pool, struct spsc *in)
 {
     void *objs[BULK];
     uint64_t freed = 0;
-    int seen = PH_WARM;
-    for (;;) {
-        if (phase_check(w, &seen, freed))
-            break;
+    while (!poll_marks(w, freed)) {
         if (spsc_pop(in, objs, BULK)) {
             put_bulk(kind, pool, objs, BULK);
             freed += BULK;
+            group_tick(w, BULK);
         } else {
             cpu_relax();
         }
@@ -412,11 +383,8 @@ AI void loop_crossed(struct worker *w, int kind, void *pool, struct spsc *out, s
     void *objs[BULK], *got[BULK];
     bool have = false;
     uint64_t freed = 0;
-    int seen = PH_WARM;
     unsigned char v = 0;
-    for (;;) {
-        if (phase_check(w, &seen, freed))
-            break;
+    while (!poll_marks(w, freed)) {
         bool busy = false;
         if (!have) {
             if (get_bulk(kind, pool, objs, BULK) == 0) {
@@ -435,6 +403,7 @@ AI void loop_crossed(struct worker *w, int kind, void *pool, struct spsc *out, s
         if (spsc_pop(in, got, BULK)) {
             put_bulk(kind, pool, got, BULK);
             freed += BULK;
+            group_tick(w, BULK);
             busy = true;
         }
         if (!busy)
@@ -502,12 +471,12 @@ static void barrier_wait(struct run *run, int i)
         sched_yield();
 }
 
-static void *worker_main(void *arg)
+static void worker_setup(struct worker *w)
 {
-    struct worker *w = arg;
     struct run *run = w->run;
     w->dpdk_lcore = -1;
     w->dpdk_cache = -1;
+    w->tid = run->kind == K_HP ? hp_thread_id() : -1;
     if (w->cpu >= 0)
         w->pin_rc = tool_pin(w->cpu);
 #ifdef HP_HAVE_DPDK
@@ -517,6 +486,34 @@ static void *worker_main(void *arg)
         w->dpdk_cache = hp_peer_dpdk_cache_size(run->pool);
     }
 #endif
+}
+
+/* Every free is done before any thread flushes, and every flush before
+ * any thread gives up its number. */
+static void worker_teardown(struct worker *w)
+{
+    struct run *run = w->run;
+    barrier_wait(run, 0);
+    if (run->kind == K_HP)
+        hp_pool_thread_flush(run->pool);
+#ifdef HP_HAVE_DPDK
+    if (run->kind == K_DPDK || run->kind == K_DPDK_MBUF)
+        hp_peer_dpdk_cache_flush(run->pool);
+#endif
+    barrier_wait(run, 1);
+    if (run->kind == K_HP)
+        hp_thread_exit();
+#ifdef HP_HAVE_DPDK
+    if ((run->kind == K_DPDK || run->kind == K_DPDK_MBUF) && w->dpdk_lcore >= 0)
+        hp_peer_dpdk_thread_unregister();
+#endif
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    struct run *run = w->run;
+    worker_setup(w);
     atomic_fetch_add_explicit(&run->ready, 1, memory_order_release);
     while (atomic_load_explicit(&run->phase, memory_order_acquire) == PH_INIT)
         sched_yield();
@@ -536,34 +533,41 @@ static void *worker_main(void *arg)
         work_malloc(w);
         break;
     }
-    /* Every free is done before any thread flushes, and every flush before
-     * any thread gives up its number. */
-    barrier_wait(run, 0);
-    if (run->kind == K_HP)
-        hp_pool_thread_flush(run->pool);
-#ifdef HP_HAVE_DPDK
-    if (run->kind == K_DPDK || run->kind == K_DPDK_MBUF)
-        hp_peer_dpdk_cache_flush(run->pool);
-#endif
-    barrier_wait(run, 1);
-    if (run->kind == K_HP)
-        hp_thread_exit();
-#ifdef HP_HAVE_DPDK
-    if ((run->kind == K_DPDK || run->kind == K_DPDK_MBUF) && w->dpdk_lcore >= 0)
-        hp_peer_dpdk_thread_unregister();
-#endif
+    worker_teardown(w);
     return NULL;
 }
 
-struct sample {
-    uint64_t n; /* buffers freed in the window */
-    double mops, ns_per_obj;
-    double disturbed; /* largest share of the window a worker waited for its CPU */
+/* ---- measuring one run: a pool, its threads, slices ------------------------ */
+
+/* [0]: one thread, [1]: two, whose slices must be longer on a busy
+ * machine: both threads must get their CPUs in the same slice. */
+struct setup {
+    double warmup_s, warm_max_s, settle_s[2], slice_s[2];
+    int rounds[2];
+    int cpu[2];
 };
 
-struct setup {
-    double warmup_s, measure_s;
-    int cpu[2];
+/* One measured slice of a run. */
+struct slot {
+    bool ok;
+    uint64_t freed; /* buffers freed by the threads in the slice */
+    double mops;   /* Mbuf/s at which the threads free in their median group, summed */
+    double mops_wall; /* Mbuf/s over the slice's wall time, stalls included */
+    double cpu_ns; /* CPU time of the threads per buffer */
+    double speed;  /* what the ratios compare: mops */
+    double wait;   /* largest share of the slice a thread waited for its CPU */
+};
+
+/* What one run measured. */
+struct run_result {
+    int nslots;
+    struct slot slots[3 * MAX_ROUNDS];
+    int policy[3 * MAX_ROUNDS]; /* hotpath runs: the slice's policy, 0..2 (impl) */
+    struct hp_pool_stats st[3]; /* hotpath runs: pool counters over each policy's slices */
+    uint64_t freed[3];
+    struct pool_pair pairs[POOL_MAX_PAIRS];
+    int npairs;
+    double warm_s; /* hotpath, two threads: the warm-up ADAPTIVE took */
 };
 
 static int fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -576,74 +580,119 @@ static int fail(char *err, size_t len, const char *fmt, ...)
     return -1;
 }
 
-/* Measure one row in one scenario, with a fresh pool. Returns 0, or -1 with
- * a message in err. */
-static int measure(struct pool_report *r, const struct setup *su, int sc, int impl, struct sample *out,
-                   char *err, size_t errlen)
+static int kind_of(int impl)
+{
+    return is_hp(impl) ? K_HP : impl == POOL_DPDK ? K_DPDK : impl == POOL_DPDK_MBUF ? K_DPDK_MBUF : K_MALLOC;
+}
+
+static int make_hp_pool(struct pool_report *r, struct run *run, const char *name, char *err,
+                        size_t errlen)
+{
+    /* One pool for the three policies: it starts (and warms up) ADAPTIVE,
+     * and the slices switch it. */
+    struct hp_pool_config cfg = {.name = name, .n_bufs = N_BUFS, .data_room = DATA_ROOM,
+                                 .cache_size = CACHE_SIZE, .alien_policy = HP_ALIEN_ADAPTIVE,
+                                 .flags = HP_POOL_F_NO_HUGEPAGES};
+    run->pool = hp_pool_create(&cfg);
+    if (!run->pool)
+        return fail(err, errlen, "hp_pool_create: %s", strerror(errno));
+    if (hp_pool_hugepages(run->pool))
+        r->hugepages = true;
+    return 0;
+}
+
+static int make_pool(struct pool_report *r, struct run *run, int impl, char *err, size_t errlen)
 {
     static int seq;
-    int rc = 0;
-    struct run *run = aligned_alloc(64, sizeof *run);
-    if (!run)
-        return fail(err, errlen, "out of memory");
-    memset(run, 0, sizeof *run);
-    run->scenario = sc;
-    run->nthreads = sc >= POOL_PIPELINE ? 2 : 1;
-    run->kind = is_hp(impl) ? K_HP : impl == POOL_DPDK ? K_DPDK : impl == POOL_DPDK_MBUF ? K_DPDK_MBUF : K_MALLOC;
     char name[32];
     snprintf(name, sizeof name, "bench-%d", seq++);
-
-    if (run->kind == K_HP) {
-        struct hp_pool_config cfg = {.name = name, .n_bufs = N_BUFS, .data_room = DATA_ROOM,
-                                     .cache_size = CACHE_SIZE, .alien_policy = hp_policy[impl],
-                                     .flags = HP_POOL_F_NO_HUGEPAGES};
-        run->pool = hp_pool_create(&cfg);
-        if (!run->pool) {
-            rc = fail(err, errlen, "hp_pool_create: %s", strerror(errno));
-            goto out;
-        }
-        int prc = hp_pool_set_alien_policy(run->pool, hp_policy[impl]);
-        if (prc || (int)hp_pool_alien_policy(run->pool) != hp_policy[impl]) {
-            rc = fail(err, errlen, "hp_pool_set_alien_policy(%s): %s",
-                      hp_alien_policy_name(hp_policy[impl]), prc ? strerror(-prc) : "not applied");
-            goto out;
-        }
-        if (hp_pool_hugepages(run->pool))
-            r->hugepages = true;
-    }
+    if (run->kind == K_HP)
+        return make_hp_pool(r, run, name, err, errlen);
 #ifdef HP_HAVE_DPDK
     if (run->kind == K_DPDK) {
         run->pool = hp_peer_dpdk_pool_create(name, N_BUFS, ELT_SIZE, CACHE_SIZE);
-        if (!run->pool) {
-            rc = fail(err, errlen, "rte_mempool_create: %s", strerror(errno));
-            goto out;
-        }
+        if (!run->pool)
+            return fail(err, errlen, "rte_mempool_create: %s", strerror(errno));
         snprintf(r->dpdk_ops, sizeof r->dpdk_ops, "%s", hp_peer_dpdk_pool_ops(run->pool));
     }
     if (run->kind == K_DPDK_MBUF) {
         run->pool = hp_peer_dpdk_mbuf_pool_create(name, N_BUFS, MBUF_DATA_ROOM, CACHE_SIZE);
-        if (!run->pool) {
-            rc = fail(err, errlen, "rte_pktmbuf_pool_create: %s", strerror(errno));
-            goto out;
-        }
+        if (!run->pool)
+            return fail(err, errlen, "rte_pktmbuf_pool_create: %s", strerror(errno));
         snprintf(r->mbuf_ops, sizeof r->mbuf_ops, "%s", hp_peer_dpdk_pool_ops(run->pool));
         r->mbuf_elt_size = hp_peer_dpdk_pool_elt_size(run->pool);
         r->mbuf_data_room = hp_peer_dpdk_mbuf_data_room(run->pool);
         r->mbuf_headroom = hp_peer_dpdk_mbuf_headroom();
     }
 #endif
+    (void)impl;
+    return 0;
+}
+
+/* Every buffer back, then the pool gone; rc becomes -1 (with err) on a leak. */
+static void drop_pool(struct run *run, int *rc, char *err, size_t errlen)
+{
+    if (run->kind == K_HP && run->pool) {
+        long used = hp_pool_in_use(run->pool);
+        if (used != 0 && *rc == 0)
+            *rc = fail(err, errlen, "%ld buffers still in use after every thread freed and flushed",
+                       used);
+        if (used == 0) {
+            int d = hp_pool_destroy(run->pool);
+            if (d && *rc == 0)
+                *rc = fail(err, errlen, "hp_pool_destroy: %s", strerror(-d));
+        }
+        /* else leaked on purpose: destroying would fail with -EBUSY */
+    }
+#ifdef HP_HAVE_DPDK
+    if ((run->kind == K_DPDK || run->kind == K_DPDK_MBUF) && run->pool) {
+        unsigned avail = hp_peer_dpdk_pool_avail(run->pool);
+        if (avail != N_BUFS && *rc == 0)
+            *rc = fail(err, errlen, "%u of %d objects back in the mempool at the end", avail, N_BUFS);
+        hp_peer_dpdk_pool_free(run->pool);
+    }
+#endif
+}
+
+static void run_free(struct run *run)
+{
+    for (int i = 0; i < 2; i++) {
+        pool_meter_free(&run->w[i].meter);
+        free(run->ring[i]);
+    }
+    free(run);
+}
+
+static struct run *run_new(int sc, int impl, unsigned nmarks, double secs)
+{
+    struct run *run = aligned_alloc(64, sizeof *run);
+    if (!run)
+        return NULL;
+    memset(run, 0, sizeof *run);
+    run->scenario = sc;
+    run->nthreads = sc >= POOL_PIPELINE ? 2 : 1;
+    run->kind = kind_of(impl);
+    run->nmarks = nmarks;
+    bool ok = true;
     for (int i = 0; i < run->nthreads; i++) {
-        run->ring[i] = NULL;
+        ok &= pool_meter_init(&run->w[i].meter, &run->mark, nmarks, secs, group_of[sc]) == 0;
         if (run->nthreads == 2) {
             run->ring[i] = aligned_alloc(64, sizeof(struct spsc));
-            if (!run->ring[i]) {
-                rc = fail(err, errlen, "out of memory");
-                goto out;
-            }
-            memset(run->ring[i], 0, sizeof(struct spsc));
+            ok &= run->ring[i] != NULL;
+            if (run->ring[i])
+                memset(run->ring[i], 0, sizeof(struct spsc));
         }
     }
+    if (!ok) {
+        run_free(run);
+        return NULL;
+    }
+    return run;
+}
 
+/* Start the threads; returns how many started (err says why not all). */
+static int start_workers(struct run *run, const struct setup *su, char *err, size_t errlen)
+{
     int started = 0;
     for (int i = 0; i < run->nthreads; i++) {
         struct worker *w = &run->w[i];
@@ -653,112 +702,392 @@ static int measure(struct pool_report *r, const struct setup *su, int sc, int im
         w->cpu = su->cpu[i];
         int e = pthread_create(&w->th, NULL, worker_main, w);
         if (e) {
-            rc = fail(err, errlen, "pthread_create: %s", strerror(e));
+            fail(err, errlen, "pthread_create: %s", strerror(e));
             break;
         }
         started++;
     }
-    if (started == run->nthreads) {
-        while (atomic_load_explicit(&run->ready, memory_order_acquire) < run->nthreads)
-            sleep_s(0.0002);
-        atomic_store_explicit(&run->phase, PH_WARM, memory_order_release);
+    while (atomic_load_explicit(&run->ready, memory_order_acquire) < started)
+        sleep_s(0.0002);
+    return started;
+}
+
+/* Stop threads that started when others did not: nobody waits for those. */
+static void abort_workers(struct run *run, int started)
+{
+    for (int i = started; i < run->nthreads; i++)
+        atomic_store_explicit(&run->w[i].done_push, 1, memory_order_relaxed);
+    run->nthreads = started;
+    atomic_store_explicit(&run->phase, PH_STOP, memory_order_release);
+    atomic_fetch_add_explicit(&run->mark, 1, memory_order_release);
+    for (int i = 0; i < started; i++)
+        pthread_join(run->w[i].th, NULL);
+}
+
+static void stats_sub(struct hp_pool_stats *acc, const struct hp_pool_stats *a,
+                      const struct hp_pool_stats *b)
+{
+    acc->alien_frees += b->alien_frees - a->alien_frees;
+    acc->deferred += b->deferred - a->deferred;
+    acc->defer_overflows += b->defer_overflows - a->defer_overflows;
+    acc->defer_taken += b->defer_taken - a->defer_taken;
+    acc->refills += b->refills - a->refills;
+    acc->flushes += b->flushes - a->flushes;
+    acc->ring_ops += b->ring_ops - a->ring_ops;
+}
+
+/* The main thread's side of a run: warm up, then the slices, each behind
+ * a settling pause (a policy switch leaves deferred batches and caches to
+ * settle), bracketed by two marks; hotpath runs rotate the policy. */
+static void drive(struct run *run, const struct setup *su, int rep, struct run_result *res)
+{
+    bool hp = run->kind == K_HP;
+    int per = hp ? 3 : 1, two = run->nthreads > 1;
+    unsigned m = 0;
+    atomic_store_explicit(&run->phase, PH_RUN, memory_order_release);
+    /* Two threads under hotpath: until ADAPTIVE has settled every pair
+     * (its learning is not what the slices compare). */
+    if (hp && two)
+        res->warm_s = pool_warm_adaptive(run->pool, su->warmup_s, su->warm_max_s);
+    else
         sleep_s(su->warmup_s);
-        atomic_store_explicit(&run->phase, PH_MEASURE, memory_order_release);
-        double t0 = tool_now_s();
-        sleep_s(su->measure_s);
-        double t1 = tool_now_s();
-        atomic_store_explicit(&run->phase, PH_STOP, memory_order_release);
-        for (int i = 0; i < started; i++)
-            pthread_join(run->w[i].th, NULL);
-
-        uint64_t n = 0, total = 0, afail = 0, ffail = 0;
-        double cpu = 0, disturbed = 0;
-        for (int i = 0; i < run->nthreads; i++) {
-            const struct worker *w = &run->w[i];
-            n += w->freed_end - w->freed_start;
-            total += w->freed_total;
-            cpu += w->cpu_end - w->cpu_start;
-            afail += w->alloc_fail;
-            double d = (double)(w->delay_end - w->delay_start) / 1e9 / (t1 - t0);
-            disturbed = d > disturbed ? d : disturbed;
-            ffail += w->fill_fail;
-            if (w->pin_rc)
-                r->pin_failed = true;
-            if (run->kind == K_DPDK) {
-                r->dpdk_lcores[i] = w->dpdk_lcore;
-                if (w->dpdk_cache < 0)
-                    r->dpdk_cache = -1;
-            }
-            if (run->kind == K_DPDK_MBUF) {
-                r->mbuf_lcores[i] = w->dpdk_lcore;
-                if (w->dpdk_cache < 0)
-                    r->mbuf_cache = -1;
+    for (int rd = 0; rd < su->rounds[two]; rd++)
+        for (int i = 0; i < per; i++) {
+            int k = (i + rd + rep) % per;
+            struct hp_pool_stats s0, s1;
+            res->policy[res->nslots++] = k;
+            if (hp)
+                hp_pool_set_alien_policy(run->pool, hp_policy[k]);
+            sleep_s(su->settle_s[two]);
+            if (hp)
+                hp_pool_stats(run->pool, &s0);
+            atomic_store_explicit(&run->mark, ++m, memory_order_release);
+            sleep_s(su->slice_s[two]);
+            atomic_store_explicit(&run->mark, ++m, memory_order_release);
+            if (hp) {
+                hp_pool_stats(run->pool, &s1);
+                stats_sub(&res->st[k], &s0, &s1);
             }
         }
-        r->alloc_failures[sc][impl] += afail;
-        out->n = n;
-        out->mops = (double)n / (t1 - t0) / 1e6;
-        out->ns_per_obj = n ? cpu * 1e9 / (double)n : 0;
-        out->disturbed = disturbed;
-        if (ffail)
-            rc = fail(err, errlen, "%s(%d) failed %llu times on a new buffer",
-                      run->kind == K_DPDK_MBUF ? "rte_pktmbuf_append" : "hp_buf_append", FILL,
-                      (unsigned long long)ffail);
-        /* n == 0 is left to the caller: it may be another process's doing. */
-        if (run->kind == K_HP) {
-            struct pool_counters *pc = &r->counters[sc][impl];
-            pc->valid = hp_pool_stats(run->pool, &pc->st) == 0;
-            pc->buffers = total;
-        }
-    } else {
-        /* Let the threads that did start finish at once: nobody waits for
-         * the ones that did not. */
-        for (int i = started; i < run->nthreads; i++)
-            atomic_store_explicit(&run->w[i].done_push, 1, memory_order_relaxed);
-        run->nthreads = started;
-        atomic_store_explicit(&run->phase, PH_STOP, memory_order_release);
-        for (int i = 0; i < started; i++)
-            pthread_join(run->w[i].th, NULL);
-    }
+    atomic_store_explicit(&run->phase, PH_STOP, memory_order_release);
+    atomic_store_explicit(&run->mark, ++m, memory_order_release);
+}
 
-out:
-    if (run->kind == K_HP && run->pool) {
-        long used = hp_pool_in_use(run->pool);
-        if (used != 0 && rc == 0)
-            rc = fail(err, errlen, "%ld buffers still in use after every thread freed and flushed", used);
-        if (used == 0) {
-            int d = hp_pool_destroy(run->pool);
-            if (d && rc == 0)
-                rc = fail(err, errlen, "hp_pool_destroy: %s", strerror(-d));
+/* Slice j's numbers, from the marks 2j+1 and 2j+2 each thread recorded. */
+static struct slot slot_of(const struct run *run, int j, double hz, uint32_t *scratch)
+{
+    struct slot s = {.ok = true};
+    uint64_t freed = 0;
+    double cpu = 0;
+    unsigned m0 = 2 * (unsigned)j + 1, m1 = m0 + 1;
+    for (int i = 0; i < run->nthreads; i++) {
+        const struct pool_meter *m = &run->w[i].meter;
+        const struct pool_mark *a = &m->marks[m0], *b = &m->marks[m1];
+        double wall = b->wall - a->wall;
+        if (wall <= 0) {
+            s.ok = false; /* the thread saw neither mark in time */
+            continue;
         }
-        /* else leaked on purpose: destroying would fail with -EBUSY */
+        s.mops_wall += (double)(b->done - a->done) / wall / 1e6;
+        freed += b->done - a->done;
+        double g = b->done > a->done ? pool_meter_rate(m, m0, m1, hz, scratch) : 0;
+        s.mops += (g > 0 ? g : (double)(b->done - a->done) / wall) / 1e6;
+        cpu += b->cpu - a->cpu;
+        double wt = (double)(b->delay - a->delay) / 1e9 / wall;
+        s.wait = wt > s.wait ? wt : s.wait;
     }
-#ifdef HP_HAVE_DPDK
-    if ((run->kind == K_DPDK || run->kind == K_DPDK_MBUF) && run->pool) {
-        unsigned avail = hp_peer_dpdk_pool_avail(run->pool);
-        if (avail != N_BUFS && rc == 0)
-            rc = fail(err, errlen, "%u of %d objects back in the mempool at the end", avail, N_BUFS);
-        hp_peer_dpdk_pool_free(run->pool);
+    s.ok &= freed > 0;
+    s.freed = freed;
+    s.cpu_ns = freed ? cpu * 1e9 / (double)freed : 0;
+    s.speed = s.mops;
+    return s;
+}
+
+/* After the threads joined: the slices, and what the run says about itself. */
+static int finish_run(struct pool_report *r, struct run *run, int impl, struct run_result *res,
+                      char *err, size_t errlen)
+{
+    uint64_t afail = 0, ffail = 0;
+    for (int i = 0; i < run->nthreads; i++) {
+        const struct worker *w = &run->w[i];
+        afail += w->alloc_fail;
+        ffail += w->fill_fail;
+        if (w->pin_rc)
+            r->pin_failed = true;
+        if (run->kind == K_DPDK) {
+            r->dpdk_lcores[i] = w->dpdk_lcore;
+            if (w->dpdk_cache < 0)
+                r->dpdk_cache = -1;
+        }
+        if (run->kind == K_DPDK_MBUF) {
+            r->mbuf_lcores[i] = w->dpdk_lcore;
+            if (w->dpdk_cache < 0)
+                r->mbuf_cache = -1;
+        }
     }
-#endif
-    free(run->ring[0]);
-    free(run->ring[1]);
-    free(run);
+    r->alloc_failures[run->scenario][impl] += afail;
+    double hz = pool_meter_hz(&run->w[0].meter, 1, 2 * (unsigned)res->nslots);
+    uint32_t *scratch = malloc((size_t)run->w[0].meter.max_groups * sizeof(uint32_t));
+    for (int j = 0; j < res->nslots && scratch; j++) {
+        res->slots[j] = slot_of(run, j, hz, scratch);
+        if (run->kind == K_HP)
+            res->freed[res->policy[j]] += res->slots[j].freed;
+    }
+    free(scratch);
+    if (run->kind == K_HP) {
+        static const char *const names[2] = {"A", "B"};
+        int tids[2] = {run->w[0].tid, run->nthreads > 1 ? run->w[1].tid : -1};
+        res->npairs = pool_pairs_of(run->pool, tids, names, run->nthreads, res->pairs,
+                                    POOL_MAX_PAIRS);
+    }
+    if (ffail)
+        return fail(err, errlen, "%s(%d) failed %llu times on a new buffer",
+                    run->kind == K_DPDK_MBUF ? "rte_pktmbuf_append" : "hp_buf_append", FILL,
+                    (unsigned long long)ffail);
+    return 0;
+}
+
+/* Measure one row (a hotpath run measures its three) in one scenario, with
+ * a fresh pool. Returns 0, or -1 with a message in err. */
+static int measure_run(struct pool_report *r, const struct setup *su, int sc, int impl, int rep,
+                       struct run_result *res, char *err, size_t errlen)
+{
+    memset(res, 0, sizeof *res);
+    int per = is_hp(impl) ? 3 : 1;
+    int two = sc >= POOL_PIPELINE;
+    double secs = su->warmup_s + per * su->rounds[two] * (su->settle_s[two] + su->slice_s[two]) + 0.5;
+    struct run *run = run_new(sc, impl, 2 * (unsigned)(per * su->rounds[two]) + 2, secs);
+    if (!run)
+        return fail(err, errlen, "out of memory");
+    int rc = make_pool(r, run, impl, err, errlen);
+    if (rc == 0) {
+        int started = start_workers(run, su, err, errlen);
+        if (started < run->nthreads) {
+            abort_workers(run, started);
+            rc = -1;
+        } else {
+            drive(run, su, rep, res);
+            for (int i = 0; i < run->nthreads; i++)
+                pthread_join(run->w[i].th, NULL);
+            rc = finish_run(r, run, impl, res, err, errlen);
+        }
+    }
+    drop_pool(run, &rc, err, errlen);
+    run_free(run);
     return rc;
 }
 
-/* ---- the run ------------------------------------------------------------- */
+/* ---- the repetitions --------------------------------------------------------- */
 
-int pool_report_run(struct pool_report *r, const struct bench_opts *o)
+/* Everything measured, over all repetitions. */
+struct acc {
+    /* per row and repetition: the median of its slices */
+    double speed[POOL_NSCEN][POOL_NIMPLS][POOL_MAX_REPS];
+    double mops[POOL_NSCEN][POOL_NIMPLS][POOL_MAX_REPS];
+    double ns[POOL_NSCEN][POOL_NIMPLS][POOL_MAX_REPS];
+    int got[POOL_NSCEN][POOL_NIMPLS];
+    /* per round of a hotpath run: adaptive/local, adaptive/defer, defer/local */
+    double pr[POOL_NSCEN][3][POOL_MAX_REPS * MAX_ROUNDS];
+    int npr[POOL_NSCEN];
+    double wait[POOL_NSCEN * POOL_NIMPLS * POOL_MAX_REPS];
+    int nwait;
+};
+
+/* Median of v[0..n) (reordered); 0 for none. */
+static double median(double *v, int n)
+{
+    return n ? tool_median(v, n) : 0;
+}
+
+/* Fold one run into the accumulators: per row its slices' medians, per
+ * round of a hotpath run the paired ratios. */
+static void fold_run(struct pool_report *r, struct acc *a, int sc, int impl,
+                     const struct run_result *res)
+{
+    int per = is_hp(impl) ? 3 : 1;
+    double sp[3][MAX_ROUNDS], mo[3][MAX_ROUNDS], ns[3][MAX_ROUNDS], wt[3 * MAX_ROUNDS];
+    int n[3] = {0}, nw = 0;
+    for (int j = 0; j < res->nslots; j++) {
+        const struct slot *s = &res->slots[j];
+        int k = per == 3 ? res->policy[j] : 0;
+        if (!s->ok)
+            continue;
+        sp[k][n[k]] = s->speed;
+        mo[k][n[k]] = s->mops;
+        ns[k][n[k]++] = s->cpu_ns;
+        wt[nw++] = s->wait;
+    }
+    for (int k = 0; k < per; k++) {
+        int row = per == 3 ? k : impl, g = a->got[sc][row]++;
+        a->speed[sc][row][g] = median(sp[k], n[k]);
+        a->mops[sc][row][g] = median(mo[k], n[k]);
+        a->ns[sc][row][g] = median(ns[k], n[k]);
+    }
+    if (nw && a->nwait < POOL_NSCEN * POOL_NIMPLS * POOL_MAX_REPS)
+        a->wait[a->nwait++] = median(wt, nw);
+    if (per == 3) {
+        struct pool_policies *pol = &r->pol[sc];
+        for (int k = 0; k < 3; k++) {
+            stats_sub(&pol->st[k], &(struct hp_pool_stats){0}, &res->st[k]);
+            pol->freed[k] += res->freed[k];
+        }
+        memcpy(pol->pairs, res->pairs, sizeof pol->pairs);
+        pol->npairs = res->npairs;
+        pol->warm_max_s = res->warm_s > pol->warm_max_s ? res->warm_s : pol->warm_max_s;
+    }
+}
+
+/* The paired ratios of each round of a hotpath run (slices 3i..3i+2). */
+static void fold_rounds(struct acc *a, int sc, const struct run_result *res)
+{
+    for (int j = 0; j + 2 < res->nslots; j += 3) {
+        double v[3] = {0};
+        bool ok = true;
+        for (int i = 0; i < 3; i++) {
+            ok &= res->slots[j + i].ok && res->slots[j + i].speed > 0;
+            v[res->policy[j + i]] = res->slots[j + i].speed;
+        }
+        if (!ok || a->npr[sc] >= POOL_MAX_REPS * MAX_ROUNDS)
+            continue;
+        int i = a->npr[sc]++;
+        a->pr[sc][0][i] = v[POOL_HP_ADAPTIVE] / v[POOL_HP_LOCAL];
+        a->pr[sc][1][i] = v[POOL_HP_ADAPTIVE] / v[POOL_HP_DEFER];
+        a->pr[sc][2][i] = v[POOL_HP_DEFER] / v[POOL_HP_LOCAL];
+    }
+}
+
+/* The policy comparison of scenario sc from the rounds so far. */
+static void compare_policies(struct pool_report *r, struct acc *a, int sc)
+{
+    struct pool_policies *pol = &r->pol[sc];
+    int n = a->npr[sc];
+    double v[POOL_MAX_REPS * MAX_ROUNDS];
+    pol->ran = n > 0;
+    memcpy(v, a->pr[sc][0], n * sizeof v[0]);
+    pool_summarise(v, n, &pol->a_l);
+    memcpy(v, a->pr[sc][1], n * sizeof v[0]);
+    pool_summarise(v, n, &pol->a_d);
+    memcpy(v, a->pr[sc][2], n * sizeof v[0]);
+    pool_summarise(v, n, &pol->d_l);
+    pol->better = pol->d_l.med > 1 ? POOL_HP_DEFER : POOL_HP_LOCAL;
+    memcpy(v, a->pr[sc][pol->better == POOL_HP_DEFER ? 1 : 0], n * sizeof v[0]);
+    pool_summarise(v, n, &pol->a_best);
+}
+
+/* The rows' cells from the repetitions: medians, and each row's rate over
+ * each peer's, paired by repetition. */
+static void make_cells(struct pool_report *r, struct acc *a, int reps)
+{
+    for (int sc = 0; sc < POOL_NSCEN; sc++)
+        for (int k = 0; k < POOL_NIMPLS; k++) {
+            struct pool_cell *c = &r->cells[sc][k];
+            /* A repetition whose run had no valid slice for the row (its
+             * threads never ran together) is left out: 0. */
+            double mo[POOL_MAX_REPS], ns[POOL_MAX_REPS];
+            int g = 0;
+            for (int i = 0; i < a->got[sc][k]; i++)
+                if (a->speed[sc][k][i] > 0) {
+                    mo[g] = a->mops[sc][k][i];
+                    ns[g++] = a->ns[sc][k][i];
+                }
+            c->ran = g > 0 && a->got[sc][k] == reps && !r->failed[k][0];
+            if (!c->ran)
+                continue;
+            c->mops = median(mo, g);
+            c->ns_per_obj = median(ns, g);
+        }
+    for (int sc = 0; sc < POOL_NSCEN; sc++)
+        for (int k = 0; k < POOL_NIMPLS; k++)
+            for (int q = POOL_DPDK; q < POOL_NIMPLS; q++) {
+                if (!r->cells[sc][k].ran || !r->cells[sc][q].ran || q == k)
+                    continue;
+                double v[POOL_MAX_REPS];
+                int n = 0;
+                for (int i = 0; i < reps; i++)
+                    if (a->speed[sc][k][i] > 0 && a->speed[sc][q][i] > 0)
+                        v[n++] = a->speed[sc][k][i] / a->speed[sc][q][i];
+                pool_summarise(v, n, &r->cells[sc][k].vs[q]);
+            }
+}
+
+/* Enough repetitions: every scenario's adaptive/better ratio is known
+ * within +-1% (its 95% interval at most 2% wide). */
+static bool resolved(const struct pool_report *r, int nsc)
+{
+    for (int sc = 0; sc < nsc; sc++) {
+        const struct pool_summary *s = &r->pol[sc].a_best;
+        if (!s->ci || s->hi - s->lo > 0.02)
+            return false;
+    }
+    return true;
+}
+
+static bool every_row_sliced(const struct run_result *res, int impl)
+{
+    int per = is_hp(impl) ? 3 : 1, n[3] = {0};
+    for (int j = 0; j < res->nslots; j++)
+        n[per == 3 ? res->policy[j] : 0] += res->slots[j].ok;
+    return n[0] && (per == 1 || (n[1] && n[2]));
+}
+
+/* One scenario of one repetition: the hotpath run and each peer's, in an
+ * order rotated by repetition. */
+static void run_scenario(struct pool_report *r, struct acc *a, const struct setup *su, int sc,
+                         int rep, const struct bench_opts *o, int *done, int total)
+{
+    static const int rows[] = {POOL_HP_ADAPTIVE, POOL_DPDK, POOL_DPDK_MBUF, POOL_MALLOC};
+    struct run_result *res = malloc(sizeof *res);
+    if (!res)
+        return;
+    for (int i = 0; i < 4; i++) {
+        int impl = rows[(i + rep) % 4];
+        int fk = is_hp(impl) ? POOL_HP_LOCAL : impl; /* where a failure is told */
+        if (!r->have[impl] || r->failed[fk][0])
+            continue;
+        char err[200];
+        int rc = measure_run(r, su, sc, impl, rep, res, err, sizeof err);
+        /* A row without a valid slice (its threads never ran together, on
+         * a busy machine): again, twice at most. */
+        for (int again = 0; rc == 0 && again < 2 && !every_row_sliced(res, impl); again++) {
+            r->retried++;
+            rc = measure_run(r, su, sc, impl, rep, res, err, sizeof err);
+        }
+        if (rc == 0) {
+            fold_run(r, a, sc, impl, res);
+            if (is_hp(impl))
+                fold_rounds(a, sc, res);
+        } else {
+            for (int k = is_hp(impl) ? 0 : impl; k <= (is_hp(impl) ? 2 : impl); k++)
+                snprintf(r->failed[k], sizeof r->failed[k], "%s, %s: %s", impl_names[k],
+                         scen_names[sc], err);
+            fprintf(stderr, "hotpath bench pool: %s (row dropped)\n", r->failed[fk]);
+        }
+        if (o->progress) {
+            char what[64];
+            snprintf(what, sizeof what, "%s, %s, repetition %d", scen_names[sc],
+                     is_hp(impl) ? "hotpath" : impl_names[impl], rep + 1);
+            o->progress(o->progress_ctx, ++*done, total, what);
+        }
+    }
+    free(res);
+}
+
+static void setup_report(struct pool_report *r, struct setup *su, const struct bench_opts *o)
 {
     memset(r, 0, sizeof *r);
-    int reps = o->reps > 0 ? o->reps : (o->quick ? 3 : 5);
-    if (reps > POOL_MAX_REPS)
-        reps = POOL_MAX_REPS;
-    r->reps = reps;
-    struct setup su = {.warmup_s = o->quick ? 0.05 : 0.1, .measure_s = o->quick ? 0.2 : 0.5};
-    r->warmup_s = su.warmup_s;
-    r->measure_s = su.measure_s;
+    r->min_reps = o->reps > 0 ? o->reps : (o->quick ? 3 : 6);
+    r->max_reps = o->reps > 0 ? o->reps : (o->quick ? 4 : 16);
+    if (r->max_reps > POOL_MAX_REPS)
+        r->max_reps = r->min_reps = POOL_MAX_REPS;
+    *su = (struct setup){.warmup_s = o->quick ? 0.05 : 0.1, .warm_max_s = o->quick ? 0.5 : 1.5,
+                         .settle_s = {0.003, 0.005},
+                         .slice_s = {o->quick ? 0.008 : 0.012, o->quick ? 0.025 : 0.04},
+                         .rounds = {o->quick ? 8 : 16, o->quick ? 4 : 8}};
+    memcpy(r->rounds, su->rounds, sizeof r->rounds);
+    r->warmup_s = su->warmup_s;
+    r->warm_max_s = su->warm_max_s;
+    memcpy(r->settle_s, su->settle_s, sizeof r->settle_s);
+    memcpy(r->slice_s, su->slice_s, sizeof r->slice_s);
     r->n_bufs = N_BUFS;
     r->data_room = DATA_ROOM;
     r->cache_size = CACHE_SIZE;
@@ -766,16 +1095,18 @@ int pool_report_run(struct pool_report *r, const struct bench_opts *o)
     r->fill = FILL;
     r->ring = RING_SIZE;
     int ncpus = tool_ncpus();
-    su.cpu[0] = o->cpu;
-    su.cpu[1] = o->cpu >= 0 ? (o->cpu + 1) % ncpus : -1;
-    r->cpu_a = su.cpu[0];
-    r->cpu_b = su.cpu[1];
+    su->cpu[0] = o->cpu;
+    su->cpu[1] = o->cpu >= 0 ? (o->cpu + 1) % ncpus : -1;
+    r->cpu_a = su->cpu[0];
+    r->cpu_b = su->cpu[1];
     r->two_threads = ncpus >= 2;
-    r->dpdk_cache = CACHE_SIZE;
-    r->dpdk_lcores[0] = r->dpdk_lcores[1] = -1;
-    r->mbuf_cache = CACHE_SIZE;
-    r->mbuf_lcores[0] = r->mbuf_lcores[1] = -1;
+    r->dpdk_cache = r->mbuf_cache = CACHE_SIZE;
+    r->dpdk_lcores[0] = r->dpdk_lcores[1] = r->mbuf_lcores[0] = r->mbuf_lcores[1] = -1;
+}
 
+/* Which peers run: DPDK's when EAL starts. */
+static void setup_peers(struct pool_report *r)
+{
     for (int k = 0; k < POOL_NIMPLS; k++)
         r->have[k] = !is_dpdk(k);
 #ifdef HP_HAVE_DPDK
@@ -786,7 +1117,8 @@ int pool_report_run(struct pool_report *r, const struct bench_opts *o)
         snprintf(r->dpdk_version, sizeof r->dpdk_version, "%s", hp_peer_dpdk_version());
     } else {
         snprintf(r->dpdk_note, sizeof r->dpdk_note, "dpdk row skipped: %s", why ? why : "EAL init failed");
-        snprintf(r->mbuf_note, sizeof r->mbuf_note, "dpdk-mbuf row skipped: %s", why ? why : "EAL init failed");
+        snprintf(r->mbuf_note, sizeof r->mbuf_note, "dpdk-mbuf row skipped: %s",
+                 why ? why : "EAL init failed");
     }
 #else
     snprintf(r->dpdk_note, sizeof r->dpdk_note,
@@ -794,452 +1126,34 @@ int pool_report_run(struct pool_report *r, const struct bench_opts *o)
     snprintf(r->mbuf_note, sizeof r->mbuf_note,
              "dpdk-mbuf row skipped: libdpdk-dev was not installed at build time");
 #endif
+}
 
-    double mops[POOL_NSCEN][POOL_NIMPLS][POOL_MAX_REPS];
-    double nspo[POOL_NSCEN][POOL_NIMPLS][POOL_MAX_REPS];
-    int got[POOL_NSCEN][POOL_NIMPLS] = {{0}};
-    int nsc = r->two_threads ? POOL_NSCEN : POOL_PIPELINE, nrows = 0;
-    for (int k = 0; k < POOL_NIMPLS; k++)
-        nrows += r->have[k];
-    int total = reps * nsc * nrows, done = 0;
-
-    /* Rows interleave within each repetition, in an order rotated at every
-     * repetition, so that drift hits every row alike. */
-    for (int rep = 0; rep < reps; rep++)
+int pool_report_run(struct pool_report *r, const struct bench_opts *o)
+{
+    struct setup su;
+    setup_report(r, &su, o);
+    setup_peers(r);
+    struct acc *a = calloc(1, sizeof *a);
+    if (!a)
+        return -ENOMEM;
+    int nsc = r->two_threads ? POOL_NSCEN : POOL_PIPELINE, nruns = 0, done = 0;
+    for (int k = POOL_HP_ADAPTIVE; k < POOL_NIMPLS; k++)
+        nruns += r->have[k];
+    int total = r->max_reps * nsc * nruns;
+    /* Repetitions until the ratios are resolved (or max_reps); the rows
+     * of each interleave, in an order rotated at every repetition, so that
+     * drift hits every row alike. */
+    for (int rep = 0; rep < r->max_reps; rep++) {
         for (int sc = 0; sc < nsc; sc++)
-            for (int i = 0; i < POOL_NIMPLS; i++) {
-                int k = (i + rep) % POOL_NIMPLS;
-                if (!r->have[k])
-                    continue;
-                if (!r->failed[k][0]) {
-                    struct sample s, best = {0, 0, 0, 2};
-                    char err[160];
-                    int rc = 0;
-                    for (int a = 0; a < ATTEMPTS; a++) {
-                        memset(&s, 0, sizeof s);
-                        rc = measure(r, &su, sc, k, &s, err, sizeof err);
-                        if (rc)
-                            break;
-                        if (s.n && s.disturbed < best.disturbed)
-                            best = s;
-                        /* Starved by another process, or stalled: again. */
-                        if ((s.n == 0 || s.disturbed > MAX_DISTURBED) && a + 1 < ATTEMPTS) {
-                            r->retried++;
-                            continue;
-                        }
-                        break;
-                    }
-                    if (rc == 0 && best.n == 0) {
-                        rc = -1;
-                        snprintf(err, sizeof err, "no buffer went through in %d attempts of %.2g s "
-                                 "(%llu allocations failed; in the last, a worker waited for its CPU "
-                                 "%.0f%% of the time)", ATTEMPTS, su.measure_s,
-                                 (unsigned long long)r->alloc_failures[sc][k], 100 * s.disturbed);
-                    }
-                    if (rc == 0) {
-                        if (best.disturbed > r->max_disturbed)
-                            r->max_disturbed = best.disturbed;
-                        mops[sc][k][got[sc][k]] = best.mops;
-                        nspo[sc][k][got[sc][k]++] = best.ns_per_obj;
-                    } else {
-                        snprintf(r->failed[k], sizeof r->failed[k], "%s, %s: %s", impl_names[k],
-                                 scen_names[sc], err);
-                        fprintf(stderr, "hotpath bench pool: %s (row dropped)\n", r->failed[k]);
-                    }
-                }
-                if (o->progress) {
-                    char what[64];
-                    snprintf(what, sizeof what, "%s, %s", scen_names[sc], impl_names[k]);
-                    o->progress(o->progress_ctx, ++done, total, what);
-                }
-            }
-    for (int sc = 0; sc < POOL_NSCEN; sc++)
-        for (int k = 0; k < POOL_NIMPLS; k++) {
-            struct pool_cell *c = &r->cells[sc][k];
-            c->ran = got[sc][k] == reps;
-            if (c->ran) {
-                c->mops = tool_median(mops[sc][k], reps);
-                c->ns_per_obj = tool_median(nspo[sc][k], reps);
-            }
-        }
+            run_scenario(r, a, &su, sc, rep, o, &done, total);
+        r->reps = rep + 1;
+        for (int sc = 0; sc < nsc; sc++)
+            compare_policies(r, a, sc);
+        if (r->reps >= r->min_reps && resolved(r, nsc))
+            break;
+    }
+    make_cells(r, a, r->reps);
+    r->cpu_wait = median(a->wait, a->nwait);
+    free(a);
     return 0;
-}
-
-/* ---- goals -------------------------------------------------------------- */
-
-static void goal(struct pool_report *r, bool met, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void goal(struct pool_report *r, bool met, const char *fmt, ...)
-{
-    if (r->ngoals == POOL_MAX_GOALS)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(r->goals[r->ngoals].text, sizeof r->goals[0].text, fmt, ap);
-    va_end(ap);
-    r->goals[r->ngoals++].met = met;
-}
-
-static bool hp_ran(const struct pool_report *r, int sc)
-{
-    return r->cells[sc][POOL_HP_LOCAL].ran && r->cells[sc][POOL_HP_DEFER].ran &&
-           r->cells[sc][POOL_HP_ADAPTIVE].ran;
-}
-
-static const char *dpdk_missing(const struct pool_report *r)
-{
-    return r->dpdk_note[0] ? r->dpdk_note : r->failed[POOL_DPDK][0] ? r->failed[POOL_DPDK] : "dpdk row missing";
-}
-
-static const char *mbuf_missing(const struct pool_report *r)
-{
-    return r->mbuf_note[0]                ? r->mbuf_note
-           : r->failed[POOL_DPDK_MBUF][0] ? r->failed[POOL_DPDK_MBUF]
-                                          : "dpdk-mbuf row missing";
-}
-
-/* What makes dpdk-mbuf the like-for-like peer, for the goals' text. */
-#define LIKE_FOR_LIKE "the like-for-like comparison: DPDK's packet buffers, metadata reset and checked like hotpath's"
-
-void pool_report_goals(struct pool_report *r)
-{
-    struct pool_cell(*c)[POOL_NIMPLS] = r->cells;
-    r->ngoals = 0;
-    for (int k = 0; k < POOL_NIMPLS; k++)
-        if (!is_dpdk(k) && r->failed[k][0])
-            goal(r, false, "%s failed: %s", impl_names[k], r->failed[k]);
-
-    /* local bulk 32 */
-    int s = POOL_LOCAL_BULK32;
-    if (hp_ran(r, s) && c[s][POOL_DPDK].ran) {
-        double worst = 1e9;
-        int who = 0;
-        for (int k = 0; k <= POOL_HP_ADAPTIVE; k++)
-            if (c[s][k].mops / c[s][POOL_DPDK].mops < worst) {
-                worst = c[s][k].mops / c[s][POOL_DPDK].mops;
-                who = k;
-            }
-        goal(r, worst >= 1.0, "local-bulk32: every hotpath row >= dpdk's rate (worst %s %.1f vs %.1f Mbuf/s, %.2fx)",
-             impl_names[who], c[s][who].mops, c[s][POOL_DPDK].mops, worst);
-    } else if (hp_ran(r, s)) {
-        goal(r, false, "local-bulk32: hotpath >= dpdk not measured (%s)", dpdk_missing(r));
-    }
-    if (hp_ran(r, s) && c[s][POOL_DPDK_MBUF].ran) {
-        double worst = 1e9;
-        int who = 0;
-        for (int k = 0; k <= POOL_HP_ADAPTIVE; k++)
-            if (c[s][k].mops / c[s][POOL_DPDK_MBUF].mops < worst) {
-                worst = c[s][k].mops / c[s][POOL_DPDK_MBUF].mops;
-                who = k;
-            }
-        goal(r, worst >= 1.0,
-             "local-bulk32: every hotpath row >= dpdk-mbuf's rate (worst %s %.1f vs %.1f Mbuf/s, %.2fx), "
-             LIKE_FOR_LIKE, impl_names[who], c[s][who].mops, c[s][POOL_DPDK_MBUF].mops, worst);
-    } else if (hp_ran(r, s)) {
-        goal(r, false, "local-bulk32: hotpath >= dpdk-mbuf (" LIKE_FOR_LIKE ") not measured (%s)",
-             mbuf_missing(r));
-    }
-    if (hp_ran(r, s)) {
-        double lo = 1e18, hi = 0;
-        for (int k = 0; k <= POOL_HP_ADAPTIVE; k++) {
-            lo = c[s][k].mops < lo ? c[s][k].mops : lo;
-            hi = c[s][k].mops > hi ? c[s][k].mops : hi;
-        }
-        double spread = lo > 0 ? (hi - lo) / lo : 1e9;
-        goal(r, spread <= 0.02,
-             "local-bulk32: the alien-policy check costs nothing measurable: LOCAL %.1f, DEFER %.1f, "
-             "ADAPTIVE %.1f Mbuf/s within 2%% (spread %.1f%%)",
-             c[s][POOL_HP_LOCAL].mops, c[s][POOL_HP_DEFER].mops, c[s][POOL_HP_ADAPTIVE].mops, 100 * spread);
-    }
-
-    /* pipeline and crossed */
-    for (s = POOL_PIPELINE; s <= POOL_CROSSED; s++) {
-        if (!r->two_threads) {
-            goal(r, false, "%s: not measured (needs 2 CPUs)", scen_names[s]);
-            continue;
-        }
-        if (!hp_ran(r, s))
-            continue;
-        int better = c[s][POOL_HP_LOCAL].mops >= c[s][POOL_HP_DEFER].mops ? POOL_HP_LOCAL : POOL_HP_DEFER;
-        double a = c[s][POOL_HP_ADAPTIVE].mops / c[s][better].mops;
-        goal(r, a >= 0.97,
-             "%s: ADAPTIVE within 3%% of the better of LOCAL and DEFER (%.1f vs %s %.1f Mbuf/s: %+.1f%%)",
-             scen_names[s], c[s][POOL_HP_ADAPTIVE].mops, better == POOL_HP_LOCAL ? "LOCAL" : "DEFER",
-             c[s][better].mops, 100 * (a - 1));
-        int best = POOL_HP_LOCAL;
-        for (int k = 1; k <= POOL_HP_ADAPTIVE; k++)
-            if (c[s][k].mops > c[s][best].mops)
-                best = k;
-        if (c[s][POOL_DPDK].ran) {
-            double b = c[s][best].mops / c[s][POOL_DPDK].mops;
-            goal(r, b >= 1.2, "%s: the best hotpath row >= 1.2x dpdk (%s %.1f vs %.1f Mbuf/s: %.2fx)",
-                 scen_names[s], impl_names[best], c[s][best].mops, c[s][POOL_DPDK].mops, b);
-        } else {
-            goal(r, false, "%s: best hotpath >= 1.2x dpdk not measured (%s)", scen_names[s], dpdk_missing(r));
-        }
-        if (c[s][POOL_DPDK_MBUF].ran) {
-            double b = c[s][best].mops / c[s][POOL_DPDK_MBUF].mops;
-            goal(r, b >= 1.2,
-                 "%s: the best hotpath row >= 1.2x dpdk-mbuf (%s %.1f vs %.1f Mbuf/s: %.2fx), " LIKE_FOR_LIKE,
-                 scen_names[s], impl_names[best], c[s][best].mops, c[s][POOL_DPDK_MBUF].mops, b);
-        } else {
-            goal(r, false, "%s: best hotpath >= 1.2x dpdk-mbuf (" LIKE_FOR_LIKE ") not measured (%s)",
-                 scen_names[s], mbuf_missing(r));
-        }
-    }
-
-    /* every hotpath row against malloc */
-    double worst = 1e9;
-    int wk = -1, ws = -1;
-    for (s = 0; s < POOL_NSCEN; s++)
-        for (int k = 0; k <= POOL_HP_ADAPTIVE; k++)
-            if (c[s][k].ran && c[s][POOL_MALLOC].ran && c[s][k].mops / c[s][POOL_MALLOC].mops < worst) {
-                worst = c[s][k].mops / c[s][POOL_MALLOC].mops;
-                wk = k;
-                ws = s;
-            }
-    if (wk >= 0)
-        goal(r, worst >= 3.0, "every hotpath row >= 3x malloc (worst %s in %s: %.1f vs %.1f Mbuf/s, %.2fx)",
-             impl_names[wk], scen_names[ws], c[ws][wk].mops, c[ws][POOL_MALLOC].mops, worst);
-    else
-        goal(r, false, "every hotpath row >= 3x malloc: not measured");
-}
-
-/* ---- output ------------------------------------------------------------- */
-
-static void print_dpdk_cache(FILE *f, int cache, const int lcores[2])
-{
-    if (cache < 0) {
-        fprintf(f, "NOT used by some workers (rte_thread_register failed: every get/put hit the ring)");
-        return;
-    }
-    fprintf(f, "in use in every worker (non-EAL threads registered with rte_thread_register: lcore");
-    for (int i = 0; i < 2; i++)
-        if (lcores[i] >= 0)
-            fprintf(f, " %d", lcores[i]);
-    fprintf(f, ")");
-}
-
-void pool_report_print_header(const struct pool_report *r, FILE *f)
-{
-    char cpu[256];
-    hp_cpu_describe(cpu, sizeof cpu);
-    fprintf(f, "cpu:        %s\n", cpu);
-    fprintf(f, "compiler:   %s\n", tool_compiler());
-    fprintf(f, "flags:      %s\n", tool_build_flags());
-    fprintf(f, "pool:       %u buffers of %u B data room, %d B headroom included (+%d B metadata; dpdk and "
-               "malloc objects: %d B; dpdk-mbuf: see below),\n            per-thread cache %u, hotpath "
-               "defer_max 128 (default), normal pages for every row\n",
-            r->n_bufs, r->data_room, HP_BUF_HEADROOM, HP_BUF_META_SIZE, ELT_SIZE, r->cache_size);
-    fprintf(f, "method:     Mbuf/s = buffers freed per second of wall time; ns/buf = CPU time of the "
-               "scenario's threads\n            (CLOCK_THREAD_CPUTIME_ID, summed, spinning on the ring "
-               "included) per buffer; %.2g s warm-up then %.2g s,\n            median of %d repetitions, "
-               "rows interleaved (order rotated each repetition), a fresh pool per measurement\n",
-            r->warmup_s, r->measure_s, r->reps);
-    if (r->cpu_a >= 0)
-        fprintf(f, "threads:    local on CPU %d; pipeline and crossed on CPUs %d (A) and %d (B)%s\n", r->cpu_a,
-                r->cpu_a, r->cpu_b, r->pin_failed ? " (pinning FAILED for some: unpinned)" : "");
-    else
-        fprintf(f, "threads:    unpinned (--cpu -1)\n");
-    fprintf(f, "scenarios:  local-bulk1: %u single allocations, then %u single frees; local-bulk32: "
-               "alloc %u in bulk, free them in bulk;\n            pipeline: A allocates %u, writes %u B "
-               "of data into each, pushes them onto a %u-slot SPSC ring; B pops %u and frees them;\n"
-               "            crossed: each thread does A's part towards the other and B's part for what "
-               "the other pushes\n",
-            r->bulk, r->bulk, r->bulk, r->bulk, r->fill, r->ring, r->bulk);
-    if (r->have[POOL_DPDK]) {
-        fprintf(f, "dpdk:       %s raw rte_mempool (rte_mempool_get/put[_bulk]: objects never touched, no "
-                   "mbuf init or check: NOT like for like), ops %s, cache %u:\n            ", r->dpdk_version,
-                r->dpdk_ops[0] ? r->dpdk_ops : "?", r->cache_size);
-        print_dpdk_cache(f, r->dpdk_cache, r->dpdk_lcores);
-        fprintf(f, ";\n            EAL --no-huge --no-pci --no-shconf; one call into the peer per get/put "
-                   "like hotpath's\n");
-    }
-    if (r->have[POOL_DPDK_MBUF]) {
-        fprintf(f, "dpdk-mbuf:  %s packet buffers, the like-for-like peer: rte_pktmbuf_pool_create(%u mbufs, "
-                   "cache %u, priv 0, data room %u B, %u B headroom included, as hotpath's),\n            "
-                   "%u B per mbuf, ops %s, cache %u: ", r->dpdk_version, r->n_bufs, r->cache_size,
-                r->mbuf_data_room, r->mbuf_headroom, r->mbuf_elt_size, r->mbuf_ops[0] ? r->mbuf_ops : "?",
-                r->cache_size);
-        print_dpdk_cache(f, r->mbuf_cache, r->mbuf_lcores);
-        fprintf(f, ";\n            rte_pktmbuf_alloc[_bulk] reset each mbuf's metadata, "
-                   "rte_pktmbuf_free[_bulk] check refcnt, chain, indirect/external before the put (as hotpath "
-                   "does);\n            data written with rte_pktmbuf_append + memset (as hp_buf_append + "
-                   "memset); one call into the peer per alloc/free/append like hotpath's\n");
-    }
-    if (r->dpdk_note[0])
-        fprintf(f, "note:       %s\n", r->dpdk_note);
-    if (r->mbuf_note[0])
-        fprintf(f, "note:       %s\n", r->mbuf_note);
-    if (!r->two_threads)
-        fprintf(f, "note:       pipeline and crossed skipped: they need 2 CPUs\n");
-    if (r->hugepages)
-        fprintf(f, "note:       a hotpath pool got huge pages although asked not to\n");
-    if (r->retried)
-        fprintf(f, "note:       %d measurements repeated: another process held a worker's CPU for over %.0f%% "
-                   "of the window\n", r->retried, 100 * MAX_DISTURBED);
-    if (r->max_disturbed > MAX_DISTURBED)
-        fprintf(f, "note:       in the worst measurement kept, a worker waited %.0f%% of the window for its "
-                   "CPU: this machine is busy, compare with care\n", 100 * r->max_disturbed);
-    for (int s = 0; s < POOL_NSCEN; s++)
-        for (int k = 0; k < POOL_NIMPLS; k++)
-            if (r->alloc_failures[s][k])
-                fprintf(f, "note:       %s, %s: %llu allocations failed (pool empty) and were retried\n",
-                        scen_names[s], impl_names[k], (unsigned long long)r->alloc_failures[s][k]);
-}
-
-void pool_report_print_table(const struct pool_report *r, FILE *f)
-{
-    pool_report_print_header(r, f);
-    fprintf(f, "\n%-14s %-17s %9s %9s %9s %9s %10s\n", "scenario", "impl", "Mbuf/s", "ns/buf", "vs dpdk",
-            "vs mbuf", "vs malloc");
-    for (int s = 0; s < POOL_NSCEN; s++) {
-        if (s >= POOL_PIPELINE && !r->two_threads)
-            continue;
-        const struct pool_cell *c = r->cells[s];
-        for (int k = 0; k < POOL_NIMPLS; k++) {
-            fprintf(f, "%-14s %-17s", k == 0 ? scen_names[s] : "", impl_names[k]);
-            if (!c[k].ran) {
-                bool skipped = (k == POOL_DPDK && r->dpdk_note[0]) || (k == POOL_DPDK_MBUF && r->mbuf_note[0]);
-                fprintf(f, " %9s\n", skipped ? "skipped" : "failed");
-                continue;
-            }
-            fprintf(f, " %9.2f %9.2f", c[k].mops, c[k].ns_per_obj);
-            if (k != POOL_DPDK && c[POOL_DPDK].ran)
-                fprintf(f, " %8.2fx", c[k].mops / c[POOL_DPDK].mops);
-            else
-                fprintf(f, " %9s", "");
-            if (k != POOL_DPDK_MBUF && c[POOL_DPDK_MBUF].ran)
-                fprintf(f, " %8.2fx", c[k].mops / c[POOL_DPDK_MBUF].mops);
-            else
-                fprintf(f, " %9s", "");
-            if (k != POOL_MALLOC && c[POOL_MALLOC].ran)
-                fprintf(f, " %9.2fx", c[k].mops / c[POOL_MALLOC].mops);
-            fputc('\n', f);
-        }
-    }
-
-    /* What the pool did, from its counters: explains LOCAL vs DEFER. */
-    bool any = false;
-    for (int s = POOL_PIPELINE; s < POOL_NSCEN; s++)
-        for (int k = 0; k <= POOL_HP_ADAPTIVE; k++)
-            any |= r->counters[s][k].valid && r->counters[s][k].buffers > 0;
-    if (any) {
-        fprintf(f, "\nhotpath counters, last repetition (warm-up included), per 1000 buffers freed\n"
-                   "%-14s %-17s %7s %8s %9s %7s %8s %8s %9s\n",
-                "scenario", "impl", "alien", "deferred", "overflows", "taken", "refills", "flushes",
-                "ring ops");
-        for (int s = POOL_PIPELINE; s < POOL_NSCEN; s++)
-            for (int k = 0; k <= POOL_HP_ADAPTIVE; k++) {
-                const struct pool_counters *pc = &r->counters[s][k];
-                if (!pc->valid || !pc->buffers)
-                    continue;
-                double d = (double)pc->buffers / 1000;
-                fprintf(f, "%-14s %-17s %7.1f %8.1f %9.1f %7.1f %8.2f %8.2f %9.2f\n", k == 0 ? scen_names[s] : "",
-                        impl_names[k], (double)pc->st.alien_frees / d, (double)pc->st.deferred / d,
-                        (double)pc->st.defer_overflows / d, (double)pc->st.defer_taken / d,
-                        (double)pc->st.refills / d, (double)pc->st.flushes / d, (double)pc->st.ring_ops / d);
-            }
-    }
-
-    fprintf(f, "\ngoals\n");
-    for (int i = 0; i < r->ngoals; i++)
-        fprintf(f, "  [%s] %s\n", r->goals[i].met ? " met " : "MISSED", r->goals[i].text);
-}
-
-void pool_report_print_json(const struct pool_report *r, FILE *f)
-{
-    char cpu[256];
-    hp_cpu_describe(cpu, sizeof cpu);
-    fprintf(f, "{\"bench\": \"pool\", \"cpu\": ");
-    tool_json_str(f, cpu);
-    fprintf(f, ", \"compiler\": ");
-    tool_json_str(f, tool_compiler());
-    fprintf(f, ", \"flags\": ");
-    tool_json_str(f, tool_build_flags());
-    fprintf(f, ",\n \"reps\": %d, \"warmup_s\": %g, \"measure_s\": %g, \"n_bufs\": %u, \"data_room\": %u, "
-               "\"cache_size\": %u, \"bulk\": %u, \"fill_bytes\": %u, \"ring\": %u, \"cpus\": [%d, %d],\n"
-               " \"dpdk\": ",
-            r->reps, r->warmup_s, r->measure_s, r->n_bufs, r->data_room, r->cache_size, r->bulk, r->fill, r->ring,
-            r->cpu_a, r->cpu_b);
-    if (r->have[POOL_DPDK]) {
-        fprintf(f, "{\"version\": ");
-        tool_json_str(f, r->dpdk_version);
-        fprintf(f, ", \"ops\": ");
-        tool_json_str(f, r->dpdk_ops);
-        fprintf(f, ", \"cache_in_use\": %s}", r->dpdk_cache >= 0 ? "true" : "false");
-    } else {
-        fprintf(f, "null");
-    }
-    fprintf(f, ",\n \"dpdk_mbuf\": ");
-    if (r->have[POOL_DPDK_MBUF]) {
-        fprintf(f, "{\"version\": ");
-        tool_json_str(f, r->dpdk_version);
-        fprintf(f, ", \"ops\": ");
-        tool_json_str(f, r->mbuf_ops);
-        fprintf(f, ", \"cache_in_use\": %s, \"data_room\": %u, \"headroom\": %u, \"elt_size\": %u}",
-                r->mbuf_cache >= 0 ? "true" : "false", r->mbuf_data_room, r->mbuf_headroom, r->mbuf_elt_size);
-    } else {
-        fprintf(f, "null");
-    }
-    fprintf(f, ", \"notes\": [");
-    bool first = true;
-    if (r->dpdk_note[0]) {
-        tool_json_str(f, r->dpdk_note);
-        first = false;
-    }
-    if (r->mbuf_note[0]) {
-        fprintf(f, "%s", first ? "" : ", ");
-        tool_json_str(f, r->mbuf_note);
-        first = false;
-    }
-    for (int k = 0; k < POOL_NIMPLS; k++)
-        if (r->failed[k][0]) {
-            fprintf(f, "%s", first ? "" : ", ");
-            tool_json_str(f, r->failed[k]);
-            first = false;
-        }
-    fprintf(f, "],\n \"retried\": %d, \"max_cpu_wait\": %.4f,\n \"results\": [", r->retried,
-            r->max_disturbed);
-    first = true;
-    for (int s = 0; s < POOL_NSCEN; s++)
-        for (int k = 0; k < POOL_NIMPLS; k++) {
-            const struct pool_cell *c = &r->cells[s][k];
-            if (!c->ran)
-                continue;
-            fprintf(f, "%s\n  {\"scenario\": \"%s\", \"impl\": \"%s\", \"mops\": %.3f, \"ns_per_obj\": %.3f}",
-                    first ? "" : ",", scen_names[s], impl_names[k], c->mops, c->ns_per_obj);
-            first = false;
-        }
-    fprintf(f, "],\n \"goals\": [");
-    for (int i = 0; i < r->ngoals; i++) {
-        fprintf(f, "%s\n  {\"goal\": ", i ? "," : "");
-        tool_json_str(f, r->goals[i].text);
-        fprintf(f, ", \"met\": %s}", r->goals[i].met ? "true" : "false");
-    }
-    fprintf(f, "]}\n");
-}
-
-int bench_pool(const struct bench_opts *o, FILE *table)
-{
-    struct pool_report *r = malloc(sizeof *r);
-    if (!r)
-        return 1;
-    int rc = pool_report_run(r, o);
-    if (rc) {
-        fprintf(stderr, "hotpath bench pool: %s\n", strerror(-rc));
-        free(r);
-        return 1;
-    }
-    pool_report_goals(r);
-    if (o->json)
-        pool_report_print_json(r, stdout);
-    else
-        pool_report_print_table(r, table);
-    if (o->json_out)
-        pool_report_print_json(r, o->json_out);
-    bool failed = false;
-    for (int k = 0; k < POOL_NIMPLS; k++)
-        failed |= r->failed[k][0] != 0;
-    free(r);
-    return failed ? 1 : 0;
 }

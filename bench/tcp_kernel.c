@@ -165,7 +165,7 @@ static uint64_t retrans_of(int fd)
     return ti.tcpi_total_retrans;
 }
 
-static int run(const struct tcpk_opts *o, struct tcpk_result *r, bool rr)
+static int run_once(const struct tcpk_opts *o, struct tcpk_result *r, bool rr)
 {
     memset(r, 0, sizeof *r);
     int fds[2];
@@ -211,9 +211,19 @@ static int run(const struct tcpk_opts *o, struct tcpk_result *r, bool rr)
     r->cpu_b_s = b.win.cpu_s;
     if (!r->count || !(r->seconds > 0)) {
         snprintf(r->why, sizeof r->why, "kernel: nothing was measured");
-        return -1;
+        return -2;
     }
     return 0;
+}
+
+/* A window that passed while a busy machine kept the threads off their CPUs
+ * measures nothing: try again a few times before giving up on the row. */
+static int run(const struct tcpk_opts *o, struct tcpk_result *r, bool rr)
+{
+    int rc = -2;
+    for (int attempt = 0; attempt < 4 && rc == -2; attempt++)
+        rc = run_once(o, r, rr);
+    return rc < 0 ? -1 : 0;
 }
 
 int tcpk_stream_run(const struct tcpk_opts *o, struct tcpk_result *r)

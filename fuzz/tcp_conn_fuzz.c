@@ -67,7 +67,11 @@
  *                   len[2]      payload bytes (capped to fit one frame);
  *                               the byte at sequence number x is pattern(x)
  *                   olen        raw option bytes that follow (0-40), put
- *                               after the default options (40 in all at most)
+ *                               after the default options (40 in all at most);
+ *                               the blocks of a SACK option (kind 5) among
+ *                               them are signed offsets from the flow's max,
+ *                               so that they land in, around and far from
+ *                               the window (RFC 2018, RFC 2883)
  *   op & 3 == 1   advance the virtual clock by (1 + (op>>2 & 7)) * 4^(op>>5) ms
  *                 (1 ms .. 131 s): delayed ACKs, retransmissions,
  *                 persist and keepalive probes, FIN_WAIT_2, TIME_WAIT
@@ -84,7 +88,12 @@
  *                     KEEPALIVE (idle a>>3 % 4 + 1 s, interval 1 s, 2
  *                     probes), LINGER0, SNDBUF, RCVBUF, MAXSEG, or
  *                     NODELAY off
- *                   7 close a listener (a & 1: the IPv6 one)
+ *                   7 close a listener (a & 1: the IPv6 one); with a & 2
+ *                     instead an ICMP "too big" (IPv4 fragmentation
+ *                     needed, ICMPv6 Packet Too Big) about flow op bits
+ *                     2-4, MTU {0, 576, 1280, 1400}[a >> 2 & 3], quoting
+ *                     sequence number max - 1 - (a >> 4) * 4096 (in
+ *                     flight, acknowledged, or far out: RFC 5927 checks)
  *   op & 3 == 3   repeat the last segment (op >> 2) + 1 times; one more
  *                 byte: bit 0 gives copy i a flow of its own, peer port
  *                 41000 + i (a SYN flood fills the SYN queue and brings
@@ -297,6 +306,69 @@ struct seg {
     size_t olen;
 };
 
+/* The blocks of SACK options in raw option bytes: signed offsets from
+ * base, made sequence numbers. */
+static void rebase_sack(uint8_t *o, size_t n, uint32_t base)
+{
+    size_t i = 0;
+    while (i < n) {
+        if (o[i] == 0)
+            return;
+        if (o[i] == 1) {
+            i++;
+            continue;
+        }
+        if (i + 1 >= n || o[i + 1] < 2 || i + o[i + 1] > n)
+            return;
+        if (o[i] == 5)
+            for (size_t k = i + 2; k + 4 <= i + o[i + 1]; k += 4) {
+                int32_t d = (int32_t)((uint32_t)o[k] << 24 | (uint32_t)o[k + 1] << 16 | (uint32_t)o[k + 2] << 8 | o[k + 3]);
+                wr32(o + k, base + (uint32_t)d);
+            }
+        i += o[i + 1];
+    }
+}
+
+/* An ICMP "too big" from the peer's side about flow f, quoting a segment
+ * the stack sent with sequence number seq. */
+static void send_too_big(const struct flow *f, uint32_t seq, uint32_t mtu)
+{
+    uint8_t p[14 + 40 + 8 + 40 + 20];
+    bool v6 = f->family == 6;
+    size_t iph = v6 ? 40 : 20, o = eth_hdr(p, v6 ? 0x86dd : 0x0800);
+    uint8_t *ip = p + o, *m = ip + iph, *q = m + 8, *t = q + iph;
+    memset(ip, 0, sizeof p - o);
+    size_t ql = iph + 20, ml = 8 + ql;
+    /* The quote: our datagram to the peer, its IP and TCP headers. */
+    if (v6) {
+        wr32(q, 0x60000000u), wr16(q + 4, 1000), q[6] = 6, q[7] = 63;
+        memcpy(q + 8, IP6, 16), memcpy(q + 24, PEER6, 16);
+    } else {
+        q[0] = 0x45, wr16(q + 2, 1500), wr16(q + 6, 0x4000), q[8] = 63, q[9] = 6;
+        memcpy(q + 12, IP4, 4), memcpy(q + 16, PEER4, 4);
+    }
+    wr16(t, f->sport), wr16(t + 2, f->pport), wr32(t + 4, seq), t[12] = 0x50, t[13] = HP_TCP_F_ACK;
+    if (v6) {
+        m[0] = 2;
+        wr32(m + 4, mtu);
+        wr32(ip, 0x60000000u), wr16(ip + 4, (uint16_t)ml), ip[6] = 58, ip[7] = 64;
+        memcpy(ip + 8, PEER6, 16), memcpy(ip + 24, IP6, 16);
+        uint32_t s = hp_cksum_pseudo_ipv6(ip + 8, ip + 24, 58, (uint32_t)ml);
+        uint16_t c = hp_cksum_fold(hp_cksum_partial(m, ml, s));
+        memcpy(m + 2, &c, 2);
+    } else {
+        m[0] = 3, m[1] = 4;
+        wr16(m + 6, (uint16_t)mtu);
+        uint16_t c = hp_cksum_fold(hp_cksum_partial(m, ml, 0));
+        memcpy(m + 2, &c, 2);
+        ip[0] = 0x45, wr16(ip + 2, (uint16_t)(20 + ml)), ip[8] = 64, ip[9] = 1;
+        memcpy(ip + 12, PEER4, 4), memcpy(ip + 16, IP4, 4);
+        c = hp_cksum_ipv4_hdr(ip, 20);
+        memcpy(ip + 10, &c, 2);
+    }
+    inject(p, o + iph + ml);
+}
+
 /* Send one segment on flow f from peer port pport. */
 static void send_seg(struct flow *f, uint16_t pport, const struct seg *g)
 {
@@ -318,8 +390,10 @@ static void send_seg(struct flow *f, uint16_t pport, const struct seg *g)
     size_t raw = g->olen;
     if (on + raw > 40)
         raw = 40 - on;
-    if (raw)
+    if (raw) {
         memcpy(opt + on, g->opts, raw);
+        rebase_sack(opt + on, raw, f->max);
+    }
     on += raw;
     while (on % 4)
         opt[on++] = 0;
@@ -906,6 +980,14 @@ static void op_app(uint8_t op, uint8_t a)
     int i = op >> 2 & 7;
     struct handle *h = &w.h[i];
     int act = op >> 5;
+    if (act == 7 && (a & 2)) {
+        static const uint32_t mtus[4] = {0, 576, 1280, 1400};
+        struct flow *f = &w.f[i];
+        if (f->sport)
+            send_too_big(f, f->max - 1 - (uint32_t)(a >> 4) * 4096u, mtus[a >> 2 & 3]);
+        service();
+        return;
+    }
     if (act == 7) {
         int l = a & 1;
         if (w.lis[l]) {

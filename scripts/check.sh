@@ -5,7 +5,8 @@
 # usage: scripts/check.sh [all|fuzz]
 # env:   FUZZ_SECONDS (default 10; CI uses 30), JOBS (ninja -j)
 #
-# Suites: gcc Release build + unit tests; Debug ASan+UBSan build + unit tests;
+# Suites: gcc Release build + unit tests + the examples (installed, built with
+# pkg-config, run); Debug ASan+UBSan build + unit tests;
 # clang -Werror build + unit tests; command-line tests; function lengths and
 # the C style (scripts/funclen.py, scripts/style.sh); libFuzzer smoke runs;
 # aarch64 cross-build with its unit tests under qemu; root-only suites when
@@ -116,6 +117,9 @@ if [ "$what" = fuzz ]; then
 else
   # 1. gcc, Release, -Werror: the binaries users get.
   build build-gcc build -DCMAKE_BUILD_TYPE=Release && unit_all unit-release build
+  # 1b. The examples, built against that build installed in a temporary
+  # prefix with pkg-config alone, and run.
+  tests examples examples/run.sh build
   # 2. AddressSanitizer + UndefinedBehaviorSanitizer, debug checks on.
   build build-asan build-asan -DCMAKE_BUILD_TYPE=Debug -DHP_SANITIZE=address,undefined \
     && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \

@@ -18,6 +18,9 @@ required=(cmake:/usr/bin/cmake ninja-build:/usr/bin/ninja gcc:/usr/bin/gcc
 optional_demo=(libdpdk-dev:/usr/include/dpdk/rte_ip.h libxdp-dev:/usr/include/xdp/xsk.h
                libbpf-dev:/usr/include/bpf/libbpf.h iproute2:/usr/sbin/ip libssl-dev:/usr/include/openssl/evp.h
                libdw-dev:/usr/include/elfutils/libdw.h valgrind:/usr/include/valgrind/callgrind.h
+               dpkg-dev:/usr/bin/dpkg-source
+               dpdk-dev:/usr/bin/dpdk-testpmd
+               librte-net-memif23:/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0/librte_net_memif.so.23.0
                ethtool:/usr/sbin/ethtool nftables:/usr/sbin/nft)
 optional_check=(clang:/usr/bin/clang libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
                 libdpdk-dev:/usr/include/dpdk/rte_ip.h libxdp-dev:/usr/include/xdp/xsk.h
@@ -26,7 +29,10 @@ optional_check=(clang:/usr/bin/clang libclang-rt-14-dev:/usr/lib/llvm-14/lib/cla
                 iputils-ping:/usr/bin/ping ethtool:/usr/sbin/ethtool valgrind:/usr/include/valgrind/callgrind.h
                 gcc-aarch64-linux-gnu:/usr/bin/aarch64-linux-gnu-gcc
                 libc6-dev-arm64-cross:/usr/aarch64-linux-gnu/lib/crti.o qemu-user:/usr/bin/qemu-aarch64
-                clang-format-14:/usr/bin/clang-format-14 nftables:/usr/sbin/nft)
+                clang-format-14:/usr/bin/clang-format-14 dpkg-dev:/usr/bin/dpkg-source
+                dpdk-dev:/usr/bin/dpdk-testpmd
+                librte-net-memif23:/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0/librte_net_memif.so.23.0
+                nftables:/usr/sbin/nft)
 declare -A why=(
   [libdpdk-dev]="the dpdk and dpdk-native rows of 'hotpath bench cksum'"
   [libelf-dev]="code sizes in the benchmark tables"
@@ -45,7 +51,10 @@ declare -A why=(
   [nftables]="the path MTU rows of 'hotpath bench paths' with every ICMP error dropped on the routers (probing)"
   [iputils-ping]="the kernel's ping and ping -6 against hotpath serve (root interop tests)"
   [clang-format-14]="the style check of make check (scripts/style.sh: the C sources against .clang-format)"
-  [valgrind]="simulated cache misses per rr transaction (scripts/rr_cachesim.py: the demo's layout step and its test)"
+  [valgrind]="simulated cache misses per rr transaction (scripts/rr_cachesim.py: the demo's layout step and its test), instructions per transaction of each stack (scripts/peers_profile.py)"
+  [dpkg-dev]="lwip row in 'hotpath bench peers' (apt-get source needs dpkg-source to unpack lwIP's source package)"
+  [dpdk-dev]="dpdk-testpmd: the memif link against DPDK's own driver (tests/interop/memif.sh) and the testpmd rows of 'hotpath bench memif'"
+  [librte-net-memif23]="DPDK's memif driver (net_memif), which dpdk-testpmd loads for tests/interop/memif.sh and 'hotpath bench memif'"
 )
 
 pkgs=("${required[@]}")
@@ -88,6 +97,60 @@ for entry in "${pkgs[@]}"; do
     *) echo "deps: SKIP: $name missing: no ${why[$name]:-$name}" ;;
   esac
 done
+
+# The peers of `hotpath bench peers` (bench/peers/), fetched into build-peers/ (outside git):
+# lwIP from Debian's source package (its binary liblwip-dev is built for threads; the bench
+# builds the core itself as NO_SYS with bench/peers/lwip/lwipopts.h), and smoltcp from
+# crates.io through cargo (bench/peers/smoltcp/, release with LTO).
+root=$(cd "$(dirname "$0")/.." && pwd)
+peers=$root/build-peers
+peers_log=/tmp/hotpath-deps-peers.log
+peers_lwip() {
+  [ -f "$peers/lwip/src/core/tcp.c" ] && return 0
+  if ! apt-cache showsrc lwip >/dev/null 2>&1; then
+    if [ "$(id -u)" != 0 ] || [ $have_apt = 0 ]; then
+      echo "deps: SKIP: no deb-src entry for Debian and not root: no lwip row in 'hotpath bench peers'"
+      return 0
+    fi
+    # deb-src for the Debian release the machine runs (Debian 12: bookworm).
+    local id suite
+    id=$( (. /etc/os-release && echo "${ID:-}") 2>/dev/null)
+    suite=$( (. /etc/os-release && echo "${VERSION_CODENAME:-}") 2>/dev/null)
+    if [ "$id" != debian ] || [ -z "$suite" ]; then
+      echo "deps: SKIP: not Debian (${id:-unknown}): add a deb-src entry for lwip yourself; no lwip row in 'hotpath bench peers'"
+      return 0
+    fi
+    printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: main\nSigned-By: %s\n' \
+      "$suite" /usr/share/keyrings/debian-archive-keyring.gpg >/etc/apt/sources.list.d/hotpath-deb-src.sources
+    echo "deps: added a deb-src entry (/etc/apt/sources.list.d/hotpath-deb-src.sources) for lwIP's source"
+    apt-get update -qq >>"$peers_log" 2>&1
+  fi
+  rm -rf "$peers/lwip-src" && mkdir -p "$peers/lwip-src"
+  if ! (cd "$peers/lwip-src" && apt-get source -qq lwip) >>"$peers_log" 2>&1; then
+    echo "deps: SKIP: apt-get source lwip failed (deb-src unreachable? log: $peers_log): no lwip row in 'hotpath bench peers'"
+    return 0
+  fi
+  local d; d=$(find "$peers/lwip-src" -maxdepth 1 -mindepth 1 -type d -name 'lwip-*' | head -1)
+  if [ -z "$d" ] || [ ! -f "$d/src/core/tcp.c" ]; then
+    echo "deps: SKIP: lwIP's source package has no src/core/tcp.c: no lwip row in 'hotpath bench peers'"
+    return 0
+  fi
+  ln -sfn "lwip-src/$(basename "$d")" "$peers/lwip"
+  echo "deps: lwIP source $(basename "$d") in build-peers/lwip"
+}
+peers_smoltcp() {
+  local cargo; cargo=$(command -v cargo || { [ -x "$HOME/.cargo/bin/cargo" ] && echo "$HOME/.cargo/bin/cargo"; })
+  if [ -z "$cargo" ]; then
+    echo "deps: SKIP: no cargo (smoltcp needs Rust >= 1.91: rustup.rs): no smoltcp row in 'hotpath bench peers'"
+    return 0
+  fi
+  # Run from its folder, so that its .cargo/config.toml (the target CPU) applies.
+  if ! (cd "$root/bench/peers/smoltcp" && "$cargo" build --release -q --target-dir "$peers/smoltcp") \
+       >>"$peers_log" 2>&1; then
+    echo "deps: SKIP: cargo could not build bench/peers/smoltcp (crates.io unreachable, or Rust too old? log: $peers_log): no smoltcp row in 'hotpath bench peers'"
+  fi
+}
+mkdir -p "$peers" 2>/dev/null && { peers_lwip; peers_smoltcp; }
 
 # Python packages: matplotlib for the report's plots (demo), scapy to
 # regenerate test vectors (the committed vectors need no scapy).

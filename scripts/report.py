@@ -555,6 +555,87 @@ def plot_paths(data, png):
 
 # ---- driver ----------------------------------------------------------------
 
+# ---- peers ------------------------------------------------------------------
+
+PEERS_COLOURS = {"hotpath": "#d62728", "lwip": "#1f77b4", "smoltcp": "#ff7f0e"}
+PEERS_SPEED = ("tcp_rr_1", "tcp_rr_1000", "tcp_bulk", "tcp_crr", "udp_echo")
+PEERS_MEM = ("idle_rss", "idle_accounted", "idle_held")
+
+
+def plot_peers(data, png):
+    """Left: each stack's speed relative to hotpath's in every row (higher is
+    better: a rate over hotpath's, or hotpath's cost over the stack's), with
+    the goal lines (hotpath >= 1x and 2x the better peer). Right: bytes per
+    idle connection, log axis."""
+    val = {(r["stack"], r["workload"]): r for r in data.get("results", [])
+           if r.get("value") is not None}
+    higher = {q["workload"]: q.get("higher_is_better") for q in data.get("ratios", [])}
+    stacks = [s for s in PEERS_COLOURS if any(k[0] == s for k in val)]
+    rows = [w for w in PEERS_SPEED if ("hotpath", w) in val]
+    if not rows:
+        raise ValueError("no hotpath row to plot")
+    fig, axes = plt.subplots(1, 2, figsize=(14, 6.2), gridspec_kw={"width_ratios": [2.2, 1]})
+    width = 0.8 / max(1, len(stacks))
+    ax = axes[0]
+    for k, st in enumerate(stacks):
+        xs, ys = [], []
+        for i, w in enumerate(rows):
+            r, h = val.get((st, w)), val["hotpath", w]
+            if not r or not r["value"] or not h["value"]:
+                continue
+            rel = r["value"] / h["value"] if higher.get(w) else h["value"] / r["value"]
+            xs.append(i - 0.4 + width * (k + 0.5))
+            ys.append(rel)
+        ax.bar(xs, ys, width * 0.92, label=st, color=PEERS_COLOURS[st], zorder=3)
+        for x, y in zip(xs, ys):
+            ax.text(x, y, f"{y:.2f}", ha="center", va="bottom", fontsize=7)
+    ax.axhline(1.0, color="#333333", lw=1, zorder=4)
+    ax.axhline(0.5, color="#333333", lw=1, ls="--", zorder=4)
+    ax.text(-0.45, 0.5, "goal: every peer at or below 0.5x hotpath", fontsize=7, ha="left",
+            va="top", color="#333333")
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(decimal_label))
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([w + "\n" + val["hotpath", w]["unit"] for w in rows])
+    ax.set_ylabel("speed relative to hotpath (log; higher is better)")
+    ax.set_title("speed rows, one thread polling both instances")
+    ax.grid(axis="y", which="both", alpha=0.3, zorder=0)
+    ax.legend(loc="upper right", fontsize=9)
+    plot_peers_memory(axes[1], val, stacks)
+    fig.suptitle("hotpath vs lwIP and smoltcp, the same workloads on the same harness\n"
+                 f"{data.get('cpu', '')} | {data.get('compiler', '')}", fontsize=11)
+    goals = data.get("goals") or []
+    fig.text(0.01, 0.012, f"goals met: {sum(1 for g in goals if g.get('met'))}/{len(goals)} "
+             f"(see report.md); medians of {data.get('reps')} rounds", fontsize=8, color="#555555")
+    fig.subplots_adjust(left=0.06, right=0.98, top=0.86, bottom=0.14, wspace=0.22)
+    fig.savefig(png, dpi=DPI)
+    plt.close(fig)
+
+
+def plot_peers_memory(ax, val, stacks):
+    rows = [w for w in PEERS_MEM if any((s, w) in val for s in stacks)]
+    width = 0.8 / max(1, len(stacks))
+    for k, st in enumerate(stacks):
+        xs, ys = [], []
+        for i, w in enumerate(rows):
+            r = val.get((st, w))
+            if r and r["value"] and r["value"] > 0:
+                xs.append(i - 0.4 + width * (k + 0.5))
+                ys.append(r["value"])
+        ax.bar(xs, ys, width * 0.92, label=st, color=PEERS_COLOURS[st], zorder=3)
+        for x, y in zip(xs, ys):
+            ax.text(x, y, f"{y:.0f}", ha="center", va="bottom", fontsize=7)
+    ax.axhline(512, color="#333333", lw=1, ls="--", zorder=4)
+    ax.text(-0.45, 512, "goal: 512 B", fontsize=7, va="bottom", color="#333333")
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(decimal_label))
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([w.replace("idle_", "idle\n") for w in rows])
+    ax.set_ylabel("bytes per idle connection endpoint (log)")
+    ax.set_title("10,000 idle connections (lower is better)")
+    ax.grid(axis="y", which="both", alpha=0.3, zorder=0)
+
+
 PLOTTERS = {
     "cksum": plot_cksum,
     "pool": plot_pool,
@@ -562,6 +643,7 @@ PLOTTERS = {
     "layout": plot_layout,
     "layout_sim": plot_layout_sim,
     "paths": plot_paths,
+    "peers": plot_peers,
 }
 
 

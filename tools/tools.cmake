@@ -120,3 +120,6 @@ if(HP_BUILD_TESTS)
     add_test(NAME unit_tool COMMAND unit_tool)
   endif()
 endif()
+
+# `hotpath bench peers`: its harness, and lwIP when scripts/deps.sh has fetched its source.
+include(${CMAKE_SOURCE_DIR}/bench/peers/peers.cmake)

@@ -75,7 +75,15 @@ NOP, EOL = b"\x01", b"\x00"
 def mss(v): return struct.pack(">BBH", 2, 4, v)
 def ws(v): return bytes([3, 3, v])
 def ts(val, ecr): return struct.pack(">BBII", 8, 10, val, ecr)
-def sack(*blocks): return bytes([5, 2 + 8 * len(blocks)]) + b"".join(struct.pack(">II", a, b) for a, b in blocks)
+def sack(*blocks):
+    # The harness reads SACK blocks as signed offsets from the stack's highest sequence number.
+    return bytes([5, 2 + 8 * len(blocks)]) + b"".join(struct.pack(">II", a & 0xFFFFFFFF, b & 0xFFFFFFFF)
+                                                      for a, b in blocks)
+
+
+def too_big(flow, mtu_index, back=0):
+    """An ICMP too big about flow: MTU {0, 576, 1280, 1400}[mtu_index], quoting max - 1 - back * 4096."""
+    return app(flow, CLOSE_LISTENER, 2 | (mtu_index & 3) << 2 | (back & 15) << 4)
 
 
 SEEDS = {
@@ -169,6 +177,30 @@ SEEDS = {
     "window-edges": seed(DEFAULT | S_SMALLBUF, 0, seg(0, ACK, dseq=4095, plen=1), seg(0, ACK, dseq=4096, plen=1),
                          seg(0, ACK, dseq=1, sh=0xC0, plen=10), seg(0, ACK, dack=1, sh=0x0F),
                          seg(0, ACK, dack=-1, sh=0x0F)),
+    # SACK as the sender (RFC 6675, RACK-TLP, PRR), D-SACK, hostile blocks.
+    "sack-recovery": seed(DEFAULT | S_NODELAY, 0, app(0, SEND, 255), app(0, SEND, 255), app(0, SEND, 255),
+                          seg(0, ACK, dack=-20000, opts=NOP + NOP + sack((-16000, -12000))),
+                          seg(0, ACK, dack=-20000, opts=NOP + NOP + sack((-16000, -8000))),
+                          seg(0, ACK, dack=-20000, opts=NOP + NOP + sack((-16000, -4000))), wait(5), wait(50),
+                          seg(0, ACK), wait(300)),
+    "sack-tail-loss": seed(DEFAULT | S_NODELAY, 0, app(0, SEND, 255), seg(0, ACK, dack=-2000), wait(20),
+                           wait(300), seg(0, ACK)),
+    "sack-hostile": seed(DEFAULT, 0, app(0, SEND, 255), app(0, SEND, 255),
+                         seg(0, ACK, dack=-8000, opts=NOP + NOP + sack((100, 5000), (-3000, -5000))),
+                         seg(0, ACK, dack=-8000, opts=NOP + NOP + sack((-6000, -2000), (-5000, -1000), (-7000, -6500))),
+                         seg(0, ACK, dack=-8000, opts=NOP + NOP + sack((-2000000, -1000000))),
+                         seg(0, RST | ACK, opts=NOP + NOP + sack((-3000, -1000)))),
+    "dsack": seed(DEFAULT, 0, app(0, SEND, 100), wait(1000), seg(0, ACK),
+                  seg(0, ACK, opts=NOP + NOP + sack((-3000, -2000))), seg(0, ACK | PSH, plen=100),
+                  seg(0, ACK | PSH, dseq=-100, plen=100)),
+    # Path MTU: ICMP too big quoting data in flight, acknowledged data, far away; black holes.
+    "icmp-too-big": seed(DEFAULT, 0, app(0, SEND, 255), too_big(0, 2), too_big(1, 1, 15), too_big(0, 0, 3),
+                         app(1, SEND, 255), too_big(1, 3), wait(50), seg(0, ACK), seg(1, ACK)),
+    "black-hole": seed(DEFAULT, 0, app(0, SEND, 255), app(0, SEND, 255), wait(300), wait(600), wait(1200),
+                       wait(2400), seg(0, ACK), app(0, SEND, 255), seg(0, ACK)),
+    # ECN: an ECN-setup SYN, ECE on ACKs, CWR on data.
+    "ecn": seed(DEFAULT, 0, seg(3, SYN | ECE | CWR), seg(3, ACK), app(0, SEND, 100), seg(0, ACK | ECE),
+                seg(0, ACK | PSH | CWR, plen=100), seg(4, SYN | ECE)),
     "ack-unsent": seed(DEFAULT, 0, seg(0, ACK, dack=100), seg(0, ACK, dack=-3000), seg(1, ACK, dack=1, sh=0x0E)),
 }
 

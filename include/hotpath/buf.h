@@ -148,8 +148,8 @@ HP_API int hp_buf_alloc_bulk(struct hp_pool *pool, struct hp_buf **bufs, unsigne
  * shared (refcnt > 1) only drops its reference. Afterwards the caller owns
  * nothing. NULL is ignored. Freeing a buffer twice, a pointer into a pool's
  * memory that is not the start of a buffer, or a buffer whose count is
- * already zero is reported on stderr (with the address and pool name),
- * counted in the pool's `errors`, and otherwise ignored: the pool is left
+ * already zero is logged through the log hook (log.h) with the address and
+ * pool name, counted in the pool's `errors`, and otherwise ignored: the pool is left
  * intact. A pointer outside every pool's memory is reported the same way
  * (no pool owns it to count it).
  */

@@ -11,6 +11,7 @@
 #include <hotpath/err.h>
 #include <hotpath/link.h>
 #include <hotpath/log.h>
+#include <hotpath/loop.h>
 #include <hotpath/pool.h>
 #include <hotpath/sock.h>
 #include <hotpath/stack.h>

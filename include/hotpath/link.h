@@ -16,7 +16,8 @@ extern "C" {
 /**
  * A link moves whole Ethernet frames (no FCS) between hp_bufs and something
  * else: another link in the same process (`mem`), a TAP device (`tap`), any
- * Linux interface through AF_PACKET (`afpacket`) or AF_XDP (`afxdp`).
+ * Linux interface through AF_PACKET (`afpacket`) or AF_XDP (`afxdp`), or
+ * another process through shared memory (`memif`: DPDK, VPP, hotpath).
  * Decorators wrap any link (`pcap`, `fault`) and are links themselves.
  *
  * Threading: one thread calls hp_link_rx_burst(), hp_link_tx_burst() and
@@ -38,7 +39,11 @@ enum {
      * hp_link_completions(), possibly to another thread. */
     HP_LINK_F_TX_COMPLETIONS = 0x1,
     /** afxdp: require zero-copy mode (fail with -EOPNOTSUPP when the driver
-     * cannot); without this or HP_LINK_F_COPY the kernel chooses. */
+     * cannot); without this or HP_LINK_F_COPY the kernel chooses.
+     * memif client: the link's pool is a shared region, so that frames
+     * from it cross without a copy; the server can then write the pool's
+     * buffer metadata too, so use it only with a server you trust
+     * (docs/memif.md). A memif server fails with EOPNOTSUPP. */
     HP_LINK_F_ZEROCOPY = 0x2,
     /** afxdp: force copy mode. */
     HP_LINK_F_COPY = 0x4,
@@ -62,6 +67,59 @@ enum {
     HP_LINK_CAP_KERNEL = 0x20,         /**< frames go to and come from the Linux kernel */
 };
 
+/** memif roles (hp_memif_config.role). */
+enum hp_memif_role {
+    /** Connects to the socket and makes the shared memory (DPDK's default role). */
+    HP_MEMIF_CLIENT = 0,
+    /** Listens on the socket and maps the memory of the client that connects. */
+    HP_MEMIF_SERVER = 1,
+};
+
+/** memif receive notification (hp_memif_config.rx_mode); see hp_link_fd(). */
+enum hp_memif_rx_mode {
+    /** Poll while frames arrive. Once hp_link_fd() has been asked for, a
+     * hp_link_rx_burst() that finds nothing asks the peer to write the
+     * ring's eventfd after its next burst (and a burst that finds frames
+     * asks it to stop): an event loop that sleeps on hp_link_fd() after an
+     * empty receive is woken by the next frame. */
+    HP_MEMIF_RX_AUTO = 0,
+    /** Never ask for interrupts: for busy pollers. hp_link_fd() still wakes
+     * on control events (peer connected, gone). */
+    HP_MEMIF_RX_POLL = 1,
+    /** Always ask (the peer writes the eventfd after every burst). */
+    HP_MEMIF_RX_INTERRUPT = 2,
+};
+
+/**
+ * memif: the shared-memory packet interface of VPP, libmemif and DPDK's
+ * net_memif (docs/memif.md). A zeroed structure asks for the defaults.
+ */
+struct hp_memif_config {
+    int role;              /**< enum hp_memif_role; default HP_MEMIF_CLIENT */
+    /** The control socket's path; "@NAME" names NAME in the abstract
+     * namespace (DPDK's socket-abstract=yes). NULL: "/run/vpp/memif.sock",
+     * VPP's and libmemif's default. A server replaces a stale socket file
+     * (one nobody listens on) and removes its file on close. */
+    const char *socket;
+    uint32_t id;           /**< interface id: which interface on the socket (default 0) */
+    /** Shared secret, at most 24 bytes; NULL or "": none. A server with a
+     * secret refuses clients without the same one. */
+    const char *secret;
+    /** Client: bytes of each shared buffer (copy mode); 0: 2048. Frames
+     * longer than a buffer are chained over several descriptors. In
+     * zero-copy mode, the data room of the pool's buffers (headroom
+     * included: a descriptor offers the room after the headroom). */
+    uint32_t buffer_size;
+    /** Rings per direction: the client asks for this many (the server may
+     * allow fewer), the server allows at most this many; 0: 1, at most 16.
+     * Transmit spreads frames by hp_buf.hash; receive polls every ring. */
+    uint16_t queues;
+    /** Client: how often to try again while no server answers, and after
+     * the peer went away; 0: 100 ms. */
+    uint32_t reconnect_ms;
+    int rx_mode;           /**< enum hp_memif_rx_mode; default HP_MEMIF_RX_AUTO */
+};
+
 /** Opening parameters. A zeroed structure asks for every default. */
 struct hp_link_config {
     /** Interface: tap: the device to create or attach to (NULL: the kernel
@@ -75,11 +133,16 @@ struct hp_link_config {
     struct hp_pool *pool;
     uint32_t queue;      /**< afxdp: the interface queue to bind to (default 0) */
     uint32_t ring_size;  /**< ring entries, a power of two; 0: 1024 (afxdp,
-                          * afpacket: 2048). The mem pair: each direction. */
-    uint32_t n_frames;   /**< afxdp: UMEM frames; 0: 4 x ring_size */
+                          * afpacket: 2048). The mem pair: each direction.
+                          * memif: the client's rings (at most 16384); a
+                          * server takes rings up to this size (0: 16384). */
+    uint32_t n_frames;   /**< afxdp: UMEM frames; 0: 4 x ring_size. memif
+                          * zero-copy: the pool's buffers; 0: 4096 or
+                          * 4 x ring_size x 2 x queues, the larger */
     uint32_t frame_size; /**< afxdp: UMEM frame size, 2048 or 4096; 0: 4096 */
     uint32_t mtu;        /**< 0: the interface's MTU (mem: 1500; tap: 1500) */
     unsigned flags;      /**< HP_LINK_F_* */
+    struct hp_memif_config memif; /**< memif only */
 };
 
 /** Counters, like the kernel's per-interface statistics. */
@@ -120,12 +183,19 @@ struct hp_fault_config {
 #define HP_FAULT_RX 0x2
 
 /**
- * Open a link of the given kind: "tap", "afpacket" or "afxdp" (for "mem",
- * see hp_link_mem_pair()).
+ * Open a link of the given kind: "tap", "afpacket", "afxdp" or "memif" (for
+ * "mem", see hp_link_mem_pair()).
+ *
+ * memif (cfg->memif): a server binds and listens at once; a client
+ * connects at once if a server is there, else later: the link opens down
+ * and comes up when the handshake ends, driven by hp_link_rx_burst() and
+ * hp_link_tx_burst() (see hp_link_up()). Frames sent while it is down are
+ * dropped and counted (tx_dropped, hp_memif_stats.tx_down).
  * @return the link, or NULL with errno set: EINVAL (bad configuration),
  *         ENODEV (no such interface), EPERM (missing privilege: the message
  *         names the capability), EOPNOTSUPP (backend not built in, or a mode
- *         the interface lacks), EMSGSIZE (MTU too large), ENOMEM.
+ *         the interface lacks), EMSGSIZE (MTU too large), ENOMEM,
+ *         EADDRINUSE (memif server: a live server already listens there).
  *         hp_link_error() gives the reason as a sentence.
  */
 HP_API struct hp_link *hp_link_open(const char *kind, const struct hp_link_config *cfg);
@@ -199,10 +269,116 @@ HP_API int hp_link_tx_burst(struct hp_link *l, struct hp_buf **bufs, unsigned n)
  */
 HP_API int hp_link_completions(struct hp_link *l, struct hp_buf **bufs, unsigned n);
 
-/** A file descriptor to poll(2) for receive readiness, or -1 (no HP_LINK_CAP_FD). */
+/**
+ * A file descriptor to poll(2) / epoll for receive readiness (POLLIN), or -1
+ * (no HP_LINK_CAP_FD). To sleep on it, call hp_link_prepare_sleep() first:
+ * some kinds (mem, afxdp with need-wakeup) make it readable only for a
+ * sleeper that armed them.
+ *
+ * It may also become readable for the link's own events (memif: a control
+ * message, a peer connecting or gone, a retry timer): after it does, call
+ * hp_link_rx_burst(), which handles them, before sleeping again.
+ */
 HP_API int hp_link_fd(const struct hp_link *l);
 
-/** The link's kind: "mem", "tap", "afpacket", "afxdp", "pcap" or "fault". */
+/**
+ * Prepare to sleep on hp_link_fd(). A thread that found nothing to receive
+ * and wants to block in poll(2) / epoll for POLLIN on the link's fd calls
+ * this right before, every time (an event loop does: see loop.h).
+ * @param due_ns out (may be NULL): the nanoseconds after which the link must
+ *        be polled again even if its fd stays quiet (the fault decorator's
+ *        delayed frames), or -1 when there is no such time.
+ * @return > 0: work is already waiting (a frame to receive, or frames held
+ *         that the next burst call releases): poll instead of sleeping.
+ *         0: armed: the fd becomes readable when a frame arrives. A wake-up
+ *         may be spurious; frames are taken with hp_link_rx_burst() as
+ *         usual, and the next sleep arms again (no disarming call).
+ *         -EOPNOTSUPP: the link has no fd that can wake a sleeper (poll it,
+ *         or sleep in short naps); another -errno on a failure of the link.
+ *
+ * What each kind does:
+ *   mem       its fd is an eventfd. Arming drains it, sets a "sleeping" flag
+ *             that the peer's transmit reads after each enqueue (and clears,
+ *             signalling the eventfd, when set), then looks at the ring
+ *             again. The fast path pays one load and a barrier per transmit
+ *             burst, no system call.
+ *   tap       the device fd is readable while a frame is queued: nothing to arm.
+ *   afpacket  the socket is readable while the RX_RING has a frame for us;
+ *             arming looks at the ring's next slot.
+ *   afxdp     the XSK fd is readable while the RX ring has descriptors; arming
+ *             kicks the kernel when the fill ring (or transmit ring) has the
+ *             need-wakeup flag, then looks at the RX ring.
+ *   memif     its fd is an epoll set over the control socket, the listener,
+ *             a retry timer and the receive rings' eventfds. Arming asks the
+ *             peer for receive interrupts (a ring flag the peer reads after
+ *             it enqueued), then looks at the rings again. A peer whose
+ *             transmit reads that flag without a full barrier (DPDK 22.11's)
+ *             can in rare races leave a frame until its next burst: sleep
+ *             with a timeout, as a loop with timers does anyway.
+ *   pcap      the inner link's.
+ *   fault     the inner link's, > 0 when frames held for reordering or
+ *             frames whose delay has passed wait, and *due_ns is the time
+ *             left on the earliest delayed frame (either direction).
+ *
+ * The contract for a backend (memif and any other; hp__link_ops.prepare_sleep
+ * in src/link/internal.h):
+ *   - never block, and stay cheap: it runs once per sleep, not per burst;
+ *   - after it returns 0, a frame that arrives (or that arrived before and
+ *     that rx_burst would return) makes the fd readable, level-triggered,
+ *     until rx_burst took it or prepare_sleep is called again;
+ *   - drain the backend's own wake-up signal here, before arming, so that a
+ *     stale signal does not keep a sleeper awake; then look for frames again
+ *     after arming (a frame enqueued between the last rx_burst and the arming
+ *     must be seen: return > 0);
+ *   - the fast path (rx_burst, tx_burst) pays no system call for it: a
+ *     shared-memory peer signals only when this end said it sleeps (a flag
+ *     written here and read by the peer after it enqueued, with a full
+ *     barrier on both sides between the write and the read);
+ *   - work the link owes without new frames (a kick the kernel needs for the
+ *     fill or transmit ring, held frames) is done here or reported as > 0.
+ */
+HP_API int hp_link_prepare_sleep(struct hp_link *l, int64_t *due_ns);
+
+/**
+ * Whether the link carries frames now: true for every kind but memif
+ * (decorators: their inner link's), which is up between the end of its
+ * handshake and the peer's disconnection or crash.
+ */
+HP_API bool hp_link_up(const struct hp_link *l);
+
+/** memif counters and state, beside hp_link_stats(); see hp_link_memif_stats(). */
+struct hp_memif_stats {
+    uint64_t connects;     /**< times the link came up */
+    uint64_t disconnects;  /**< times it went down (DISCONNECT, the peer's crash, our refusal) */
+    uint64_t refused;      /**< connections refused (wrong id, secret or version, busy, timeout) */
+    uint64_t bad_msgs;     /**< control messages refused: malformed, unexpected, out of range */
+    uint64_t bad_descs;    /**< descriptors refused: region, offset or length outside the shared
+                            * memory or the buffer offered (the frame is dropped) */
+    uint64_t ring_errors;  /**< ring indices that jumped or ran backwards (the link goes down) */
+    uint64_t tx_down;      /**< frames dropped because the link was down */
+    uint64_t tx_unread;    /**< frames in our transmit rings the peer had not taken when the
+                            * link went down (client only: a server cannot tell) */
+    uint64_t rx_nobuf;     /**< receive bursts cut short by an empty pool (frames wait) */
+    uint64_t tx_copied;    /**< zero-copy: frames copied because they were not in the pool */
+    uint64_t irq_sent;     /**< eventfd writes to wake the peer */
+    uint64_t irq_armed;    /**< times receive interrupts were asked of the peer */
+    bool up;
+    bool server;
+    bool zero_copy;
+    uint16_t queues;       /**< rings per direction in use (0 while down) */
+    uint32_t ring_size;    /**< entries per ring in use (0 while down) */
+    char peer_name[33];    /**< the peer's application, as it says ("DPDK 22.11.11") */
+    char peer_if[33];      /**< the peer's interface name */
+    char reason[97];       /**< why the link last went down ("" before) */
+};
+
+/**
+ * Copy a memif link's counters and state (decorators: their inner link's).
+ * @return 0, or -EINVAL when l is not a memif link.
+ */
+HP_API int hp_link_memif_stats(const struct hp_link *l, struct hp_memif_stats *out);
+
+/** The link's kind: "mem", "tap", "afpacket", "afxdp", "memif", "pcap" or "fault". */
 HP_API const char *hp_link_kind(const struct hp_link *l);
 /** The interface name (for decorators, the inner link's). */
 HP_API const char *hp_link_name(const struct hp_link *l);

@@ -41,8 +41,12 @@ enum hp_alien_policy {
      * Bounded by defer_max per owner, like net.core.skb_defer_max: past it,
      * the buffer is freed locally. */
     HP_ALIEN_DEFER = 2,
-    /** Chosen per pair of threads from what the pool observes (the
-     * default): see docs/knobs.md for the rule. */
+    /** Chosen per pair of threads (freer, owner) by measurement (the
+     * default): each pair tries both policies in short epochs, keeps the one
+     * under which it frees the owner's buffers faster, and tries again now
+     * and then; pairs that cannot be measured follow a contention signal.
+     * hp_pool_pair_stats() shows each pair's choice; docs/knobs.md has the
+     * rule. */
     HP_ALIEN_ADAPTIVE = 3,
 };
 
@@ -73,7 +77,7 @@ struct hp_pool_config {
 
 /**
  * Create a pool.
- * @return the pool, or NULL with errno: EINVAL (a bad field, named on stderr),
+ * @return the pool, or NULL with errno: EINVAL (a bad field, named by hp_last_error()),
  *         ENOMEM (no memory), ENOSPC (too many pools).
  */
 HP_API struct hp_pool *hp_pool_create(const struct hp_pool_config *cfg);
@@ -81,8 +85,8 @@ HP_API struct hp_pool *hp_pool_create(const struct hp_pool_config *cfg);
 /**
  * Destroy a pool. Every buffer must be back (hp_pool_in_use() == 0), and no
  * other thread may use the pool during the call.
- * @return 0, or -EBUSY (nothing freed) when buffers are still out: each one is
- *         reported on stderr with its address and the pool's name.
+ * @return 0, or -EBUSY (nothing freed) when buffers are still out: each one (up
+ *         to 16) is logged (log.h) with its address and the pool's name.
  */
 HP_API int hp_pool_destroy(struct hp_pool *pool);
 
@@ -141,13 +145,43 @@ struct hp_pool_stats {
     uint64_t refills;         /**< cache refills */
     uint64_t flushes;         /**< cache flushes */
     uint64_t ring_ops;        /**< operations on the shared ring */
-    uint64_t errors;          /**< double frees, foreign pointers, refcount underflows */
+    uint64_t errors;          /**< double frees, foreign pointers, refcount underflows,
+                               *   writes after free */
+    uint64_t policy_switches; /**< times ADAPTIVE moved a thread pair to the other policy */
+    uint64_t written_after_free; /**< buffers found written after they were freed (checked
+                                  *   only in HP_DEBUG builds: see docs/knobs.md) */
 };
 
 /** Counters summed over all threads (pool == NULL: nothing, -EINVAL). */
 HP_API int hp_pool_stats(const struct hp_pool *pool, struct hp_pool_stats *out);
 /** Counters of thread number tid; -EINVAL for a bad tid. */
 HP_API int hp_pool_thread_stats(const struct hp_pool *pool, int tid, struct hp_pool_stats *out);
+
+/** Where one thread's alien frees of another thread's buffers go. */
+struct hp_pool_pair_stats {
+    int freer;             /**< thread number of the thread that frees */
+    int owner;             /**< thread number of the thread that allocated the buffers */
+    int policy;            /**< HP_ALIEN_LOCAL or HP_ALIEN_DEFER: where the pair's alien frees go
+                            *   (under ADAPTIVE: the policy it settled on; it may be trying
+                            *   the other one for a few epochs) */
+    bool measured;         /**< ADAPTIVE: chosen by measurement; false: by the contention
+                            *   signal (nothing measured yet, or nothing measurable) */
+    uint64_t alien_frees;  /**< buffers of owner that freer freed, under every policy */
+    uint64_t switches;     /**< times ADAPTIVE moved the pair to the other policy */
+    uint64_t explorations; /**< times ADAPTIVE measured both policies for the pair */
+    double defer_gain;     /**< the last exploration: DEFER's rate over LOCAL's, minus 1
+                            *   (0.05: DEFER 5% faster); 0 before the first */
+};
+
+/**
+ * The thread pairs with alien frees in pool, freer-major order.
+ * @param out room for max entries (NULL when max is 0: just count)
+ * @return the number of pairs (may exceed max: only max are filled), or
+ *         -EINVAL for a NULL pool (or out with max > 0). Exact when no thread
+ *         frees at the same time.
+ */
+HP_API int hp_pool_pair_stats(const struct hp_pool *pool, struct hp_pool_pair_stats *out,
+                              unsigned max);
 
 #ifdef __cplusplus
 }

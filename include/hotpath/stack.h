@@ -85,7 +85,13 @@ enum hp_addr_state { HP_ADDR_NONE = 0, HP_ADDR_TENTATIVE, HP_ADDR_PREFERRED, HP_
     X(TCP_OFO_DROPS) X(TCP_RCVQ_DROPS) X(TCP_FAST_RETRANS) X(TCP_TIMEOUTS) X(TCP_SYN_RETRANS)     \
     X(TCP_ZERO_WINDOW_PROBES) X(TCP_KEEPALIVE_PROBES) X(TCP_KEEPALIVE_DROPS) X(TCP_DELAYED_ACKS) \
     X(TCP_DUP_ACKS) X(TCP_TW_REUSED) X(TCP_TW_EXPIRED) X(TCP_CONN_LIMIT_DROPS) X(TCP_NO_BUFFERS) \
-    X(TCP_ABORT_ON_CLOSE) X(TCP_ABORT_ON_TIMEOUT)
+    X(TCP_ABORT_ON_CLOSE) X(TCP_ABORT_ON_TIMEOUT)                                                 \
+    X(TCP_SACK_BLOCKS_IN) X(TCP_SACK_BAD_BLOCKS) X(TCP_SACK_RECOVERIES) X(TCP_SACK_RENEGING)      \
+    X(TCP_DSACK_SENT) X(TCP_DSACK_IN) X(TCP_SPURIOUS_UNDO) X(TCP_RACK_LOSSES)                    \
+    X(TCP_RACK_REO_TIMEOUTS) X(TCP_REORDER_SEEN) X(TCP_TLP_PROBES) X(TCP_TLP_RECOVERIES)         \
+    X(TCP_ECN_NEGOTIATED) X(TCP_ECN_CE_IN) X(TCP_ECN_ECE_IN) X(TCP_ECN_REDUCTIONS)               \
+    X(TCP_ECN_CWR_OUT) X(TCP_PMTU_UPDATES) X(TCP_PMTU_ICMP_BAD) X(TCP_PMTU_BLACKHOLES)           \
+    X(TCP_PMTU_PROBES) X(TCP_PMTU_PROBE_OK) X(TCP_PMTU_PROBE_FAIL)
 
 enum hp_stack_ctr {
 #define HP__CTR_ENUM(name) HP_CTR_##name,
@@ -146,8 +152,40 @@ HP_API int hp_stack_set_gateway(struct hp_stack *s, int family, const uint8_t *g
  */
 HP_API int hp_stack_poll(struct hp_stack *s);
 
+/**
+ * The stack's clock as of its last hp_stack_poll() (CLOCK_MONOTONIC, in
+ * nanoseconds): what an event loop compares its own timers with after a
+ * poll, without reading the clock again.
+ */
+HP_API uint64_t hp_stack_now_ns(const struct hp_stack *s);
+
 /** Nanoseconds until the next timer is due (0: overdue), or -1 when none is armed. */
 HP_API int64_t hp_stack_next_timer_ns(const struct hp_stack *s);
+
+/**
+ * Prepare to sleep (an event loop's last step before blocking; see loop.h):
+ * arm every interface's link (hp_link_prepare_sleep()) and look at the
+ * stack's own work.
+ * @param wake_ns out: the nanoseconds after which the stack must be polled
+ *        again even if no fd becomes readable: the earliest of its next timer
+ *        and its links' due times; -1 when none.
+ * @return > 0: do not sleep, poll (a link has frames waiting, frames are
+ *         queued for transmission, a timer is due); 0: every interface is
+ *         armed: sleep on hp_stack_fds() (POLLIN) for at most *wake_ns;
+ *         -EOPNOTSUPP: an interface's link cannot wake a sleeper (the others
+ *         are armed: nap briefly, or poll); another -errno from a link.
+ */
+HP_API int hp_stack_prepare_sleep(struct hp_stack *s, int64_t *wake_ns);
+
+/**
+ * The fds to sleep on for receive readiness (POLLIN), one per interface
+ * whose link has one (hp_link_fd()), in interface order; at most max are
+ * written. @return how many there are (possibly more than max).
+ */
+HP_API int hp_stack_fds(const struct hp_stack *s, int *fds, int max);
+
+/** Whether frames wait in the stack's transmit bursts (the next hp_stack_poll() flushes them). */
+HP_API bool hp_stack_tx_pending(const struct hp_stack *s);
 
 /**
  * Send an ICMP echo request (ICMPv6 for family 6) with `len` bytes of

@@ -37,14 +37,22 @@ extern "C" {
  * deliver what was sent and close in order (FIN_WAIT, TIME_WAIT), as a
  * kernel's orphaned sockets do. hp_stack_destroy() frees everything.
  *
- * Not implemented, by choice or not yet: selective acknowledgments (SACK,
- * RFC 2018: never offered, so peers send none; loss recovery is NewReno
- * with Limited Transmit), ECN (RFC 3168: never negotiated), the urgent
- * mechanism (RFC 9293 3.8.5: URG and the urgent pointer are ignored, so
- * urgent data arrives inline, in order, as RFC 6093 recommends; we never
- * send URG), and path MTU discovery (IPv4 segments go without DF, so
- * routers may fragment them; over IPv6 the MSS comes from the route's MTU
- * and ICMPv6 Packet Too Big does not lower it).
+ * Loss recovery and congestion control: SACK (RFC 2018) and D-SACK (RFC
+ * 2883) both ways, the RFC 6675 scoreboard with RACK-TLP (RFC 8985) and
+ * PRR (RFC 6937), CUBIC (RFC 9438) with HyStart++ (RFC 9406) or NewReno;
+ * ECN (RFC 3168); path MTU discovery with DF (RFC 1191, RFC 8201, checked
+ * as RFC 5927 says) and black hole probing (RFC 4821). Knobs in struct
+ * hp_tcp_config, docs/knobs.md.
+ *
+ * Not implemented, by choice or not yet: the urgent mechanism (RFC 9293
+ * 3.8.5: URG and the urgent pointer are ignored, so urgent data arrives
+ * inline, in order, as RFC 6093 recommends; we never send URG); pacing;
+ * the rescue retransmission of RFC 6675 4 (NextSeg rules 3-4: RACK-TLP
+ * covers tail losses); SACK with SYN cookies (a cookie connection offers
+ * nothing but the MSS); F-RTO (RFC 5682; a D-SACK undoes a spurious
+ * timeout instead); raising a path MTU that ICMP lowered (RFC 8201 4's
+ * periodic increase); ICMP errors other than "too big" (soft errors,
+ * RFC 5461) do not reach connections.
  */
 struct hp_tcp_sock;
 
@@ -62,6 +70,27 @@ enum hp_tcp_state {
     HP_TCP_LAST_ACK,
     HP_TCP_TIME_WAIT,
 };
+
+/** Congestion control algorithms (hp_tcp_config.cc, HP_TCP_OPT_CC). */
+enum hp_tcp_cc {
+    HP_TCP_CC_DEFAULT = 0, /**< the stack's choice (in the config: CUBIC) */
+    HP_TCP_CC_NEWRENO = 1, /**< RFC 5681, RFC 6582, RFC 3465 */
+    HP_TCP_CC_CUBIC = 2,   /**< RFC 9438, with HyStart++ (RFC 9406) */
+};
+
+/** Explicit Congestion Notification (RFC 3168), hp_tcp_config.ecn. */
+enum hp_tcp_ecn {
+    HP_TCP_ECN_DEFAULT = 0, /**< HP_TCP_ECN_PASSIVE */
+    HP_TCP_ECN_OFF = 1,     /**< never negotiated */
+    HP_TCP_ECN_PASSIVE = 2, /**< accepted when a peer's SYN asks for it; our SYNs do not ask */
+    HP_TCP_ECN_ON = 3,      /**< asked for in our SYNs and accepted */
+};
+
+/**
+ * "newreno" or "cubic" (any case) as an enum hp_tcp_cc.
+ * @return HP_TCP_CC_NEWRENO, HP_TCP_CC_CUBIC, or -EINVAL (NULL or another name).
+ */
+HP_API int hp_tcp_cc_by_name(const char *name);
 
 /**
  * Stack-wide TCP parameters (the knobs of docs/knobs.md). A zeroed field
@@ -92,6 +121,11 @@ struct hp_tcp_config {
                                     the connections' hot cache lines prefetched (docs/knobs.md);
                                     0: 16384; UINT32_MAX: never */
     uint16_t mss;              /**< our MSS when smaller than the interface's MTU allows; 0: from the MTU */
+    uint8_t cc;                /**< congestion control, enum hp_tcp_cc; 0: HP_TCP_CC_CUBIC */
+    uint8_t ecn;               /**< enum hp_tcp_ecn; 0: HP_TCP_ECN_PASSIVE (accept when the peer asks, as Linux) */
+    bool no_sack;              /**< neither offer nor accept SACK (RFC 2018): NewReno recovery, no RACK-TLP */
+    bool no_pmtud;             /**< IPv4 segments without DF, ICMP "too big" ignored (no RFC 1191 / 8201) */
+    bool no_plpmtud;           /**< no black hole detection and MTU probing (RFC 4821) */
     bool no_syncookies;        /**< never answer with SYN cookies when a SYN queue is full (drop instead) */
     bool no_timestamps;        /**< do not offer RFC 7323 timestamps */
     bool no_window_scaling;    /**< do not offer RFC 7323 window scaling */
@@ -246,6 +280,9 @@ enum hp_tcp_opt {
     HP_TCP_OPT_QUICKACK,     /**< 1: acknowledge every segment at once (no delayed ACK) */
     HP_TCP_OPT_MAXSEG,       /**< our MSS (88 .. 65495), before connect/listen (a listener's
                               * connections take it); read once connected: the MSS we send with */
+    HP_TCP_OPT_CC,           /**< congestion control, enum hp_tcp_cc (HP_TCP_CC_DEFAULT: the
+                              * stack's); any time: an established connection keeps its cwnd and
+                              * ssthresh; a listener's connections take it */
 };
 
 /** Set an option. @return 0, -EINVAL (unknown option or value out of range). */
@@ -283,6 +320,21 @@ struct hp_tcp_info {
     uint64_t bytes_sent, bytes_acked, bytes_received;
     uint64_t segs_out, segs_in, retrans_segs;
     uint32_t fast_retrans, timeouts, dupacks_in;
+    bool sack_ok, ecn_ok;        /**< SACK (RFC 2018) / ECN (RFC 3168) negotiated */
+    uint8_t cc;                  /**< enum hp_tcp_cc in use */
+    uint32_t pmtu;               /**< the path MTU our segments are sized for */
+    uint32_t min_rtt_us;         /**< RACK's recent minimum RTT (0: none yet) */
+    uint32_t sacked, lost;       /**< bytes SACKed / deemed lost, not yet acknowledged (RFC 6675 scoreboard) */
+    uint32_t reordering;         /**< the deepest reordering seen, in segments (3 until more is seen) */
+    uint64_t delivery_rate;      /**< bytes/s delivered over the last round trip that had more than one
+                                      segment in flight with SACK (0: none measured) */
+    uint32_t recoveries;         /**< fast recoveries entered (SACK or NewReno) */
+    uint32_t tlp_probes;         /**< tail loss probes sent (RFC 8985 7) */
+    uint32_t dsacks_in;          /**< D-SACK blocks received (RFC 2883) */
+    uint32_t spurious_undos;     /**< reductions undone: every retransmission was a duplicate */
+    uint32_t ecn_ce_in;          /**< segments received with CE (RFC 3168) */
+    uint32_t ecn_reductions;     /**< window reductions for ECN echoes */
+    uint32_t pmtu_probes;        /**< path MTU probes sent (RFC 4821) */
 };
 
 /** Fill *out. @return 0, or -EINVAL. */

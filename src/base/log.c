@@ -147,3 +147,9 @@ __attribute__((constructor)) static void log_init(void)
         }
     hp__log(HP_LOG_WARN, "log", "HP_LOG_LEVEL=%s: not err, warn, info or debug; using warn", e);
 }
+
+#include "fence.h"
+#ifdef HP__TSAN
+/* The location every hp__fence_seq_cst() of a TSan build goes through. */
+_Atomic unsigned hp__tsan_fence_word;
+#endif

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Packet buffer operations: free with checks, sharing, clone, and edits that fail without changing anything. */
+/* Packet buffer operations: the general free with its checks, sharing, clone, and edits that fail without changing anything. */
 #include <errno.h>
 #include <string.h>
 
@@ -41,13 +41,9 @@ __attribute__((always_inline)) static inline struct hp_pool *check(const struct 
         hp__pool_report(NULL, b, "free of a pointer that is not a pool buffer");
         return NULL;
     }
-    /* A pointer into the middle of a buffer is not at a chunk boundary. The
-     * check is exact and costs two multiplications: with r = ceil(2^32 / e),
-     * (k e r) >> 32 == k for any k e < 2^32, so q e == off exactly when off
-     * is a multiple of e (regions past 4 GiB divide). */
+    /* A pointer into the middle of a buffer is not at a chunk boundary. */
     uint64_t off = (uint64_t)((const unsigned char *)b - p->region);
-    bool at_chunk = off < (1ull << 32) ? ((off * p->elt_recip) >> 32) * p->elt_size == off
-                                       : off % p->elt_size == 0;
+    bool at_chunk = hp__at_chunk(off, p->elt_inv, p->elt_shift, p->elt_lim);
     if (__builtin_expect(!at_chunk, 0)) {
         hp__pool_report(p, b, "free of a pointer that is not the start of a buffer");
         return NULL;
@@ -75,8 +71,6 @@ static bool unref(struct hp_buf *b)
     return atomic_fetch_sub_explicit(&b->refcnt, 1, memory_order_acq_rel) == 1;
 }
 
-static void free_chain(struct hp_buf *b);
-
 /* Give back segment b, whose last reference was just dropped (the pool
  * clears its next). */
 static void release(struct hp_buf *b)
@@ -96,24 +90,9 @@ static void release(struct hp_buf *b)
     hp__pool_put(b);
 }
 
-HP_API void hp_buf_free(struct hp_buf *b)
-{
-    if (!b)
-        return;
-    /* The common case: one segment, sole holder, not a clone. */
-    struct hp_pool *p = check(b);
-    if (!p)
-        return;
-    if (__builtin_expect(!b->next && !(b->flags & HP_BUF_F_INDIRECT) && hp_buf_refcnt(b) == 1, 1)) {
-        atomic_store_explicit(&b->refcnt, 0, memory_order_relaxed);
-        hp__pool_put_one(p, b);
-        return;
-    }
-    free_chain(b);
-}
-
-/* The general case: every segment, shared ones only dropping a reference. */
-static void free_chain(struct hp_buf *b)
+/* The general case: every segment, shared ones only dropping a reference
+ * (the common case is cache.c's hp_buf_free). */
+void hp__buf_free_general(struct hp_buf *b)
 {
     while (b) {
         if (!check(b))
@@ -125,40 +104,6 @@ static void free_chain(struct hp_buf *b)
             release(b);
         b = next;
     }
-}
-
-HP_API void hp_buf_free_bulk(struct hp_buf **bufs, unsigned n)
-{
-    if (!bufs)
-        return;
-    /* The common case (one segment, sole holder, not a clone) is collected
-     * and given back per pool in one call; anything else takes the full
-     * path of hp_buf_free. */
-    struct hp_buf *simple[64];
-    struct hp_pool *pool = NULL;
-    unsigned k = 0;
-    for (unsigned i = 0; i < n; i++) {
-        struct hp_buf *b = bufs[i];
-        if (!b)
-            continue;
-        struct hp_pool *p = check(b);
-        if (!p)
-            continue;
-        if (b->next || (b->flags & HP_BUF_F_INDIRECT) || hp_buf_refcnt(b) != 1) {
-            free_chain(b);
-            continue;
-        }
-        if (p != pool || k == 64) {
-            if (k)
-                hp__pool_put_bulk(pool, simple, k);
-            pool = p;
-            k = 0;
-        }
-        atomic_store_explicit(&b->refcnt, 0, memory_order_relaxed);
-        simple[k++] = b;
-    }
-    if (k)
-        hp__pool_put_bulk(pool, simple, k);
 }
 
 HP_API int hp_buf_ref(struct hp_buf *b)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Buffer pools: region set-up, the shared ring, per-thread caches, deferred alien frees and the policy. */
+/* Buffer pools: thread numbers, the registry, the shared ring, creation and destruction, the policy, stats. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -24,9 +24,8 @@ _Thread_local int hp__last_slot __attribute__((tls_model("initial-exec"))) = -1;
 #define registry hp__registry
 static _Atomic int registry_hi; /* slots in use are below this */
 static _Atomic uint64_t tids_used;
-/* initial-exec: read with one instruction, also from libhotpath.so (a
- * general-dynamic access would call __tls_get_addr on every free). */
-static _Thread_local int my_tid __attribute__((tls_model("initial-exec"))) = -2; /* -2: not asked yet */
+_Thread_local int hp__my_tid __attribute__((tls_model("initial-exec"))) = -2;
+#define my_tid hp__my_tid
 static pthread_key_t exit_key;
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 
@@ -137,10 +136,9 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* Times this thread's shared-ring operations found another thread in the
- * way (a failed reservation, or waiting for an earlier one to publish):
- * ADAPTIVE's contention signal. Per thread, over all pools. */
-static _Thread_local uint64_t ring_retries;
+/* A failed reservation, or waiting for an earlier one to publish. */
+_Thread_local uint64_t hp__ring_retries __attribute__((tls_model("initial-exec")));
+#define ring_retries hp__ring_retries
 
 void hp__ring_retries_add(uint64_t n)
 {
@@ -167,8 +165,9 @@ static void ring_wait_tail(_Atomic uint32_t *tail, uint32_t head)
 
 /* Enqueue all n or none. The ring holds every buffer of the pool, so it
  * never runs out of room in practice. */
-static bool ring_put(struct hp__ring *r, struct hp_buf *const *objs, uint32_t n)
+bool hp__ring_put(struct hp__ring *r, struct hp_buf *const *objs, uint32_t n)
 {
+    HP_ASSERT(n <= r->cap && r->cap < r->size); /* a put never exceeds the ring */
     uint32_t head = atomic_load_explicit(&r->prod_head, memory_order_relaxed), next;
     do {
         uint32_t cons = atomic_load_explicit(&r->cons_tail, memory_order_acquire);
@@ -186,11 +185,14 @@ static bool ring_put(struct hp__ring *r, struct hp_buf *const *objs, uint32_t n)
 }
 
 /* Dequeue up to n; returns how many. */
-static uint32_t ring_get(struct hp__ring *r, struct hp_buf **objs, uint32_t n)
+uint32_t hp__ring_get(struct hp__ring *r, struct hp_buf **objs, uint32_t n)
 {
     uint32_t head = atomic_load_explicit(&r->cons_head, memory_order_relaxed), next;
     do {
         uint32_t avail = atomic_load_explicit(&r->prod_tail, memory_order_acquire) - head;
+        /* What was published and not yet taken fits the ring (head may be
+         * stale, and then the exchange below fails). */
+        HP_ASSERT(avail <= r->size || head != atomic_load(&r->cons_head));
         if (n > avail)
             n = avail;
         if (n == 0)
@@ -250,108 +252,129 @@ static int default_policy(void)
     return HP_ALIEN_ADAPTIVE;
 }
 
-HP_API struct hp_pool *hp_pool_create(const struct hp_pool_config *cfg)
+/* The geometry a configuration asks for; NULL, or the reason it is wrong. */
+struct geometry {
+    uint32_t elt, n, room, headroom, cache;
+};
+
+static const char *check_config(const struct hp_pool_config *cfg, struct geometry *g)
 {
-    if (!cfg)
-        return bad("no configuration");
-    uint32_t headroom = cfg->headroom ? cfg->headroom : HP_BUF_HEADROOM;
-    uint32_t cache = cfg->cache_size ? cfg->cache_size : 256;
-    uint32_t elt, n, room;
+    g->headroom = cfg->headroom ? cfg->headroom : HP_BUF_HEADROOM;
+    g->cache = cfg->cache_size ? cfg->cache_size : 256;
     if (cfg->mem) {
         if ((uintptr_t)cfg->mem % HP_CACHELINE_SIZE)
-            return bad("mem is not 64-byte aligned");
+            return "mem is not 64-byte aligned";
         if (cfg->chunk < 256 || cfg->chunk % HP_CACHELINE_SIZE)
-            return bad("chunk must be a multiple of 64, at least 256");
+            return "chunk must be a multiple of 64, at least 256";
         if (cfg->mem_len / cfg->chunk == 0 || cfg->mem_len / cfg->chunk > UINT32_MAX / 2)
-            return bad("mem_len holds no chunk (or too many)");
-        elt = cfg->chunk;
-        n = (uint32_t)(cfg->mem_len / cfg->chunk);
-        room = elt - HP_BUF_META_SIZE;
+            return "mem_len holds no chunk (or too many)";
+        g->elt = cfg->chunk;
+        g->n = (uint32_t)(cfg->mem_len / cfg->chunk);
+        g->room = g->elt - HP_BUF_META_SIZE;
     } else {
-        room = cfg->data_room ? cfg->data_room : 2048;
-        if (room > (1u << 24))
-            return bad("data_room larger than 16 MiB");
+        g->room = cfg->data_room ? cfg->data_room : 2048;
+        if (g->room > (1u << 24))
+            return "data_room larger than 16 MiB";
         if (cfg->n_bufs == 0 || cfg->n_bufs > (1u << 26))
-            return bad("n_bufs must be 1 .. 2^26");
-        n = cfg->n_bufs;
-        elt = (HP_BUF_META_SIZE + room + HP_CACHELINE_SIZE - 1) & ~(uint32_t)(HP_CACHELINE_SIZE - 1);
+            return "n_bufs must be 1 .. 2^26";
+        g->n = cfg->n_bufs;
+        g->elt = (HP_BUF_META_SIZE + g->room + HP_CACHELINE_SIZE - 1) &
+                 ~(uint32_t)(HP_CACHELINE_SIZE - 1);
     }
-    if (headroom > room)
-        return bad("headroom larger than the data room");
-    if (cache > MAX_CACHE)
-        return bad("cache_size larger than 4096");
+    if (g->headroom > g->room)
+        return "headroom larger than the data room";
+    if (g->cache > MAX_CACHE)
+        return "cache_size larger than 4096";
     if (cfg->alien_policy < -1 || cfg->alien_policy > HP_ALIEN_ADAPTIVE)
-        return bad("alien_policy is not an enum hp_alien_policy value");
+        return "alien_policy is not an enum hp_alien_policy value";
+    return NULL;
+}
 
-    struct hp_pool *p = aligned_alloc(HP_CACHELINE_SIZE, sizeof *p);
-    if (!p) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    memset(p, 0, sizeof *p);
+/* The fields of a new pool that follow from its geometry. */
+static void set_fields(struct hp_pool *p, const struct hp_pool_config *cfg, const struct geometry *g)
+{
     snprintf(p->name, sizeof p->name, "%s", cfg->name ? cfg->name : "pool");
-    p->n = n;
-    p->elt_size = elt;
-    p->data_room = room;
-    p->headroom = headroom;
-    p->cache_size = cache;
+    p->n = g->n;
+    p->elt_size = g->elt;
+    p->data_room = g->room;
+    p->headroom = g->headroom;
+    p->cache_size = g->cache;
     p->defer_max = cfg->defer_max ? (int32_t)cfg->defer_max : 128;
     /* A batch lives in its first buffer's room, and never holds more than
      * the bound. */
-    p->batch_max = room >= sizeof(struct hp__batch) ? HP__DEFER_BATCH : 0;
+    p->batch_max = g->room >= sizeof(struct hp__batch) ? HP__DEFER_BATCH : 0;
     if (p->batch_max > (uint32_t)p->defer_max)
         p->batch_max = (uint32_t)p->defer_max;
-    p->elt_recip = ((1ull << 32) + elt - 1) / elt;
+    /* The chunk check's constants (hp__at_chunk). */
+    p->elt_shift = (uint32_t)__builtin_ctz(g->elt);
+    uint64_t d = g->elt >> p->elt_shift, inv = d; /* d * d == 1 mod 8: 3 bits */
+    for (int i = 0; i < 5; i++)
+        inv *= 2 - d * inv; /* Newton: each step doubles the bits */
+    p->elt_inv = inv;
+    p->elt_lim = UINT64_MAX / g->elt;
+    p->sub_epoch = HP__EPOCH / HP__SUBEPOCHS;
     memset(&p->tmpl, 0, sizeof p->tmpl);
-    p->tmpl.data_off = headroom;
-    p->tmpl.room = room;
+    p->tmpl.data_off = g->headroom;
+    p->tmpl.room = g->room;
     p->tmpl.flags = cfg->mem ? HP_BUF_F_EXTERNAL : 0;
     p->tmpl.nb_segs = 1;
     atomic_init(&p->tmpl.refcnt, 1);
     atomic_init(&p->policy, cfg->alien_policy > 0 ? cfg->alien_policy : default_policy());
-    p->region_len = (size_t)n * elt;
+    p->region_len = (size_t)g->n * g->elt;
+}
+
+static void free_parts(struct hp_pool *p)
+{
+    for (int t = 0; t < HP_MAX_THREADS; t++) {
+        free(atomic_load(&p->caches[t]));
+        free(p->owners[t].dq);
+    }
+    free(p->ring);
+    if (p->region && p->own_region)
+        munmap(p->region, p->huge ? (p->region_len + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1)
+                                  : p->region_len);
+    free(p);
+}
+
+/* The region, the ring and the owners' queues; false: out of memory. */
+static bool make_parts(struct hp_pool *p, const struct hp_pool_config *cfg)
+{
     if (cfg->mem) {
         p->region = cfg->mem;
     } else {
         p->region = map_region(p->region_len, cfg->flags, &p->huge);
         p->own_region = true;
     }
-    p->ring = p->region ? ring_create(n) : NULL;
+    p->ring = p->region ? ring_create(p->n) : NULL;
     /* Each owner's queue holds at most defer_max buffers: whole batches. */
     uint32_t nbatch = p->batch_max ? (uint32_t)p->defer_max / p->batch_max : 1;
     bool ok = p->ring != NULL;
     for (int t = 0; t < HP_MAX_THREADS && ok; t++)
         ok = (p->owners[t].dq = ring_create(nbatch)) != NULL;
-    if (!ok) {
-        for (int t = 0; t < HP_MAX_THREADS; t++)
-            free(p->owners[t].dq);
-        free(p->ring);
-        if (p->region && p->own_region)
-            munmap(p->region, p->region_len);
-        free(p);
-        errno = ENOMEM;
-        return NULL;
-    }
-    p->region_end = p->region + p->region_len;
+    if (p->region)
+        p->region_end = p->region + p->region_len;
+    return ok;
+}
 
-    /* Every buffer starts free, in the ring. */
+/* Every buffer starts free, in the ring. */
+static void fill_ring(struct hp_pool *p)
+{
     struct hp_buf *batch[64];
     uint32_t nb = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        struct hp_buf *b = (struct hp_buf *)(p->region + (size_t)i * elt);
-        memset(b, 0, sizeof *b);
-        b->base = (unsigned char *)b + HP_BUF_META_SIZE;
-        b->pool = p;
-        b->room = room;
-        b->flags = HP_BUF_F_FREE | (cfg->mem ? HP_BUF_F_EXTERNAL : 0);
-        b->owner = UINT16_MAX;
+    for (uint32_t i = 0; i < p->n; i++) {
+        struct hp_buf *b = (struct hp_buf *)(p->region + (size_t)i * p->elt_size);
+        hp__buf_init_free(p, b);
         batch[nb++] = b;
-        if (nb == 64 || i + 1 == n) {
-            ring_put(p->ring, batch, nb);
+        if (nb == 64 || i + 1 == p->n) {
+            hp__ring_put(p->ring, batch, nb);
             nb = 0;
         }
     }
+}
 
+/* Enter p in the registry; false when it is full. */
+static bool register_pool(struct hp_pool *p)
+{
     pthread_mutex_lock(&registry_lock);
     int slot = -1;
     for (int i = 0; i < MAX_POOLS && slot < 0; i++)
@@ -359,14 +382,7 @@ HP_API struct hp_pool *hp_pool_create(const struct hp_pool_config *cfg)
             slot = i;
     if (slot < 0) {
         pthread_mutex_unlock(&registry_lock);
-        for (int t = 0; t < HP_MAX_THREADS; t++)
-            free(p->owners[t].dq);
-        free(p->ring);
-        if (p->own_region)
-            munmap(p->region, p->region_len);
-        free(p);
-        errno = ENOSPC;
-        return NULL;
+        return false;
     }
     uint64_t used = atomic_load(&tids_used);
     for (int t = 0; t < HP_MAX_THREADS; t++)
@@ -376,6 +392,35 @@ HP_API struct hp_pool *hp_pool_create(const struct hp_pool_config *cfg)
     if (slot + 1 > atomic_load(&registry_hi))
         atomic_store_explicit(&registry_hi, slot + 1, memory_order_release);
     pthread_mutex_unlock(&registry_lock);
+    return true;
+}
+
+HP_API struct hp_pool *hp_pool_create(const struct hp_pool_config *cfg)
+{
+    if (!cfg)
+        return bad("no configuration");
+    struct geometry g;
+    const char *why = check_config(cfg, &g);
+    if (why)
+        return bad(why);
+    struct hp_pool *p = aligned_alloc(HP_CACHELINE_SIZE, sizeof *p);
+    if (!p) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    memset(p, 0, sizeof *p);
+    set_fields(p, cfg, &g);
+    if (!make_parts(p, cfg)) {
+        free_parts(p);
+        errno = ENOMEM;
+        return NULL;
+    }
+    fill_ring(p);
+    if (!register_pool(p)) {
+        free_parts(p);
+        errno = ENOSPC;
+        return NULL;
+    }
     return p;
 }
 
@@ -399,401 +444,11 @@ HP_API int hp_pool_destroy(struct hp_pool *p)
     pthread_mutex_lock(&registry_lock);
     atomic_store_explicit(&registry[p->slot], NULL, memory_order_release);
     pthread_mutex_unlock(&registry_lock);
-    for (int t = 0; t < HP_MAX_THREADS; t++) {
-        free(atomic_load(&p->caches[t]));
-        free(p->owners[t].dq);
-    }
-    free(p->ring);
-    if (p->own_region)
-        munmap(p->region, p->huge ? (p->region_len + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1)
-                                  : p->region_len);
-    free(p);
+    free_parts(p);
     return 0;
 }
 
-/* ---- caches -------------------------------------------------------------- */
-
-static struct hp__cache *cache_create(struct hp_pool *p, int t)
-{
-    size_t sz = sizeof(struct hp__cache) + 2 * (size_t)p->cache_size * sizeof(struct hp_buf *);
-    struct hp__cache *c = aligned_alloc(HP_CACHELINE_SIZE, (sz + 63) & ~(size_t)63);
-    if (!c)
-        return NULL;
-    memset(c, 0, sz);
-    c->size = p->cache_size;
-    c->tid = (uint16_t)t;
-    c->net_freer = 1; /* ADAPTIVE: until seen; local until contention, see adapt() */
-    atomic_store_explicit(&p->owners[t].alive, 1, memory_order_relaxed);
-    atomic_store_explicit(&p->caches[t], c, memory_order_release);
-    return c;
-}
-
-/* This thread's cache in p, made on first use; NULL for a thread without a
- * number (or out of memory): it then uses the ring directly. */
-static inline struct hp__cache *my_cache(struct hp_pool *p)
-{
-    int t = hp__tid();
-    if (__builtin_expect(t < 0, 0))
-        return NULL;
-    struct hp__cache *c = atomic_load_explicit(&p->caches[t], memory_order_relaxed);
-    if (__builtin_expect(c != NULL, 1))
-        return c;
-    return cache_create(p, t);
-}
-
-static inline struct hp__batch *batch_of(struct hp_buf *first)
-{
-    return (struct hp__batch *)((unsigned char *)first + HP_BUF_META_SIZE);
-}
-
-/* Move every batch queued for owner into the shared ring (its owner is
- * gone, or is leaving); returns how many buffers. */
-static uint32_t drain_to_ring(struct hp_pool *p, struct hp__cache *c, int owner)
-{
-    struct hp_buf *heads[16];
-    uint32_t total = 0, n;
-    while ((n = ring_get(p->owners[owner].dq, heads, 16)) > 0) {
-        for (uint32_t i = 0; i < n; i++) {
-            struct hp__batch *bt = batch_of(heads[i]);
-            uint32_t k = bt->n; /* the batch is gone once in the ring */
-            ring_put(p->ring, bt->objs, k);
-            total += k;
-        }
-        if (c)
-            hp__count(&c->c.ring_ops, n + 1);
-    }
-    return total;
-}
-
-/* ADAPTIVE: look at what this thread did since the last look (called on
- * every refill, flush and deferred batch, so the fast path pays nothing).
- *
- * Deferring an alien free to its owner exists to keep many freers off one
- * shared structure (the kernel's case: many CPUs completing transmissions
- * into one slab node). It has a price even uncontended: the freer writes a
- * batch into a buffer the owner then reads, one more cross-core transfer
- * than handing the buffers to the shared ring. Measured on 2 cores: a
- * transmit-completion pipeline ran 81 Mpps with LOCAL and 63 with DEFER
- * (bench txcomp, mem), and the pool benchmark's pipeline 84 against 80.5;
- * the seed saw the same on AF_XDP (the single-flow xdpsock regression).
- *
- * So a thread defers only when all of these hold: it frees clearly more
- * than it allocates (a "net freer": its surplus would only travel through
- * the shared ring), the owner is not itself a net freer (it would have no
- * use for them), and its own shared-ring operations are contended (more
- * than one in 16 had to retry or wait for another thread). A thread that
- * reuses what it frees, or meets nobody on the ring, keeps alien frees
- * local. */
-static void adapt(struct hp_pool *p, struct hp__cache *c)
-{
-    uint64_t na = atomic_load_explicit(&c->c.allocs, memory_order_relaxed);
-    uint64_t nf = atomic_load_explicit(&c->c.frees, memory_order_relaxed);
-    uint64_t a = na - c->win_allocs, f = nf - c->win_frees;
-    if (a + f < c->size)
-        return; /* not enough seen yet */
-    c->net_freer = f > 2 * a;
-    uint64_t ops = atomic_load_explicit(&c->c.ring_ops, memory_order_relaxed);
-    uint64_t dops = ops - c->win_ring_ops, dret = ring_retries - c->win_retries;
-    /* Judge contention only over enough ring operations. */
-    if (dops >= 16) {
-        c->contended = dret * 16 > dops;
-        c->win_ring_ops = ops;
-        c->win_retries = ring_retries;
-    }
-    struct hp__owner *me = &p->owners[c->tid];
-    if (atomic_load_explicit(&me->freer, memory_order_relaxed) != c->net_freer)
-        atomic_store_explicit(&me->freer, c->net_freer, memory_order_relaxed);
-    bool defer = c->net_freer && c->contended;
-    for (int o = 0; o < HP_MAX_THREADS; o++)
-        c->route[o] = defer && !atomic_load_explicit(&p->owners[o].freer, memory_order_relaxed);
-    c->win_allocs = na;
-    c->win_frees = nf;
-}
-
-/* Queue a staged batch on its owner's queue. If the queue is full (the
- * bound, like net.core.skb_defer_max), the batch is freed locally instead.
- * If the owner has gone meanwhile, drain its queue to the ring: nobody else
- * would. The seq_cst order of the enqueue and of the owner's "alive" store
- * pairs with hp_thread_exit(), which clears alive and then drains. */
-static void local_put(struct hp_pool *p, struct hp__cache *c, struct hp_buf *b);
-
-static void defer_push(struct hp_pool *p, struct hp__cache *c, int owner)
-{
-    struct hp__stage *s = &c->stage[owner];
-    struct hp__owner *o = &p->owners[owner];
-    struct hp__batch *bt = batch_of(s->head);
-    uint32_t n = s->n;
-    bt->n = n;
-    s->head = NULL;
-    s->n = 0;
-    c->stage_mask &= ~(1ull << owner);
-    if (ring_put(o->dq, &bt->objs[0], 1)) {
-        hp__count(&c->c.deferred, n);
-        atomic_thread_fence(memory_order_seq_cst);
-        if (!atomic_load_explicit(&o->alive, memory_order_seq_cst))
-            drain_to_ring(p, c, owner);
-    } else {
-        /* The queue is full: free the batch here. Copy it out first, since
-         * the buffer holding it may be given away by a flush on the way. */
-        struct hp_buf *objs[HP__DEFER_BATCH];
-        memcpy(objs, bt->objs, n * sizeof objs[0]);
-        hp__count(&c->c.defer_overflows, n);
-        for (uint32_t i = 0; i < n; i++)
-            local_put(p, c, objs[i]);
-    }
-    adapt(p, c);
-}
-
-static void push_all_stages(struct hp_pool *p, struct hp__cache *c)
-{
-    while (c->stage_mask)
-        defer_push(p, c, __builtin_ctzll(c->stage_mask));
-}
-
-/* Take the batches queued for owner into cache c as far as they fit, the
- * rest into the ring. Returns how many buffers went into the cache. */
-static uint32_t take_deferred(struct hp_pool *p, struct hp__cache *c, int owner)
-{
-    struct hp__ring *q = p->owners[owner].dq;
-    if (atomic_load_explicit(&q->prod_tail, memory_order_relaxed) ==
-        atomic_load_explicit(&q->cons_head, memory_order_relaxed))
-        return 0; /* empty: one shared read, no write */
-    struct hp_buf *heads[16];
-    uint32_t k = ring_get(q, heads, 16), n = 0, rest = 0, cap = 2 * c->size;
-    for (uint32_t i = 0; i < k; i++) {
-        struct hp__batch *bt = batch_of(heads[i]);
-        if (c->len + bt->n <= cap) {
-            memcpy(c->objs + c->len, bt->objs, bt->n * sizeof(struct hp_buf *));
-            c->len += bt->n;
-            n += bt->n;
-        } else {
-            uint32_t m = bt->n; /* the batch is gone once in the ring */
-            ring_put(p->ring, bt->objs, m);
-            hp__count(&c->c.ring_ops, 1);
-            rest += m;
-        }
-    }
-    hp__count(&c->c.defer_taken, n + rest);
-    return n;
-}
-
-/* Make at least `need` buffers available in the cache: deferred buffers
- * first, then the ring, then (the pool looks empty) other owners' deferred
- * lists. Returns false if the pool really has fewer. */
-static bool refill(struct hp_pool *p, struct hp__cache *c, uint32_t need)
-{
-    hp__count(&c->c.refills, 1);
-    adapt(p, c);
-    push_all_stages(p, c);
-    take_deferred(p, c, c->tid);
-    if (c->len < need) {
-        uint32_t want = need - c->len + c->size / 2;
-        if (want > 2 * c->size - c->len)
-            want = 2 * c->size - c->len;
-        c->len += ring_get(p->ring, c->objs + c->len, want);
-        hp__count(&c->c.ring_ops, 1);
-    }
-    for (int o = 0; o < HP_MAX_THREADS && c->len < need; o++)
-        if (o != c->tid)
-            take_deferred(p, c, o);
-    return c->len >= need;
-}
-
-static void flush(struct hp_pool *p, struct hp__cache *c, uint32_t keep)
-{
-    hp__count(&c->c.flushes, 1);
-    adapt(p, c);
-    push_all_stages(p, c);
-    if (c->len > keep) {
-        ring_put(p->ring, c->objs + keep, c->len - keep);
-        hp__count(&c->c.ring_ops, 1);
-        c->len = keep;
-    }
-}
-
-/* ---- allocation and freeing ---------------------------------------------- */
-
-/* Reset the fields a fresh buffer promises. A free buffer already has
- * next == NULL, direct == NULL and base/room pointing home (the free path
- * restores a clone's), so only the packet fields of line 0 are written: the
- * second line is not touched. */
-static inline void init_buf(struct hp_pool *p, struct hp_buf *b, uint16_t tid)
-{
-#if defined(HP_LAYOUT_CHRONO) && HP_LAYOUT_CHRONO
-    /* Logical order: the same fields one by one, over both lines. */
-    const struct hp_buf *t = &p->tmpl;
-    b->ol_flags = t->ol_flags;
-    b->data_off = t->data_off;
-    b->data_len = t->data_len;
-    b->pkt_len = t->pkt_len;
-    b->room = t->room;
-    atomic_store_explicit(&b->refcnt, 1, memory_order_relaxed);
-    b->nb_segs = t->nb_segs;
-    b->flags = t->flags;
-    b->hash = t->hash;
-    b->port = t->port;
-    b->l2_len = t->l2_len;
-    b->l3_len = t->l3_len;
-#else
-    /* The packet fields of line 0 (ol_flags .. l3_len) from the pool's
-     * template in three wide stores, then the two that vary. */
-    memcpy(&b->ol_flags, &p->tmpl.ol_flags,
-           offsetof(struct hp_buf, hp__group_end_hot) - offsetof(struct hp_buf, ol_flags));
-#endif
-    b->owner = tid; /* flags come from the template: the pool's EXTERNAL bit */
-}
-
-HP_API int hp_buf_alloc_bulk(struct hp_pool *p, struct hp_buf **bufs, unsigned n)
-{
-    if (!p || (!bufs && n))
-        return -EINVAL;
-    if (n == 0)
-        return 0;
-    struct hp__cache *c = my_cache(p);
-    if (!c) {
-        /* A thread without a number: straight from the ring. */
-        uint32_t got = ring_get(p->ring, bufs, n);
-        if (got < n) {
-            if (got)
-                ring_put(p->ring, bufs, got);
-            return -ENOMEM;
-        }
-        for (unsigned i = 0; i < n; i++)
-            init_buf(p, bufs[i], UINT16_MAX);
-        atomic_fetch_add_explicit(&p->nocache_allocs, n, memory_order_relaxed);
-        return (int)n;
-    }
-    if (n > c->size) {
-        /* More than a cache holds: take the cache's worth repeatedly. */
-        if (n > p->n)
-            return -ENOMEM;
-        unsigned got = 0;
-        while (got < n) {
-            if (c->len == 0 && !refill(p, c, 1))
-                break;
-            uint32_t k = c->len < n - got ? c->len : n - got;
-            memcpy(bufs + got, c->objs + c->len - k, k * sizeof(struct hp_buf *));
-            c->len -= k;
-            got += k;
-        }
-        if (got < n) {
-            for (unsigned i = 0; i < got; i++)
-                local_put(p, c, bufs[i]); /* still marked free: just give back */
-            return -ENOMEM;
-        }
-        for (unsigned i = 0; i < n; i++)
-            init_buf(p, bufs[i], c->tid);
-        hp__count(&c->c.allocs, n);
-        return (int)n;
-    }
-    if (__builtin_expect(c->len < n, 0) && !refill(p, c, n))
-        return -ENOMEM;
-    uint32_t len = c->len - n;
-    for (unsigned i = 0; i < n; i++) {
-        struct hp_buf *b = c->objs[len + i];
-        bufs[i] = b;
-        init_buf(p, b, c->tid);
-    }
-    c->len = len;
-    hp__count(&c->c.allocs, n);
-    return (int)n;
-}
-
-HP_API struct hp_buf *hp_buf_alloc(struct hp_pool *p)
-{
-    /* The common case, straight from this thread's cache. */
-    int t = my_tid;
-    if (__builtin_expect(p && t >= 0, 1)) {
-        struct hp__cache *c = atomic_load_explicit(&p->caches[t], memory_order_relaxed);
-        if (__builtin_expect(c && c->len, 1)) {
-            struct hp_buf *b = c->objs[--c->len];
-            init_buf(p, b, c->tid);
-            hp__count(&c->c.allocs, 1);
-            return b;
-        }
-    }
-    struct hp_buf *b;
-    int rc = hp_buf_alloc_bulk(p, &b, 1);
-    if (rc == 1)
-        return b;
-    errno = -rc;
-    return NULL;
-}
-
-/* Free one buffer into cache c (the caller counted it). */
-static inline void put_one(struct hp_pool *p, struct hp__cache *c, struct hp_buf *b)
-{
-    /* Allocation relies on a free buffer's next being NULL. */
-    b->next = NULL;
-    b->flags = (uint16_t)((b->flags & HP_BUF_F_EXTERNAL) | HP_BUF_F_FREE);
-    uint16_t owner = b->owner;
-    if (__builtin_expect(owner != c->tid, 0) && owner < HP_MAX_THREADS) {
-        hp__count(&c->c.alien_frees, 1);
-        int policy = atomic_load_explicit(&p->policy, memory_order_relaxed);
-        bool defer = policy == HP_ALIEN_DEFER || (policy == HP_ALIEN_ADAPTIVE && c->route[owner]);
-        if (defer && p->batch_max) {
-            struct hp__stage *s = &c->stage[owner];
-            if (s->n == 0) {
-                s->head = b;
-                c->stage_mask |= 1ull << owner;
-            }
-            batch_of(s->head)->objs[s->n] = b;
-            if (++s->n == p->batch_max)
-                defer_push(p, c, owner);
-            return;
-        }
-    }
-    local_put(p, c, b);
-}
-
-void hp__pool_put_bulk(struct hp_pool *p, struct hp_buf *const *bufs, unsigned n)
-{
-    struct hp__cache *c = my_cache(p);
-    if (__builtin_expect(!c, 0)) {
-        for (unsigned i = 0; i < n; i++) {
-            bufs[i]->next = NULL;
-            bufs[i]->flags = (uint16_t)((bufs[i]->flags & HP_BUF_F_EXTERNAL) | HP_BUF_F_FREE);
-            ring_put(p->ring, &bufs[i], 1);
-        }
-        atomic_fetch_add_explicit(&p->nocache_frees, n, memory_order_relaxed);
-        return;
-    }
-    hp__count(&c->c.frees, n);
-    for (unsigned i = 0; i < n; i++)
-        put_one(p, c, bufs[i]);
-}
-
-void hp__pool_put_one(struct hp_pool *p, struct hp_buf *b)
-{
-    struct hp__cache *c = my_cache(p);
-    if (__builtin_expect(!c, 0)) {
-        hp__pool_put_bulk(p, &b, 1);
-        return;
-    }
-    hp__count(&c->c.frees, 1);
-    put_one(p, c, b);
-}
-
-void hp__pool_put(struct hp_buf *b)
-{
-    hp__pool_put_one(b->pool, b);
-}
-
-static void local_put(struct hp_pool *p, struct hp__cache *c, struct hp_buf *b)
-{
-    c->objs[c->len++] = b;
-    if (__builtin_expect(c->len > c->size, 0))
-        flush(p, c, c->size / 2);
-}
-
 /* ---- thread departure, flushes, stats ------------------------------------ */
-
-static void thread_flush(struct hp_pool *p, struct hp__cache *c)
-{
-    push_all_stages(p, c);
-    flush(p, c, 0);
-    hp__count(&c->c.defer_taken, drain_to_ring(p, c, c->tid));
-}
 
 HP_API void hp_pool_thread_flush(struct hp_pool *p)
 {
@@ -802,7 +457,7 @@ HP_API void hp_pool_thread_flush(struct hp_pool *p)
     int t = hp__tid();
     struct hp__cache *c = t >= 0 ? atomic_load_explicit(&p->caches[t], memory_order_relaxed) : NULL;
     if (c)
-        thread_flush(p, c);
+        hp__cache_flush_all(p, c);
 }
 
 HP_API void hp_thread_exit(void)
@@ -823,15 +478,11 @@ HP_API void hp_thread_exit(void)
         atomic_thread_fence(memory_order_seq_cst);
         atomic_store_explicit(&p->owners[t].freer, 0, memory_order_relaxed);
         if (c) {
-            thread_flush(p, c);
+            hp__cache_flush_all(p, c);
             /* The next thread with this number starts afresh. */
-            c->net_freer = 1;
-            c->contended = 0;
-            memset(c->route, 0, sizeof c->route);
-            c->win_allocs = atomic_load(&c->c.allocs);
-            c->win_frees = atomic_load(&c->c.frees);
+            hp__cache_forget(c);
         } else {
-            drain_to_ring(p, NULL, t);
+            hp__drain_owner(p, NULL, t);
         }
     }
     pthread_mutex_unlock(&registry_lock);
@@ -843,11 +494,11 @@ HP_API void hp_thread_exit(void)
         pthread_setspecific(exit_key, NULL);
 }
 
-static void add_counters(struct hp_pool_stats *s, const struct hp__counters *c)
+static void add_counters(struct hp_pool_stats *s, const struct hp__cache *cache)
 {
+    const struct hp__counters *c = &cache->c;
     s->allocs += atomic_load_explicit(&c->allocs, memory_order_relaxed);
     s->frees += atomic_load_explicit(&c->frees, memory_order_relaxed);
-    s->alien_frees += atomic_load_explicit(&c->alien_frees, memory_order_relaxed);
     s->deferred += atomic_load_explicit(&c->deferred, memory_order_relaxed);
     s->defer_overflows += atomic_load_explicit(&c->defer_overflows, memory_order_relaxed);
     s->defer_taken += atomic_load_explicit(&c->defer_taken, memory_order_relaxed);
@@ -855,6 +506,12 @@ static void add_counters(struct hp_pool_stats *s, const struct hp__counters *c)
     s->flushes += atomic_load_explicit(&c->flushes, memory_order_relaxed);
     s->ring_ops += atomic_load_explicit(&c->ring_ops, memory_order_relaxed);
     s->errors += atomic_load_explicit(&c->errors, memory_order_relaxed);
+    s->written_after_free += atomic_load_explicit(&c->written_after_free, memory_order_relaxed);
+    for (int o = 0; o < HP_MAX_THREADS; o++) {
+        s->alien_frees += atomic_load_explicit(&cache->pair_frees[o], memory_order_relaxed);
+        s->policy_switches +=
+            atomic_load_explicit(&cache->pair[o].pub_switches, memory_order_relaxed);
+    }
 }
 
 HP_API int hp_pool_stats(const struct hp_pool *p, struct hp_pool_stats *out)
@@ -866,7 +523,7 @@ HP_API int hp_pool_stats(const struct hp_pool *p, struct hp_pool_stats *out)
         struct hp__cache *c = atomic_load_explicit(&((struct hp_pool *)p)->caches[t],
                                                    memory_order_acquire);
         if (c)
-            add_counters(out, &c->c);
+            add_counters(out, c);
     }
     out->allocs += atomic_load_explicit(&p->nocache_allocs, memory_order_relaxed);
     out->frees += atomic_load_explicit(&p->nocache_frees, memory_order_relaxed);
@@ -882,8 +539,47 @@ HP_API int hp_pool_thread_stats(const struct hp_pool *p, int tid, struct hp_pool
     struct hp__cache *c = atomic_load_explicit(&((struct hp_pool *)p)->caches[tid],
                                                memory_order_acquire);
     if (c)
-        add_counters(out, &c->c);
+        add_counters(out, c);
     return 0;
+}
+
+HP_API int hp_pool_pair_stats(const struct hp_pool *p, struct hp_pool_pair_stats *out,
+                              unsigned max)
+{
+    if (!p || (!out && max))
+        return -EINVAL;
+    int fixed = atomic_load_explicit(&((struct hp_pool *)p)->policy, memory_order_relaxed);
+    unsigned k = 0;
+    for (int f = 0; f < HP_MAX_THREADS; f++) {
+        struct hp__cache *c = atomic_load_explicit(&((struct hp_pool *)p)->caches[f],
+                                                   memory_order_acquire);
+        for (int o = 0; c && o < HP_MAX_THREADS; o++) {
+            uint64_t n = atomic_load_explicit(&c->pair_frees[o], memory_order_relaxed);
+            if (n == 0)
+                continue;
+            if (k < max) {
+                const struct hp__pair *pr = &c->pair[o];
+                struct hp_pool_pair_stats *s = &out[k];
+                memset(s, 0, sizeof *s);
+                s->freer = f;
+                s->owner = o;
+                s->alien_frees = n;
+                s->policy = fixed != HP_ALIEN_ADAPTIVE
+                                ? fixed
+                                : atomic_load_explicit(&pr->pub_policy, memory_order_relaxed);
+                s->measured = atomic_load_explicit(&pr->pub_measured, memory_order_relaxed);
+                s->switches = atomic_load_explicit(&pr->pub_switches, memory_order_relaxed);
+                s->explorations =
+                    atomic_load_explicit(&pr->pub_explorations, memory_order_relaxed);
+                s->defer_gain =
+                    s->explorations
+                        ? atomic_load_explicit(&pr->pub_gain_ppm, memory_order_relaxed) / 1e6
+                        : 0;
+            }
+            k++;
+        }
+    }
+    return (int)k;
 }
 
 HP_API long hp_pool_in_use(const struct hp_pool *p)
@@ -932,6 +628,7 @@ HP_API int hp_pool_set_alien_policy(struct hp_pool *p, int policy)
     if (!p || policy < HP_ALIEN_LOCAL || policy > HP_ALIEN_ADAPTIVE)
         return -EINVAL;
     atomic_store_explicit(&p->policy, policy, memory_order_relaxed);
+    atomic_fetch_add_explicit(&p->policy_gen, 1, memory_order_relaxed);
     return 0;
 }
 
@@ -956,4 +653,10 @@ HP_API int hp_alien_policy_parse(const char *name)
         if (strcmp(name, policy_names[i]) == 0)
             return i;
     return -EINVAL;
+}
+
+void hp__pool_set_epoch(struct hp_pool *p, uint32_t epoch)
+{
+    epoch = epoch ? epoch : HP__EPOCH;
+    p->sub_epoch = epoch / HP__SUBEPOCHS ? epoch / HP__SUBEPOCHS : 1;
 }

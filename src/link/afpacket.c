@@ -405,10 +405,27 @@ static int afp_close(struct hp_link *l)
     return 0;
 }
 
+/*
+ * Before a sleep: the socket polls readable while a block of the ring is
+ * ours (the kernel closes a block that holds frames within AFP_RETIRE_MS and
+ * then wakes the socket), so a frame already in our current block, or a
+ * block handed over since the last receive, means no sleep.
+ */
+static int afp_prepare_sleep(struct hp_link *l, int64_t *due_ns)
+{
+    struct afp_link *a = (struct afp_link *)l;
+    (void)due_ns;
+    if (a->in_block)
+        return 1;
+    uint32_t st = __atomic_load_n(&block_at(a, a->blk)->hdr.bh1.block_status, __ATOMIC_ACQUIRE);
+    return (st & TP_STATUS_USER) ? 1 : 0;
+}
+
 static const struct hp__link_ops afp_ops = {
     .kind = "afpacket",
     .rx = afp_rx,
     .tx = afp_tx,
+    .prepare_sleep = afp_prepare_sleep,
     .set_mtu = afp_set_mtu,
     .stats = afp_stats,
     .close = afp_close,

@@ -532,6 +532,33 @@ static int afxdp_tx(struct hp_link *l, struct hp_buf **bufs, unsigned n)
     return (int)taken;
 }
 
+/* ---- sleeping ------------------------------------------------------------ */
+
+/*
+ * Before a sleep on the XSK fd, which polls readable while the RX ring has
+ * descriptors: what the kernel needs from us first is done here. Sent
+ * frames are reaped and the fill ring topped up, with a kick when it has
+ * the need-wakeup flag (a zero-copy driver stopped reading it and would not
+ * start again on its own); frames still in the TX ring get their kick. If
+ * the kernel could not take them all (its completion ring is full), or the
+ * RX ring already has descriptors, there is no sleep.
+ */
+static int afxdp_prepare_sleep(struct hp_link *l, int64_t *due_ns)
+{
+    struct afxdp *x = (struct afxdp *)l;
+    (void)due_ns;
+    if (!x->txc)
+        reap(x);
+    refill(x);
+    uint32_t prod, cons;
+    if (tx_pending(x, &prod, &cons)) {
+        tx_flush(x);
+        if (tx_pending(x, &prod, &cons))
+            return 1;
+    }
+    return xsk_cons_nb_avail(&x->rx, 1) > 0 ? 1 : 0;
+}
+
 /* ---- the rest of the operations ------------------------------------------ */
 
 static void afxdp_stats(const struct hp_link *l, struct hp_link_stats *out)
@@ -615,6 +642,7 @@ static const struct hp__link_ops afxdp_ops = {
     .kind = "afxdp",
     .rx = afxdp_rx,
     .tx = afxdp_tx,
+    .prepare_sleep = afxdp_prepare_sleep,
     .completions = afxdp_completions,
     .set_mtu = afxdp_set_mtu,
     .stats = afxdp_stats,

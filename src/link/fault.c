@@ -396,6 +396,41 @@ static int fault_rx(struct hp_link *l, struct hp_buf **bufs, unsigned n)
     return (int)m;
 }
 
+/*
+ * Before a sleep on the inner link's fd: frames ready to be handed on
+ * (either direction) or held for reordering are released by the next burst
+ * call, so no sleep; delayed frames bound the sleep (the fd says nothing
+ * about them); then the inner link arms.
+ */
+static int fault_prepare_sleep(struct hp_link *l, int64_t *due_ns)
+{
+    struct fault_link *f = (struct fault_link *)l;
+    uint64_t now = 0, first = UINT64_MAX;
+    for (int i = 0; i < 2; i++) {
+        struct fdir *d = &f->d[i];
+        if (fifo_len(&d->out) || fifo_len(&d->reorder))
+            return 1;
+        if (!fifo_len(&d->delayed))
+            continue;
+        uint64_t due = d->due[d->delayed.tail & (FAULT_CAP - 1)];
+        if (due < first)
+            first = due;
+    }
+    if (first != UINT64_MAX) {
+        now = mono_ns();
+        if (first <= now)
+            return 1;
+    }
+    int64_t inner_due = -1;
+    int rc = hp_link_prepare_sleep(l->inner, &inner_due);
+    int64_t mine = first == UINT64_MAX ? -1 : (int64_t)(first - now);
+    if (mine >= 0 && (inner_due < 0 || mine < inner_due))
+        *due_ns = mine;
+    else
+        *due_ns = inner_due;
+    return rc;
+}
+
 static int fault_completions(struct hp_link *l, struct hp_buf **bufs, unsigned n)
 {
     return hp_link_completions(l->inner, bufs, n);
@@ -427,6 +462,7 @@ static const struct hp__link_ops fault_ops = {
     .kind = "fault",
     .rx = fault_rx,
     .tx = fault_tx,
+    .prepare_sleep = fault_prepare_sleep,
     .completions = fault_completions,
     .set_mtu = fault_set_mtu,
     .stats = fault_stats,

@@ -22,8 +22,15 @@ struct hp__link_ops {
     int (*completions)(struct hp_link *l, struct hp_buf **bufs, unsigned n);
     /* NULL: hp_link_set_mtu only checks the bound against the pool. */
     int (*set_mtu)(struct hp_link *l, uint32_t mtu);
+    /* Arm the link for a sleeper on its fd (hp_link_prepare_sleep(), whose
+     * comment in link.h is the contract); *due_ns is -1 on entry. NULL: a
+     * link with an fd is level-triggered with nothing to arm (0), one
+     * without cannot wake a sleeper (-EOPNOTSUPP). */
+    int (*prepare_sleep)(struct hp_link *l, int64_t *due_ns);
     /* Add backend counters (kernel drop counts...) to *out; may be NULL. */
     void (*stats)(const struct hp_link *l, struct hp_link_stats *out);
+    /* Whether the link carries frames (hp_link_up()); NULL: always. */
+    bool (*is_up)(const struct hp_link *l);
     /* Release everything but the struct hp_link itself (and its own pool,
      * which hp_link_close destroys after). 0 or -errno (-EBUSY: a pool the
      * backend owned still had buffers out). */
@@ -46,6 +53,8 @@ struct hp__spsc *hp__spsc_create(uint32_t size);
 void hp__spsc_destroy(struct hp__spsc *r); /* frees what it still holds */
 unsigned hp__spsc_push(struct hp__spsc *r, struct hp_buf *const *bufs, unsigned n);
 unsigned hp__spsc_pop(struct hp__spsc *r, struct hp_buf **bufs, unsigned n);
+/* Consumer side: how many entries wait (reads the producer's index). */
+unsigned hp__spsc_avail(struct hp__spsc *r);
 
 /* Every link starts with this; backends embed it as their first member. */
 struct hp_link {
@@ -112,6 +121,7 @@ bool hp__gather(unsigned char **bounce, uint32_t *bounce_len, const struct hp_bu
 struct hp_link *hp__tap_open(const struct hp_link_config *cfg);
 struct hp_link *hp__afpacket_open(const struct hp_link_config *cfg);
 struct hp_link *hp__afxdp_open(const struct hp_link_config *cfg);
+struct hp_link *hp__memif_open(const struct hp_link_config *cfg);
 
 /* Interface helpers (ioctl on a datagram socket): 0 or -errno. */
 int hp__if_index(const char *name, unsigned *index);

@@ -101,10 +101,17 @@ unsigned hp__spsc_pop(struct hp__spsc *r, struct hp_buf **bufs, unsigned n)
     return n;
 }
 
+unsigned hp__spsc_avail(struct hp__spsc *r)
+{
+    uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    r->head_cache = atomic_load_explicit(&r->head, memory_order_acquire);
+    return r->head_cache - tail;
+}
+
 /* ---- common part of every link ----------------------------------------- */
 
-int hp__link_init(struct hp_link *l, const struct hp__link_ops *ops, const struct hp_link_config *cfg,
-                  const char *name)
+int hp__link_init(struct hp_link *l, const struct hp__link_ops *ops,
+                  const struct hp_link_config *cfg, const char *name)
 {
     l->ops = ops;
     l->flags = cfg->flags;
@@ -177,7 +184,8 @@ HP_API struct hp_link *hp_link_open(const char *kind, const struct hp_link_confi
     if (!cfg)
         cfg = &zero;
     if (!kind)
-        return hp__link_fail_null(EINVAL, "no link kind given (mem, tap, afpacket or afxdp)");
+        return hp__link_fail_null(EINVAL,
+                                  "no link kind given (mem, tap, afpacket, afxdp or memif)");
     if (cfg->ring_size && (cfg->ring_size < 2 || (cfg->ring_size & (cfg->ring_size - 1))))
         return hp__link_fail_null(EINVAL, "%s: ring_size %u is not a power of two >= 2", kind,
                                   cfg->ring_size);
@@ -187,9 +195,12 @@ HP_API struct hp_link *hp_link_open(const char *kind, const struct hp_link_confi
         return hp__afpacket_open(cfg);
     if (!strcmp(kind, "afxdp"))
         return hp__afxdp_open(cfg);
+    if (!strcmp(kind, "memif"))
+        return hp__memif_open(cfg);
     if (!strcmp(kind, "mem"))
         return hp__link_fail_null(EINVAL, "mem links come in pairs: use hp_link_mem_pair()");
-    return hp__link_fail_null(EINVAL, "unknown link kind '%s' (mem, tap, afpacket or afxdp)", kind);
+    return hp__link_fail_null(EINVAL, "unknown link kind '%s' (mem, tap, afpacket, afxdp or memif)",
+                              kind);
 }
 
 HP_API int hp_link_close(struct hp_link *l)
@@ -233,6 +244,27 @@ HP_API int hp_link_fd(const struct hp_link *l)
     return l->fd;
 }
 
+HP_API int hp_link_prepare_sleep(struct hp_link *l, int64_t *due_ns)
+{
+    int64_t due = -1;
+    int rc;
+    if (l->ops->prepare_sleep)
+        rc = l->ops->prepare_sleep(l, &due);
+    else
+        rc = l->fd >= 0 ? 0 : -EOPNOTSUPP;
+    if (due_ns)
+        *due_ns = due;
+    return rc;
+}
+
+HP_API bool hp_link_up(const struct hp_link *l)
+{
+    for (const struct hp_link *x = l; x; x = x->inner)
+        if (x->ops->is_up)
+            return x->ops->is_up(x);
+    return true;
+}
+
 HP_API const char *hp_link_kind(const struct hp_link *l)
 {
     return l->ops->kind;
@@ -261,13 +293,15 @@ HP_API uint32_t hp_link_mtu(const struct hp_link *l)
 HP_API int hp_link_set_mtu(struct hp_link *l, uint32_t mtu)
 {
     uint32_t room = hp_pool_data_room(l->pool);
-    uint32_t limit = room > 128 + HP__ETH_HDR + HP__VLAN_HDR ? room - 128 - HP__ETH_HDR - HP__VLAN_HDR : 0;
+    uint32_t limit =
+        room > 128 + HP__ETH_HDR + HP__VLAN_HDR ? room - 128 - HP__ETH_HDR - HP__VLAN_HDR : 0;
     if (mtu < 68)
         return hp__link_fail(EINVAL, "%s %s: MTU %u is below IPv4's minimum of 68", l->ops->kind,
                              l->name, mtu);
     /* Frames are received into one buffer: the MTU must fit it. */
     if (mtu > limit && strcmp(l->ops->kind, "pcap") && strcmp(l->ops->kind, "fault"))
-        return hp__link_fail(EMSGSIZE, "%s %s: MTU %u does not fit the pool's %u-byte buffers (at most %u)",
+        return hp__link_fail(EMSGSIZE,
+                             "%s %s: MTU %u does not fit the pool's %u-byte buffers (at most %u)",
                              l->ops->kind, l->name, mtu, room, limit);
     if (l->ops->set_mtu) {
         int rc = l->ops->set_mtu(l, mtu);
@@ -313,7 +347,8 @@ unsigned hp__frame_iov(const struct hp_buf *b, struct iovec *iov, unsigned max)
     return k <= max ? k : max + 1;
 }
 
-bool hp__gather(unsigned char **bounce, uint32_t *bounce_len, const struct hp_buf *b, struct iovec *iov)
+bool hp__gather(unsigned char **bounce, uint32_t *bounce_len, const struct hp_buf *b,
+                struct iovec *iov)
 {
     if (*bounce_len < b->pkt_len) {
         unsigned char *p = realloc(*bounce, b->pkt_len);

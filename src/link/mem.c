@@ -4,13 +4,32 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
+#include "../base/fence.h"
 #include "internal.h"
 
-/* What both ends share: the two wires and, maybe, the pool. The last end
- * closed frees it. */
+/*
+ * Waking a sleeping end (hp_link_prepare_sleep() in link.h). Each end has an
+ * eventfd, its hp_link_fd(), and a "sleeping" flag on a line of its own.
+ * An end about to sleep sets its flag, then looks at its ring once more; the
+ * other end, after each transmit burst, reads the flag and, only when it is
+ * set, clears it and writes the eventfd. A full barrier sits between the
+ * write and the read on both sides (Dekker's pattern): either the sleeper
+ * sees the frames, or the sender sees the flag. So a busy pair makes no
+ * system call; a sleeping end is signalled once per sleep.
+ */
+struct mem_wake {
+    _Alignas(64) _Atomic uint32_t sleeping;
+    int efd;
+};
+
+/* What both ends share: the two wires, the wake-up state and, maybe, the
+ * pool. The last end closed frees it. */
 struct mem_shared {
-    _Atomic int refs;
+    struct mem_wake wake[2];  /* wake[s]: end s's */
+    _Alignas(64) _Atomic int refs;
     struct hp_pool *pool;
     bool own_pool;
     struct hp__spsc *wire[2]; /* wire[s]: written by end s, read by end 1 - s */
@@ -20,7 +39,45 @@ struct mem_link {
     struct hp_link l;
     struct mem_shared *sh;
     struct hp__spsc *out, *in;
+    struct mem_wake *me, *peer;
 };
+
+/* After frames went onto the wire: signal the peer if it sleeps. */
+static inline void wake_peer(struct mem_link *m)
+{
+    hp__fence_seq_cst();
+    if (atomic_load_explicit(&m->peer->sleeping, memory_order_relaxed) == 0 ||
+        atomic_exchange_explicit(&m->peer->sleeping, 0, memory_order_relaxed) == 0)
+        return;
+    uint64_t one = 1;
+    /* Cannot fail short of a bad fd: the counter is far from overflowing
+     * (one write per sleep). */
+    if (write(m->peer->efd, &one, sizeof one) != (ssize_t)sizeof one)
+        m->l.st.tx_errors++;
+    m->l.st.wakeups++;
+}
+
+static int mem_prepare_sleep(struct hp_link *l, int64_t *due_ns)
+{
+    struct mem_link *m = (struct mem_link *)l;
+    (void)due_ns;
+    /* A signal from an earlier sleep (or one still on its way when we woke
+     * for something else) must not end this one: consume it. Always: the
+     * peer clears our flag before it writes, so the flag cannot tell
+     * whether a write is still to come, and a count left behind would end
+     * every sleep at once. One read per sleep, never on the busy path. */
+    uint64_t v;
+    while (read(m->me->efd, &v, sizeof v) < 0 && errno == EINTR)
+        ;
+    atomic_store_explicit(&m->me->sleeping, 1, memory_order_relaxed);
+    hp__fence_seq_cst();
+    if (hp__spsc_avail(m->in) == 0)
+        return 0;
+    /* Frames came before the flag was seen: no sleep (a signal the peer
+     * sends meanwhile is consumed by the next arming). */
+    atomic_store_explicit(&m->me->sleeping, 0, memory_order_relaxed);
+    return 1;
+}
 
 static int mem_rx(struct hp_link *l, struct hp_buf **bufs, unsigned n)
 {
@@ -48,6 +105,8 @@ static int mem_tx(struct hp_link *l, struct hp_buf **bufs, unsigned n)
     if (i == n) {
         /* The common case: every frame is sendable, hand over in one go. */
         unsigned k = hp__spsc_push(m->out, bufs, n);
+        if (k)
+            wake_peer(m);
         if (k < n) {
             l->st.tx_full++;
             bytes = 0;
@@ -74,7 +133,32 @@ static int mem_tx(struct hp_link *l, struct hp_buf **bufs, unsigned n)
         }
         taken++;
     }
+    if (taken)
+        wake_peer(m);
     return (int)taken;
+}
+
+static struct mem_shared *shared_new(void)
+{
+    struct mem_shared *sh = aligned_alloc(64, sizeof *sh);
+    if (!sh)
+        return NULL;
+    memset(sh, 0, sizeof *sh);
+    for (int s = 0; s < 2; s++) {
+        atomic_init(&sh->wake[s].sleeping, 0);
+        sh->wake[s].efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    }
+    return sh;
+}
+
+static void shared_free(struct mem_shared *sh)
+{
+    if (!sh)
+        return;
+    for (int s = 0; s < 2; s++)
+        if (sh->wake[s].efd >= 0)
+            close(sh->wake[s].efd);
+    free(sh);
 }
 
 static int mem_close(struct hp_link *l)
@@ -89,7 +173,7 @@ static int mem_close(struct hp_link *l)
     int rc = 0;
     if (sh->own_pool)
         rc = hp_pool_destroy(sh->pool);
-    free(sh);
+    shared_free(sh);
     return rc;
 }
 
@@ -97,6 +181,7 @@ static const struct hp__link_ops mem_ops = {
     .kind = "mem",
     .rx = mem_rx,
     .tx = mem_tx,
+    .prepare_sleep = mem_prepare_sleep,
     .close = mem_close,
 };
 
@@ -114,10 +199,18 @@ HP_API int hp_link_mem_pair(const struct hp_link_config *cfg, struct hp_link *en
         return hp__link_fail(EINVAL, "mem: ring_size %u is not a power of two >= 2", size);
     if (cfg->flags & ~(unsigned)HP_LINK_F_TX_COMPLETIONS)
         return hp__link_fail(EINVAL, "mem: flags 0x%x are for other backends", cfg->flags);
-    struct mem_shared *sh = calloc(1, sizeof *sh);
-    struct mem_link *m[2] = {calloc(1, sizeof(struct mem_link)), calloc(1, sizeof(struct mem_link))};
+    struct mem_shared *sh = shared_new();
+    struct mem_link *m[2] = {calloc(1, sizeof(struct mem_link)),
+                             calloc(1, sizeof(struct mem_link))};
     if (!sh || !m[0] || !m[1])
         goto nomem;
+    if (sh->wake[0].efd < 0 || sh->wake[1].efd < 0) {
+        int err = errno;
+        free(m[0]);
+        free(m[1]);
+        shared_free(sh);
+        return hp__link_fail(err, "mem: cannot create its eventfds: %s", hp_strerror(err));
+    }
     sh->wire[0] = hp__spsc_create(size);
     sh->wire[1] = hp__spsc_create(size);
     if (!sh->wire[0] || !sh->wire[1])
@@ -144,16 +237,19 @@ HP_API int hp_link_mem_pair(const struct hp_link_config *cfg, struct hp_link *en
             free(m[1]);
             hp__spsc_destroy(sh->wire[0]);
             hp__spsc_destroy(sh->wire[1]);
-            free(sh);
+            shared_free(sh);
             return rc;
         }
         m[s]->sh = sh;
         m[s]->out = sh->wire[s];
         m[s]->in = sh->wire[1 - s];
+        m[s]->me = &sh->wake[s];
+        m[s]->peer = &sh->wake[1 - s];
+        m[s]->l.fd = sh->wake[s].efd;
         /* Locally administered, unicast: 02:68:70 ("hp"), the pair, the end. */
         uint8_t mac[6] = {0x02, 0x68, 0x70, (uint8_t)(id >> 8), (uint8_t)id, (uint8_t)(s + 1)};
         memcpy(m[s]->l.mac, mac, 6);
-        m[s]->l.caps = HP_LINK_CAP_ZEROCOPY_TX | HP_LINK_CAP_ZEROCOPY_RX;
+        m[s]->l.caps = HP_LINK_CAP_ZEROCOPY_TX | HP_LINK_CAP_ZEROCOPY_RX | HP_LINK_CAP_FD;
     }
     sh->pool = m[0]->l.pool;
     sh->own_pool = m[0]->l.own_pool;
@@ -167,7 +263,7 @@ nomem:
         hp__spsc_destroy(sh->wire[0]);
         hp__spsc_destroy(sh->wire[1]);
     }
-    free(sh);
+    shared_free(sh);
     free(m[0]);
     free(m[1]);
     return hp__link_fail(ENOMEM, "mem: out of memory");

@@ -190,10 +190,17 @@ static int pcap_close(struct hp_link *l)
     return hp_link_close(l->inner);
 }
 
+/* Nothing is held here: the inner link decides (its fd is ours). */
+static int pcap_prepare_sleep(struct hp_link *l, int64_t *due_ns)
+{
+    return hp_link_prepare_sleep(l->inner, due_ns);
+}
+
 static const struct hp__link_ops pcap_ops = {
     .kind = "pcap",
     .rx = pcap_rx,
     .tx = pcap_tx,
+    .prepare_sleep = pcap_prepare_sleep,
     .completions = pcap_completions,
     .set_mtu = pcap_set_mtu,
     .stats = pcap_stats,

@@ -95,6 +95,21 @@ static void echo_reply4(struct hp__iface *ifc, struct hp_buf *b, const struct hp
     (void)hp__ipv4_output(s, &r, ip->src, HP_IPPROTO_ICMP, b);
 }
 
+/* A "fragmentation needed" quoting one of our TCP segments goes to TCP
+ * (RFC 1191 4, RFC 5927: TCP checks the quote against the connection). */
+static void too_big4(struct hp_stack *s, const struct hp_icmp_repr *m)
+{
+    const uint8_t *q = m->data;
+    size_t n = m->data_len;
+    if (n < HP_ICMP_MIN_QUOTE || (q[0] >> 4) != 4)
+        return;
+    size_t ihl = (size_t)(q[0] & 0x0f) * 4;
+    if (ihl < 20 || n < ihl + 8 || q[9] != HP_IPPROTO_TCP)
+        return;
+    uint32_t tot = ((uint32_t)q[2] << 8) | q[3];
+    hp__tcp_icmp_too_big(s, 4, q + 12, q + 16, q + ihl, n - ihl, m->next_hop_mtu, tot);
+}
+
 void hp__icmp4_input(struct hp__iface *ifc, struct hp_buf *b, const struct hp_ipv4_repr *ip)
 {
     struct hp_stack *s = ifc->s;
@@ -135,6 +150,8 @@ void hp__icmp4_input(struct hp__iface *ifc, struct hp_buf *b, const struct hp_ip
         break;
     case HP_ICMP_DEST_UNREACH:
         hp__ctr(s, HP_CTR_ICMP_IN_DEST_UNREACHS);
+        if (m.code == HP_ICMP_UNREACH_FRAG_NEEDED)
+            too_big4(s, &m);
         break;
     default: /* time exceeded, parameter problem: counted in MSGS only */
         break;

@@ -58,6 +58,22 @@ static void echo_reply6(struct hp__iface *ifc, struct hp_buf *b, const struct hp
     (void)hp__ipv6_output(s, &r, ip->src, HP_IPPROTO_ICMPV6, b);
 }
 
+/* A Packet Too Big quoting one of our TCP segments goes to TCP (RFC 8201
+ * 4, RFC 5927), past the quoted packet's extension headers. */
+static void too_big6(struct hp_stack *s, const struct hp_icmp6_repr *m)
+{
+    const uint8_t *q = m->data;
+    size_t n = m->data_len;
+    if (n < HP_IPV6_HDR_LEN + 8 || (q[0] >> 4) != 6)
+        return;
+    uint8_t proto = 0;
+    long off = hp__ipv6_walk(q, n, HP_IPV6_HDR_LEN, q[6], &proto, NULL);
+    if (off < 0 || proto != HP_IPPROTO_TCP || (size_t)off + 8 > n)
+        return;
+    uint32_t tot = HP_IPV6_HDR_LEN + (((uint32_t)q[4] << 8) | q[5]);
+    hp__tcp_icmp_too_big(s, 6, q + 8, q + 24, q + off, n - (size_t)off, m->mtu, tot);
+}
+
 void hp__icmp6_input(struct hp__iface *ifc, struct hp_buf *b, const struct hp_ipv6_repr *ip)
 {
     struct hp_stack *s = ifc->s;
@@ -103,7 +119,10 @@ void hp__icmp6_input(struct hp__iface *ifc, struct hp_buf *b, const struct hp_ip
     case HP_ICMP6_DEST_UNREACH:
         hp__ctr(s, HP_CTR_ICMP6_IN_DEST_UNREACHS);
         break;
-    default: /* packet too big, time exceeded, parameter problem */
+    case HP_ICMP6_PACKET_TOO_BIG:
+        too_big6(s, &m);
+        break;
+    default: /* time exceeded, parameter problem */
         break;
     }
     hp_buf_free(b);

@@ -335,6 +335,16 @@ int hp__ipv4_output(struct hp_stack *s, const struct hp__route *r, const uint8_t
                     struct hp_buf *b);
 int hp__ipv6_output(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[16], uint8_t next,
                     struct hp_buf *b);
+/* The same with per-packet choices (TCP's): HP__IP_DF sends an IPv4 datagram
+ * with Don't Fragment (RFC 1191; an atomic datagram, RFC 6864), refused with
+ * -EMSGSIZE (counted IP_FRAG_FAILS) when larger than the MTU; HP__IP_ECT0
+ * marks it ECN-capable, ECT(0) (RFC 3168 5). */
+#define HP__IP_DF 0x1u
+#define HP__IP_ECT0 0x2u
+int hp__ipv4_output_x(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[4], uint8_t proto,
+                      unsigned xf, struct hp_buf *b);
+int hp__ipv6_output_x(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[16], uint8_t next,
+                      unsigned xf, struct hp_buf *b);
 
 int hp__reasm_init(struct hp_stack *s);
 void hp__reasm_fini(struct hp_stack *s);
@@ -369,6 +379,14 @@ void hp__sock_fini(struct hp_stack *s); /* closes every socket */
  * unreachable (unless multicast/broadcast). Consumes b. */
 void hp__udp_input(struct hp__iface *ifc, struct hp_buf *b, int family, const uint8_t *src,
                    const uint8_t *dst);
+/* An ICMP error says a datagram we sent was too big for a link on its
+ * way (IPv4 fragmentation needed, RFC 1191; ICMPv6 Packet Too Big, RFC
+ * 8201) and it was TCP (src/sock/tcp_pmtu.c): src and dst are the quoted
+ * IP header's addresses (ours first), tcp the quoted TCP header with tlen
+ * bytes of it (at least 8), mtu the MTU reported (0 from an old router),
+ * tot_len the quoted datagram's length. Nothing is consumed. */
+void hp__tcp_icmp_too_big(struct hp_stack *s, int family, const uint8_t *src, const uint8_t *dst,
+                          const uint8_t *tcp, size_t tlen, uint32_t mtu, uint32_t tot_len);
 /* A TCP segment, data offset at the TCP header, l3_len set (src/sock/tcp_input.c). Consumes b. */
 void hp__tcp_input(struct hp__iface *ifc, struct hp_buf *b, int family, const uint8_t *src,
                    const uint8_t *dst);

@@ -214,6 +214,12 @@ static int fragment4(struct hp_stack *s, const struct hp__route *r, struct hp_ip
 int hp__ipv4_output(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[4], uint8_t proto,
                     struct hp_buf *b)
 {
+    return hp__ipv4_output_x(s, r, dst, proto, 0, b);
+}
+
+int hp__ipv4_output_x(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[4], uint8_t proto,
+                      unsigned xf, struct hp_buf *b)
+{
     hp__ctr(s, HP_CTR_IP_OUT_REQUESTS);
     uint32_t len = b->pkt_len;
     if (len > 65535u - HP_IPV4_HDR_LEN) {
@@ -229,8 +235,18 @@ int hp__ipv4_output(struct hp_stack *s, const struct hp__route *r, const uint8_t
     };
     memcpy(ip.src, r->src, 4);
     memcpy(ip.dst, dst, 4);
-    if (len + HP_IPV4_HDR_LEN > r->ifc->mtu)
+    ip.df = (xf & HP__IP_DF) != 0;
+    if (xf & HP__IP_ECT0)
+        ip.dscp_ecn = 2; /* ECT(0), RFC 3168 5 */
+    if (len + HP_IPV4_HDR_LEN > r->ifc->mtu) {
+        if (ip.df) {
+            hp__ctr(s, HP_CTR_IP_FRAG_FAILS);
+            hp__ctr(s, HP_CTR_IP_OUT_DISCARDS);
+            hp_buf_free(b);
+            return -EMSGSIZE;
+        }
         return fragment4(s, r, &ip, b);
+    }
     uint8_t *h = hp__push_header(r->ifc, &b, HP_IPV4_HDR_LEN);
     if (!h) {
         hp__ctr(s, HP_CTR_IP_OUT_DISCARDS);

@@ -390,6 +390,12 @@ static int fragment6(struct hp_stack *s, const struct hp__route *r, struct hp_ip
 int hp__ipv6_output(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[16], uint8_t next,
                     struct hp_buf *b)
 {
+    return hp__ipv6_output_x(s, r, dst, next, 0, b);
+}
+
+int hp__ipv6_output_x(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[16], uint8_t next,
+                      unsigned xf, struct hp_buf *b)
+{
     hp__ctr(s, HP_CTR_IP6_OUT_REQUESTS);
     uint32_t len = b->pkt_len;
     if (len > 65535u) {
@@ -405,6 +411,8 @@ int hp__ipv6_output(struct hp_stack *s, const struct hp__route *r, const uint8_t
     };
     memcpy(ip.src, r->src, 16);
     memcpy(ip.dst, dst, 16);
+    if (xf & HP__IP_ECT0)
+        ip.traffic_class = 2; /* ECT(0), RFC 3168 5 and 9.3 */
     if (len + HP_IPV6_HDR_LEN > r->ifc->mtu)
         return fragment6(s, r, &ip, b);
     uint8_t *h = hp__push_header(r->ifc, &b, HP_IPV6_HDR_LEN);

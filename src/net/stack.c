@@ -393,6 +393,61 @@ HP_API int64_t hp_stack_next_timer_ns(const struct hp_stack *s)
     return due > now ? (int64_t)(due - now) : 0;
 }
 
+HP_API uint64_t hp_stack_now_ns(const struct hp_stack *s)
+{
+    return s ? s->now : 0;
+}
+
+HP_API bool hp_stack_tx_pending(const struct hp_stack *s)
+{
+    for (int i = 0; s && i < s->nifaces; i++)
+        if (s->ifaces[i]->ntx)
+            return true;
+    return false;
+}
+
+HP_API int hp_stack_fds(const struct hp_stack *s, int *fds, int max)
+{
+    int n = 0;
+    for (int i = 0; s && i < s->nifaces; i++) {
+        int fd = hp_link_fd(s->ifaces[i]->link);
+        if (fd < 0)
+            continue;
+        if (fds && n < max)
+            fds[n] = fd;
+        n++;
+    }
+    return n;
+}
+
+/* Every interface is armed even after one said it cannot wake a sleeper,
+ * so that the caller may still nap on the others' fds; one with work
+ * waiting ends the round (no sleep follows). */
+HP_API int hp_stack_prepare_sleep(struct hp_stack *s, int64_t *wake_ns)
+{
+    int64_t wake = s ? hp_stack_next_timer_ns(s) : -1;
+    int rc = s ? 0 : -EINVAL;
+    if (s && (wake == 0 || hp_stack_tx_pending(s))) {
+        wake = 0;
+        rc = 1;
+    }
+    for (int i = 0; s && rc <= 0 && i < s->nifaces; i++) {
+        int64_t due = -1;
+        int r = hp_link_prepare_sleep(s->ifaces[i]->link, &due);
+        if (r > 0) {
+            wake = 0;
+            rc = 1;
+        } else if (r < 0 && rc == 0) {
+            rc = r;
+        }
+        if (due >= 0 && (wake < 0 || due < wake))
+            wake = due;
+    }
+    if (wake_ns)
+        *wake_ns = wake;
+    return rc;
+}
+
 HP_API uint64_t hp_stack_counter(const struct hp_stack *s, enum hp_stack_ctr c)
 {
     if (!s || (unsigned)c >= HP_STACK_NCOUNTERS)

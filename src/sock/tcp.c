@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/debug.h"
 #include "tcp_internal.h"
 #include "tcp_isn.h"
 
@@ -50,6 +51,8 @@ static void fill_defaults(struct hp_tcp_config *c)
     DEF(challenge_ack_limit, 1000u);
     DEF(syn_backlog_max, 4096u);
     DEF(early_demux_conns, 16384u);
+    DEF(cc, HP_TCP_CC_CUBIC);
+    DEF(ecn, HP_TCP_ECN_PASSIVE);
 #undef DEF
 }
 
@@ -76,6 +79,8 @@ static int check_config(const struct hp_tcp_config *c)
     if (c->syn_backlog_max > (1u << 20))
         return -EINVAL;
     if (c->mss && (c->mss < MSS_MIN || c->mss > MSS_MAX))
+        return -EINVAL;
+    if (c->cc > HP_TCP_CC_CUBIC || c->ecn > HP_TCP_ECN_ON)
         return -EINVAL;
     return 0;
 }
@@ -203,6 +208,8 @@ struct hp_tcp_sock *hp__tcp_conn_new(struct hp_stack *s, int family)
     c->ka_idle_s = cfg->keepalive_idle_s;
     c->ka_intvl_s = cfg->keepalive_intvl_s;
     c->ka_cnt = cfg->keepalive_probes;
+    c->cc_algo = cfg->cc;
+    hp__tcp_sb_init(&c->sb);
     if (hp__tcp_rtt_init(&c->rtt, &st->rtt_cfg) < 0)
         hp__tcp_rtt_init(&c->rtt, NULL); /* not reached: hp_tcp_configure checked the bounds */
     hp__tcp_bufq_init(&c->sndq);
@@ -282,6 +289,7 @@ static void quiesce(struct hp_tcp_sock *c)
 {
     hp__tcp_timers_cancel(c);
     c->flags &= ~(HP__TCPF_PERSIST | HP__TCPF_DACK | HP__TCPF_ACK_NOW);
+    hp__tcp_sb_free(c);
     hp__tcp_bufq_purge(&c->sndq);
     hp__tcp_ooo_purge(c);
 }
@@ -333,6 +341,91 @@ void hp__tcp_set_state(struct hp_tcp_sock *c, enum hp_tcp_state st)
             hp__ctr(c->s, HP_CTR_TCP_ATTEMPT_FAILS);
     }
     c->state = (uint8_t)st;
+    /* The per-connection state trace (issue 25): one line per change at
+     * HP_LOG_DEBUG, read with hp_set_log_level / hp_set_log_fn. */
+    if (hp__log_enabled(HP_LOG_DEBUG))
+        hp__log(HP_LOG_DEBUG, "tcp", "%p port %u > %u: %s -> %s", (void *)c, c->key.lport, c->key.rport,
+                hp_tcp_state_name(old), hp_tcp_state_name(st));
+}
+
+/* ---- debug checks (HP_DEBUG builds) ------------------------------------------------------ */
+
+#ifdef HP_DEBUG
+/* A byte queue's counts match its buffers (tcp_bufq.c's invariants). */
+static void bufq_check(const struct hp__tcp_bufq *q)
+{
+    uint32_t bytes = 0, n = 0;
+    const struct hp_buf *last = NULL;
+    for (const struct hp_buf *b = q->head; b && n <= q->nbufs; b = b->next, n++) {
+        HP_ASSERT(b->data_len > 0);
+        bytes += b->data_len;
+        last = b;
+    }
+    HP_ASSERT(n == q->nbufs && bytes == q->bytes && last == q->tail);
+}
+
+/* The out-of-order list: sorted, not overlapping, above rcv_nxt, counted. */
+static void ooo_check(const struct hp_tcp_sock *c)
+{
+    uint32_t n = 0, bytes = 0;
+    uint32_t prev_end = c->rcv_nxt;
+    for (const struct hp_buf *q = c->ooo; q; q = q->next, n++) {
+        uint32_t seq = (uint32_t)q->reserved;
+        HP_ASSERT(hp__seq_ge(seq, prev_end) || (n == 0 && seq == c->rcv_nxt));
+        prev_end = seq + q->data_len;
+        bytes += q->data_len;
+    }
+    HP_ASSERT(n == c->ooo_n && bytes == c->ooo_bytes);
+}
+
+/* The scoreboard's counters match its entries, which cover what is in
+ * flight in order. */
+static void sb_check(const struct hp_tcp_sock *c)
+{
+    const struct hp__tcp_sb *sb = &c->sb;
+    uint32_t sacked = 0, lost = 0, rtx = 0, nsacked = 0;
+    uint32_t prev = c->snd_una;
+    for (uint32_t i = 0; i < sb->n; i++) {
+        const struct hp__tcp_txseg *e = &sb->seg[(sb->head + i) & (sb->cap - 1)];
+        uint32_t len = e->end - e->seq;
+        HP_ASSERT(hp__seq_lt(e->seq, e->end));
+        HP_ASSERT(i == 0 ? hp__seq_ge(e->seq, c->snd_una) : e->seq == prev);
+        HP_ASSERT(hp__seq_le(e->end, c->snd_max));
+        prev = e->end;
+        if (e->flags & HP__TXS_SACKED) {
+            sacked += len;
+            nsacked++;
+            continue;
+        }
+        if (e->flags & HP__TXS_LOST)
+            lost += len;
+        if (e->flags & HP__TXS_RETRANS)
+            rtx += len;
+    }
+    HP_ASSERT(sacked == sb->sacked && lost == sb->lost && rtx == sb->rtx_out && nsacked == sb->nsacked);
+    HP_ASSERT(!(c->flags & HP__TCPF_SB) == !sb->cap);
+    HP_ASSERT(!(sacked || lost || rtx) || (c->flags & HP__TCPF_SB_LOSS));
+}
+#endif
+
+void hp__tcp_check(const struct hp_tcp_sock *c)
+{
+#ifdef HP_DEBUG
+    /* tcp_internal.h: always snd_una <= snd_nxt <= snd_max. */
+    HP_ASSERT(hp__seq_le(c->snd_una, c->snd_nxt) && hp__seq_le(c->snd_nxt, c->snd_max));
+    /* Large queues are walked now and then only: the checks stay cheap
+     * enough for the sanitizer runs of bulk transfers. */
+    if (c->sndq.nbufs < 256 || (c->st_tx.segs_out & 63) == 0)
+        bufq_check(&c->sndq);
+    if (c->rcvq.nbufs < 256 || (c->st_rx.segs_in & 63) == 0)
+        bufq_check(&c->rcvq);
+    if (hp__tcp_synchronized(c))
+        ooo_check(c);
+    if (c->sb.n < 512 || (c->st_rx.segs_in & 63) == 0)
+        sb_check(c);
+#else
+    (void)c;
+#endif
 }
 
 #define INHERITED_FLAGS (HP__TCPF_NODELAY | HP__TCPF_KEEPALIVE | HP__TCPF_QUICKACK | HP__TCPF_LINGER0)
@@ -346,6 +439,7 @@ static void inherit(struct hp_tcp_sock *c, const struct hp_tcp_sock *l)
     c->ka_idle_s = l->ka_idle_s;
     c->ka_intvl_s = l->ka_intvl_s;
     c->ka_cnt = l->ka_cnt;
+    c->cc_algo = l->cc_algo;
 }
 
 int hp__tcp_established(struct hp_tcp_sock *c)
@@ -378,6 +472,7 @@ int hp__tcp_established(struct hp_tcp_sock *c)
     }
     bool syn_lost = (c->flags & HP__TCPF_SYN_LOST) != 0;
     hp__tcp_cc_init(&c->cc, c->mss_eff, c->iss, syn_lost);
+    hp__tcp_cc_set_algo(&c->cc, &c->cubic, c->cc_algo, c->snd_max);
     hp__tcp_rtt_established(&c->rtt, hp__tcp_rtt_cfg_of(c), syn_lost);
     if (l) {
         hp__ctr(c->s, HP_CTR_TCP_PASSIVE_OPENS);
@@ -451,6 +546,8 @@ int hp__tcp_conn_attach(struct hp_tcp_sock *c, int family, const uint8_t *laddr,
     c->family = (uint8_t)family;
     c->ifc = rt.ifc;
     memcpy(c->nexthop, rt.nexthop, sizeof c->nexthop);
+    c->pmtu = (uint16_t)(rt.ifc->mtu < 65535u ? rt.ifc->mtu : 65535u);
+    c->plp.low = c->plp.high = c->pmtu; /* no search until a black hole */
 
     /* A passive connection takes the listener's buffers and MSS before
      * they are used below (window scale, MSS option of the SYN-ACK). */

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "tcp_internal.h"
 
@@ -655,6 +656,30 @@ static int set_flag(struct hp_tcp_sock *c, uint32_t flag, long v)
     return 0;
 }
 
+/* HP_TCP_OPT_CC: the algorithm from now on. An established connection
+ * keeps cwnd and ssthresh (as Linux's TCP_CONGESTION); a socket not yet
+ * established uses it from the handshake's end. */
+static int set_cc(struct hp_tcp_sock *t, long v)
+{
+    if (v < HP_TCP_CC_DEFAULT || v > HP_TCP_CC_CUBIC)
+        return -EINVAL;
+    uint8_t algo = v == HP_TCP_CC_DEFAULT ? hp__tcp(t->s)->cfg.cc : (uint8_t)v;
+    t->cc_algo = algo;
+    if (hp__tcp_synchronized(t) && t->cc.algo != algo)
+        hp__tcp_cc_set_algo(&t->cc, &t->cubic, algo, t->snd_max);
+    return 0;
+}
+
+HP_API int hp_tcp_cc_by_name(const char *name)
+{
+    if (!name)
+        return -EINVAL;
+    if (!strcasecmp(name, "cubic"))
+        return HP_TCP_CC_CUBIC;
+    if (!strcasecmp(name, "newreno") || !strcasecmp(name, "reno"))
+        return HP_TCP_CC_NEWRENO;
+    return -EINVAL;
+}
 
 HP_API int hp_tcp_setopt(struct hp_tcp_sock *t, enum hp_tcp_opt opt, long v)
 {
@@ -716,6 +741,8 @@ HP_API int hp_tcp_setopt(struct hp_tcp_sock *t, enum hp_tcp_opt opt, long v)
             return -EINVAL;
         t->rmss = (uint16_t)v;
         return 0;
+    case HP_TCP_OPT_CC:
+        return set_cc(t, v);
     }
     return -EINVAL;
 }
@@ -756,6 +783,9 @@ HP_API int hp_tcp_getopt(const struct hp_tcp_sock *t, enum hp_tcp_opt opt, long 
         /* Connected: the segment size we send with; before: what the user
          * set (0: from the MTU). */
         *value = was_connected(t) ? t->smss : t->rmss;
+        return 0;
+    case HP_TCP_OPT_CC:
+        *value = t->cc_algo;
         return 0;
     }
     return -EINVAL;
@@ -873,5 +903,21 @@ HP_API int hp_tcp_get_info(const struct hp_tcp_sock *t, struct hp_tcp_info *out)
     out->fast_retrans = t->st.fast_retrans;
     out->timeouts = t->st.timeouts;
     out->dupacks_in = t->st.dupacks_in;
+    out->sack_ok = (t->flags & HP__TCPF_SACK_OK) != 0;
+    out->ecn_ok = (t->flags & HP__TCPF_ECN_OK) != 0;
+    out->cc = hp__tcp_synchronized(t) ? t->cc.algo : t->cc_algo;
+    out->pmtu = t->pmtu;
+    out->min_rtt_us = (uint32_t)(t->sb.min_rtt_ns / 1000u > UINT32_MAX ? UINT32_MAX : t->sb.min_rtt_ns / 1000u);
+    out->sacked = t->sb.sacked;
+    out->lost = t->sb.lost;
+    out->reordering = t->sb.reordering;
+    out->delivery_rate = t->sb.rate;
+    out->recoveries = t->st.fast_retrans;
+    out->tlp_probes = t->st.tlp_probes;
+    out->dsacks_in = t->st.dsacks_in;
+    out->spurious_undos = t->st.spurious_undos;
+    out->ecn_ce_in = t->st.ecn_ce_in;
+    out->ecn_reductions = t->st.ecn_reductions;
+    out->pmtu_probes = t->st.pmtu_probes;
     return 0;
 }

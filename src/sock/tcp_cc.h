@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* NewReno congestion control (RFC 5681, RFC 6582) with appropriate byte counting (RFC 3465): pure functions over a small state. */
+/* Congestion control: NewReno (RFC 5681, RFC 6582) with appropriate byte counting (RFC 3465), and CUBIC (RFC 9438) with HyStart++ (RFC 9406); functions over a small hot state and a cold one. */
 #ifndef HOTPATH_SOCK_TCP_CC_H
 #define HOTPATH_SOCK_TCP_CC_H
 
@@ -17,15 +17,26 @@
  *    unless the caller rewinds SND.NXT to retransmit);
  *  - FlightSize (RFC 5681 section 2) is snd_max - snd_una.
  *
- * An ACK that advances SND.UNA goes to hp__tcp_cc_on_ack. An ACK that is
- * a duplicate by RFC 5681 section 2's definition (data outstanding, no
- * data, no SYN or FIN, SEG.ACK == SND.UNA, same window) goes to
- * hp__tcp_cc_on_dupack. Any other ACK goes to neither. The caller may
- * send when snd_max - snd_una < cwnd (and the peer's window allows).
+ * An ACK that advances SND.UNA goes to hp__tcp_cc_on_ack (hp__tcp_cc_ack
+ * with the algorithm's context). An ACK that is a duplicate by RFC 5681
+ * section 2's definition (data outstanding, no data, no SYN or FIN,
+ * SEG.ACK == SND.UNA, same window) goes to hp__tcp_cc_on_dupack, when
+ * the connection does not use SACK-based recovery (tcp_sack.c, which
+ * reduces the window with hp__tcp_cc_reduce and PRR instead). Any other
+ * ACK goes to neither. The caller may send when snd_max - snd_una < cwnd
+ * (and the peer's window allows).
+ *
+ * The algorithm (HP__TCP_CC_NEWRENO or HP__TCP_CC_CUBIC) decides three
+ * things only: the window growth in congestion avoidance, the slow start
+ * exit (HyStart++, CUBIC only) and the ssthresh of a congestion event.
+ * Loss recovery (NewReno's partial ACKs here, or SACK and PRR) is the
+ * same for both. CUBIC's own state is cold (struct hp__tcp_cubic): only
+ * congestion avoidance, a congestion event and slow start with a large
+ * flight touch it, so that a request/response connection reads none of it.
  *
  * Not implemented here: limited transmit (RFC 3042, the caller's choice on
- * the first two duplicates), SACK-based recovery (RFC 6675), the
- * cwnd-validation rules for application-limited senders (RFC 7661).
+ * the first two duplicates), the cwnd-validation rules for application-
+ * limited senders (RFC 7661).
  */
 
 /* What the caller must do after an event (a bit set). */
@@ -40,8 +51,16 @@ enum {
     HP__TCP_CC_KEEP_RTO = 1u << 1,
 };
 
+/* The algorithms (hp_tcp_config.cc and HP_TCP_OPT_CC use the public
+ * HP_TCP_CC_* values, which are these). */
+#define HP__TCP_CC_NEWRENO 1u
+#define HP__TCP_CC_CUBIC 2u
+
 /* cwnd never grows past 1 GiB, the largest window RFC 7323 2.3 allows. */
 #define HP__TCP_CC_CWND_MAX (1u << 30)
+
+/* HyStart++ states (RFC 9406 4.2). */
+enum { HP__HS_OFF = 0, HP__HS_SS, HP__HS_CSS };
 
 struct hp__tcp_cc {
     uint32_t cwnd;           /* congestion window */
@@ -49,11 +68,41 @@ struct hp__tcp_cc {
     uint32_t recover;        /* RFC 6582: highest sequence number sent when
                               * the last fast retransmit or timeout happened */
     uint32_t bytes_acked;    /* RFC 3465 2.1: octets acknowledged in congestion avoidance */
-    uint32_t dupacks;        /* consecutive duplicate ACKs */
-    uint32_t partial_acks;   /* partial ACKs in this recovery */
+    uint16_t dupacks;        /* consecutive duplicate ACKs (saturating) */
+    uint16_t partial_acks;   /* partial ACKs in this recovery (saturating) */
     uint8_t ss_limit;        /* RFC 3465 L, in SMSS: 2 (default) or 1 */
-    bool in_recovery;        /* in fast recovery (RFC 6582) */
+    bool in_recovery;        /* in NewReno fast recovery (RFC 6582) */
     bool after_rto;          /* slow start after a timeout: L = 1 SMSS */
+    uint8_t algo;            /* HP__TCP_CC_NEWRENO or HP__TCP_CC_CUBIC */
+    uint8_t hs;              /* HyStart++ state, HP__HS_* */
+    uint8_t hs_css_rounds;   /* rounds spent in conservative slow start */
+    uint16_t hs_samples;     /* RTT samples in this round (saturating) */
+    uint32_t hs_round_end;   /* the round ends when snd_una passes this */
+};
+
+/* CUBIC's and HyStart++'s cold state, and what an undo restores. */
+struct hp__tcp_cubic {
+    uint32_t hs_cur_min_us;  /* HyStart++ currentRoundMinRTT (UINT32_MAX: none) */
+    uint32_t hs_last_min_us; /* lastRoundMinRTT */
+    uint32_t hs_css_base_us; /* cssBaselineMinRtt */
+    uint32_t w_max;          /* RFC 9438 W_max, bytes */
+    uint32_t w_est;          /* RFC 9438 4.3 W_est (Reno-friendly), bytes */
+    uint32_t cwnd_epoch;     /* cwnd when the epoch began */
+    uint64_t epoch_ns;       /* start of this congestion avoidance epoch, 0: none yet */
+    double k_s;              /* RFC 9438 K, seconds */
+    uint64_t inc_acc;        /* fractional growth carried from ACK to ACK */
+    uint64_t est_acc;        /* the same for W_est */
+    /* Before the last reduction (hp__tcp_cc_save / hp__tcp_cc_undo). */
+    uint32_t prior_cwnd, prior_ssthresh, prior_w_max;
+};
+
+/* What the caller knows at an event. */
+struct hp__tcp_cc_ev {
+    uint32_t snd_una, snd_max, smss;
+    uint64_t now_ns;
+    uint32_t rtt_us;         /* an RTT sample from this ACK (0: none) */
+    uint32_t srtt_us;        /* the smoothed RTT (0: none yet) */
+    uint32_t flight;         /* bytes in flight before this ACK (HyStart++'s round) */
 };
 
 /**
@@ -65,7 +114,8 @@ struct hp__tcp_cc {
 uint32_t hp__tcp_cc_initial_window(uint32_t smss);
 
 /**
- * Start congestion control for a connection whose handshake just ended.
+ * Start congestion control for a connection whose handshake just ended,
+ * with NewReno (hp__tcp_cc_set_algo chooses another).
  *
  * cwnd is the initial window, or one SMSS when the SYN or SYN-ACK had to
  * be retransmitted (syn_lost; RFC 5681 section 3.1). ssthresh starts
@@ -80,16 +130,28 @@ uint32_t hp__tcp_cc_initial_window(uint32_t smss);
 void hp__tcp_cc_init(struct hp__tcp_cc *cc, uint32_t smss, uint32_t iss, bool syn_lost);
 
 /**
+ * Use algorithm algo (HP__TCP_CC_NEWRENO or HP__TCP_CC_CUBIC) from now on;
+ * x is CUBIC's state (zeroed here; may be NULL for NewReno). cwnd and
+ * ssthresh stay; CUBIC starts HyStart++ when still in the initial slow
+ * start (ssthresh UINT32_MAX) at round end iss (any value: the first ACK
+ * starts a round). Unknown values leave NewReno.
+ */
+void hp__tcp_cc_set_algo(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, unsigned algo, uint32_t snd_max);
+
+/**
  * An ACK acknowledged `acked` new bytes (SND.UNA moved by that much, now
  * snd_una).
  *
  * Outside recovery:
  *  - slow start (cwnd < ssthresh): cwnd += min(acked, L) with L =
  *    ss_limit SMSS, or 1 SMSS in the slow start after a timeout (RFC 3465
- *    2.2 and 2.3; RFC 5681 3.1);
- *  - congestion avoidance: bytes_acked += acked, and each time it reaches
- *    cwnd, cwnd grows by SMSS and bytes_acked drops by cwnd: about one
- *    SMSS per RTT (RFC 3465 2.1, RFC 5681 3.1).
+ *    2.2 and 2.3; RFC 5681 3.1); with CUBIC, HyStart++ (RFC 9406) may
+ *    move to its conservative slow start (a quarter of that growth) and
+ *    then end slow start (ssthresh = cwnd);
+ *  - congestion avoidance: NewReno: bytes_acked += acked, and each time it
+ *    reaches cwnd, cwnd grows by SMSS and bytes_acked drops by cwnd: about
+ *    one SMSS per RTT (RFC 3465 2.1, RFC 5681 3.1). CUBIC: towards
+ *    W_cubic(t + RTT) or W_est, whichever is larger (RFC 9438 4.2-4.4).
  * In fast recovery (RFC 6582 section 3.2):
  *  - a full ACK (everything up to recover acknowledged) ends it, with
  *    cwnd = min(ssthresh, max(FlightSize, SMSS) + SMSS), the first of the
@@ -103,16 +165,21 @@ void hp__tcp_cc_init(struct hp__tcp_cc *cc, uint32_t smss, uint32_t iss, bool sy
  *
  * Returns a set of HP__TCP_CC_* bits.
  */
+unsigned hp__tcp_cc_ack(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, uint32_t acked,
+                        const struct hp__tcp_cc_ev *ev);
+/* hp__tcp_cc_ack for NewReno, without the context (tests). */
 unsigned hp__tcp_cc_on_ack(struct hp__tcp_cc *cc, uint32_t acked, uint32_t snd_una, uint32_t snd_max,
                            uint32_t smss);
 
 /**
- * A duplicate ACK (snd_una = SEG.ACK = SND.UNA).
+ * A duplicate ACK (snd_una = SEG.ACK = SND.UNA), for a connection without
+ * SACK-based recovery.
  *
  * The third in a row starts fast retransmit (RFC 5681 3.2 steps 2-3), if
  * snd_una is past recover, i.e. this is not a stray duplicate from data
  * sent before the last recovery or timeout (RFC 6582 3.2):
- *     ssthresh = max(FlightSize / 2, 2 * SMSS)
+ *     ssthresh = the algorithm's (NewReno: max(FlightSize / 2, 2 * SMSS);
+ *                CUBIC: max(cwnd * 0.7, 2 * SMSS))
  *     recover  = snd_max - 1
  *     cwnd     = ssthresh + 3 * SMSS
  * and returns HP__TCP_CC_RETRANSMIT. Each further duplicate in recovery
@@ -121,12 +188,30 @@ unsigned hp__tcp_cc_on_ack(struct hp__tcp_cc *cc, uint32_t acked, uint32_t snd_u
  *
  * Returns a set of HP__TCP_CC_* bits.
  */
+unsigned hp__tcp_cc_dupack(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, const struct hp__tcp_cc_ev *ev);
 unsigned hp__tcp_cc_on_dupack(struct hp__tcp_cc *cc, uint32_t snd_una, uint32_t snd_max, uint32_t smss);
 
 /**
+ * A congestion event other than a timeout (a loss found by SACK / RACK, an
+ * ECN echo, a loss a tail loss probe revealed): remembers what an undo
+ * would restore, sets ssthresh as the algorithm says (NewReno: RFC 5681
+ * equation 4 on FlightSize; CUBIC: RFC 9438 4.6, with W_max and fast
+ * convergence 4.7) and ends slow start and HyStart++. cwnd is the
+ * caller's (PRR lowers it towards ssthresh, RFC 6937). @return ssthresh.
+ */
+uint32_t hp__tcp_cc_reduce(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, const struct hp__tcp_cc_ev *ev);
+
+/**
+ * The reduction turned out spurious (every retransmission of the episode
+ * was reported as a duplicate by D-SACK, RFC 2883 / RFC 9438 4.9): cwnd,
+ * ssthresh and CUBIC's W_max come back to what they were before it.
+ */
+void hp__tcp_cc_undo(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x);
+
+/**
  * The retransmission timer expired (RFC 5681 3.1 equation 4 and the loss
- * window; RFC 6582 3.2 on timeouts):
- *     ssthresh = max(FlightSize / 2, 2 * SMSS)   (not when `repeated`)
+ * window; RFC 6582 3.2 on timeouts; RFC 9438 4.8):
+ *     ssthresh = the algorithm's, as for hp__tcp_cc_reduce (not when `repeated`)
  *     cwnd     = 1 SMSS (the loss window)
  *     recover  = snd_max - 1
  * and fast recovery, if any, ends. repeated: the segment being
@@ -134,6 +219,8 @@ unsigned hp__tcp_cc_on_dupack(struct hp__tcp_cc *cc, uint32_t snd_una, uint32_t 
  * held (RFC 5681 3.1, after equation 4). The caller retransmits the
  * first unacknowledged segment itself and backs off the RTO (tcp_rtt.h).
  */
+void hp__tcp_cc_timeout(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, const struct hp__tcp_cc_ev *ev,
+                        bool repeated);
 void hp__tcp_cc_on_timeout(struct hp__tcp_cc *cc, uint32_t snd_una, uint32_t snd_max, uint32_t smss,
                            bool repeated);
 
@@ -143,7 +230,12 @@ void hp__tcp_cc_on_timeout(struct hp__tcp_cc *cc, uint32_t snd_una, uint32_t snd
  * window min(IW, cwnd), so an old cwnd is not sent as one burst into a
  * network that may have changed. Optional: RFC 5681 says SHOULD, and
  * request/response traffic may prefer to keep cwnd; the caller decides.
+ * CUBIC's epoch starts again (RFC 9438 5.8: the idle time is no growth time).
  */
 void hp__tcp_cc_after_idle(struct hp__tcp_cc *cc, uint32_t smss);
+void hp__tcp_cc_idle(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, uint32_t smss);
+
+/* The algorithm's name ("newreno", "cubic"). */
+const char *hp__tcp_cc_name(unsigned algo);
 
 #endif

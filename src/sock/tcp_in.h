@@ -69,6 +69,10 @@ void hp__tcp_listen_input(struct hp_tcp_sock *l, struct hp__tcp_seg *sg);
  * 3.2); c->rmss and c->rcv_wscale must be set (hp__tcp_conn_attach). */
 void hp__tcp_negotiate(struct hp_tcp_sock *c, const struct hp_tcp_opts *o);
 
+/* tcp_input.c: the rest of what the peer's SYN or SYN-ACK r negotiates,
+ * after hp__tcp_negotiate: SACK (RFC 2018 2) and ECN (RFC 3168 6.1.1). */
+void hp__tcp_negotiate_more(struct hp_tcp_sock *c, const struct hp_tcp_repr *r);
+
 /* tcp_ooo.c: the segment's text (and FIN), already trimmed to the window,
  * starting at or after rcv_nxt (RFC 9293 3.10.7.4 seventh step): queued in
  * order or out of order, acknowledged through hp__tcp_ack_schedule.

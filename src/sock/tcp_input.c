@@ -89,21 +89,28 @@ static void ack_and_drop(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
  * which tcp_output.c stops timing when anything is retransmitted (Karn,
  * RFC 6298 3). flight: bytes outstanding when the ACK arrived.
  */
-static void rtt_on_ack(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, uint32_t ack, uint32_t flight)
+static inline uint32_t rtt_on_ack(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, uint32_t ack,
+                                  uint32_t flight)
 {
     if (c->flags & HP__TCPF_TS_OK) {
         if (r->opt.has_ts && r->opt.ts_ecr != 0) {
             uint32_t ms = hp__tcp_ts_now(c) - r->opt.ts_ecr;
-            if (ms <= TS_RTT_MAX_MS)
+            if (ms <= TS_RTT_MAX_MS) {
                 hp__tcp_rtt_sample_ts(&c->rtt, hp__tcp_rtt_cfg_of(c), ms * 1000u, flight, c->smss);
+                /* A 0 ms sample (a LAN) says less than 1 ms: 1 us, not "none". */
+                return ms ? ms * 1000u : 1u;
+            }
         }
-        return;
+        return 0;
     }
     if ((c->flags & HP__TCPF_RTT_TIMING) && hp__seq_ge(ack, c->rtt_seq)) {
         c->flags &= ~HP__TCPF_RTT_TIMING;
         uint64_t us = (c->s->now - c->rtt_start_ns) / 1000u;
-        (void)hp__tcp_rtt_sample(&c->rtt, hp__tcp_rtt_cfg_of(c), us > UINT32_MAX ? UINT32_MAX : (uint32_t)us, false);
+        uint32_t u = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+        (void)hp__tcp_rtt_sample(&c->rtt, hp__tcp_rtt_cfg_of(c), u, false);
+        return u ? u : 1u;
     }
+    return 0;
 }
 
 /* ---- FIN ------------------------------------------------------------------------------- */
@@ -129,6 +136,37 @@ static void fin_in(struct hp_tcp_sock *c)
         break;
     }
     hp__tcp_wake(c, HP_EV_IN);
+}
+
+/* ---- what the SYNs negotiate beyond hp__tcp_negotiate ----------------------------------------- */
+
+void hp__tcp_negotiate_more(struct hp_tcp_sock *c, const struct hp_tcp_repr *r)
+{
+    const struct hp_tcp_config *cfg = &hp__tcp(c->s)->cfg;
+    /* RFC 2018 2: SACK when both SYNs carry SACK-permitted (ours does
+     * unless no_sack; a SYN-ACK offers it only to a SYN that did). */
+    if (r->opt.sack_perm && !cfg->no_sack)
+        c->flags |= HP__TCPF_SACK_OK;
+    else
+        c->flags &= ~HP__TCPF_SACK_OK;
+    /* RFC 3168 6.1.1: an ECN-setup SYN has ECE and CWR; an ECN-setup
+     * SYN-ACK has ECE without CWR, and counts only if our SYN asked. Any
+     * other combination (a SYN with one of them, a SYN-ACK with both, or
+     * ECE when we did not ask) sets nothing up. */
+    uint8_t ef = r->flags & (HP_TCP_F_ECE | HP_TCP_F_CWR);
+    bool ecn;
+    if (r->flags & HP_TCP_F_ACK)
+        ecn = cfg->ecn == HP_TCP_ECN_ON && ef == HP_TCP_F_ECE;
+    else
+        ecn = cfg->ecn != HP_TCP_ECN_OFF && ef == (HP_TCP_F_ECE | HP_TCP_F_CWR);
+    c->flags &= ~(HP__TCPF_ECN_OK | HP__TCPF_ECN_PEND);
+    memset(&c->ecn, 0, sizeof c->ecn);
+    if (ecn) {
+        c->flags |= HP__TCPF_ECN_OK;
+        hp__ctr(c->s, HP_CTR_TCP_ECN_NEGOTIATED);
+    }
+    /* Kept for a later change of the path MTU (tcp_pmtu.c). */
+    c->peer_mss = r->opt.has_mss ? r->opt.mss : (c->family == 6 ? 1220 : 536);
 }
 
 /* ---- SYN-SENT (RFC 9293 3.10.7.3) ---------------------------------------------------------- */
@@ -173,6 +211,7 @@ static void syn_sent(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
     c->rcv_adv = c->rcv_nxt + (c->rcv_wnd < WND_MAX_UNSCALED ? c->rcv_wnd : WND_MAX_UNSCALED);
     c->last_ack_sent = c->rcv_nxt;
     hp__tcp_negotiate(c, &r->opt);
+    hp__tcp_negotiate_more(c, r);
     /* RFC 7323 2.2: a SYN's window is never scaled. */
     c->snd_wnd = c->max_snd_wnd = r->window;
     c->snd_wl1 = r->seq;
@@ -196,7 +235,7 @@ static void syn_sent(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
         c->snd_nxt = c->snd_una;
     c->rtx_count = 0;
     (void)hp__tcp_established(c); /* active: cannot fail */
-    rtt_on_ack(c, r, r->ack, flight);
+    (void)rtt_on_ack(c, r, r->ack, flight);
     if (c->snd_una == c->snd_max)
         hp__tcp_rtx_stop(c);
     else
@@ -217,6 +256,59 @@ static void syn_sent(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
     if (fin)
         fin_in(c);
     (void)hp__tcp_output(c);
+}
+
+/* ---- ECN (RFC 3168 6.1) ------------------------------------------------------------------- */
+
+/* The ECN field of the segment's IP header (0 when it cannot be read). */
+static uint8_t ip_ecn(const struct hp__tcp_seg *sg)
+{
+    const struct hp_buf *b = sg->b;
+    if (!b || b->l3_len < (sg->family == 6 ? 40u : 20u) || b->data_off < b->l3_len)
+        return 0;
+    const uint8_t *ip = (const uint8_t *)hp_buf_data(b) - b->l3_len;
+    return sg->family == 6 ? (uint8_t)((ip[1] >> 4) & 3u) : (uint8_t)(ip[1] & 3u);
+}
+
+/* An acceptable segment of an ECN connection: CE is echoed with ECE on
+ * every ACK until the peer's CWR (6.1.3), and a CE is acknowledged at
+ * once; CWR stops the echo unless the segment itself is CE. */
+static void ecn_in(struct hp_tcp_sock *c, const struct hp__tcp_seg *sg)
+{
+    if (sg->r.flags & HP_TCP_F_CWR)
+        c->ecn.ece_owed = false;
+    if (ip_ecn(sg) == 3) {
+        hp__ctr(c->s, HP_CTR_TCP_ECN_CE_IN);
+        c->st.ecn_ce_in++;
+        c->ecn.ece_owed = true;
+        c->flags |= HP__TCPF_ACK_NOW;
+    }
+    if (c->ecn.ece_owed || c->ecn.cwr_owed)
+        c->flags |= HP__TCPF_ECN_PEND;
+    else
+        c->flags &= ~HP__TCPF_ECN_PEND;
+}
+
+/* An ACK with ECE (6.1.2): the congestion response of a loss, without a
+ * retransmission, once per window and not inside a loss recovery; the
+ * next new data segment carries CWR. */
+static void ece_in(struct hp_tcp_sock *c)
+{
+    hp__ctr(c->s, HP_CTR_TCP_ECN_ECE_IN);
+    if (c->ecn.recover_on && !hp__seq_gt(c->snd_una, c->ecn.recover))
+        return;
+    if (c->cc.in_recovery || ((c->flags & HP__TCPF_SB_LOSS) && c->sb.in_recovery))
+        return;
+    struct hp__tcp_cc_ev ev = hp__tcp_cc_ev(c, 0, c->snd_max - c->snd_una);
+    hp__tcp_cc_reduce(&c->cc, &c->cubic, &ev);
+    if (c->cc.cwnd > c->cc.ssthresh)
+        c->cc.cwnd = c->cc.ssthresh;
+    c->ecn.recover = c->snd_max;
+    c->ecn.recover_on = true;
+    c->ecn.cwr_owed = true;
+    c->flags |= HP__TCPF_ECN_PEND;
+    hp__ctr(c->s, HP_CTR_TCP_ECN_REDUCTIONS);
+    c->st.ecn_reductions++;
 }
 
 /* ---- the synchronized states (RFC 9293 3.10.7.4) ------------------------------------------- */
@@ -266,6 +358,8 @@ static void trim(struct hp_tcp_sock *c, struct hp__tcp_seg *sg, uint32_t wnd)
     }
     if (hp__seq_lt(sg->seq, c->rcv_nxt)) {
         uint32_t d = c->rcv_nxt - sg->seq;
+        if (sg->len)
+            hp__tcp_dsack_note(c, sg->seq, d < sg->len ? c->rcv_nxt : sg->seq + sg->len);
         if (d > sg->len) {
             /* Everything, the FIN at seq + len included, was seen. */
             sg->flags &= (uint8_t)~HP_TCP_F_FIN;
@@ -367,11 +461,15 @@ static unsigned ack_new(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, bool
     if (hp__seq_lt(c->snd_nxt, ack))
         c->snd_nxt = ack;
     c->rtx_count = 0;
-    rtt_on_ack(c, r, ack, flight);
+    uint32_t rtt_us = rtt_on_ack(c, r, ack, flight);
 
     unsigned cc = HP__TCP_CC_NONE;
-    if (!syn_pending) /* hp__tcp_established just started congestion control */
-        cc = hp__tcp_cc_on_ack(&c->cc, ack - old_una, ack, c->snd_max, c->mss_eff);
+    /* hp__tcp_established just started congestion control; in SACK
+     * recovery PRR sets cwnd (tcp_sack.c). */
+    if (!syn_pending && !((c->flags & HP__TCPF_SB_LOSS) && c->sb.in_recovery)) {
+        struct hp__tcp_cc_ev ev = hp__tcp_cc_ev(c, rtt_us, flight);
+        cc = hp__tcp_cc_ack(&c->cc, &c->cubic, ack - old_una, &ev);
+    }
     /* The persist timer stays in charge while the window is closed; the
      * window update below decides when it ends. */
     if (!(c->flags & HP__TCPF_PERSIST)) {
@@ -435,6 +533,7 @@ static bool ack_in(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
     uint32_t swnd = (uint32_t)r->window << c->snd_wscale;
     unsigned cc = HP__TCP_CC_NONE;
     bool fin_acked = false;
+    uint32_t old_una = c->snd_una;
     if (hp__seq_gt(ack, c->snd_una)) {
         cc = ack_new(c, r, syn_pending, &fin_acked);
     } else if (ack == c->snd_una && c->snd_max != c->snd_una && r->payload_len == 0 &&
@@ -444,10 +543,14 @@ static bool ack_in(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
          * repeated ACKs are not a loss signal. */
         hp__ctr(s, HP_CTR_TCP_DUP_ACKS);
         c->st.dupacks_in++;
-        cc = hp__tcp_cc_on_dupack(&c->cc, c->snd_una, c->snd_max, c->mss_eff);
-        if (cc & HP__TCP_CC_RETRANSMIT) {
-            hp__ctr(s, HP_CTR_TCP_FAST_RETRANS);
-            c->st.fast_retrans++;
+        /* With a transmit log, RACK finds the losses (tcp_sack.c). */
+        if (!(c->flags & HP__TCPF_SB)) {
+            struct hp__tcp_cc_ev ev = hp__tcp_cc_ev(c, 0, c->snd_max - c->snd_una);
+            cc = hp__tcp_cc_dupack(&c->cc, &c->cubic, &ev);
+            if (cc & HP__TCP_CC_RETRANSMIT) {
+                hp__ctr(s, HP_CTR_TCP_FAST_RETRANS);
+                c->st.fast_retrans++;
+            }
         }
     }
 
@@ -470,6 +573,19 @@ static bool ack_in(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
             hp__tcp_rtx_stop(c);
             c->snd_nxt = c->snd_una;
         }
+    }
+
+    if ((c->flags & HP__TCPF_ECN_OK) && (r->flags & HP_TCP_F_ECE) && !syn_pending &&
+        hp__seq_gt(c->snd_max, old_una))
+        ece_in(c);
+
+    /* The scoreboard: SACK blocks, RACK, recovery (RFC 6675, 8985, 6937). */
+    if ((c->flags & (HP__TCPF_SB_LOSS | HP__TCPF_SACK_OK)) == HP__TCPF_SACK_OK && !r->opt.n_sack) {
+        if ((c->flags & HP__TCPF_SB) && c->snd_una != old_una)
+            hp__tcp_sb_ack_clean(c);
+    } else if ((c->flags & (HP__TCPF_SB | HP__TCPF_SB_LOSS)) ||
+               ((c->flags & HP__TCPF_SACK_OK) && r->opt.n_sack)) {
+        hp__tcp_sb_ack(c, r, old_una);
     }
 
     if (cc & HP__TCP_CC_RETRANSMIT)
@@ -553,9 +669,17 @@ void hp__tcp_conn_input(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
          * acknowledged again and restarts the 2 MSL wait. */
         if (c->state == HP_TCP_TIME_WAIT && (fl & HP_TCP_F_FIN) && r->seq + sg->len + 1 == c->rcv_nxt)
             hp__tcp_time_wait(c);
+        /* Data we already have, sent again: a D-SACK tells the sender its
+         * retransmission was not needed (RFC 2883 4.1). Only what lies
+         * within a window below RCV.NXT: older is not plausible. */
+        if (sg->len && hp__seq_lt(sg->seq, c->rcv_nxt) && hp__seq_le(sg->seq + sg->len, c->rcv_nxt) &&
+            c->rcv_nxt - sg->seq <= c->rcvbuf)
+            hp__tcp_dsack_note(c, sg->seq, sg->seq + sg->len);
         ack_and_drop(c, sg);
         return;
     }
+    if (c->flags & HP__TCPF_ECN_OK)
+        ecn_in(c, sg);
     /* The peer is alive (RFC 9293 3.8.4): keepalive starts over. */
     c->last_rcv_ns = s->now;
     c->ka_probes = 0;

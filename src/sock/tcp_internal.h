@@ -14,6 +14,7 @@
 #include "tcp_cc.h"
 #include "tcp_hash.h"
 #include "tcp_rtt.h"
+#include "tcp_sack.h"
 #include "tcp_seq.h"
 #include "tcp_table.h"
 
@@ -188,6 +189,12 @@ struct hp_buf *hp__tcp_bufq_pop(struct hp__tcp_bufq *q);
 #define HP__TCPF_SEND_SPACE    0x00800000u /* the user hit a full send buffer: raise OUT when room is back */
 #define HP__TCPF_ACCQ          0x01000000u /* on parent's accept queue (tcp.c); with a parent and without it: on the SYN queue if linked */
 #define HP__TCPF_DACK_PEND     0x02000000u /* on the stack's dack_pend list: t_dack armed at the next poll if still owed */
+#define HP__TCPF_SACK_OK       0x04000000u /* SACK negotiated (RFC 2018 2): we send blocks, the peer's are used */
+#define HP__TCPF_SB            0x08000000u /* the transmit log (tcp_sack.c) exists: sends go in it, ACKs update it */
+#define HP__TCPF_SB_LOSS       0x10000000u /* SACKed or lost segments, recovery, a probe out: the slow paths run */
+#define HP__TCPF_SACK_OUT      0x20000000u /* out-of-order data or a D-SACK to report: ACKs carry SACK blocks */
+#define HP__TCPF_ECN_OK        0x40000000u /* ECN negotiated (RFC 3168 6.1.1) */
+#define HP__TCPF_ECN_PEND      0x80000000u /* an ECE to echo or a CWR to send (c->ecn says which) */
 
 /*
  * The connection block's fields, in blocks of fields that share both their
@@ -216,6 +223,8 @@ struct hp__tcp_ctr_tx { uint64_t bytes_sent, segs_out; };
 struct hp__tcp_ctr {     /* the rare ones */
     uint64_t retrans_segs;
     uint32_t fast_retrans, timeouts, dupacks_in;
+    uint32_t tlp_probes, dsacks_in, spurious_undos;
+    uint32_t ecn_ce_in, ecn_reductions, pmtu_probes;
 };
 
 /* demux: the map entry, then what the receive path reads right after a hit
@@ -286,6 +295,42 @@ struct hp__tcp_ctr {     /* the rare ones */
 #define HP__TCPS_PERSIST_rx uint8_t persist_shift; /* persist timer back-off (zeroed by every rtx_stop) */
 #define HP__TCPS_KA_cold uint32_t ka_idle_s, ka_intvl_s, ka_cnt;
 
+/* SACK blocks we send (tcp_ooo.c, RFC 2018 4, RFC 2883) */
+#define HP__TCP_SACK_RECENT 4
+struct hp__tcp_sackrx {
+    uint32_t recent[HP__TCP_SACK_RECENT]; /* first sequence numbers of the latest out-of-order arrivals, newest first */
+    uint32_t dsack[2];           /* a duplicate to report once, [left, right) */
+    uint8_t nrecent;
+    bool dsack_pend;
+};
+#define HP__TCPS_SACKRX_cold struct hp__tcp_sackrx sackrx;
+/* the sender's transmit log and scoreboard, RACK-TLP, PRR (tcp_sack.h) */
+#define HP__TCPS_SB_cold struct hp__tcp_sb sb;
+/* ECN (RFC 3168 6.1) */
+struct hp__tcp_ecn {
+    bool ece_owed;               /* a CE arrived: our ACKs carry ECE until the peer's CWR */
+    bool cwr_owed;               /* we reduced for an ECE: the next new data carries CWR */
+    bool recover_on;
+    uint32_t recover;            /* one reduction per window: ECEs before SND.UNA passes this are one event */
+};
+#define HP__TCPS_ECN_cold struct hp__tcp_ecn ecn;
+/* path MTU (tcp_pmtu.c, RFC 1191, RFC 8201, RFC 4821) */
+struct hp__tcp_plpmtud {         /* RFC 4821 7: the search for a larger MTU */
+    uint16_t low, high;          /* the MTU known to work, the smallest known not to (or the link's + 1) */
+    uint16_t probe;              /* the probe's MTU while one is out */
+    bool probe_out;
+    uint32_t probe_end;          /* the probe's end in sequence space */
+};
+#define HP__TCPS_PMTU_cold                                                                 \
+    uint16_t pmtu;               /* the path MTU our segments are sized for (the route's MTU at first) */ \
+    uint16_t peer_mss;           /* the MSS the peer announced (or its default) */         \
+    struct hp__tcp_plpmtud plp;
+
+/* congestion control's cold state: CUBIC, HyStart++, undo (tcp_cc.h) */
+#define HP__TCPS_CCX_cold                                                                  \
+    struct hp__tcp_cubic cubic;                                                            \
+    uint8_t cc_algo;             /* HP__TCP_CC_*: the algorithm this socket uses (set at open, HP_TCP_OPT_CC) */
+
 /* the route our segments take (chosen at connect / accept; its source
  * address is key.laddr: hp__tcp_route) */
 #define HP__TCPS_RT_tx                                                                     \
@@ -324,6 +369,7 @@ struct hp_tcp_sock {
     HP__TCPS_EV_rx HP__TCPS_ERR_tx
     HP__TCPS_LISTEN_cold
     HP__TCPS_CTRRX_rx HP__TCPS_CTRTX_tx HP__TCPS_CTR_cold
+    HP__TCPS_CCX_cold HP__TCPS_SACKRX_cold HP__TCPS_SB_cold HP__TCPS_PMTU_cold HP__TCPS_ECN_cold
 #else
     HP_CACHELINE_GROUP_BEGIN(demux)   /* line 0: both paths read it */
     HP__TCPS_ID_demux
@@ -348,6 +394,7 @@ struct hp_tcp_sock {
     /* cold: the handshake, listeners, keepalive, the timers themselves, rare counters */
     HP__TCPS_ISS_cold HP__TCPS_IRS_cold HP__TCPS_OOON_cold HP__TCPS_RTTSEQ_cold
     HP__TCPS_KA_cold HP__TCPS_TRTX_cold HP__TCPS_TDACK_cold HP__TCPS_TMISC_cold HP__TCPS_LISTEN_cold HP__TCPS_CTR_cold
+    HP__TCPS_CCX_cold HP__TCPS_SACKRX_cold HP__TCPS_SB_cold HP__TCPS_PMTU_cold HP__TCPS_ECN_cold
 #endif
 } __attribute__((aligned(HP_CACHELINE_SIZE))); /* allocated with aligned_alloc(64) by hp__tcp_conn_new */
 
@@ -452,6 +499,58 @@ static inline bool hp__tcp_synchronized(const struct hp_tcp_sock *c)
     return c->state >= HP_TCP_ESTABLISHED;
 }
 
+/* xmit sent [seq, end) on a SACK connection (tcp_sack.h): the bulk
+ * sender's new segment goes straight into the log, the first segment into
+ * an empty flight nowhere; the rest in tcp_sack.c. */
+static inline void hp__tcp_sb_sent(struct hp_tcp_sock *c, uint32_t seq, uint32_t end)
+{
+    struct hp__tcp_sb *sb = &c->sb;
+    if (seq == c->snd_max && !(c->flags & HP__TCPF_SB_LOSS)) {
+        /* Once a connection has its log, every segment goes in: a bulk
+         * sender's flight empties and fills again all the time. */
+        if ((c->flags & HP__TCPF_SB) && sb->n < sb->cap && (sb->n || c->snd_una == seq)) {
+            uint64_t now = c->s->now;
+            if (sb->n) {
+                struct hp__tcp_txseg *l = &sb->seg[(sb->head + sb->n - 1) & (sb->cap - 1)];
+                if (l->xmit_ns == now && l->end == seq && !l->flags) {
+                    l->end = end; /* sent together: one entry (tcp_sack.c, a run) */
+                    return;
+                }
+            }
+            struct hp__tcp_txseg *e = &sb->seg[(sb->head + sb->n) & (sb->cap - 1)];
+            e->seq = seq;
+            e->end = end;
+            e->xmit_ns = now;
+            e->flags = 0;
+            sb->n++;
+            return;
+        }
+        if (!(c->flags & HP__TCPF_SB) && c->snd_una == seq) {
+            /* (The flag, not sb->n: a request/response flow never reads
+             * the log's cold line.) */
+            c->last_send_ns = c->s->now; /* the time a later entry for it takes */
+            return;
+        }
+    }
+    hp__tcp_sb_sent_slow(c, seq, end);
+}
+
+/* What congestion control is told at an event of c (tcp_cc.h). rtt_us: a
+ * sample from this ACK (0: none); flight: bytes outstanding before it. */
+static inline struct hp__tcp_cc_ev hp__tcp_cc_ev(const struct hp_tcp_sock *c, uint32_t rtt_us, uint32_t flight)
+{
+    struct hp__tcp_cc_ev ev = {
+        .snd_una = c->snd_una,
+        .snd_max = c->snd_max,
+        .smss = c->mss_eff,
+        .now_ns = c->s->now,
+        .rtt_us = rtt_us,
+        .srtt_us = hp__tcp_rtt_srtt_us(&c->rtt),
+        .flight = flight,
+    };
+    return ev;
+}
+
 /* ---- tcp.c: lifecycle -------------------------------------------------------- */
 
 int hp__tcp_init(struct hp_stack *s);      /* from hp__sock_init */
@@ -489,6 +588,10 @@ void hp__tcp_drop(struct hp_tcp_sock *c, int err);
  * expired, CLOSING/FIN_WAIT_2 orphan timeout): state CLOSED, out of the
  * map, HP_EV_HUP; freed if orphaned. */
 void hp__tcp_closed(struct hp_tcp_sock *c);
+/* Debug builds (HP_DEBUG): HP_ASSERT the invariants this file states
+ * (snd_una <= snd_nxt <= snd_max, queue counts, the out-of-order list,
+ * the scoreboard's counters); nothing otherwise. */
+void hp__tcp_check(const struct hp_tcp_sock *c);
 /* Raise events on c (no-op for an orphan or a connection not yet accepted). */
 void hp__tcp_wake(struct hp_tcp_sock *c, uint32_t events);
 /*
@@ -517,6 +620,15 @@ void hp__tcp_input(struct hp__iface *ifc, struct hp_buf *b, int family, const ui
                    const uint8_t *dst);
 /* Free c's out-of-order list (from hp__tcp_conn_free / hp__tcp_drop). */
 void hp__tcp_ooo_purge(struct hp_tcp_sock *c);
+/* tcp_ooo.c: the SACK blocks our next ACK carries (at most max; SACK_OK
+ * connections): a pending D-SACK first (then forgotten), then the out-of-
+ * order list's ranges, the one holding the latest arrival first. Clears
+ * HP__TCPF_SACK_OUT when there is nothing. @return the count. */
+unsigned hp__tcp_sack_fill(struct hp_tcp_sock *c, uint32_t (*blk)[2], unsigned max);
+/* tcp_ooo.c: [seq, end) arrived a second time: the next ACK reports it as
+ * a D-SACK (RFC 2883; the first duplicate until then is kept). Counted
+ * TCP_DSACK_SENT. No-op without SACK. */
+void hp__tcp_dsack_note(struct hp_tcp_sock *c, uint32_t seq, uint32_t end);
 
 /* ---- tcp_output.c ------------------------------------------------------------ */
 
@@ -577,6 +689,29 @@ int hp__tcp_output_force(struct hp_tcp_sock *c);
  * queue from seq (a zero window probe), or none (a keepalive probe, seq =
  * SND.UNA - 1). Moves no sequence variable. @return bytes sent, -ENOBUFS. */
 int hp__tcp_send_seg(struct hp_tcp_sock *c, uint32_t seq, uint32_t len);
+/* A tail loss probe (RFC 8985 7.3): one new segment if the peer's window
+ * takes one, else the last segment sent again (*rtx true). Ignores cwnd.
+ * @return 0, -ENOBUFS, or -EAGAIN (nothing to send). */
+int hp__tcp_send_tlp(struct hp_tcp_sock *c, bool *rtx);
+/* An MTU probe (RFC 4821 7.5): len new bytes from snd_nxt in one segment
+ * (the peer's window allowing), logged as a probe. @return bytes sent,
+ * -ENOBUFS, or -EAGAIN. */
+int hp__tcp_send_probe(struct hp_tcp_sock *c, uint32_t len);
+
+/* ---- tcp_pmtu.c ------------------------------------------------------------------ */
+
+/* Size smss and mss_eff for c->pmtu (and the peer's MSS, our rmss). */
+void hp__tcp_pmtu_apply(struct hp_tcp_sock *c);
+/* The retransmission timer expired with rtx_count consecutive timeouts
+ * (after counting this one): a probe out failed; the second timeout of a
+ * full-sized segment without ICMP is a black hole (RFC 4821 7.7, 7.8):
+ * the MTU falls to the base and the search starts. */
+void hp__tcp_pmtu_on_rto(struct hp_tcp_sock *c);
+/* An ACK (tcp_sack.c): a probe acknowledged or SACKed raises the MTU; a
+ * new probe goes when the search is on and data waits. */
+void hp__tcp_pmtu_on_ack(struct hp_tcp_sock *c);
+/* RACK deemed the probe lost: the search's upper bound falls. */
+void hp__tcp_pmtu_probe_lost(struct hp_tcp_sock *c);
 
 /* ---- tcp_timer.c ---------------------------------------------------------------- */
 
@@ -589,6 +724,9 @@ void hp__tcp_timer_misc(struct hp_stack *s, void *arg);
 void hp__tcp_rtx_restart(struct hp_tcp_sock *c);
 /* Start it only if not running. */
 void hp__tcp_rtx_ensure(struct hp_tcp_sock *c);
+/* Have it fire by due at the latest (the RACK reordering timer): the
+ * deadline moves earlier, never later. */
+void hp__tcp_rtx_at(struct hp_tcp_sock *c, uint64_t due);
 void hp__tcp_rtx_stop(struct hp_tcp_sock *c);
 /* Enter the persist state (window zero, data waiting). */
 void hp__tcp_persist_start(struct hp_tcp_sock *c);

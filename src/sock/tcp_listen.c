@@ -118,6 +118,7 @@ static void syn_in(struct hp_tcp_sock *l, struct hp__tcp_seg *sg)
     c->rcv_adv = c->rcv_nxt;
     c->last_ack_sent = c->rcv_nxt;
     hp__tcp_negotiate(c, &r->opt);
+    hp__tcp_negotiate_more(c, r);
     /* RFC 7323 2.2: the window of a SYN is never scaled. SND.WL2 = ISS
      * lets the first ACK of the handshake update the window. */
     c->snd_wnd = r->window;

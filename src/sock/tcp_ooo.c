@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Received TCP text: in-order bytes into the receive queue, out-of-order segments held sorted and trimmed until the gap before them fills (RFC 9293 3.10.7.4 seventh step, RFC 5681 4.2). */
+#include <string.h>
+
 #include "tcp_in.h"
 
 /*
@@ -187,6 +189,103 @@ static bool in_order(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
     return fin;
 }
 
+/* ---- SACK blocks we send (RFC 2018, RFC 2883) ------------------------------------ */
+
+/* Remember that a segment starting at seq arrived out of order now (most
+ * recent first, no repeats). */
+static void sack_recent_push(struct hp_tcp_sock *c, uint32_t seq)
+{
+    if (!(c->flags & HP__TCPF_SACK_OK))
+        return;
+    struct hp__tcp_sackrx *x = &c->sackrx;
+    unsigned n = x->nrecent, i = 0;
+    while (i < n && x->recent[i] != seq)
+        i++;
+    if (i == n && n < HP__TCP_SACK_RECENT)
+        x->nrecent = (uint8_t)++n;
+    if (i == n)
+        i = n - 1; /* full: the oldest goes */
+    for (; i > 0; i--)
+        x->recent[i] = x->recent[i - 1];
+    x->recent[0] = seq;
+    c->flags |= HP__TCPF_SACK_OUT;
+}
+
+void hp__tcp_dsack_note(struct hp_tcp_sock *c, uint32_t seq, uint32_t end)
+{
+    if (!(c->flags & HP__TCPF_SACK_OK) || !hp__seq_lt(seq, end) || c->sackrx.dsack_pend)
+        return;
+    c->sackrx.dsack[0] = seq;
+    c->sackrx.dsack[1] = end;
+    c->sackrx.dsack_pend = true;
+    /* At once: the sender learns of a spurious retransmission from it. */
+    c->flags |= HP__TCPF_SACK_OUT | HP__TCPF_ACK_NOW;
+    hp__ctr(c->s, HP_CTR_TCP_DSACK_SENT);
+}
+
+struct pick {
+    uint32_t l, r;
+    uint32_t pri;
+};
+
+/* Insert [l, r) into the picked blocks, sorted by priority (lower first,
+ * ties by sequence), keeping at most max (<= HP_TCP_MAX_SACK). */
+static unsigned pick_add(struct pick *pk, unsigned n, unsigned max, uint32_t l, uint32_t r, uint32_t p)
+{
+    unsigned at = n;
+    while (at > 0 && pk[at - 1].pri > p)
+        at--;
+    if (at >= max)
+        return n;
+    if (n == max)
+        n--;
+    memmove(&pk[at + 1], &pk[at], (n - at) * sizeof pk[0]);
+    pk[at] = (struct pick){.l = l, .r = r, .pri = p};
+    return n + 1;
+}
+
+unsigned hp__tcp_sack_fill(struct hp_tcp_sock *c, uint32_t (*blk)[2], unsigned max)
+{
+    struct hp__tcp_sackrx *x = &c->sackrx;
+    unsigned n = 0;
+    if (x->dsack_pend && max) {
+        /* RFC 2883 4: the duplicate first, reported once. */
+        blk[0][0] = x->dsack[0];
+        blk[0][1] = x->dsack[1];
+        x->dsack_pend = false;
+        blk++;
+        max--;
+        n = 1;
+    }
+    struct pick pk[HP_TCP_MAX_SACK];
+    unsigned m = 0;
+    if (max > HP_TCP_MAX_SACK)
+        max = HP_TCP_MAX_SACK;
+    /* The out-of-order list merged into ranges; each ranked by the most
+     * recent arrival it holds (RFC 2018 4: most recent first, then the
+     * others). A FIN alone (no data) reports nothing. */
+    struct hp_buf *q = c->ooo;
+    while (q) {
+        uint32_t l = ooo_seq(q), r = ooo_end(q);
+        for (q = q->next; q && ooo_seq(q) == r; q = q->next)
+            r = ooo_end(q);
+        if (l == r)
+            continue;
+        uint32_t p = 0xff;
+        for (unsigned i = 0; i < x->nrecent && p == 0xff; i++)
+            if (hp__seq_ge(x->recent[i], l) && hp__seq_lt(x->recent[i], r))
+                p = i;
+        m = pick_add(pk, m, max, l, r, p);
+    }
+    for (unsigned i = 0; i < m; i++) {
+        blk[i][0] = pk[i].l;
+        blk[i][1] = pk[i].r;
+    }
+    if (m + n == 0)
+        c->flags &= ~HP__TCPF_SACK_OUT;
+    return m + n;
+}
+
 static void out_of_order(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
 {
     struct hp_stack *s = c->s;
@@ -209,6 +308,9 @@ static void out_of_order(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
         return;
     }
 
+    /* RFC 2018 4: the block of the segment that arrived last goes first. */
+    sack_recent_push(c, s0);
+
     /* prev: the last entry starting at or before s0. */
     struct hp_buf *prev = NULL;
     for (struct hp_buf *q = c->ooo; q && hp__seq_le(ooo_seq(q), s0); q = q->next)
@@ -216,14 +318,19 @@ static void out_of_order(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
     if (prev) {
         uint32_t pe = ooo_end(prev);
         if (hp__seq_ge(pe, e0)) {
-            /* Nothing new but perhaps the FIN after what we hold. */
+            /* Nothing new but perhaps the FIN after what we hold: a
+             * duplicate (RFC 2883). */
             if (fin && pe == e0)
                 prev->reserved |= OOO_FIN;
+            if (len)
+                hp__tcp_dsack_note(c, s0, e0);
             hp__tcp_seg_free(sg);
             return;
         }
         if (hp__seq_gt(pe, s0)) {
             uint32_t d = pe - s0;
+            if (d && d <= len)
+                hp__tcp_dsack_note(c, s0, pe);
             if (d > len)
                 d = len;
             off += d;

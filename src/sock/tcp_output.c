@@ -6,6 +6,7 @@
 #include <hotpath/cksum.h>
 #include <hotpath/wire/tcp.h>
 
+#include "../base/debug.h"
 #include "tcp_cookie.h"
 #include "tcp_internal.h"
 
@@ -131,8 +132,15 @@ static bool window_grew(const struct hp_tcp_sock *c)
 static void acked_now(struct hp_tcp_sock *c, uint32_t wnd_bytes)
 {
     c->rcv_wnd = wnd_bytes;
+    uint32_t adv0 = c->rcv_adv;
+    (void)adv0;
     if (hp__seq_gt(c->rcv_nxt + wnd_bytes, c->rcv_adv))
         c->rcv_adv = c->rcv_nxt + wnd_bytes;
+    /* rcv_adv never moves left (tcp_internal.h); the advertised edge is
+     * short of it by less than one window-scale unit at most (window_field). */
+    HP_ASSERT(hp__seq_ge(c->rcv_adv, adv0));
+    HP_ASSERT(!hp__seq_gt(c->rcv_nxt, c->rcv_adv) ||
+              hp__seq_ge(c->rcv_nxt + wnd_bytes + (1u << wscale(c)), c->rcv_adv));
     c->last_ack_sent = c->rcv_nxt;
     c->segs_unacked = 0;
     /* A delayed ACK's timer stays in the heap: it finds DACK clear and does
@@ -140,10 +148,15 @@ static void acked_now(struct hp_tcp_sock *c, uint32_t wnd_bytes)
     c->flags &= ~(HP__TCPF_ACK_NOW | HP__TCPF_DACK);
 }
 
+/* Every segment goes with DF (RFC 1191: the path MTU is discovered, not
+ * fragmented around) unless no_pmtud; xf adds ECT(0) for ECN data. */
 static int ip_send(struct hp_stack *s, const struct hp__route *rt, int family, const uint8_t *dst,
-                   struct hp_buf *b)
+                   unsigned xf, struct hp_buf *b)
 {
-    int rc = family == 4 ? hp__ipv4_output(s, rt, dst, 6, b) : hp__ipv6_output(s, rt, dst, 6, b);
+    if (!hp__tcp(s)->cfg.no_pmtud)
+        xf |= HP__IP_DF;
+    int rc = family == 4 ? hp__ipv4_output_x(s, rt, dst, HP_IPPROTO_TCP, xf, b)
+                         : hp__ipv6_output_x(s, rt, dst, HP_IPPROTO_TCP, xf, b);
     if (rc < 0) {
         if (rc == -ENOBUFS)
             hp__ctr(s, HP_CTR_TCP_NO_BUFFERS);
@@ -151,6 +164,54 @@ static int ip_send(struct hp_stack *s, const struct hp__route *rt, int family, c
     }
     hp__ctr(s, HP_CTR_TCP_OUT_SEGS);
     return 0;
+}
+
+/* RFC 3168 6.1: ECE on every ACK while a CE is unanswered (6.1.3); CWR on
+ * the first new data segment after a reduction (6.1.2). */
+static void ecn_flags(struct hp_tcp_sock *c, uint8_t *h, uint32_t len, bool rtx)
+{
+    if (c->ecn.ece_owed && (h[13] & HP_TCP_F_ACK))
+        h[13] |= HP_TCP_F_ECE;
+    if (c->ecn.cwr_owed && len && !rtx && !(c->flags & HP__TCPF_PERSIST)) {
+        h[13] |= HP_TCP_F_CWR;
+        c->ecn.cwr_owed = false;
+        hp__ctr(c->s, HP_CTR_TCP_ECN_CWR_OUT);
+    }
+    if (!c->ecn.ece_owed && !c->ecn.cwr_owed)
+        c->flags &= ~HP__TCPF_ECN_PEND;
+}
+
+/* The SACK blocks an ACK carries (RFC 2018 3: with timestamps three fit
+ * in 40 bytes); their option comes out of the payload (RFC 6691: the MSS
+ * counts data and options), so *len may shrink (then FIN and PSH go).
+ * @return the blocks' count; *hlen grows by the option. */
+static unsigned sack_room(struct hp_tcp_sock *c, bool ts, uint32_t (*blk)[2], uint32_t *hlen, uint32_t *len,
+                          uint8_t *fl)
+{
+    unsigned n = hp__tcp_sack_fill(c, blk, ts ? 3 : 4);
+    if (!n)
+        return 0;
+    uint32_t extra = 4 + 8 * n;
+    *hlen += extra;
+    uint32_t most = c->mss_eff > extra ? c->mss_eff - extra : 1;
+    if (*len > most) {
+        *len = most;
+        *fl &= (uint8_t)~(HP_TCP_F_FIN | HP_TCP_F_PSH);
+    }
+    return n;
+}
+
+/* NOP NOP SACK blocks (hp_tcp_emit's layout, 4-byte aligned blocks). */
+static void put_sack(uint8_t *o, uint32_t (*blk)[2], unsigned n)
+{
+    o[0] = HP_TCP_KIND_NOP;
+    o[1] = HP_TCP_KIND_NOP;
+    o[2] = HP_TCP_KIND_SACK;
+    o[3] = (uint8_t)(2 + 8 * n);
+    for (unsigned i = 0; i < n; i++) {
+        hp_put_be32(o + 4 + 8 * i, blk[i][0]);
+        hp_put_be32(o + 8 + 8 * i, blk[i][1]);
+    }
 }
 
 /*
@@ -170,6 +231,10 @@ static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
     }
     bool ts = (c->flags & HP__TCPF_TS_OK) != 0;
     uint32_t hlen = HP_TCP_HDR_LEN + (ts ? TS_OPT_LEN : 0);
+    uint32_t blk[HP_TCP_MAX_SACK][2];
+    unsigned nsack = 0;
+    if ((c->flags & HP__TCPF_SACK_OUT) && (fl & HP_TCP_F_ACK))
+        nsack = sack_room(c, ts, blk, &hlen, &len, &fl);
     uint32_t room = hp_buf_tailroom(b);
     if (hlen + len > room) {
         len = room > hlen ? room - hlen : 0;
@@ -199,23 +264,34 @@ static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
         hp_put_be32(h + 24, hp__tcp_ts_now(c));
         hp_put_be32(h + 28, c->ts_recent);
     }
-    uint32_t sum = c->family == 4 ? hp_cksum_pseudo_ipv4(c->key.laddr, c->key.raddr, 6, (uint16_t)tot)
-                                  : hp_cksum_pseudo_ipv6(c->key.laddr, c->key.raddr, 6, tot);
-    uint16_t ck = hp_cksum_fold(hp_cksum_partial(h, tot, sum));
-    memcpy(h + 16, &ck, 2);
-
+    if (nsack)
+        put_sack(h + HP_TCP_HDR_LEN + (ts ? TS_OPT_LEN : 0), blk, nsack);
     /* Whether it repeats sequence space already sent; a pure ACK or a
      * keepalive (seq below snd_max, nothing in it) is not a retransmission,
      * nor is a zero window probe (counted on its own). */
     bool rtx = (len || (fl & HP_TCP_F_FIN)) && hp__seq_lt(seq, c->snd_max) &&
                !(c->flags & HP__TCPF_PERSIST);
+    unsigned xf = 0;
+    if (c->flags & HP__TCPF_ECN_PEND)
+        ecn_flags(c, h, len, rtx);
+    /* RFC 3168 6.1.4-6.1.6: ECT on new data only: not on pure ACKs, not
+     * on retransmissions or window probes. */
+    if ((c->flags & HP__TCPF_ECN_OK) && len && !hp__seq_lt(seq, c->snd_max) && !(c->flags & HP__TCPF_PERSIST))
+        xf |= HP__IP_ECT0;
+    uint32_t sum = c->family == 4 ? hp_cksum_pseudo_ipv4(c->key.laddr, c->key.raddr, 6, (uint16_t)tot)
+                                  : hp_cksum_pseudo_ipv6(c->key.laddr, c->key.raddr, 6, tot);
+    uint16_t ck = hp_cksum_fold(hp_cksum_partial(h, tot, sum));
+    memcpy(h + 16, &ck, 2);
+
     struct hp__route rt;
     hp__tcp_route(c, &rt);
-    int rc = ip_send(s, &rt, c->family, c->key.raddr, b);
+    int rc = ip_send(s, &rt, c->family, c->key.raddr, xf, b);
     if (rc < 0)
         return rc;
     if (fl & HP_TCP_F_ACK)
         acked_now(c, wnd_bytes);
+    if ((c->flags & HP__TCPF_SACK_OK) && (len || (fl & HP_TCP_F_FIN)) && !(c->flags & HP__TCPF_PERSIST))
+        hp__tcp_sb_sent(c, seq, seq + len + ((fl & HP_TCP_F_FIN) ? 1u : 0u));
     c->st_tx.segs_out++;
     c->st_tx.bytes_sent += len;
     if (rtx) {
@@ -241,10 +317,121 @@ static int emit_send(struct hp_stack *s, const struct hp__route *rt, int family,
         hp_buf_free(b);
         return -EINVAL;
     }
-    return ip_send(s, rt, family, dst, b);
+    return ip_send(s, rt, family, dst, 0, b);
 }
 
 /* ---- data and FIN ------------------------------------------------------------- */
+
+/* Send [seq, end) of sequence space again, in segments of at most the
+ * MSS (a FIN at its end included). @return segments sent, or -ENOBUFS. */
+static int resend_range(struct hp_tcp_sock *c, uint32_t seq, uint32_t end)
+{
+    uint32_t qend = hp__tcp_sndq_seq(c) + c->sndq.bytes;
+    bool fin_in = (c->flags & HP__TCPF_FIN_SENT) && end == qend + 1;
+    uint32_t dend = fin_in ? qend : end;
+    int n = 0;
+    do {
+        uint32_t left = hp__seq_lt(seq, dend) ? dend - seq : 0;
+        uint32_t len = min32(left, c->mss_eff);
+        bool fin = fin_in && len == left;
+        uint8_t fl = HP_TCP_F_ACK | (fin ? HP_TCP_F_FIN : 0) | (len && seq + len == qend ? HP_TCP_F_PSH : 0);
+        int k = xmit(c, seq, len, fl);
+        if (k < 0)
+            return n ? n : k;
+        n++;
+        seq += (uint32_t)k + (fin && (uint32_t)k == len ? 1u : 0u);
+        if (!k && !fin)
+            break;
+    } while (hp__seq_lt(seq, end));
+    return n;
+}
+
+/* RFC 6675 5 (NextSeg rule 1), with RACK's losses: the segments deemed
+ * lost go again, lowest first, while cwnd - pipe allows (always one when
+ * nothing is in flight). @return segments sent. */
+static int sack_retransmit(struct hp_tcp_sock *c, uint32_t cwnd, bool *nobufs)
+{
+    int sent = 0;
+    uint32_t seq, end;
+    while (hp__tcp_sb_next_lost(c, &seq, &end)) {
+        uint32_t pipe = hp__tcp_sb_pipe(c);
+        uint32_t want = min32(end - seq, c->mss_eff);
+        if (pipe && (cwnd <= pipe || cwnd - pipe < want))
+            break;
+        c->flags &= ~HP__TCPF_RTT_TIMING; /* Karn */
+        int n = resend_range(c, seq, end);
+        if (n < 0) {
+            *nobufs = true;
+            break;
+        }
+        sent += n;
+    }
+    if (sent) {
+        c->last_send_ns = c->s->now;
+        hp__tcp_rtx_ensure(c);
+    }
+    return sent;
+}
+
+int hp__tcp_send_probe(struct hp_tcp_sock *c, uint32_t len)
+{
+    uint32_t nxt = c->snd_nxt;
+    uint32_t end = hp__tcp_sndq_seq(c) + c->sndq.bytes;
+    if (!hp__seq_lt(nxt, end) || end - nxt < len)
+        return -EAGAIN;
+    /* Larger than mss_eff on purpose: xmit caps at the buffer's room only. */
+    int n = xmit(c, nxt, len, HP_TCP_F_ACK | (nxt + len == end ? HP_TCP_F_PSH : 0));
+    if (n <= 0)
+        return n < 0 ? n : -EAGAIN;
+    c->snd_nxt = nxt + (uint32_t)n;
+    if (hp__seq_gt(c->snd_nxt, c->snd_max))
+        c->snd_max = c->snd_nxt;
+    c->last_send_ns = c->s->now;
+    if (c->flags & HP__TCPF_SACK_OK)
+        hp__tcp_sb_mark_probe(c, nxt);
+    hp__tcp_rtx_ensure(c);
+    return n;
+}
+
+int hp__tcp_send_tlp(struct hp_tcp_sock *c, bool *rtx)
+{
+    uint32_t una = c->snd_una, nxt = c->snd_nxt;
+    uint32_t end = hp__tcp_sndq_seq(c) + c->sndq.bytes;
+    bool fin_q = (c->flags & HP__TCPF_FIN_QUEUED) != 0;
+    uint32_t room = c->snd_wnd > nxt - una ? c->snd_wnd - (nxt - una) : 0;
+    *rtx = false;
+    if (nxt == c->snd_max && hp__seq_lt(nxt, end) && room) {
+        /* New data the peer's window takes (RFC 8985 7.3 first choice). */
+        uint32_t len = min32(min32(end - nxt, c->mss_eff), room);
+        bool fin = fin_q && nxt + len == end;
+        int n = xmit(c, nxt, len, HP_TCP_F_ACK | (nxt + len == end ? HP_TCP_F_PSH : 0) | (fin ? HP_TCP_F_FIN : 0));
+        if (n < 0)
+            return n;
+        c->snd_nxt = nxt + (uint32_t)n + (fin && (uint32_t)n == len ? 1u : 0u);
+        if (hp__seq_gt(c->snd_nxt, c->snd_max))
+            c->snd_max = c->snd_nxt;
+        if (fin && (uint32_t)n == len)
+            c->flags |= HP__TCPF_FIN_SENT;
+        c->last_send_ns = c->s->now;
+        return 0;
+    }
+    /* Else the last segment again (its last MSS of sequence space). */
+    uint32_t max = c->snd_max;
+    uint32_t start = max - una > c->mss_eff ? max - c->mss_eff : una;
+    if (c->flags & HP__TCPF_FIN_SENT) {
+        uint32_t dstart = (end - una > c->mss_eff) ? end - c->mss_eff : una;
+        start = dstart;
+    }
+    if (start == max)
+        return -EAGAIN;
+    c->flags &= ~HP__TCPF_RTT_TIMING;
+    int n = resend_range(c, start, max);
+    if (n < 0)
+        return n;
+    *rtx = true;
+    c->last_send_ns = c->s->now;
+    return 0;
+}
 
 /*
  * The body of hp__tcp_output. force: the persist timer's override of
@@ -274,7 +461,7 @@ static int output(struct hp_tcp_sock *c, bool force)
     /* RFC 5681 4.1: after an idle period longer than the RTO, start again
      * from the restart window rather than send an old cwnd as one burst. */
     if (pending && una == c->snd_max && now - c->last_send_ns > (uint64_t)hp__tcp_rtt_rto(&c->rtt) * 1000u)
-        hp__tcp_cc_after_idle(&c->cc, c->mss_eff);
+        hp__tcp_cc_idle(&c->cc, &c->cubic, c->mss_eff);
 
     const uint32_t mss = c->mss_eff;
     /* Limited Transmit (RFC 3042): on the first two duplicate ACKs, one
@@ -283,12 +470,22 @@ static int output(struct hp_tcp_sock *c, bool force)
     uint32_t cwnd = c->cc.cwnd;
     if (c->cc.dupacks && !c->cc.in_recovery && c->snd_nxt == c->snd_max)
         cwnd += (c->cc.dupacks < 2 ? c->cc.dupacks : 2u) * mss;
-    const uint32_t wnd = min32(c->snd_wnd, cwnd);
     const bool nodelay = (c->flags & HP__TCPF_NODELAY) != 0;
     int sent = 0;
     bool blocked = false, nobufs = false;
+    /* With SACK state, cwnd limits RFC 6675's pipe, not the flight: the
+     * bytes SACKed or lost are out of the network (adj), and lost ones go
+     * again first. */
+    uint32_t adj = 0;
+    if (c->flags & HP__TCPF_SB_LOSS) {
+        sent = sack_retransmit(c, cwnd, &nobufs);
+        uint32_t pipe = hp__tcp_sb_pipe(c), fl0 = c->snd_nxt - una;
+        adj = fl0 > pipe ? fl0 - pipe : 0;
+    }
 
-    while (pending) {
+    /* flight - adj < cwnd and flight < snd_wnd: one bound on the flight. */
+    const uint32_t wnd = min32(c->snd_wnd, cwnd + adj < cwnd ? UINT32_MAX : cwnd + adj);
+    while (pending && !nobufs) {
         uint32_t seq = c->snd_nxt;
         uint32_t d = end - seq; /* unsent bytes */
         uint32_t flight = seq - una;
@@ -372,7 +569,9 @@ static int output(struct hp_tcp_sock *c, bool force)
 
 int hp__tcp_output(struct hp_tcp_sock *c)
 {
-    return output(c, false);
+    int n = output(c, false);
+    hp__tcp_check(c);
+    return n;
 }
 
 int hp__tcp_output_force(struct hp_tcp_sock *c)
@@ -445,6 +644,9 @@ int hp__tcp_send_syn(struct hp_tcp_sock *c)
             r.opt.ts_val = hp__tcp_ts_now(c);
             r.opt.ts_ecr = 0; /* RFC 7323 3.2: TSecr is 0 without ACK */
         }
+        r.opt.sack_perm = !cfg->no_sack; /* RFC 2018 2 */
+        if (cfg->ecn == HP_TCP_ECN_ON)
+            r.flags |= HP_TCP_F_ECE | HP_TCP_F_CWR; /* an ECN-setup SYN (RFC 3168 6.1.1) */
     } else if (c->state == HP_TCP_SYN_RECEIVED) {
         /* A SYN-ACK offers only what the peer's SYN offered (RFC 7323 1.3);
          * a cookie connection nothing but MSS (tcp_cookie.h). */
@@ -460,7 +662,10 @@ int hp__tcp_send_syn(struct hp_tcp_sock *c)
                 r.opt.ts_val = hp__tcp_ts_now(c);
                 r.opt.ts_ecr = c->ts_recent;
             }
+            r.opt.sack_perm = (c->flags & HP__TCPF_SACK_OK) != 0;
         }
+        if (c->flags & HP__TCPF_ECN_OK)
+            r.flags |= HP_TCP_F_ECE; /* an ECN-setup SYN-ACK */
     } else {
         return -EINVAL;
     }

@@ -99,6 +99,8 @@ void hp__tcp_rtx_restart(struct hp_tcp_sock *c)
 {
     struct hp_stack *s = c->s;
     uint64_t due = s->now + rto_ns(c);
+    if (c->flags & HP__TCPF_SACK_OK)
+        due = hp__tcp_sb_due(c, due); /* a tail loss probe or the reordering timer first */
     c->rtx_due = due;
     if (c->flags & HP__TCPF_PERSIST) {
         /* Data outstanding again: the timer times it, not the window. */
@@ -115,6 +117,16 @@ void hp__tcp_rtx_ensure(struct hp_tcp_sock *c)
 {
     if (c->rtx_due == 0 || (c->flags & HP__TCPF_PERSIST))
         hp__tcp_rtx_restart(c);
+}
+
+void hp__tcp_rtx_at(struct hp_tcp_sock *c, uint64_t due)
+{
+    if (c->flags & HP__TCPF_PERSIST)
+        return;
+    if (c->rtx_due == 0 || c->rtx_due > due)
+        c->rtx_due = due;
+    if (c->rtx_tdue == 0 || c->rtx_tdue > c->rtx_due)
+        rtx_arm(c, c->rtx_due);
 }
 
 void hp__tcp_rtx_stop(struct hp_tcp_sock *c)
@@ -139,6 +151,10 @@ void hp__tcp_persist_start(struct hp_tcp_sock *c)
 {
     if ((c->flags & HP__TCPF_PERSIST) && c->rtx_tdue != 0)
         return;
+    /* The probes go from SND.UNA, and so does everything after the window
+     * opens: what the log holds is void. */
+    if (c->flags & (HP__TCPF_SB | HP__TCPF_SB_LOSS))
+        hp__tcp_sb_reset(c);
     c->flags |= HP__TCPF_PERSIST;
     c->flags &= ~HP__TCPF_RTT_TIMING;
     c->persist_shift = 0;
@@ -188,6 +204,20 @@ static void persist_fire(struct hp_tcp_sock *c)
 
 /* ---- the retransmission timeout ------------------------------------------------ */
 
+/* RFC 6298 5.5-5.6: back off; RFC 5681 3.1: the loss window, ssthresh
+ * once per loss episode; what goes again: with a log, the lost segments
+ * in order and the SACKed ones not (RFC 6675 5.1, RFC 8985 6.3); without,
+ * go-back-N from snd_una (RFC 5681 3.1 allows resending everything). */
+static void rto_response(struct hp_tcp_sock *c)
+{
+    hp__tcp_rtt_timeout(&c->rtt, hp__tcp_rtt_cfg_of(c));
+    struct hp__tcp_cc_ev ev = hp__tcp_cc_ev(c, 0, c->snd_max - c->snd_una);
+    hp__tcp_cc_timeout(&c->cc, &c->cubic, &ev, c->rtx_count > 0);
+    if (!(c->flags & HP__TCPF_SACK_OK) || !hp__tcp_sb_rto(c))
+        c->snd_nxt = c->snd_una;
+    c->flags &= ~HP__TCPF_RTT_TIMING; /* Karn: nothing sent before is timed */
+}
+
 void hp__tcp_timer_rtx(struct hp_stack *s, void *arg)
 {
     struct hp_tcp_sock *c = arg;
@@ -234,6 +264,9 @@ void hp__tcp_timer_rtx(struct hp_stack *s, void *arg)
         (void)hp__tcp_output(c);
         return;
     }
+    /* A tail loss probe or the RACK reordering timer (tcp_sack.c). */
+    if ((c->flags & HP__TCPF_SACK_OK) && hp__tcp_sb_timer(c))
+        return;
     uint32_t end = hp__tcp_sndq_seq(c) + c->sndq.bytes;
     if (c->snd_wnd == 0 && hp__seq_lt(c->snd_una, end)) {
         /* The peer closed its window on data in flight: what lies past the
@@ -250,17 +283,12 @@ void hp__tcp_timer_rtx(struct hp_stack *s, void *arg)
         hp__tcp_drop(c, -ETIMEDOUT);
         return;
     }
-    /* RFC 6298 5.5-5.6: back off; RFC 5681 3.1: the loss window, ssthresh
-     * halved once per loss episode; go-back-N from snd_una (RFC 5681 3.1
-     * allows resending everything not acknowledged). The FIN, if it was
-     * outstanding, goes again after the last byte: hp__tcp_output sends
-     * it whenever snd_nxt has not passed it. */
-    hp__tcp_rtt_timeout(&c->rtt, hp__tcp_rtt_cfg_of(c));
-    hp__tcp_cc_on_timeout(&c->cc, c->snd_una, c->snd_max, c->mss_eff, c->rtx_count > 0);
-    c->snd_nxt = c->snd_una;
-    c->flags &= ~HP__TCPF_RTT_TIMING; /* Karn: nothing sent before is timed */
+    /* The FIN, if it was outstanding, goes again after the last byte:
+     * hp__tcp_output sends it whenever snd_nxt has not passed it. */
+    rto_response(c);
     if (c->rtx_count < UINT8_MAX)
         c->rtx_count++;
+    hp__tcp_pmtu_on_rto(c); /* RFC 4821: a probe lost, or a black hole */
     hp__ctr(s, HP_CTR_TCP_TIMEOUTS);
     c->st.timeouts++;
     hp__tcp_rtx_restart(c);

@@ -128,6 +128,65 @@ PY
   then ok "bench $b --quick --json has the ratios"; else ko "bench $b --quick --json has the ratios" "$(head -c 600 "$tmp/$b.json"; head -3 "$tmp/err")"; fi
 done
 expect "bench udp-echo runs"                0 "echoes/s"                  -- "$HP" bench udp-echo --quick --reps 1
+# hotpath bench peers: every workload on every stack that is built; a peer that is not
+# (lwIP's source or smoltcp's cargo build missing) is skipped with its reason, and so here.
+if timeout 300 "$HP" bench peers --quick --json >"$tmp/peers.json" 2>"$tmp/err" \
+   && python3 - "$tmp/peers.json" >"$tmp/peers.out" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+stacks = {s["stack"]: s for s in d["stacks"]}
+assert set(stacks) == {"hotpath", "lwip", "smoltcp"}, stacks
+assert "skipped" not in stacks["hotpath"]
+want = {"tcp_rr_1", "tcp_rr_1000", "tcp_bulk", "tcp_crr", "udp_echo", "idle_rss", "idle_accounted",
+        "idle_held"}
+for name, s in stacks.items():
+    if "skipped" in s:
+        assert "not built" in s["skipped"] or s["skipped"], s
+        print(f"SKIP  bench peers: {name}: {s['skipped']}")
+        continue
+    rows = {r["workload"]: r for r in d["results"] if r["stack"] == name}
+    assert set(rows) == want, (name, sorted(rows))
+    for r in rows.values():
+        assert isinstance(r["value"], (int, float)) and r["value"] > 0, (name, r)
+ratios = {q["workload"]: q for q in d["ratios"]}
+assert set(ratios) == want
+assert [g for g in d["goals"] if "2x the better peer" in g["goal"]] and all("met" in g for g in d["goals"])
+assert d["cpu"] and d["compiler"] and d["flags"]
+PY
+then
+  ok "bench peers --quick --json: every workload of every built stack, ratios, goals"
+  while read -r line; do skip=$((skip + 1)); echo "$line"; done < <(grep '^SKIP' "$tmp/peers.out")
+else
+  ko "bench peers --quick --json: every workload of every built stack, ratios, goals" \
+     "$(head -c 400 "$tmp/peers.json"; head -3 "$tmp/err"; tail -3 "$tmp/peers.out")"
+fi
+expect "bench peers names a missing smoltcp driver" 0 "smoltcp: +SKIPPED: not built.*cargo" -- \
+  env HP_PEER_SMOLTCP=/nonexistent/driver HP_PEERS_STACKS=hotpath,smoltcp HP_PEERS_WORKLOADS=udp_echo \
+  "$HP" bench peers --quick
+# The event loop: its knob on serve and connect, its counters in the JSON, bench loop.
+expect "serve --spin-us abc is refused"     2 "--spin-us wants"           -- "$HP" serve --link mem --ip 198.18.0.2/24 --spin-us abc
+expect "connect --spin-us -1 is refused"    2 "--spin-us wants"           -- "$HP" connect --link mem --bytes 10 --spin-us -1
+expect "serve self-test, never spinning"    0 "TCP connections verified .*: ok" -- "$HP" serve --link mem --ip 198.18.0.2/24 --spin-us 0 --duration 0.6
+expect "serve self-test, never sleeping"    0 "TCP connections verified .*: ok" -- "$HP" serve --link mem --ip 198.18.0.2/24 --spin-us forever --duration 0.6
+expect "connect mem, never spinning"        0 "verified +yes"             -- "$HP" connect --link mem --bytes 300000 --conns 4 --spin-us 0
+if "$HP" serve --link mem --ip 198.18.0.2/24 --json-stats --duration 0.6 >"$tmp/serve.json" 2>"$tmp/err" \
+   && python3 - "$tmp/serve.json" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+last = rows[-1]
+assert last["event"] == "exit" and last["loop"]["spin_us"] == 50, last
+assert last["loop"]["polls"] > 0 and last["tcp"]["closed"] > 0, last
+PY
+then ok "serve --json-stats: jansson's JSON with the loop's counters"; else ko "serve --json-stats: jansson's JSON with the loop's counters" "$(tail -c 400 "$tmp/serve.json"; head -3 "$tmp/err")"; fi
+if "$HP" bench loop --quick --reps 1 --json >"$tmp/loop.json" 2>"$tmp/err" \
+   && python3 - "$tmp/loop.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["bench"] == "loop" and d["one_thread"]["ratio"] > 0, d
+assert [r["variant"] for r in d["two_threads"]] == ["busy", "loop-forever", "loop-50us", "loop-0"], d
+assert all(r["tps"] > 0 and r["p99_us"] >= r["p50_us"] for r in d["two_threads"]), d
+PY
+then ok "bench loop --quick --json has the ratios"; else ko "bench loop --quick --json has the ratios" "$(head -c 600 "$tmp/loop.json"; head -3 "$tmp/err")"; fi
 expect "--alien-policy without a value"     2 "needs a value"             -- "$HP" version --alien-policy
 expect "--alien-policy bad value is named"  2 "'sideways': not local"     -- "$HP" --alien-policy sideways version
 expect "--alien-policy=defer is accepted"   0 "cpu: "                     -- "$HP" version --alien-policy=defer
@@ -458,6 +517,30 @@ if timeout 60 "$HP" demo --only layout --chrono-binary none --flows 100 --durati
   ok "demo --only layout --chrono-binary none: the chrono column is skipped, said so"
 else
   ko "demo --only layout --chrono-binary none: the chrono column is skipped, said so" "$(tail -3 "$tmp/err"; tail -5 "$tmp/lay-none.out")"
+fi
+
+# ---- memif: the options, and two hotpath processes over shared memory ----
+expect "gen memif needs --memif-socket"      2 "needs --memif-socket"      -- "$HP" gen --link memif --duration 0.1
+expect "gen --memif-role bogus is refused"   2 "client or server"          -- "$HP" gen --link memif --memif-socket "$tmp/m.sock" --memif-role bogus
+expect "gen --memif-id -1 is refused"        2 "--memif-id"                -- "$HP" gen --link memif --memif-socket "$tmp/m.sock" --memif-id -1
+expect "gen memif options need memif"        2 "are for --link memif"      -- "$HP" gen --link mem --memif-socket "$tmp/m.sock" --duration 0.1
+expect "serve memif refuses --iface"         2 "memif names its peer"      -- "$HP" serve --link memif --iface lo --memif-socket "$tmp/m.sock" --ip 198.18.0.2/24
+expect "connect memif needs --memif-socket"  2 "needs --memif-socket"      -- "$HP" connect --link memif --ip 198.18.0.1/24 --to 198.18.0.2:7 --bytes 10
+expect "rr memif runs both roles itself"     2 "rr runs both ends"         -- "$HP" rr --link memif --memif-role server
+expect "rr over memif (both ends in-process)" 0 "transactions"             -- "$HP" rr --link memif --duration 0.3
+msock="$tmp/gen.sock"
+"$HP" gen rxdrop --link memif --memif-socket "$msock" --memif-role server --duration 1 --json >"$tmp/rxd.json" 2>"$tmp/rxd.err" &
+rxd=$!
+if timeout 30 "$HP" gen txonly --link memif --memif-socket "$msock" --duration 1 --json >"$tmp/txo.json" 2>"$tmp/txo.err"    && wait "$rxd" && python3 - "$tmp/rxd.json" "$tmp/txo.json" <<'PY'
+import json, sys
+rx, tx = (json.load(open(f)) for f in sys.argv[1:3])
+assert rx["link"] == "memif" and rx["packets"] > 1000 and tx["packets"] > 1000, (rx, tx)
+PY
+then
+  ok "gen txonly -> gen rxdrop over memif, two processes"
+else
+  ko "gen txonly -> gen rxdrop over memif, two processes" "$(tail -2 "$tmp/rxd.err" "$tmp/txo.err" 2>&1)"
+  kill "$rxd" 2>/dev/null
 fi
 
 echo "$pass passed, $fail failed, $skip skipped"

@@ -7,7 +7,7 @@
 #        HP_TCP_BIG_KINDS (default "afxdp afpacket tap"): the link kinds that
 #        also move 256 MiB each way, per family, both ways round ("" for
 #        none); HP_TCP_MID (default 64Mi): the largest transfer elsewhere;
-#        HP_TCP_PHASES (default "small big connect"): the phases to run
+#        HP_TCP_PHASES (default "small big connect variants"): the phases to run
 #
 # Root only. Everything happens in network namespaces made here (hptcp-PID-*),
 # removed on exit with every process started here. Topology as in stack.sh:
@@ -47,6 +47,11 @@
 #     SHA-256 of what it sent against the kernel's of what it received; 1%
 #     faults (pcap checked too).
 #  4. the kernel's TcpInCsumErrors (nstat) did not move in its namespace.
+#  5. variants (issue 21): echo through 2% drop, 1% duplicates and 2%
+#     reordering with the kernel's SACK on and off, its ECN asking or not,
+#     serve's CUBIC or NewReno (--cc); each checks SHA-256 and a counter
+#     that shows the variant took effect (SACK blocks used, none, ECN
+#     negotiated).
 # `hotpath serve` never closes first (echo and discard close after the
 # peer's FIN, source sends until it), so "the server closes first" is the
 # kernel server of phase 3 against `hotpath connect`.
@@ -71,7 +76,7 @@ KINDS=("$@")
 BIG_KINDS=" ${HP_TCP_BIG_KINDS-afxdp afpacket tap} "
 MID=${HP_TCP_MID:-64Mi}
 is_big() { [[ "$BIG_KINDS" == *" $KIND "* ]]; }
-PHASES=" ${HP_TCP_PHASES:-small big connect} "
+PHASES=" ${HP_TCP_PHASES:-small big connect variants} "
 want() { [[ "$PHASES" == *" $1 "* ]]; }
 
 source tests/interop/harness.bash
@@ -597,6 +602,53 @@ phase_connect() {
   ksrv_stop
 }
 
+# ---- loss recovery and congestion control variants (issue 21) ------------------------
+# Through 2% drop, 1% duplicates, 2% reordering, both directions: the echo
+# makes hotpath a sender and a receiver at once. Each variant sets the kernel
+# (its namespace's sysctls) or serve (--cc) and checks, besides the SHA-256
+# of every byte, that what it asks for happened: SACK blocks used or not,
+# ECN negotiated, the algorithm in force.
+variant() { # label kernel-sysctls serve-opts counter-check
+  local label=$1 sysctls=$2 sopts=$3 check=$4 s
+  local saved=()
+  for s in $sysctls; do
+    saved+=("${s%%=*}=$(ip netns exec "$KNS" sysctl -n "${s%%=*}")")
+    ip netns exec "$KNS" sysctl -qw "$s"
+  done
+  # shellcheck disable=SC2086
+  if serve_start "var-$label" $sopts; then
+    faults_on 20000 10000 20000 || ko "$KIND ($label): attach the fault programs"
+    fault_mark
+    kpeer "$KIND ($label): IPv4 echo 4 MiB through 2% drop, 1% duplicates, 2% reordered" 180 \
+      echo --dst 198.18.0.2 --port 7 --bytes $((4 << 20))
+    kpeer "$KIND ($label): IPv6 echo 2 MiB through the same" 180 echo --dst 2001:2::2 --port 7 --bytes $((2 << 20))
+    note "$(fault_stats)"
+    faults_off
+    local v
+    v=$(serve_field "counters.${check%%[<>=]*}")
+    if python3 -c "import sys; v=int(sys.argv[1]); sys.exit(0 if eval(sys.argv[2].replace(sys.argv[3], str(v))) else 1)" \
+        "${v:-0}" "$check" "${check%%[<>=]*}" 2>/dev/null; then
+      ok "$KIND ($label): serve's counters: $check (${check%%[<>=]*} = $v)"
+    else
+      ko "$KIND ($label): serve's counters: $check" "${check%%[<>=]*} = ${v:-?}"
+    fi
+    serve_stop "var-$label"
+  fi
+  for s in "${saved[@]}"; do ip netns exec "$KNS" sysctl -qw "$s"; done
+}
+
+phase_variants() {
+  if [ -z "$FAULTS" ]; then
+    sk "$KIND: variants: no clang -target bpf or tc to build the fault programs"; return
+  fi
+  variant "sack-cubic" "net.ipv4.tcp_sack=1 net.ipv4.tcp_ecn=0" "--cc cubic" "TCP_SACK_BLOCKS_IN>0"
+  variant "nosack-cubic" "net.ipv4.tcp_sack=0 net.ipv4.tcp_ecn=0" "--cc cubic" "TCP_SACK_BLOCKS_IN==0"
+  variant "sack-newreno" "net.ipv4.tcp_sack=1 net.ipv4.tcp_ecn=0" "--cc newreno" "TCP_SACK_RECOVERIES>=0"
+  variant "nosack-newreno" "net.ipv4.tcp_sack=0 net.ipv4.tcp_ecn=0" "--cc newreno" "TCP_DSACK_IN==0"
+  variant "ecn-sack" "net.ipv4.tcp_sack=1 net.ipv4.tcp_ecn=1" "" "TCP_ECN_NEGOTIATED>0"
+  variant "ecn-nosack" "net.ipv4.tcp_sack=0 net.ipv4.tcp_ecn=1" "" "TCP_ECN_NEGOTIATED>0"
+}
+
 run_kind() {
   local t0=$SECONDS
   echo "--- $1"
@@ -610,6 +662,7 @@ run_kind() {
   local t2=$SECONDS
   want connect && phase_connect
   local t3=$SECONDS
+  want variants && phase_variants
   c1=$(csum_errors)
   if [ "$c0" = "$c1" ] && [ "$c1" != "?" ]; then
     ok "$1: the kernel's TcpInCsumErrors stayed at $c1"

@@ -16,6 +16,7 @@
 #include <hotpath/buf.h>
 #include <hotpath/pool.h>
 
+#include "buf/internal.h"
 #include "hp_test.h"
 
 /*
@@ -80,6 +81,15 @@
 #if __has_feature(address_sanitizer)
 #define STRESS_ASAN 1
 #endif
+#endif
+
+/* How long the controller leaves ADAPTIVE on in some tests: long enough for
+ * explorations (12 or more epochs of 8 alien frees per pair) to finish,
+ * which ThreadSanitizer slows down 50-fold. */
+#if defined(STRESS_TSAN)
+#define ADAPTIVE_MS 100
+#else
+#define ADAPTIVE_MS 20
 #endif
 
 #if defined(STRESS_TSAN)
@@ -153,6 +163,8 @@ struct stress_cfg {
     double ops_scale;  /* fraction of HP_STRESS_OPS */
     bool expect_dry;   /* the pool must run dry (-ENOMEM seen) */
     bool scribble;     /* tag the first SCRIBBLE_BYTES of the data room too */
+    unsigned adaptive_ms; /* the controller leaves ADAPTIVE on this long (0: 1..4 ms like
+                           * the others), so that its explorations finish */
 };
 
 struct stress {
@@ -785,11 +797,14 @@ static void *controller_main(void *arg)
     double since[MAX_IDX], t0 = now_s();
     for (int i = 0; i < MAX_IDX; i++)
         since[i] = t0;
+    int pol = (int)hp_pool_alien_policy(s->pool);
     for (unsigned step = 0; !atomic_load(&s->ctl_stop); step++) {
-        struct timespec d = {0, (long)(1 + hp_test_rand(&rng) % 4) * 1000000L};
+        long ms = pol == HP_ALIEN_ADAPTIVE && s->cfg->adaptive_ms ? (long)s->cfg->adaptive_ms
+                                                                  : (long)(1 + hp_test_rand(&rng) % 4);
+        struct timespec d = {ms / 1000, ms % 1000 * 1000000L};
         nanosleep(&d, NULL);
         int idx = step % 4 == 3 ? (int)(hp_test_rand(&rng) % 3) : (int)(step % 4);
-        int pol = HP_ALIEN_LOCAL + idx;
+        pol = HP_ALIEN_LOCAL + idx;
         int rc = hp_pool_set_alien_policy(s->pool, pol);
         if (rc != 0)
             stress_error(s, "hp_pool_set_alien_policy(%d) returned %d", pol, rc);
@@ -883,6 +898,10 @@ static struct stress *stress_setup(const struct stress_cfg *cfg, int nidx)
     };
     s->pool = hp_pool_create(&pc);
     HP_CHECK(s->pool != NULL);
+    /* Short ADAPTIVE epochs: many explorations, so that its routes switch
+     * under load too (and under ThreadSanitizer). */
+    if (s->pool)
+        hp__pool_set_epoch(s->pool, 8);
     s->sorted = calloc(cfg->n_bufs, sizeof *s->sorted);
     s->owner = calloc(cfg->n_bufs, sizeof *s->owner);
     size_t rings_len = sizeof(struct ring) * (size_t)(nidx * nidx);
@@ -1006,6 +1025,17 @@ static void check_counters(struct stress *s, const char *when)
                      (unsigned long long)st.allocs, (unsigned long long)st.frees);
 }
 
+/* ADAPTIVE's explorations over every pair. */
+static uint64_t explorations(struct stress *s)
+{
+    struct hp_pool_pair_stats ps[HP_MAX_THREADS];
+    int n = hp_pool_pair_stats(s->pool, ps, HP_MAX_THREADS);
+    uint64_t e = 0;
+    for (int i = 0; i < n && i < HP_MAX_THREADS; i++)
+        e += ps[i].explorations;
+    return e;
+}
+
 static void report(struct stress *s, double secs)
 {
     struct hp_pool_stats st;
@@ -1021,7 +1051,8 @@ static void report(struct stress *s, double secs)
     uint64_t ops = atomic_load(&s->ops);
     printf("    %s: %llu ops in %.2f s (%.1f Mops/s); sent %llu; frees %llu, alien %llu "
            "(%.0f%%), deferred %llu, overflows %llu, taken back %llu; ENOMEM %llu; "
-           "policy switches %llu (L %llu, D %llu, A %llu)",
+           "policy switches %llu (L %llu, D %llu, A %llu), adaptive: %llu explorations, "
+           "%llu pair switches",
            s->cfg->name, (unsigned long long)ops, secs, ops / secs / 1e6,
            (unsigned long long)sent, (unsigned long long)st.frees,
            (unsigned long long)st.alien_frees,
@@ -1029,7 +1060,8 @@ static void report(struct stress *s, double secs)
            (unsigned long long)st.deferred, (unsigned long long)st.defer_overflows,
            (unsigned long long)st.defer_taken, (unsigned long long)enomem,
            (unsigned long long)s->switches, (unsigned long long)s->per_policy[0],
-           (unsigned long long)s->per_policy[1], (unsigned long long)s->per_policy[2]);
+           (unsigned long long)s->per_policy[1], (unsigned long long)s->per_policy[2],
+           (unsigned long long)explorations(s), (unsigned long long)st.policy_switches);
     if (handed || orphans)
         printf("; handed over by leavers %llu, frees with a departed owner (number not "
                "reused yet) %llu",
@@ -1049,6 +1081,22 @@ static void final_checks(struct stress *s, bool multi)
     if (multi && s->per_policy[HP_ALIEN_DEFER - HP_ALIEN_LOCAL] >= 3)
         HP_CHECK_GT(st.deferred, 0);
     HP_CHECK_GE(st.frees, atomic_load(&s->ops) / 2);
+    /* The pairs account for every alien free and every ADAPTIVE switch. */
+    struct hp_pool_pair_stats ps[HP_MAX_THREADS];
+    int n = hp_pool_pair_stats(s->pool, ps, HP_MAX_THREADS);
+    HP_CHECK_GE(n, 0);
+    uint64_t alien = 0, switches = 0;
+    for (int i = 0; i < n && i < HP_MAX_THREADS; i++) {
+        alien += ps[i].alien_frees;
+        switches += ps[i].switches;
+        HP_CHECK(ps[i].policy == HP_ALIEN_LOCAL || ps[i].policy == HP_ALIEN_DEFER);
+        HP_CHECK_NE(ps[i].freer, ps[i].owner);
+    }
+    HP_CHECK_EQ(alien, st.alien_frees);
+    HP_CHECK_EQ(switches, st.policy_switches);
+    /* Long ADAPTIVE stretches: it explored, its routes switching under load. */
+    if (multi && s->cfg->adaptive_ms && s->per_policy[HP_ALIEN_ADAPTIVE - HP_ALIEN_LOCAL] >= 3)
+        HP_CHECK_GT(explorations(s), 0);
 }
 
 static void destroy_pool(struct stress *s)
@@ -1167,7 +1215,7 @@ HP_TEST(pool_stress_2_threads)
 {
     static const struct stress_cfg cfg = {
         .name = "stress-2t", .nthreads = 2, .n_bufs = 8192, .cache_size = 0,
-        .defer_max = 0, .policy = -1, .hold_cap = 512, .ops_scale = 1.0,
+        .defer_max = 0, .policy = -1, .hold_cap = 512, .ops_scale = 1.0, .adaptive_ms = ADAPTIVE_MS,
     };
     stress_plain(&cfg);
 }
@@ -1177,6 +1225,7 @@ HP_TEST(pool_stress_3_threads)
     static const struct stress_cfg cfg = {
         .name = "stress-3t", .nthreads = 3, .n_bufs = 8192, .cache_size = 64,
         .defer_max = 256, .policy = HP_ALIEN_DEFER, .hold_cap = 384, .ops_scale = 1.0,
+        .adaptive_ms = ADAPTIVE_MS,
     };
     stress_plain(&cfg);
 }

@@ -23,6 +23,7 @@
 #include "cmd.h"
 #include "demo.h"
 #include "harness.h"
+#include "demo_peers.h"
 #include "tool.h"
 
 /* Open DIR/NAME for writing. */
@@ -169,6 +170,7 @@ static int exp_pool(struct demo_ctx *d)
             }
             fputc('\n', f);
         }
+        pool_report_print_settled(r, f, md);
         fprintf(f, md ? "\n![pool: rate per scenario and policy](pool.png)\n\nGoals:\n\n" : "goals:\n");
         for (int i = 0; i < r->ngoals; i++)
             fprintf(f, md ? "- %s: %s\n" : "  [%s] %s\n", r->goals[i].met ? "met" : "MISSED",
@@ -337,6 +339,13 @@ const char *find_data_script(const char *name)
     return NULL;
 }
 
+/* ---- experiment 5: side by side with lwIP and smoltcp (demo_peers.c) ---- */
+
+static int exp_peers(struct demo_ctx *d)
+{
+    return demo_peers(d->dir, d->md, d->quick, d->cpu, &d->missed);
+}
+
 /* ---- the experiments, in the order they run ------------------------------
  * To add one: write a function that runs it with a progress display, prints
  * its table to stdout, appends a section to d->md and writes DIR/NAME.json;
@@ -352,6 +361,8 @@ static const struct {
      exp_txcomp},
     {"layout", "tcp_rr over many flows: hot structures grouped vs chrono layout, vs the kernel (SEEDS.md part 3)",
      exp_layout},
+    {"peers", "hotpath vs lwIP and smoltcp on one harness: rr, bulk, connections, UDP, idle memory (issue 23)",
+     exp_peers},
     {"paths", "TCP through loss, reordering, ECN, a tail loss and a 1280-byte link: hotpath vs the kernel (issue 21)",
      exp_paths},
 };

@@ -18,11 +18,11 @@ int exp_paths(struct demo_ctx *d)
     paths_report_run(&r, &o);
     progress_done(&p);
     paths_report_goals(&r);
-    printf("\n== 5. Paths: TCP through loss, reordering, ECN marks, a tail loss and a narrow "
+    printf("\n== 6. Paths: TCP through loss, reordering, ECN marks, a tail loss and a narrow "
            "link ==\n");
     paths_report_table(&r, stdout);
     fprintf(d->md,
-            "## 5. Paths: loss, reordering, ECN, path MTU\n\n"
+            "## 6. Paths: loss, reordering, ECN, path MTU\n\n"
             "`hotpath bench paths`: the kernel's TCP and hotpath's, each with its loss recovery "
             "and congestion control and each in the variant without SACK, send to a kernel "
             "receiver through `hotpath impair` (100 Mbit/s, 20 ms, a one-BDP queue) at each "

@@ -34,18 +34,19 @@ void gen_defaults(struct gen_opts *o)
     o->duration = 10;
     o->cpu = -1;
     o->cpu2 = -1;
+    memifopt_init(&o->memif);
 }
 
 /* What the second thread does: drain the mem peer (the frames the data
  * thread sent: freeing them here is the cross-thread free), collect
  * completions, or feed the mem peer for rxdrop and l2fwd. */
 struct side {
-    struct hp_link *link;     /* the data link */
-    struct hp_link *peer;     /* mem: the other end; NULL otherwise */
+    struct hp_link *link; /* the data link */
+    struct hp_link *peer; /* mem: the other end; NULL otherwise */
     const struct gen_opts *o;
     const uint8_t *frame;
     _Atomic int stop;
-    _Atomic uint64_t done;    /* frames handled */
+    _Atomic uint64_t done; /* frames handled */
     double cpu_s;
     int err;
 };
@@ -145,10 +146,14 @@ static int open_link(const struct gen_opts *o, struct hp_link **link, struct hp_
         *link = ends[0];
         *peer = ends[1];
     } else {
-        if (!o->iface)
+        bool memif = strcmp(o->link, "memif") == 0;
+        if (!o->iface && !memif)
             return tool_usage_error("gen", "--link %s needs --iface", o->link);
-        struct hp_link_config cfg = {.iface = o->iface, .queue = o->queue,
+        struct hp_link_config cfg = {.iface = o->iface,
+                                     .queue = o->queue,
                                      .flags = o->link_flags | (txc ? HP_LINK_F_TX_COMPLETIONS : 0)};
+        if (memif)
+            memifopt_apply(&o->memif, &cfg);
         *link = hp_link_open(o->link, &cfg);
         if (!*link) {
             fprintf(stderr, "hotpath gen: %s\n", hp_link_error());
@@ -178,7 +183,8 @@ static int gen_check(const struct gen_opts *o)
     if (o->batch < 1 || o->batch > MAX_BATCH)
         return tool_usage_error("gen", "--batch %u: wants 1 to %d", o->batch, MAX_BATCH);
     if (o->size < 60 || o->size > 9014)
-        return tool_usage_error("gen", "--size %u: wants 60 to 9014 bytes (a frame without FCS)", o->size);
+        return tool_usage_error("gen", "--size %u: wants 60 to 9014 bytes (a frame without FCS)",
+                                o->size);
     if (!(o->duration > 0) || o->duration > 86400)
         return tool_usage_error("gen", "--duration: wants 0 < seconds <= 86400");
     return 0;
@@ -201,11 +207,19 @@ struct gen_state {
 static bool tx_step(struct gen_state *g)
 {
     const struct gen_opts *o = g->o;
+    if (!hp_link_up(g->link)) {
+        /* A memif peer gone: wait for the next (an empty receive drives the
+         * link's control channel) rather than count frames the link would
+         * drop. */
+        (void)hp_link_rx_burst(g->link, g->b, 0);
+        return true;
+    }
     unsigned n = fill(g->pool, g->b, o->batch, g->frame, o->size);
     if (n) {
         int t = hp_link_tx_burst(g->link, g->b, n);
         if (t < 0) {
-            fprintf(stderr, "hotpath gen: transmit on %s failed: %s\n", hp_link_name(g->link), hp_strerror(t));
+            fprintf(stderr, "hotpath gen: transmit on %s failed: %s\n", hp_link_name(g->link),
+                    hp_strerror(t));
             hp_buf_free_bulk(g->b, n);
             return false;
         }
@@ -226,7 +240,8 @@ static bool rx_step(struct gen_state *g)
     struct hp_buf **b = g->b;
     int k = hp_link_rx_burst(g->link, b, g->o->batch);
     if (k < 0) {
-        fprintf(stderr, "hotpath gen: receive on %s failed: %s\n", hp_link_name(g->link), hp_strerror(k));
+        fprintf(stderr, "hotpath gen: receive on %s failed: %s\n", hp_link_name(g->link),
+                hp_strerror(k));
         return false;
     }
     uint64_t by = 0;
@@ -255,6 +270,21 @@ static bool rx_step(struct gen_state *g)
     g->packets += (unsigned)t;
     g->bytes += by;
     return true;
+}
+
+/* A memif link's life, on stderr: how often it came up and what it refused. */
+static void memif_report(const struct hp_link *link)
+{
+    struct hp_memif_stats ms;
+    if (hp_link_memif_stats(link, &ms) != 0)
+        return;
+    fprintf(stderr,
+            "hotpath gen: memif %s: up %llu times, down %llu; dropped while down %llu, left unread "
+            "%llu; refused %llu descriptors, %llu messages, %llu ring indices\n",
+            hp_link_name(link), (unsigned long long)ms.connects, (unsigned long long)ms.disconnects,
+            (unsigned long long)ms.tx_down, (unsigned long long)ms.tx_unread,
+            (unsigned long long)ms.bad_descs, (unsigned long long)ms.bad_msgs,
+            (unsigned long long)ms.ring_errors);
 }
 
 /* The measured loop: a short warm-up (caches, rings, the kernel's first
@@ -299,9 +329,13 @@ static int gen_start(struct gen_state *g)
     int rc = open_link(o, &g->link, &g->peer);
     if (rc)
         return rc;
+    if (!memifopt_wait_up("gen", g->link, 60, &interrupted)) {
+        fprintf(stderr, "hotpath gen: no memif peer came in 60 s\n");
+        return 1;
+    }
     if (o->size > hp_link_mtu(g->link) + 14) {
-        fprintf(stderr, "hotpath gen: --size %u is larger than %s's MTU %u + 14\n", o->size, hp_link_name(g->link),
-                hp_link_mtu(g->link));
+        fprintf(stderr, "hotpath gen: --size %u is larger than %s's MTU %u + 14\n", o->size,
+                hp_link_name(g->link), hp_link_mtu(g->link));
         return 2;
     }
     uint8_t src[6], dst[6] = {0x02, 0, 0, 0, 0, 0x02};
@@ -363,12 +397,14 @@ int gen_run(const struct gen_opts *o, struct gen_result *r)
         struct hp_link_stats st;
         hp_link_stats(g->link, &st);
         r->dropped = st.tx_dropped + st.rx_dropped;
+        memif_report(g->link);
         hp_pool_thread_flush(hp_link_pool(g->link));
     }
     int c1 = hp_link_close(g->link), c2 = hp_link_close(g->peer);
     free(g);
     if (rc == 0 && (c1 < 0 || c2 < 0)) {
-        fprintf(stderr, "hotpath gen: closing the link: %s (buffers still out)\n", hp_strerror(c1 < 0 ? c1 : c2));
+        fprintf(stderr, "hotpath gen: closing the link: %s (buffers still out)\n",
+                hp_strerror(c1 < 0 ? c1 : c2));
         return 1;
     }
     return rc;
@@ -385,15 +421,17 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: hotpath gen [txonly|rxdrop|l2fwd] [OPTIONS]\n\n"
             "Send, receive or forward frames as fast as the link allows, like xdpsock.\n\n"
-            "  --link KIND           mem (default; an in-process pair), tap, afpacket, afxdp\n"
-            "  --iface IF            the interface (all links but mem)\n"
+            "  --link KIND           mem (default; an in-process pair), tap, afpacket, afxdp,\n"
+            "                        memif (shared memory with another process)\n"
+            "  --iface IF            the interface (all links but mem and memif)\n" MEMIFOPT_HELP
             "  --queue N             afxdp: the queue to bind (default 0)\n"
             "  --size BYTES          frame size without FCS (default 64)\n"
             "  --batch N             frames per burst (default 32, at most %d)\n"
             "  --duration SECONDS    how long to run (default 10)\n"
             "  --completion-thread   txonly: free transmitted buffers on a second thread\n"
             "  --alien-policy P      local, defer or adaptive: where those frees go\n"
-            "  --copy | --zero-copy  afxdp: force the copy or the zero-copy mode\n"
+            "  --copy | --zero-copy  afxdp: force the copy or the zero-copy mode; memif client:\n"
+            "                        zero-copy (the pool is shared with the server)\n"
             "  --skb                 afxdp: attach XDP in generic (SKB) mode\n"
             "  --pcap FILE           also write every frame to FILE (pcap)\n"
             "  --cpu N, --cpu2 N     pin the data thread / the second thread\n"
@@ -407,7 +445,8 @@ static int parse_uint(const char *what, const char *arg, unsigned lo, unsigned h
     errno = 0;
     unsigned long v = strtoul(arg, &end, 10);
     if (errno || *end || !*arg || arg[0] == '-' || v < lo || v > hi)
-        return tool_usage_error("gen", "%s wants a number from %u to %u, not '%s'", what, lo, hi, arg);
+        return tool_usage_error("gen", "%s wants a number from %u to %u, not '%s'", what, lo, hi,
+                                arg);
     *out = (unsigned)v;
     return 0;
 }
@@ -432,7 +471,8 @@ static int gen_option(int c, const char *arg, struct gen_opts *o, bool *json)
     case 'd':
         o->duration = strtod(arg, &end);
         if (*end || !(o->duration > 0) || o->duration > 86400)
-            return tool_usage_error("gen", "--duration wants seconds (0 < s <= 86400), not '%s'", arg);
+            return tool_usage_error("gen", "--duration wants seconds (0 < s <= 86400), not '%s'",
+                                    arg);
         return 0;
     case 'm':
         o->mode = arg;
@@ -459,8 +499,13 @@ static int gen_option(int c, const char *arg, struct gen_opts *o, bool *json)
     case 'j':
         *json = true;
         return 0;
-    default:
-        return tool_usage_error("gen", "unknown option (hotpath gen --help lists them)");
+    default: {
+        int r = memifopt_parse("gen", &o->memif, c, arg);
+        if (r == 0)
+            return 0;
+        return r == 2 ? 2
+                      : tool_usage_error("gen", "unknown option (hotpath gen --help lists them)");
+    }
     }
 }
 
@@ -470,19 +515,21 @@ static int gen_check_opts(const struct gen_opts *o)
     if ((o->link_flags & HP_LINK_F_COPY) && (o->link_flags & HP_LINK_F_ZEROCOPY))
         return tool_usage_error("gen", "--copy and --zero-copy exclude each other");
     if (strcmp(o->link, "mem") && strcmp(o->link, "tap") && strcmp(o->link, "afpacket") &&
-        strcmp(o->link, "afxdp"))
-        return tool_usage_error("gen", "--link '%s': not mem, tap, afpacket or afxdp", o->link);
-    if (strcmp(o->link, "mem") == 0 && o->iface)
-        return tool_usage_error("gen", "--iface is for real links; mem makes its own pair");
-    return 0;
+        strcmp(o->link, "afxdp") && strcmp(o->link, "memif"))
+        return tool_usage_error("gen", "--link '%s': not mem, tap, afpacket, afxdp or memif",
+                                o->link);
+    if ((strcmp(o->link, "mem") == 0 || strcmp(o->link, "memif") == 0) && o->iface)
+        return tool_usage_error("gen", "--iface is for real links, not %s", o->link);
+    return memifopt_check("gen", o->link, &o->memif) ? 2 : 0;
 }
 
 static void print_result(const struct gen_opts *o, const struct gen_result *r, bool json)
 {
     if (!json) {
-        printf("gen %s %s: %llu packets in %.3f s: %.3f Mpps, %.3f Gbit/s, %.1f ns CPU/packet%s\n", o->mode,
-               o->link, (unsigned long long)r->packets, r->seconds, r->pps / 1e6, r->gbps,
-               r->packets ? r->cpu_s * 1e9 / (double)r->packets : 0.0, interrupted ? " (interrupted)" : "");
+        printf("gen %s %s: %llu packets in %.3f s: %.3f Mpps, %.3f Gbit/s, %.1f ns CPU/packet%s\n",
+               o->mode, o->link, (unsigned long long)r->packets, r->seconds, r->pps / 1e6, r->gbps,
+               r->packets ? r->cpu_s * 1e9 / (double)r->packets : 0.0,
+               interrupted ? " (interrupted)" : "");
         return;
     }
     json_t *j = json_object();
@@ -495,8 +542,9 @@ static void print_result(const struct gen_opts *o, const struct gen_result *r, b
     json_object_set_new(j, "size", json_integer(o->size));
     json_object_set_new(j, "batch", json_integer(o->batch));
     json_object_set_new(j, "completion_thread", json_boolean(o->completion_thread));
-    json_object_set_new(j, "alien_policy",
-                        json_string(o->alien_policy > 0 ? hp_alien_policy_name(o->alien_policy) : "default"));
+    json_object_set_new(
+        j, "alien_policy",
+        json_string(o->alien_policy > 0 ? hp_alien_policy_name(o->alien_policy) : "default"));
     json_object_set_new(j, "cpu_s", tool_json_num(r->cpu_s, 6));
     json_object_set_new(j, "dropped", json_integer((json_int_t)r->dropped));
     tool_json_write(j, stdout, false);
@@ -510,14 +558,23 @@ int cmd_gen(int argc, char **argv)
     o.rate_out = stdout;
     bool json = false;
     static const struct option longopts[] = {
-        {"link", required_argument, NULL, 'l'}, {"iface", required_argument, NULL, 'i'},
-        {"queue", required_argument, NULL, 'q'}, {"size", required_argument, NULL, 's'},
-        {"batch", required_argument, NULL, 'b'}, {"duration", required_argument, NULL, 'd'},
-        {"completion-thread", no_argument, NULL, 'C'}, {"copy", no_argument, NULL, 'c'},
-        {"zero-copy", no_argument, NULL, 'z'}, {"skb", no_argument, NULL, 'S'},
-        {"pcap", required_argument, NULL, 'p'}, {"cpu", required_argument, NULL, 'u'},
-        {"cpu2", required_argument, NULL, 'U'}, {"json", no_argument, NULL, 'j'},
-        {"mode", required_argument, NULL, 'm'}, {"help", no_argument, NULL, 'h'},
+        {"link", required_argument, NULL, 'l'},
+        {"iface", required_argument, NULL, 'i'},
+        {"queue", required_argument, NULL, 'q'},
+        {"size", required_argument, NULL, 's'},
+        {"batch", required_argument, NULL, 'b'},
+        {"duration", required_argument, NULL, 'd'},
+        {"completion-thread", no_argument, NULL, 'C'},
+        {"copy", no_argument, NULL, 'c'},
+        {"zero-copy", no_argument, NULL, 'z'},
+        {"skb", no_argument, NULL, 'S'},
+        {"pcap", required_argument, NULL, 'p'},
+        {"cpu", required_argument, NULL, 'u'},
+        {"cpu2", required_argument, NULL, 'U'},
+        {"json", no_argument, NULL, 'j'},
+        {"mode", required_argument, NULL, 'm'},
+        {"help", no_argument, NULL, 'h'},
+        MEMIFOPT_LONGOPTS,
         {NULL, 0, NULL, 0},
     };
     int c;

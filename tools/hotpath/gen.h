@@ -7,9 +7,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "memifopt.h"
+
 struct gen_opts {
     const char *mode;       /* "txonly", "rxdrop" or "l2fwd" */
-    const char *link;       /* "mem", "tap", "afpacket" or "afxdp" */
+    const char *link;       /* "mem", "tap", "afpacket", "afxdp" or "memif" */
+    struct memif_opts memif; /* memif: --memif-socket, --memif-role, --memif-id */
     const char *iface;      /* required but for mem */
     unsigned queue;         /* afxdp queue */
     unsigned size;          /* frame size in bytes, without FCS (xdpsock -s); 60..MTU+14 */

@@ -17,6 +17,7 @@
 
 #include "cmd.h"
 #include "impair_path.h"
+#include "memifopt.h"
 #include "tool.h"
 
 #define BURST 64
@@ -34,6 +35,7 @@ struct impair_opts {
     bool wait; /* sleep in poll(2) when nothing is due, instead of spinning */
     int rt;    /* SCHED_FIFO priority; 0: the default policy */
     int cpu;
+    struct memif_opts memif; /* --link memif: role and id of both sides */
 };
 
 /* One direction: frames received on in go out on out through path. */
@@ -202,7 +204,7 @@ static int parse_one(struct impair_opts *o, int c, const char *arg)
         o->wait = true; /* a spinning real-time task would starve its CPU */
         return 0;
     }
-    return 2;
+    return memifopt_parse("impair", &o->memif, c, arg) == 0 ? 0 : 2;
 }
 
 static int parse(int argc, char **argv, struct impair_opts *o)
@@ -230,9 +232,11 @@ static int parse(int argc, char **argv, struct impair_opts *o)
         {"wait", no_argument, NULL, 'W'},
         {"rt", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
+        MEMIFOPT_LONGOPTS,
         {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
+    memifopt_init(&o->memif);
     o->cpu = -1;
     o->path.seed = o->fault.seed = 1;
     optind = 1;
@@ -246,8 +250,15 @@ static int parse(int argc, char **argv, struct impair_opts *o)
     }
     if (optind < argc)
         return tool_usage_error("impair", "unexpected argument '%s'", argv[optind]);
-    if (!o->link || (strcmp(o->link, "afxdp") != 0 && strcmp(o->link, "afpacket") != 0))
-        return tool_usage_error("impair", "--link wants afxdp or afpacket");
+    bool memif = o->link && strcmp(o->link, "memif") == 0;
+    if (!o->link || (strcmp(o->link, "afxdp") != 0 && strcmp(o->link, "afpacket") != 0 && !memif))
+        return tool_usage_error("impair", "--link wants afxdp, afpacket or memif");
+    if (o->memif.socket)
+        return tool_usage_error("impair",
+                                "--link memif takes its two sockets as --iface-a and --iface-b, "
+                                "not --memif-socket");
+    if (o->memif.given && !memif)
+        return tool_usage_error("impair", "--memif-role and --memif-id are for --link memif");
     if (!o->iface[0] || !o->iface[1] || strcmp(o->iface[0], o->iface[1]) == 0)
         return tool_usage_error("impair", "--iface-a and --iface-b want two different interfaces");
     if (o->only[0] && o->only[1])
@@ -277,6 +288,14 @@ static struct hp_link *open_side(const struct impair_opts *o, int i, bool impair
     struct hp_link_config lc = {.iface = o->iface[i], .ring_size = 4096};
     if (strcmp(o->link, "afxdp") == 0)
         lc.flags |= HP_LINK_F_COPY;
+    if (strcmp(o->link, "memif") == 0) {
+        /* Each side is a memif interface of its own socket. */
+        struct memif_opts m = o->memif;
+        m.socket = o->iface[i];
+        memifopt_apply(&m, &lc);
+        lc.iface = NULL;
+        lc.ring_size = 0;
+    }
     struct hp_link *l = hp_link_open(o->link, &lc);
     if (!l) {
         fprintf(stderr, "hotpath impair: %s: %s\n", o->iface[i], hp_link_error());

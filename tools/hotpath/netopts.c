@@ -16,6 +16,7 @@ void netopt_init(struct net_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->cpu = -1;
+    memifopt_init(&o->memif);
 }
 
 int netopt_parse_cidr(const char *cmd, const char *opt, const char *arg, int family, struct cidr *out)
@@ -37,6 +38,11 @@ int netopt_parse_cidr(const char *cmd, const char *opt, const char *arg, int fam
     out->family = family;
     out->plen = (uint8_t)plen;
     return 0;
+}
+
+void netopt_tcp(const struct net_opts *o, struct hp_tcp_config *tc)
+{
+    tc->cc = (uint8_t)o->cc;
 }
 
 int netopt_parse(const char *cmd, struct net_opts *o, int c, const char *arg)
@@ -61,6 +67,10 @@ int netopt_parse(const char *cmd, struct net_opts *o, int c, const char *arg)
             return tool_usage_error(cmd, "--gw '%s': not an IPv4 address", arg);
         o->has_gw4 = true;
         return 0;
+    case 'C':
+        if ((o->cc = hp_tcp_cc_by_name(arg)) < 0)
+            return tool_usage_error(cmd, "--cc '%s': not cubic or newreno", arg);
+        return 0;
     case 'G':
         if (inet_pton(AF_INET6, arg, o->gw6) != 1)
             return tool_usage_error(cmd, "--gw6 '%s': not an IPv6 address", arg);
@@ -72,23 +82,25 @@ int netopt_parse(const char *cmd, struct net_opts *o, int c, const char *arg)
     case 'c':
         return tool_parse_cpu(cmd, arg, &o->cpu) ? 2 : 0;
     default:
-        return 1;
+        return memifopt_parse(cmd, &o->memif, c, arg);
     }
 }
 
 int netopt_check(const char *cmd, const struct net_opts *o)
 {
     if (!o->link)
-        return tool_usage_error(cmd, "--link is required: afxdp, afpacket, tap or mem");
+        return tool_usage_error(cmd, "--link is required: afxdp, afpacket, tap, mem or memif");
     if (strcmp(o->link, "mem") && strcmp(o->link, "tap") && strcmp(o->link, "afpacket") &&
-        strcmp(o->link, "afxdp"))
-        return tool_usage_error(cmd, "--link '%s': not afxdp, afpacket, tap or mem", o->link);
-    bool mem = strcmp(o->link, "mem") == 0;
-    if (!mem && !o->iface)
+        strcmp(o->link, "afxdp") && strcmp(o->link, "memif"))
+        return tool_usage_error(cmd, "--link '%s': not afxdp, afpacket, tap, mem or memif", o->link);
+    bool mem = strcmp(o->link, "mem") == 0, memif = strcmp(o->link, "memif") == 0;
+    if (!mem && !memif && !o->iface)
         return tool_usage_error(cmd, "--link %s needs --iface", o->link);
     if (mem && o->iface)
         return tool_usage_error(cmd, "--iface is for real links; mem makes its own pair");
-    return 0;
+    if (memif && o->iface)
+        return tool_usage_error(cmd, "--iface is for real links; memif names its peer with --memif-socket");
+    return memifopt_check(cmd, o->link, &o->memif) ? 2 : 0;
 }
 
 bool netopt_same_prefix(int family, const uint8_t *a, const uint8_t *b, unsigned plen)
@@ -124,6 +136,8 @@ int netopt_open_link(const char *cmd, const struct net_opts *o, const struct hp_
         lc.iface = o->iface;
         if (strcmp(o->link, "afxdp") == 0)
             lc.flags |= HP_LINK_F_COPY;
+        if (strcmp(o->link, "memif") == 0)
+            memifopt_apply(&o->memif, &lc);
         *link = hp_link_open(o->link, &lc);
         if (!*link) {
             fprintf(stderr, "hotpath %s: %s\n", cmd, hp_link_error());
@@ -154,6 +168,11 @@ int netopt_setup_stack(const char *cmd, const struct net_opts *o, const struct c
         return 1;
     }
     *out = s;
+    /* --cc for commands that keep the default TCP configuration (serve);
+     * the others pass theirs through netopt_tcp. */
+    struct hp_tcp_config tc = {0};
+    netopt_tcp(o, &tc);
+    (void)hp_tcp_configure(s, &tc);
     int ifx = hp_stack_add_iface(s, link);
     if (ifx < 0) {
         fprintf(stderr, "hotpath %s: cannot add %s: %s\n", cmd, hp_link_name(link), hp_strerror(ifx));

@@ -9,6 +9,9 @@
 
 #include <hotpath/link.h>
 #include <hotpath/stack.h>
+#include <hotpath/tcp.h>
+
+#include "memifopt.h"
 
 #define NETOPT_MAX_ADDRS 8
 
@@ -19,14 +22,17 @@ struct cidr {
     uint8_t plen;
 };
 
-/* --link KIND --iface IF --ip A/LEN --ip6 A/LEN --gw A --gw6 A --pcap FILE --cpu N */
+/* --link KIND --iface IF --ip A/LEN --ip6 A/LEN --gw A --gw6 A --pcap FILE --cpu N,
+ * and memif's --memif-socket PATH --memif-role R --memif-id N */
 struct net_opts {
     const char *link, *iface, *pcap;
+    struct memif_opts memif;
     struct cidr ip[NETOPT_MAX_ADDRS];
     int nip;
     uint8_t gw4[4], gw6[16];
     bool has_gw4, has_gw6;
     int cpu; /* -1: leave */
+    int cc;  /* --cc: enum hp_tcp_cc (0: the library's default) */
 };
 
 /* The getopt_long entries of those options, to put at the head of a
@@ -35,7 +41,8 @@ struct net_opts {
     {"link", required_argument, NULL, 'l'}, {"iface", required_argument, NULL, 'i'},               \
     {"ip", required_argument, NULL, '4'}, {"ip6", required_argument, NULL, '6'},                   \
     {"gw", required_argument, NULL, 'g'}, {"gw6", required_argument, NULL, 'G'},                   \
-    {"pcap", required_argument, NULL, 'p'}, {"cpu", required_argument, NULL, 'c'}
+    {"pcap", required_argument, NULL, 'p'}, {"cpu", required_argument, NULL, 'c'},                 \
+    {"cc", required_argument, NULL, 'C'}, MEMIFOPT_LONGOPTS
 
 /* The help lines of those options. */
 #define NETOPT_HELP                                                                                \
@@ -44,7 +51,9 @@ struct net_opts {
     "  --ip6 A/LEN       an IPv6 address and prefix (repeatable)\n"                                \
     "  --gw A, --gw6 A   default gateways\n"                                                       \
     "  --pcap FILE       write every frame to FILE\n"                                              \
-    "  --cpu N           pin to CPU N\n"
+    "  --cpu N           pin to CPU N\n"                                                          \
+    "  --cc ALGO         TCP congestion control: cubic (default) or newreno\n"                   \
+    MEMIFOPT_HELP
 
 void netopt_init(struct net_opts *o);
 
@@ -52,8 +61,12 @@ void netopt_init(struct net_opts *o);
  * @return 0 (taken), 1 (not one of ours), 2 (a usage error, printed). */
 int netopt_parse(const char *cmd, struct net_opts *o, int c, const char *arg);
 
+/* Put the TCP choices of o (--cc) into tc, before hp_tcp_configure. */
+void netopt_tcp(const struct net_opts *o, struct hp_tcp_config *tc);
+
 /* The checks after parsing: a known link kind, --iface for real links and
- * not for mem. 0, or 2 after printing the error. */
+ * not for mem or memif, --memif-socket for memif. 0, or 2 after printing
+ * the error. */
 int netopt_check(const char *cmd, const struct net_opts *o);
 
 /* Parse "198.18.0.2/24" (family 4) or "2001:2::2/64" (family 6) for option

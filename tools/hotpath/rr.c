@@ -18,8 +18,8 @@
 #include <hotpath/tcp.h>
 #include <hotpath/udp.h>
 
-#include "rr.h"
 #include "cmd.h"
+#include "rr.h"
 #include "tool.h"
 
 /* Under callgrind (scripts/rr_cachesim.py), the counters are zeroed as the measured
@@ -41,14 +41,15 @@
 #define CMD "rr"
 #define MAX_FLOWS 200000u
 #define MAX_MSG (1u << 20)
-#define TCP_PORT0 5001        /* listeners: 5001, 5002, ... */
-#define UDP_PORT0 1024        /* UDP flow i: port 1024 + i on both sides */
-#define SETUP_BATCH 512       /* handshakes in flight per stack pair */
+#define TCP_PORT0 5001  /* listeners: 5001, 5002, ... */
+#define UDP_PORT0 1024  /* UDP flow i: port 1024 + i on both sides */
+#define SETUP_BATCH 512 /* handshakes in flight per stack pair */
 #define EV_BATCH 256
 #define SCRATCH (64 * 1024)
 
 static const uint8_t CLI4[4] = {198, 18, 0, 1}, SRV4[4] = {198, 18, 0, 2};
-static const uint8_t CLI6[16] = {0x20, 0x01, 0, 2, [15] = 1}, SRV6[16] = {0x20, 0x01, 0, 2, [15] = 2};
+static const uint8_t CLI6[16] = {0x20, 0x01, 0, 2, [15] = 1},
+                     SRV6[16] = {0x20, 0x01, 0, 2, [15] = 2};
 
 /* ---- shared helpers (rr.h) ------------------------------------------------------ */
 
@@ -106,9 +107,9 @@ enum { F_CLI = 1, F_SRV, F_LIS };
 struct mflow {
     uint8_t kind;
     bool up, dead;
-    uint32_t got;       /* bytes of the message being received */
-    uint32_t tosend;    /* bytes of the current message not yet taken by the stack */
-    uint64_t t0;        /* ticks at the request's send (client) */
+    uint32_t got;    /* bytes of the message being received */
+    uint32_t tosend; /* bytes of the current message not yet taken by the stack */
+    uint64_t t0;     /* ticks at the request's send (client) */
     union {
         struct hp_tcp_sock *t;
         struct hp_udp_sock *u;
@@ -118,10 +119,10 @@ struct mflow {
 #define MAX_LISTEN 64
 
 struct mpair {
-    struct hp_pool *pool;           /* mem, afpacket, tap: both links'; afxdp: NULL (UMEMs) */
-    struct rr_net *net;             /* real links: where they live; mem: NULL */
+    struct hp_pool *pool; /* mem, afpacket, tap: both links'; afxdp: NULL (UMEMs) */
+    struct rr_net *net;   /* real links: where they live; mem: NULL */
     struct hp_link *e[2];
-    struct hp_stack *st[2];         /* 0: client, 1: server */
+    struct hp_stack *st[2]; /* 0: client, 1: server */
     struct hp_tcp_sock *lis[MAX_LISTEN];
     unsigned nlis;
     struct mflow listag;
@@ -138,7 +139,7 @@ struct mworker {
     uint64_t txns, timeouts, errors;
     uint64_t timeout_ticks;
     uint8_t *buf;
-    struct hb_window win;     /* the measured window: n[RR_TXNS], n[RR_TIMEOUTS] */
+    struct hb_window win; /* the measured window: n[RR_TXNS], n[RR_TIMEOUTS] */
     struct rr_hist hist;
 };
 
@@ -183,7 +184,8 @@ static void drain_events(struct hp_stack *s)
  * first packets do not wait in (and overflow) the neighbour queue. */
 static int pair_resolve(struct mpair *p, int fam, char *why, size_t len)
 {
-    enum hp_stack_ctr reps = fam == HP_AF_INET6 ? HP_CTR_ICMP6_IN_ECHO_REPS : HP_CTR_ICMP_IN_ECHO_REPS;
+    enum hp_stack_ctr reps =
+        fam == HP_AF_INET6 ? HP_CTR_ICMP6_IN_ECHO_REPS : HP_CTR_ICMP_IN_ECHO_REPS;
     double deadline = tool_now_s() + 5;
     uint16_t seq = 0;
     double next = 0;
@@ -226,7 +228,8 @@ static int pair_wait_dad(struct mpair *p, const int ifx[2], char *why, size_t le
                 return -1;
             }
         if (tool_now_s() > deadline) {
-            snprintf(why, len, "duplicate address detection of 2001:2::1 and 2001:2::2 did not end in 10 s");
+            snprintf(why, len,
+                     "duplicate address detection of 2001:2::1 and 2001:2::2 did not end in 10 s");
             return -1;
         }
         int work = 0;
@@ -241,8 +244,8 @@ static int pair_wait_dad(struct mpair *p, const int ifx[2], char *why, size_t le
 
 /* Pair k of n flows: its two links (mem: a pair; real: from net), two
  * stacks with an address each, neighbours resolved. */
-static int pair_open(const struct rr_opts *o, struct rr_net *net, unsigned k, struct mpair *p, unsigned n,
-                     struct rr_result *r, char *why, size_t len)
+static int pair_open(const struct rr_opts *o, struct rr_net *net, unsigned k, struct mpair *p,
+                     unsigned n, struct rr_result *r, char *why, size_t len)
 {
     memset(p, 0, sizeof *p);
     p->n = n;
@@ -271,7 +274,12 @@ static int pair_open(const struct rr_opts *o, struct rr_net *net, unsigned k, st
             return -1;
         }
         struct hp_link_config lc = {.pool = p->pool, .ring_size = ring};
-        if (hp_link_mem_pair(&lc, p->e) < 0) {
+        if (strcmp(o->link, "memif") == 0) {
+            /* memif rings hold at most 16384 entries. */
+            lc.ring_size = r->ring_size = ring > 16384 ? 16384 : ring;
+            if (memifopt_pair(&o->memif, k, &lc, p->e, why, len) < 0)
+                return -1;
+        } else if (hp_link_mem_pair(&lc, p->e) < 0) {
             snprintf(why, len, "mem pair: %s", hp_link_error());
             return -1;
         }
@@ -279,21 +287,30 @@ static int pair_open(const struct rr_opts *o, struct rr_net *net, unsigned k, st
     /* DAD is skipped where nobody else can be: on the mem pair, and in the
      * namespace made for the run. */
     bool dad = net && !net->own && fam == HP_AF_INET6;
-    struct hp_tcp_config tc = {.max_conns = n + 1024, .sndbuf = o->sockbuf, .rcvbuf = o->sockbuf,
+    struct hp_tcp_config tc = {.max_conns = n + 1024,
+                               .sndbuf = o->sockbuf,
+                               .rcvbuf = o->sockbuf,
                                .syn_backlog_max = n + 1024 > 65535 ? 65535 : n + 1024,
-                               .early_demux_conns = o->early_demux, .rto_min_ms = o->rto_min_ms};
+                               .early_demux_conns = o->early_demux,
+                               .rto_min_ms = o->rto_min_ms,
+                               .cc = (uint8_t)o->cc};
     int ifx[2];
     for (int i = 0; i < 2; i++) {
-        struct hp_stack_config sc = {.name = i ? "rr-server" : "rr-client", .flags = dad ? 0 : HP_STACK_F_NO_DAD,
-                                     .neigh_queue = 4096, .neigh_reachable_ms = 3600u * 1000u};
+        struct hp_stack_config sc = {.name = i ? "rr-server" : "rr-client",
+                                     .flags = dad ? 0 : HP_STACK_F_NO_DAD,
+                                     .neigh_queue = 4096,
+                                     .neigh_reachable_ms = 3600u * 1000u};
         p->st[i] = hp_stack_create(&sc);
         ifx[i] = p->st[i] ? hp_stack_add_iface(p->st[i], p->e[i]) : -ENOMEM;
         const uint8_t *a = fam == HP_AF_INET6 ? (i ? SRV6 : CLI6) : (i ? SRV4 : CLI4);
-        int rc = ifx[i] < 0 ? ifx[i] : hp_stack_add_addr(p->st[i], ifx[i], fam, a, fam == HP_AF_INET6 ? 64 : 24);
+        int rc = ifx[i] < 0
+                     ? ifx[i]
+                     : hp_stack_add_addr(p->st[i], ifx[i], fam, a, fam == HP_AF_INET6 ? 64 : 24);
         if (rc == 0) /* UDP too: early_demux_conns also counts bound UDP sockets */
             rc = hp_tcp_configure(p->st[i], &tc);
         if (rc < 0) {
-            snprintf(why, len, "cannot set up the %s stack: %s", i ? "server" : "client", hp_strerror(rc));
+            snprintf(why, len, "cannot set up the %s stack: %s", i ? "server" : "client",
+                     hp_strerror(rc));
             return -1;
         }
     }
@@ -331,7 +348,8 @@ static void pair_accept(struct mpair *p)
 
 /* Listen on several ports and connect every flow, SETUP_BATCH handshakes at
  * a time, polling both stacks on this thread. */
-static int pair_connect_tcp(const struct rr_opts *o, struct mpair *p, struct rr_result *r, char *why, size_t len)
+static int pair_connect_tcp(const struct rr_opts *o, struct mpair *p, struct rr_result *r,
+                            char *why, size_t len)
 {
     int fam = o->ipv6 ? HP_AF_INET6 : HP_AF_INET4;
     /* Ephemeral ports are 49152-65535 per destination: keep well under
@@ -359,8 +377,8 @@ static int pair_connect_tcp(const struct rr_opts *o, struct mpair *p, struct rr_
     struct hp_event ev[EV_BATCH];
     while (estab < p->n || p->accepted < p->n) {
         if (tool_now_s() > deadline) {
-            snprintf(why, len, "only %u of %u flows established (%u accepted) within 60 s", estab, p->n,
-                     p->accepted);
+            snprintf(why, len, "only %u of %u flows established (%u accepted) within 60 s", estab,
+                     p->n, p->accepted);
             return -1;
         }
         while (started < p->n && started - estab < SETUP_BATCH) {
@@ -411,7 +429,8 @@ static int pair_open_udp(const struct rr_opts *o, struct mpair *p, char *why, si
 {
     int fam = o->ipv6 ? HP_AF_INET6 : HP_AF_INET4;
     if (UDP_PORT0 + p->n > 65535) {
-        snprintf(why, len, "UDP: %u flows on one stack pair need more than 64511 ports: add --threads", p->n);
+        snprintf(why, len,
+                 "UDP: %u flows on one stack pair need more than 64511 ports: add --threads", p->n);
         return -1;
     }
     for (unsigned i = 0; i < p->n; i++) {
@@ -595,8 +614,8 @@ static void *m_worker(void *arg)
 
 /* Every stack pair opened and its flows up; *opened counts the pairs to
  * free. 0, or -1 with r->note. */
-static int open_pairs(const struct rr_opts *o, struct rr_net *net, struct mpair *pairs, unsigned *opened,
-                      struct rr_result *r)
+static int open_pairs(const struct rr_opts *o, struct rr_net *net, struct mpair *pairs,
+                      unsigned *opened, struct rr_result *r)
 {
     for (unsigned k = 0; k < o->threads; k++) {
         struct mpair *p = &pairs[k];
@@ -628,8 +647,8 @@ static void cg_close(void)
 
 /* A client and a server thread per pair, through warm-up and the window.
  * 0, or -1 with r->note when the threads could not all start. */
-static int run_workers(const struct rr_opts *o, struct mpair *pairs, struct mworker *w, uint8_t *bufs,
-                       struct rr_result *r)
+static int run_workers(const struct rr_opts *o, struct mpair *pairs, struct mworker *w,
+                       uint8_t *bufs, struct rr_result *r)
 {
     unsigned T = o->threads, started = 0;
     pthread_t *th = calloc(2 * (size_t)T, sizeof *th);
@@ -686,7 +705,8 @@ static void collect(const struct rr_opts *o, const struct mpair *pairs, const st
             r->eth_out_drops += hp_stack_counter(pairs[k].st[i], HP_CTR_ETH_OUT_DROPS);
         }
     if (errors && !o->udp)
-        snprintf(r->note, sizeof r->note, "%llu socket errors during the run", (unsigned long long)errors);
+        snprintf(r->note, sizeof r->note, "%llu socket errors during the run",
+                 (unsigned long long)errors);
 }
 
 int rr_mem_run(const struct rr_opts *o, struct rr_result *r)
@@ -703,7 +723,7 @@ int rr_mem_run(const struct rr_opts *o, struct rr_result *r)
     }
     memset(bufs, 'r', 2 * (size_t)T * SCRATCH);
     double t_setup = tool_now_s();
-    if (strcmp(o->link, "mem") != 0) {
+    if (!rr_in_process(o)) {
         if (rr_net_up(o, rr_flows_of(o->flows, T, 0), &netb, r) < 0)
             goto out;
         net = &netb;
@@ -729,20 +749,28 @@ out:
 
 /* ---- the command ------------------------------------------------------------------------ */
 
+static void usage_head(FILE *f)
+{
+    fprintf(f, "usage: hotpath rr [OPTIONS]\n"
+               "\n"
+               "Request/response transactions over many flows, like neper's tcp_rr and udp_rr.\n"
+               "Each flow keeps exactly one transaction outstanding: the client sends a request,\n"
+               "the server answers once it has the whole request, the client sends the next\n"
+               "request once it has the whole response. Every flow is established before a\n"
+               "warm-up; transactions are counted over the measured window that follows.\n"
+               "\n");
+}
+
 static void usage(FILE *f)
 {
+    usage_head(f);
     fprintf(f,
-            "usage: hotpath rr [OPTIONS]\n"
-            "\n"
-            "Request/response transactions over many flows, like neper's tcp_rr and udp_rr.\n"
-            "Each flow keeps exactly one transaction outstanding: the client sends a request,\n"
-            "the server answers once it has the whole request, the client sends the next\n"
-            "request once it has the whole response. Every flow is established before a\n"
-            "warm-up; transactions are counted over the measured window that follows.\n"
-            "\n"
             "  --proto tcp|udp   protocol (default tcp)\n"
             "  --link KIND       mem (default): a client and a server hotpath stack over an\n"
             "                    in-memory link pair, each busy-polled by its own thread;\n"
+            "                    memif: the same over a memif link (shared memory; both\n"
+            "                    ends in this process, on abstract sockets unless\n"
+            "                    --memif-socket PATH gives a base path, --memif-id N the id);\n"
             "                    afxdp, afpacket, tap: the same two stacks and threads over a\n"
             "                    real link through the kernel: a veth pair (afxdp in copy\n"
             "                    mode, afpacket), or two tap devices on a Linux bridge (tap);\n"
@@ -773,6 +801,7 @@ static void usage(FILE *f)
             "                    connections or sockets) from N TCP connections, or N\n"
             "                    bound UDP sockets, per stack on, or 'off' (default: the\n"
             "                    library's, 16384)\n"
+            "  --cc ALGO         hotpath TCP: cubic (default) or newreno\n"
             "  --rto-min MS      hotpath TCP: the retransmission timeout's lower bound\n"
             "                    (default the library's, 200 ms; at most 60000). Under\n"
             "                    valgrind, where a transaction takes a hundred times longer,\n"
@@ -821,7 +850,7 @@ static void summarise(const struct rr_opts *o, const struct rr_result *r, struct
     s->cpt = r->txns ? (r->cpu_client_s + r->cpu_server_s) / (double)r->txns : 0;
     s->p50 = rr_hist_quantile(&r->hist, 0.5) / r->ticks_per_us;
     s->p99 = rr_hist_quantile(&r->hist, 0.99) / r->ticks_per_us;
-    s->real = rr_hotpath_link(o) && strcmp(o->link, "mem") != 0;
+    s->real = rr_hotpath_link(o) && !rr_in_process(o);
 }
 
 /* The hotpath stacks' configuration and the real links' interfaces and drops. */
@@ -854,12 +883,13 @@ static void json_config(json_t *j, const struct rr_opts *o, const struct rr_resu
     }
 }
 
-static void print_json(const struct rr_opts *o, const struct rr_result *r, const struct rr_summary *s)
+static void print_json(const struct rr_opts *o, const struct rr_result *r,
+                       const struct rr_summary *s)
 {
-    json_t *j = json_pack("{s:s, s:s, s:i, s:o, s:o, s:o, s:o}", "proto", o->udp ? "udp" : "tcp", "link", o->link,
-                          "flows", (int)o->flows, "tps", tool_json_num(s->tps, 1), "cpu_s_per_txn",
-                          tool_json_sig(s->cpt, 4), "p50_us", tool_json_num(s->p50, 2),
-                          "p99_us", tool_json_num(s->p99, 2));
+    json_t *j = json_pack("{s:s, s:s, s:i, s:o, s:o, s:o, s:o}", "proto", o->udp ? "udp" : "tcp",
+                          "link", o->link, "flows", (int)o->flows, "tps", tool_json_num(s->tps, 1),
+                          "cpu_s_per_txn", tool_json_sig(s->cpt, 4), "p50_us",
+                          tool_json_num(s->p50, 2), "p99_us", tool_json_num(s->p99, 2));
     json_object_set_new(j, "flows_reached", json_integer(r->flows_reached));
     json_object_set_new(j, "threads", json_integer(o->threads));
     json_object_set_new(j, "ipv6", json_boolean(o->ipv6));
@@ -889,7 +919,8 @@ static void print_json(const struct rr_opts *o, const struct rr_result *r, const
 static void print_config(const struct rr_opts *o, const struct rr_result *r, bool real)
 {
     if (real)
-        printf("  link             %s: %s <-> %s%s%s%s; drops: link rx %llu, link tx %llu, transmit ring full "
+        printf("  link             %s: %s <-> %s%s%s%s; drops: link rx %llu, link tx %llu, "
+               "transmit ring full "
                "%llu\n",
                o->link, r->iface, r->peer_iface, r->netns[0] ? " in namespace " : "", r->netns,
                r->netns[0] ? (strcmp(o->link, "tap") == 0 ? " (taps on a bridge)" : " (veth)") : "",
@@ -901,7 +932,8 @@ static void print_config(const struct rr_opts *o, const struct rr_result *r, boo
             printf(" and rings of %u", r->ring_size);
         printf(" per pair");
         if (!o->udp)
-            printf(", sockbuf %u B, %u listening ports, max_conns %u", o->sockbuf, r->listen_ports, r->max_conns);
+            printf(", sockbuf %u B, %u listening ports, max_conns %u", o->sockbuf, r->listen_ports,
+                   r->max_conns);
         printf(", early demux %s", r->early_demux == UINT32_MAX ? "off" : "");
         if (r->early_demux != UINT32_MAX)
             printf("from %u %s", r->early_demux, o->udp ? "bound sockets" : "connections");
@@ -910,8 +942,10 @@ static void print_config(const struct rr_opts *o, const struct rr_result *r, boo
         printf("\n");
     }
     if (r->processes)
-        printf("  processes        %u (client and server; %u threads in all: one process holds at most\n"
-               "                   RLIMIT_NOFILE sockets)\n", r->processes, 2 * r->threads_used);
+        printf("  processes        %u (client and server; %u threads in all: one process holds at "
+               "most\n"
+               "                   RLIMIT_NOFILE sockets)\n",
+               r->processes, 2 * r->threads_used);
 }
 
 static void print_report(const struct rr_opts *o, const struct rr_result *r)
@@ -923,20 +957,23 @@ static void print_report(const struct rr_opts *o, const struct rr_result *r)
         return;
     }
     printf("hotpath rr: %s over %s, %s, %u flow%s on %u thread%s%s, request %u B, response %u B\n",
-           o->udp ? "udp" : "tcp", o->link, o->ipv6 ? "IPv6" : "IPv4", o->flows, o->flows == 1 ? "" : "s",
-           o->threads, o->threads == 1 ? "" : "s", rr_hotpath_link(o) ? " pair(s)" : " per side", o->request,
-           o->response);
-    printf("  flows reached    %u of %u (set up in %.2f s)\n", r->flows_reached, o->flows, r->setup_s);
-    printf("  transactions     %llu in %.2f s (after %.2f s of warm-up)\n", (unsigned long long)r->txns,
-           r->seconds, o->warm);
+           o->udp ? "udp" : "tcp", o->link, o->ipv6 ? "IPv6" : "IPv4", o->flows,
+           o->flows == 1 ? "" : "s", o->threads, o->threads == 1 ? "" : "s",
+           rr_hotpath_link(o) ? " pair(s)" : " per side", o->request, o->response);
+    printf("  flows reached    %u of %u (set up in %.2f s)\n", r->flows_reached, o->flows,
+           r->setup_s);
+    printf("  transactions     %llu in %.2f s (after %.2f s of warm-up)\n",
+           (unsigned long long)r->txns, r->seconds, o->warm);
     printf("  tps              %.0f\n", s.tps);
-    printf("  cpu per txn      %.3f us (client %.2f s + server %.2f s of thread CPU time)\n", s.cpt * 1e6,
-           r->cpu_client_s, r->cpu_server_s);
+    printf("  cpu per txn      %.3f us (client %.2f s + server %.2f s of thread CPU time)\n",
+           s.cpt * 1e6, r->cpu_client_s, r->cpu_server_s);
     printf("  latency          p50 %.1f us, p99 %.1f us\n", s.p50, s.p99);
     if (o->udp)
-        printf("  timeouts         %llu (requests resent after 1 s)\n", (unsigned long long)r->timeouts);
+        printf("  timeouts         %llu (requests resent after 1 s)\n",
+               (unsigned long long)r->timeouts);
     print_config(o, r, s.real);
-    printf("  build            %s, %s, layout %s\n", tool_compiler(), tool_build_flags(), hp_layout_name());
+    printf("  build            %s, %s, layout %s\n", tool_compiler(), tool_build_flags(),
+           hp_layout_name());
     if (r->note[0])
         printf("  note             %s\n", r->note);
 }
@@ -956,7 +993,8 @@ static int parse_size(const char *opt, const char *arg, uint32_t lo, uint32_t *o
 {
     uint64_t v;
     if (tool_parse_bytes(arg, &v) < 0 || v < lo || v > MAX_MSG)
-        return tool_usage_error(CMD, "%s wants a size from %u to %u bytes, not '%s'", opt, lo, MAX_MSG, arg);
+        return tool_usage_error(CMD, "%s wants a size from %u to %u bytes, not '%s'", opt, lo,
+                                MAX_MSG, arg);
     *out = (uint32_t)v;
     return 0;
 }
@@ -964,7 +1002,7 @@ static int parse_size(const char *opt, const char *arg, uint32_t lo, uint32_t *o
 /* One option of cmd_rr's table into o. 0, or 2 after a usage error. */
 static int rr_option(int c, const char *arg, const char *opt, struct rr_opts *o)
 {
-    static const char *const links[] = {"mem", "afxdp", "afpacket", "tap", "kernel"};
+    static const char *const links[] = {"mem", "memif", "afxdp", "afpacket", "tap", "kernel"};
     char *end;
     switch (c) {
     case 'P':
@@ -972,18 +1010,23 @@ static int rr_option(int c, const char *arg, const char *opt, struct rr_opts *o)
             return tool_usage_error(CMD, "--proto '%s': not tcp or udp", arg);
         o->udp = arg[0] == 'u';
         return 0;
+    case 'C':
+        if ((o->cc = hp_tcp_cc_by_name(arg)) < 0)
+            return tool_usage_error(CMD, "--cc '%s': not cubic or newreno", arg);
+        return 0;
     case 'l':
         for (size_t i = 0; i < sizeof links / sizeof links[0]; i++)
             if (strcmp(arg, links[i]) == 0) {
                 o->link = links[i];
                 return 0;
             }
-        return tool_usage_error(CMD, "--link '%s': not mem, afxdp, afpacket, tap or kernel", arg);
+        return tool_usage_error(CMD, "--link '%s': not mem, memif, afxdp, afpacket, tap or kernel",
+                                arg);
     case 'i':
     case 'I':
         if (!*arg || strlen(arg) >= IF_NAMESIZE || strchr(arg, '/') || strchr(arg, ' '))
-            return tool_usage_error(CMD, "%s '%s' is not an interface name", c == 'i' ? "--iface" : "--peer-iface",
-                                    arg);
+            return tool_usage_error(CMD, "%s '%s' is not an interface name",
+                                    c == 'i' ? "--iface" : "--peer-iface", arg);
         *(c == 'i' ? &o->iface : &o->peer_iface) = arg;
         return 0;
     case 'f':
@@ -1008,7 +1051,8 @@ static int rr_option(int c, const char *arg, const char *opt, struct rr_opts *o)
         errno = 0;
         o->duration = strtod(arg, &end);
         if (!*arg || *end || errno || !(o->duration >= 0.1 && o->duration <= 3600))
-            return tool_usage_error(CMD, "--duration wants seconds from 0.1 to 3600, not '%s'", arg);
+            return tool_usage_error(CMD, "--duration wants seconds from 0.1 to 3600, not '%s'",
+                                    arg);
         return 0;
     case '6':
         o->ipv6 = true;
@@ -1023,36 +1067,46 @@ static int rr_option(int c, const char *arg, const char *opt, struct rr_opts *o)
     case 'j':
         o->json = true;
         return 0;
-    default:
-        return tool_usage_error(CMD, "unknown option '%s'", opt);
+    default: {
+        int rc = memifopt_parse(CMD, &o->memif, c, arg);
+        return rc == 1 ? tool_usage_error(CMD, "unknown option '%s'", opt) : rc;
+    }
     }
 }
 
 /* --iface and --peer-iface: both or neither, for real links, existing. */
 static int rr_check_ifaces(const struct rr_opts *o)
 {
-    bool real = rr_hotpath_link(o) && strcmp(o->link, "mem") != 0;
+    bool real = rr_hotpath_link(o) && !rr_in_process(o);
     if ((o->iface || o->peer_iface) && !real)
-        return tool_usage_error(CMD, "--iface and --peer-iface are for --link afxdp, afpacket or tap, not %s", o->link);
+        return tool_usage_error(
+            CMD, "--iface and --peer-iface are for --link afxdp, afpacket or tap, not %s", o->link);
     if (o->iface && !o->peer_iface)
-        return tool_usage_error(CMD, "--iface %s needs --peer-iface: the server stack's interface, joined to it "
-                                     "(the other end of a veth pair, or a tap on the same bridge)", o->iface);
+        return tool_usage_error(
+            CMD,
+            "--iface %s needs --peer-iface: the server stack's interface, joined to it "
+            "(the other end of a veth pair, or a tap on the same bridge)",
+            o->iface);
     if (o->peer_iface && !o->iface)
-        return tool_usage_error(CMD, "--peer-iface %s needs --iface: the client stack's interface", o->peer_iface);
+        return tool_usage_error(CMD, "--peer-iface %s needs --iface: the client stack's interface",
+                                o->peer_iface);
     if (o->iface && strcmp(o->iface, o->peer_iface) == 0)
-        return tool_usage_error(CMD, "--iface and --peer-iface are both %s: each stack needs its own", o->iface);
+        return tool_usage_error(
+            CMD, "--iface and --peer-iface are both %s: each stack needs its own", o->iface);
     if (o->iface && o->threads > 1)
-        return tool_usage_error(CMD, "--iface and --peer-iface carry one stack pair: --threads 1, or let rr make "
-                                     "a veth pair or bridge per thread (no --iface)");
+        return tool_usage_error(
+            CMD, "--iface and --peer-iface carry one stack pair: --threads 1, or let rr make "
+                 "a veth pair or bridge per thread (no --iface)");
     for (int i = 0; o->iface && i < 2; i++) {
         const char *name = i ? o->peer_iface : o->iface;
         if (if_nametoindex(name) == 0)
             return tool_usage_error(CMD, "%s %s: no such interface in this network namespace%s",
                                     i ? "--peer-iface" : "--iface", name,
-                                    strcmp(o->link, "tap") == 0 ? " (make both taps first, on one bridge: "
-                                                                  "ip tuntap add dev NAME mode tap; "
-                                                                  "ip link set NAME master BRIDGE up)"
-                                                                : "");
+                                    strcmp(o->link, "tap") == 0
+                                        ? " (make both taps first, on one bridge: "
+                                          "ip tuntap add dev NAME mode tap; "
+                                          "ip link set NAME master BRIDGE up)"
+                                        : "");
     }
     return 0;
 }
@@ -1060,12 +1114,17 @@ static int rr_check_ifaces(const struct rr_opts *o)
 /* The checks once every option is in. 0, or 2 after a usage error. */
 static int rr_check(const struct rr_opts *o)
 {
+    if (o->memif.role != HP_MEMIF_CLIENT)
+        return tool_usage_error(CMD, "--memif-role: rr runs both ends of the memif link itself");
+    if (o->memif.given && strcmp(o->link, "memif") != 0)
+        return tool_usage_error(CMD, "--memif-socket and --memif-id are for --link memif");
     if (o->threads > o->flows)
         return tool_usage_error(CMD, "--threads %u is more than --flows %u", o->threads, o->flows);
     if (rr_check_ifaces(o))
         return 2;
     if (o->rto_min_ms && (o->udp || !rr_hotpath_link(o)))
-        return tool_usage_error(CMD, "--rto-min is for hotpath's TCP, not %s", o->udp ? "UDP" : "the kernel's");
+        return tool_usage_error(CMD, "--rto-min is for hotpath's TCP, not %s",
+                                o->udp ? "UDP" : "the kernel's");
     unsigned max_udp = o->ipv6 ? 65487u : 65507u;
     if (o->udp && (o->request > max_udp || o->response > max_udp))
         return tool_usage_error(CMD, "UDP messages are at most %u bytes", max_udp);
@@ -1074,17 +1133,32 @@ static int rr_check(const struct rr_opts *o)
 
 int cmd_rr(int argc, char **argv)
 {
-    struct rr_opts o = {.link = "mem", .flows = 1, .threads = 1, .request = 1, .response = 1,
-                        .duration = 5, .sockbuf = 16384};
+    struct rr_opts o = {.link = "mem",
+                        .flows = 1,
+                        .threads = 1,
+                        .request = 1,
+                        .response = 1,
+                        .duration = 5,
+                        .sockbuf = 16384};
     static const struct option lo[] = {
-        {"proto", required_argument, NULL, 'P'},   {"link", required_argument, NULL, 'l'},
-        {"flows", required_argument, NULL, 'f'},   {"threads", required_argument, NULL, 't'},
-        {"request", required_argument, NULL, 'q'}, {"response", required_argument, NULL, 'r'},
-        {"duration", required_argument, NULL, 'd'}, {"ipv6", no_argument, NULL, '6'},
-        {"cpu", required_argument, NULL, 'c'},     {"json", no_argument, NULL, 'j'},
-        {"sockbuf", required_argument, NULL, 'b'}, {"help", no_argument, NULL, 'h'},
-        {"early-demux", required_argument, NULL, 'e'}, {"rto-min", required_argument, NULL, 'R'},
-        {"iface", required_argument, NULL, 'i'},   {"peer-iface", required_argument, NULL, 'I'},
+        {"proto", required_argument, NULL, 'P'},
+        {"link", required_argument, NULL, 'l'},
+        {"flows", required_argument, NULL, 'f'},
+        {"threads", required_argument, NULL, 't'},
+        {"request", required_argument, NULL, 'q'},
+        {"response", required_argument, NULL, 'r'},
+        {"duration", required_argument, NULL, 'd'},
+        {"ipv6", no_argument, NULL, '6'},
+        {"cpu", required_argument, NULL, 'c'},
+        {"json", no_argument, NULL, 'j'},
+        {"sockbuf", required_argument, NULL, 'b'},
+        {"help", no_argument, NULL, 'h'},
+        {"early-demux", required_argument, NULL, 'e'},
+        {"rto-min", required_argument, NULL, 'R'},
+        {"iface", required_argument, NULL, 'i'},
+        {"peer-iface", required_argument, NULL, 'I'},
+        {"cc", required_argument, NULL, 'C'},
+        MEMIFOPT_LONGOPTS,
         {NULL, 0, NULL, 0},
     };
     opterr = 0;
@@ -1118,7 +1192,8 @@ int cmd_rr(int argc, char **argv)
     print_report(&o, r);
     int ret = r->txns > 0 ? 0 : 1;
     if (ret)
-        fprintf(stderr, "hotpath rr: no transaction completed%s%s\n", r->note[0] ? ": " : "", r->note);
+        fprintf(stderr, "hotpath rr: no transaction completed%s%s\n", r->note[0] ? ": " : "",
+                r->note);
     free(r);
     return ret;
 }

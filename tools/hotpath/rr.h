@@ -7,6 +7,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "memifopt.h"
+#include <string.h>
+
 #include <hotpath/link.h>
 #include <hotpath/pool.h>
 
@@ -19,7 +22,8 @@ struct rr_opts {
     bool udp;             /* --proto udp */
     bool ipv6;
     bool json;
-    const char *link;     /* "mem", "afxdp", "afpacket", "tap" or "kernel" */
+    const char *link;     /* "mem", "memif", "afxdp", "afpacket", "tap" or "kernel" */
+    struct memif_opts memif; /* memif: --memif-socket (a base path), --memif-id */
     const char *iface;    /* --iface: the client stack's existing interface (real links) */
     const char *peer_iface; /* --peer-iface: the server stack's */
     unsigned flows;       /* --flows */
@@ -30,6 +34,7 @@ struct rr_opts {
     uint32_t sockbuf;     /* hotpath TCP: sndbuf and rcvbuf of every connection */
     uint32_t early_demux; /* hotpath TCP: hp_tcp_config.early_demux_conns (0: default, UINT32_MAX: off) */
     uint32_t rto_min_ms;  /* hotpath TCP: hp_tcp_config.rto_min_ms (0: the library's) */
+    int cc;               /* hotpath TCP: --cc, enum hp_tcp_cc (0: the library's) */
     int cpus[RR_MAX_CPUS];
     int ncpus;            /* 0: no pinning */
 };
@@ -38,6 +43,13 @@ struct rr_opts {
 static inline bool rr_hotpath_link(const struct rr_opts *o)
 {
     return o->link[0] != 'k';
+}
+
+/* Whether both stacks' link lives in this process (mem, memif): no
+ * namespace, no interface. */
+static inline bool rr_in_process(const struct rr_opts *o)
+{
+    return strcmp(o->link, "mem") == 0 || strcmp(o->link, "memif") == 0;
 }
 
 /* The CPU of client thread k (server: client = false), or -1. Client and

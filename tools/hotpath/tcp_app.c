@@ -15,7 +15,6 @@
 
 #define CHUNK 65536      /* bytes per client send / recv call */
 #define SRC_CHUNK 16384  /* bytes per source-server send call */
-#define EV_BATCH 64
 
 enum { OBJ_LISTENER = 0x4c49u, OBJ_SCONN = 0x5343u, OBJ_CCONN = 0x4343u };
 
@@ -553,20 +552,16 @@ static void cconn_shut(struct cconn *k)
     k->wr_shut = true;
 }
 
-/* Send and receive what can be now; finish at the end of the stream. */
-static void cconn_run(struct cconn *k)
+/* Send what can be sent now (echo, discard), then our FIN once all is.
+ * @return false when k ended. */
+static bool cconn_send(struct cconn *k)
 {
     struct tcp_cli *c = k->c;
-    int mode = c->o.mode;
-    if (k->st != CC_OPEN)
-        return;
-    while (mode != TCP_SOURCE && k->writable && !k->wr_shut) {
+    while (c->o.mode != TCP_SOURCE && k->writable && !k->wr_shut) {
         uint64_t left = k->target - k->r.sent;
         if (left == 0) {
             cconn_shut(k);
-            if (k->st == CC_DONE)
-                return;
-            break;
+            return k->st != CC_DONE;
         }
         size_t len = left < CHUNK ? (size_t)left : CHUNK;
         tcp_pattern_fill(k->seed, k->r.sent, c->buf, len);
@@ -577,65 +572,88 @@ static void cconn_run(struct cconn *k)
         }
         if (r <= 0) {
             cconn_end(k, false, (int)r, "send after %" PRIu64 " bytes", k->r.sent);
-            return;
+            return false;
         }
         tool_sha256_update(k->hs, c->buf, (size_t)r);
         k->r.sent += (uint64_t)r;
         c->sent += (uint64_t)r;
         k->last = c->now;
     }
+    return true;
+}
+
+/* Check r received bytes in c->buf against the pattern. false when k ended. */
+static bool cconn_check(struct cconn *k, long r)
+{
+    struct tcp_cli *c = k->c;
+    int mode = c->o.mode;
+    if (mode == TCP_DISCARD) {
+        cconn_end(k, false, 0, "the discard server sent %ld bytes", r);
+        return false;
+    }
+    if (mode == TCP_ECHO && k->r.received + (uint64_t)r > k->r.sent) {
+        cconn_end(k, false, 0, "%" PRIu64 " bytes came back, only %" PRIu64 " were sent",
+                  k->r.received + (uint64_t)r, k->r.sent);
+        return false;
+    }
+    uint64_t seed = mode == TCP_SOURCE ? TCP_SOURCE_SEED : k->seed;
+    long bad = tcp_pattern_check(seed, k->r.received, c->buf, (size_t)r, c->scratch);
+    if (bad >= 0) {
+        cconn_end(k, false, 0, "byte %" PRIu64 " differs: 0x%02x came back, 0x%02x was sent",
+                  k->r.received + (uint64_t)bad, c->buf[bad], c->scratch[bad]);
+        return false;
+    }
+    tool_sha256_update(k->hr, c->buf, (size_t)r);
+    k->r.received += (uint64_t)r;
+    c->received += (uint64_t)r;
+    k->last = c->now;
+    return true;
+}
+
+/* Receive and check what has come. false when k ended. */
+static bool cconn_recv(struct cconn *k)
+{
+    struct tcp_cli *c = k->c;
     while (k->readable) {
         long r = hp_tcp_recv(k->t, c->buf, CHUNK);
-        if (r == -EAGAIN) {
-            k->readable = false;
-            break;
-        }
-        if (r == 0) {
-            k->eof = true;
+        if (r == -EAGAIN || r == 0) {
+            if (r == 0)
+                k->eof = true;
             k->readable = false;
             break;
         }
         if (r < 0) {
             cconn_end(k, false, (int)r, "receive after %" PRIu64 " bytes", k->r.received);
-            return;
+            return false;
         }
-        if (mode == TCP_DISCARD) {
-            cconn_end(k, false, 0, "the discard server sent %ld bytes", r);
-            return;
-        }
-        if (mode == TCP_ECHO && k->r.received + (uint64_t)r > k->r.sent) {
-            cconn_end(k, false, 0, "%" PRIu64 " bytes came back, only %" PRIu64 " were sent",
-                      k->r.received + (uint64_t)r, k->r.sent);
-            return;
-        }
-        uint64_t seed = mode == TCP_SOURCE ? TCP_SOURCE_SEED : k->seed;
-        long bad = tcp_pattern_check(seed, k->r.received, c->buf, (size_t)r, c->scratch);
-        if (bad >= 0) {
-            cconn_end(k, false, 0, "byte %" PRIu64 " differs: 0x%02x came back, 0x%02x was sent",
-                      k->r.received + (uint64_t)bad, c->buf[bad], c->scratch[bad]);
-            return;
-        }
-        tool_sha256_update(k->hr, c->buf, (size_t)r);
-        k->r.received += (uint64_t)r;
-        c->received += (uint64_t)r;
-        k->last = c->now;
+        if (!cconn_check(k, r))
+            return false;
     }
+    return true;
+}
+
+/* Send and receive what can be now; finish at the end of the stream. */
+static void cconn_run(struct cconn *k)
+{
+    int mode = k->c->o.mode;
+    if (k->st != CC_OPEN || !cconn_send(k) || !cconn_recv(k))
+        return;
     if (mode == TCP_SOURCE && !k->wr_shut && k->r.received >= k->target) {
         cconn_shut(k);
         if (k->st == CC_DONE)
             return;
     }
-    if (k->eof) {
-        bool ok;
-        if (mode == TCP_ECHO)
-            ok = k->wr_shut && k->r.received == k->r.sent;
-        else if (mode == TCP_DISCARD)
-            ok = k->wr_shut;
-        else
-            ok = k->wr_shut && k->r.received >= k->target;
-        cconn_end(k, ok, 0, "the server closed early: %" PRIu64 " bytes sent, %" PRIu64 " received",
-                  k->r.sent, k->r.received);
-    }
+    if (!k->eof)
+        return;
+    bool ok;
+    if (mode == TCP_ECHO)
+        ok = k->wr_shut && k->r.received == k->r.sent;
+    else if (mode == TCP_DISCARD)
+        ok = k->wr_shut;
+    else
+        ok = k->wr_shut && k->r.received >= k->target;
+    cconn_end(k, ok, 0, "the server closed early: %" PRIu64 " bytes sent, %" PRIu64 " received",
+              k->r.sent, k->r.received);
 }
 
 static void cconn_event(struct cconn *k, uint32_t ev)
@@ -763,31 +781,22 @@ void tcp_cli_free(struct tcp_cli *c)
 
 /* ---- event dispatch ---------------------------------------------------------------- */
 
-int tcp_app_events(struct hp_stack *s)
+bool tcp_app_event(void *user, uint32_t events)
 {
-    struct hp_event ev[EV_BATCH];
-    int total = 0, n;
-    do {
-        n = hp_stack_events(s, ev, EV_BATCH);
-        for (int i = 0; i < n; i++) {
-            struct tcp_obj *o = ev[i].user;
-            if (!o)
-                continue;
-            switch (o->kind) {
-            case OBJ_LISTENER:
-                listener_event((struct slisten *)o, ev[i].events);
-                break;
-            case OBJ_SCONN:
-                sconn_event((struct sconn *)o, ev[i].events);
-                break;
-            case OBJ_CCONN:
-                cconn_event((struct cconn *)o, ev[i].events);
-                break;
-            default:
-                break;
-            }
-        }
-        total += n;
-    } while (n == EV_BATCH);
-    return total;
+    struct tcp_obj *o = user;
+    if (!o)
+        return false;
+    switch (o->kind) {
+    case OBJ_LISTENER:
+        listener_event((struct slisten *)o, events);
+        return true;
+    case OBJ_SCONN:
+        sconn_event((struct sconn *)o, events);
+        return true;
+    case OBJ_CCONN:
+        cconn_event((struct cconn *)o, events);
+        return true;
+    default:
+        return false;
+    }
 }

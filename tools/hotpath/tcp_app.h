@@ -36,15 +36,17 @@ long tcp_pattern_check(uint64_t seed, uint64_t off, const void *src, size_t len,
 /* ---- event dispatch ---------------------------------------------------------- */
 
 /* The user pointer of every TCP socket these applications open points to a
- * structure that starts with this tag; UDP sockets of the same stack have a
- * NULL user and are left to their owner. */
+ * structure that starts with this tag; other sockets of the same stack
+ * (UDP) are their owner's, with a user pointer that is not one of these. */
 struct tcp_obj {
     uint32_t kind;
 };
 
-/* Read every pending event of s (in batches) and hand the TCP ones to their
- * server or client. @return the number of events read. */
-int tcp_app_events(struct hp_stack *s);
+/* Hand one socket event (an HP_LOOP_SOCK event of the stack's loop, or one
+ * of hp_stack_events()) to its server or client.
+ * @return false when user is not one of theirs (NULL or another owner's:
+ *         nothing was done). */
+bool tcp_app_event(void *user, uint32_t events);
 
 /* ---- servers ---------------------------------------------------------------- */
 
@@ -117,7 +119,7 @@ struct tcp_cli;
 struct tcp_cli *tcp_cli_new(struct hp_stack *s, const struct tcp_cli_opts *o);
 /* Start connections (at most max_connecting in their handshake), end
  * timed sending at the deadline, fail stalled connections. Call after
- * each tcp_app_events(). */
+ * each batch of events, and now and then (a timer) without any. */
 void tcp_cli_step(struct tcp_cli *c, double now);
 bool tcp_cli_done(const struct tcp_cli *c);
 void tcp_cli_totals(const struct tcp_cli *c, struct tcp_cli_totals *out);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <spawn.h>
 #include <stdint.h>
@@ -870,7 +871,8 @@ HP_TEST(pool_alien_adaptive)
     DONE(p);
 }
 
-/* ADAPTIVE in a pipeline (main allocates, one long-lived thread frees):
+/* ADAPTIVE's fallback in a pipeline (main allocates, one long-lived thread
+ * frees), with epochs too long to ever end, so that nothing is measured:
  * the freer is a net freer, so it defers to main exactly when its own
  * shared-ring operations are contended, and otherwise keeps frees local. */
 struct pipe_freer {
@@ -907,6 +909,7 @@ static void adaptive_pipeline(bool contended, struct hp_pool_stats *out)
     c.cache_size = 32;
     struct hp_pool *p = MAKE(&c);
     HP_REQUIRE(p);
+    hp__pool_set_epoch(p, UINT32_MAX);
     struct hp_buf *a[BATCH];
     pthread_barrier_t bar;
     pthread_barrier_init(&bar, NULL, 2);
@@ -928,10 +931,17 @@ static void adaptive_pipeline(bool contended, struct hp_pool_stats *out)
     hp_pool_thread_flush(p);
     *out = f.st;
     HP_CHECK_EQ(hp_pool_in_use(p), 0);
+    /* One pair, on the contention signal's choice. */
+    struct hp_pool_pair_stats ps[2];
+    HP_CHECK_EQ(hp_pool_pair_stats(p, ps, 2), 1);
+    HP_CHECK_EQ(ps[0].owner, hp_thread_id());
+    HP_CHECK_EQ(ps[0].measured, 0);
+    HP_CHECK_EQ(ps[0].policy, contended ? HP_ALIEN_DEFER : HP_ALIEN_LOCAL);
+    HP_CHECK_EQ(ps[0].switches, 0);
     DONE(p);
 }
 
-HP_TEST(pool_alien_adaptive_local_when_uncontended)
+HP_TEST(pool_alien_adaptive_fallback_local_when_uncontended)
 {
     struct hp_pool_stats st;
     adaptive_pipeline(false, &st);
@@ -939,7 +949,7 @@ HP_TEST(pool_alien_adaptive_local_when_uncontended)
     HP_CHECK_EQ(st.deferred, 0);
 }
 
-HP_TEST(pool_alien_adaptive_defers_when_contended)
+HP_TEST(pool_alien_adaptive_fallback_defers_when_contended)
 {
     struct hp_pool_stats st;
     adaptive_pipeline(true, &st);

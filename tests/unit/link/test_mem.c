@@ -39,7 +39,10 @@ HP_TEST(mem_pair_defaults)
     HP_CHECK(strcmp(hp_link_name(e[0]), hp_link_name(e[1])) != 0);
     HP_CHECK_EQ(hp_link_mtu(e[0]), 1500u);
     HP_CHECK(hp_link_pool(e[0]) == hp_link_pool(e[1]));
-    HP_CHECK_EQ(hp_link_fd(e[0]), -1);
+    /* An eventfd per end, for a sleeper (hp_link_prepare_sleep). */
+    HP_CHECK(hp_link_fd(e[0]) >= 0);
+    HP_CHECK(hp_link_fd(e[0]) != hp_link_fd(e[1]));
+    HP_CHECK(hp_link_caps(e[0]) & HP_LINK_CAP_FD);
     HP_CHECK(hp_link_caps(e[0]) & HP_LINK_CAP_ZEROCOPY_TX);
     HP_CHECK(!(hp_link_caps(e[0]) & HP_LINK_CAP_KERNEL));
     uint8_t m0[6], m1[6];

@@ -389,7 +389,8 @@ static void parse_opts(struct pd *h, const char *str, bool inbound, struct optsp
             if (!strcmp(a1, "*"))
                 sp->sack_any = true;
             while (sp->o.n_sack < HP_TCP_MAX_SACK && sscanf(p, " %u:%u%n", &l, &r, &used) == 2) {
-                uint32_t base = h->c->isn_known ? h->c->our_isn : 0;
+                /* Injected blocks acknowledge our data; expected ones, the peer's. */
+                uint32_t base = inbound ? (h->c->isn_known ? h->c->our_isn : 0) : h->c->peer_isn;
                 sp->o.sack[sp->o.n_sack][0] = base + l;
                 sp->o.sack[sp->o.n_sack][1] = base + r;
                 put_be32(b, base + l);
@@ -540,12 +541,13 @@ void pd__in(struct pd *h, const char *file, int line, const char *flags, int64_t
         tcp[17] ^= 0x5A;
     if (h->family == 4) {
         struct hp_ipv4_repr ip = {.proto = HP_IPPROTO_TCP, .ttl = 64, .ident = h->ip_ident++, .df = true,
-                                  .payload_len = (uint16_t)tl};
+                                  .payload_len = (uint16_t)tl, .dscp_ecn = (mut & PD_MUT_CE) ? 3 : 0};
         memcpy(ip.src, PEER4, 4);
         memcpy(ip.dst, OUR4, 4);
         hp_ipv4_emit(&ip, pkt, HP_IPV4_HDR_LEN);
     } else {
-        struct hp_ipv6_repr ip = {.next_header = HP_IPPROTO_TCP, .hop_limit = 64, .payload_len = (uint16_t)tl};
+        struct hp_ipv6_repr ip = {.next_header = HP_IPPROTO_TCP, .hop_limit = 64, .payload_len = (uint16_t)tl,
+                                  .traffic_class = (mut & PD_MUT_CE) ? 3 : 0};
         memcpy(ip.src, PEER6, 16);
         memcpy(ip.dst, OUR6, 16);
         hp_ipv6_emit(&ip, pkt, HP_IPV6_HDR_LEN);
@@ -584,6 +586,22 @@ static void check_invariants(struct pd *h, struct pd_conn *c, struct pd_seg *g)
     }
     if ((f & HP_TCP_F_SYN) && (f & HP_TCP_F_FIN))
         complain(h, c, g, "SYN and FIN together");
+    if (g->ecn && (!g->len || (f & (HP_TCP_F_SYN | HP_TCP_F_RST))))
+        complain(h, c, g, "ECN field %u on a segment without data, a SYN or a RST (RFC 3168 6.1.1, 6.1.4)", g->ecn);
+    if (g->ecn == 3)
+        complain(h, c, g, "CE set by the sender (RFC 3168 5: only routers set it)");
+    if (g->opt.n_sack && c->peer_syn_seen && c->stack_syn_seen &&
+        !(c->peer_syn.sack_perm && c->stack_syn.sack_perm))
+        complain(h, c, g, "SACK blocks on a connection that did not negotiate SACK (RFC 2018 2)");
+    if (g->opt.n_sack && (f & HP_TCP_F_ACK)) {
+        /* Every block but a D-SACK first block lies above the ACK (RFC 2018 3, RFC 2883 4). */
+        for (int i = 0; i < g->opt.n_sack; i++) {
+            bool dsack = i == 0 && !seq_lt(g->ack, g->opt.sack[0][1]);
+            if (!dsack && (seq_lt(g->opt.sack[i][0], g->ack) || !seq_lt(g->opt.sack[i][0], g->opt.sack[i][1])))
+                complain(h, c, g, "SACK block %d (%u:%u) is not above the ACK", i,
+                         g->opt.sack[i][0] - c->peer_isn, g->opt.sack[i][1] - c->peer_isn);
+        }
+    }
     if (!(f & (HP_TCP_F_SYN | HP_TCP_F_RST)) && !(f & HP_TCP_F_ACK))
         complain(h, c, g, "no ACK on a segment of a synchronized connection (RFC 9293 3.10.7.4)");
     if (!(f & HP_TCP_F_RST) && !(f & HP_TCP_F_SYN) && pd_ts_ok(c) && !g->opt.has_ts)
@@ -657,6 +675,8 @@ static void capture_tcp(struct pd *h, const uint8_t *tcp, size_t len, const uint
         c->lport = r.src_port;
     struct pd_seg g;
     memset(&g, 0, sizeof g);
+    g.ecn = h->cur_ecn;
+    g.df = h->cur_df;
     g.flags = r.flags;
     g.seq = r.seq;
     g.ack = r.ack;
@@ -739,6 +759,8 @@ static void capture_frame(struct pd *h, const uint8_t *f, size_t len)
             complain(h, NULL, NULL, "a fragmented TCP segment (off %u, MF %d)", ip.frag_off, ip.mf);
         if (memcmp(eth.dst, PEER_MAC, 6) || memcmp(eth.src, h->mac, 6))
             complain(h, NULL, NULL, "TCP frame with unexpected MAC addresses");
+        h->cur_ecn = ip.dscp_ecn & 3u;
+        h->cur_df = ip.df;
         capture_tcp(h, p + ip.hdr_len, ip.payload_len, ip.src, ip.dst);
         return;
     }
@@ -768,6 +790,8 @@ static void capture_frame(struct pd *h, const uint8_t *f, size_t len)
             complain(h, NULL, NULL, "a TCP segment behind extension headers or fragmented");
         if (memcmp(eth.dst, PEER_MAC, 6) || memcmp(eth.src, h->mac, 6))
             complain(h, NULL, NULL, "TCP frame with unexpected MAC addresses");
+        h->cur_ecn = ip.traffic_class & 3u;
+        h->cur_df = false;
         capture_tcp(h, p + ip.l4_off, l4len, ip.src, ip.dst);
         return;
     }
@@ -907,8 +931,15 @@ static bool opts_match(struct pd *h, const struct pd_conn *c, const struct optsp
             return snprintf(why, cap, "TSecr %u is not the peer's last TSval %u", o->ts_ecr, c->last_peer_tsval),
                    false;
     }
-    if (e->n_sack != o->n_sack && !sp->sack_any)
-        return snprintf(why, cap, "SACK blocks differ"), false;
+    if (!sp->sack_any) {
+        if (e->n_sack != o->n_sack)
+            return snprintf(why, cap, "SACK blocks differ"), false;
+        /* In order: the first block says what arrived last (RFC 2018 4),
+         * or the duplicate (RFC 2883 4). */
+        for (int i = 0; i < e->n_sack; i++)
+            if (e->sack[i][0] != o->sack[i][0] || e->sack[i][1] != o->sack[i][1])
+                return snprintf(why, cap, "SACK block %d differs", i), false;
+    }
     (void)h;
     return true;
 }
@@ -1193,4 +1224,58 @@ static int pools_teardown(void)
 __attribute__((constructor)) static void pd_register_teardown(void)
 {
     hp_test_add_teardown("no buffer in use in any pool", pools_teardown);
+}
+
+/* ---- ICMP errors ------------------------------------------------------------------------- */
+
+void pd_icmp_too_big(struct pd *h, uint32_t mtu, int64_t seq, uint32_t len)
+{
+    struct pd_conn *c = h->c;
+    uint8_t quote[HP_IPV6_HDR_LEN + 20];
+    size_t iph = h->family == 4 ? HP_IPV4_HDR_LEN : HP_IPV6_HDR_LEN;
+    /* The datagram we (the stack) sent: its IP header and TCP header. */
+    if (h->family == 4) {
+        struct hp_ipv4_repr ip = {.proto = HP_IPPROTO_TCP, .ttl = 63, .df = true,
+                                  .payload_len = (uint16_t)(20 + len)};
+        memcpy(ip.src, OUR4, 4);
+        memcpy(ip.dst, PEER4, 4);
+        hp_ipv4_emit(&ip, quote, HP_IPV4_HDR_LEN);
+    } else {
+        struct hp_ipv6_repr ip = {.next_header = HP_IPPROTO_TCP, .hop_limit = 63, .payload_len = (uint16_t)(20 + len)};
+        memcpy(ip.src, OUR6, 16);
+        memcpy(ip.dst, PEER6, 16);
+        hp_ipv6_emit(&ip, quote, HP_IPV6_HDR_LEN);
+    }
+    uint8_t *t = quote + iph;
+    memset(t, 0, 20);
+    t[0] = (uint8_t)(c->lport >> 8), t[1] = (uint8_t)c->lport;
+    t[2] = (uint8_t)(c->rport >> 8), t[3] = (uint8_t)c->rport;
+    put_be32(t + 4, (uint32_t)seq + (c->isn_known ? c->our_isn : 0));
+    t[12] = 0x50;
+    t[13] = HP_TCP_F_ACK;
+    uint8_t pkt[HP_IPV6_HDR_LEN + 8 + sizeof quote];
+    size_t ml;
+    if (h->family == 4) {
+        struct hp_icmp_repr m = {.type = HP_ICMP_DEST_UNREACH, .code = HP_ICMP_UNREACH_FRAG_NEEDED,
+                                 .next_hop_mtu = (uint16_t)mtu, .data = quote, .data_len = iph + 20};
+        int n = hp_icmp_emit(&m, pkt + HP_IPV4_HDR_LEN, sizeof pkt - HP_IPV4_HDR_LEN);
+        ml = n > 0 ? (size_t)n : 0;
+        struct hp_ipv4_repr ip = {.proto = HP_IPPROTO_ICMP, .ttl = 64, .payload_len = (uint16_t)ml};
+        memcpy(ip.src, PEER4, 4);
+        memcpy(ip.dst, OUR4, 4);
+        hp_ipv4_emit(&ip, pkt, HP_IPV4_HDR_LEN);
+        send_frame(h, h->mac, HP_ETHERTYPE_IPV4, pkt, HP_IPV4_HDR_LEN + ml);
+    } else {
+        struct hp_icmp6_repr m = {.type = HP_ICMP6_PACKET_TOO_BIG, .mtu = mtu, .data = quote, .data_len = iph + 20};
+        struct hp_l4_addrs a = {.family = 6, .src = PEER6, .dst = OUR6};
+        int n = hp_icmp6_emit(&m, &a, pkt + HP_IPV6_HDR_LEN, sizeof pkt - HP_IPV6_HDR_LEN);
+        ml = n > 0 ? (size_t)n : 0;
+        struct hp_ipv6_repr ip = {.next_header = HP_IPPROTO_ICMPV6, .hop_limit = 64, .payload_len = (uint16_t)ml};
+        memcpy(ip.src, PEER6, 16);
+        memcpy(ip.dst, OUR6, 16);
+        hp_ipv6_emit(&ip, pkt, HP_IPV6_HDR_LEN);
+        send_frame(h, h->mac, HP_ETHERTYPE_IPV6, pkt, HP_IPV6_HDR_LEN + ml);
+    }
+    trace(h, "in   ICMP too big, MTU %u, quoting seq %lld len %u", mtu, (long long)seq, len);
+    pd_pump(h);
 }

@@ -85,6 +85,8 @@ struct pd_seg {
     uint8_t *payload;         /* malloc'd copy, freed by the harness */
     uint64_t at_ms;           /* when it was sent, ms since pd_open */
     int conn;                 /* index in pd.conn */
+    uint8_t ecn;              /* the IP header's ECN field (RFC 3168 5: 2 is ECT(0), 3 CE) */
+    bool df;                  /* IPv4 Don't Fragment */
 };
 
 /* What the harness knows about one connection (keyed by the peer's port). */
@@ -136,6 +138,8 @@ struct pd {
     struct { void *user; uint32_t ev; } evs[64];
     int nevs;
     uint64_t arp_answered, ns_answered, other_frames;
+    uint8_t cur_ecn;          /* of the frame being captured */
+    bool cur_df;
     const char *file;         /* the script line being run, for messages */
     int line;
     jmp_buf *jb;
@@ -177,6 +181,7 @@ void pd_close(struct pd *h);
 #define PD_MUT_NO_REBASE 0x2u    /* a SYN that does not start a new incarnation (an attack, a stray) */
 #define PD_MUT_RESERVED 0x4u     /* set the three reserved header bits */
 #define PD_MUT_DOFF4 0x8u        /* a data offset of 4 words (below the header) */
+#define PD_MUT_CE 0x10u          /* the IP header marked CE, Congestion Experienced (RFC 3168 5) */
 #define pd_in_mut(h, fl, seq, ack, win, len, opts, mut)                         \
     pd__in(h, __FILE__, __LINE__, fl, seq, ack, win, len, opts, mut)
 #define pd_expect(h, fl, seq, ack, win, opts)                                   \
@@ -252,6 +257,11 @@ long pd_send(struct pd *h, struct hp_tcp_sock *t, uint32_t len);
 /* hp_tcp_recv of up to len bytes, checked against the peer's stream;
  * returns what hp_tcp_recv returned. */
 long pd_read(struct pd *h, struct hp_tcp_sock *t, uint32_t len);
+
+/* The peer's side sends an ICMP "too big" (IPv4 fragmentation needed with
+ * next-hop MTU mtu, or ICMPv6 Packet Too Big) quoting a segment of h->c
+ * the stack sent: seq relative to the stack's ISN, len payload bytes. */
+void pd_icmp_too_big(struct pd *h, uint32_t mtu, int64_t seq, uint32_t len);
 
 /* Events raised for `user` since the last call (edge-triggered, ORed). */
 uint32_t pd_events(struct pd *h, void *user);

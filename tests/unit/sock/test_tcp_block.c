@@ -32,6 +32,7 @@ HP_TEST(tcp_blocks_aligned_disjoint_reused)
     struct hp__tcp_blocks b;
     hp__tcp_blocks_init(&b, sizeof(struct hp_tcp_sock));
     HP_CHECK_EQ(b.size % 64, 0u);
+    HP_CHECK_EQ((b.size / 64) % 2, 1u); /* an odd stride of lines: no set aliasing */
     HP_CHECK_GE(b.size, sizeof(struct hp_tcp_sock));
     enum { N = 10000 }; /* about three chunks of 640-byte blocks */
     void **p = calloc(N, sizeof *p);

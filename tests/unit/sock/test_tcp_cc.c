@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* NewReno traces (RFC 5681, RFC 6582, RFC 3465): initial window, slow start, congestion avoidance, fast retransmit, partial and full ACKs, timeouts. */
+#include <errno.h>
+
 #include <hotpath/pool.h>
+#include <hotpath/tcp.h>
 
 #include "hp_test.h"
 #include "sock/tcp_cc.h"
@@ -317,4 +320,165 @@ HP_TEST(tcp_cc_after_idle_and_cap)
     hp__tcp_cc_on_ack(&cc, 2000, 2001, 1u << 31, SMSS);
     HP_CHECK_EQ(cc.cwnd, HP__TCP_CC_CWND_MAX);
     HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+/* ---- CUBIC (RFC 9438) and HyStart++ (RFC 9406) ------------------------------------- */
+
+#include "sock/tcp_cubic.h"
+
+#define MS 1000000ull
+
+static void cubic_init(struct snd *s, struct hp__tcp_cubic *x, uint32_t iss)
+{
+    snd_init(s, iss);
+    hp__tcp_cc_set_algo(&s->cc, x, HP__TCP_CC_CUBIC, s->max);
+}
+
+static struct hp__tcp_cc_ev ev_of(const struct snd *s, uint64_t now_ns, uint32_t rtt_us, uint32_t flight)
+{
+    struct hp__tcp_cc_ev ev = {.snd_una = s->una, .snd_max = s->max, .smss = SMSS, .now_ns = now_ns,
+                               .rtt_us = rtt_us, .srtt_us = 20000, .flight = flight};
+    return ev;
+}
+
+HP_TEST(tcp_cubic_cbrt)
+{
+    HP_CHECK(hp__tcp_cbrt(0) == 0);
+    double v[] = {0.001, 0.5, 1, 8, 27, 1000, 123456.789, 1e9};
+    for (unsigned i = 0; i < sizeof v / sizeof v[0]; i++) {
+        double r = hp__tcp_cbrt(v[i]);
+        double e = r * r * r - v[i];
+        HP_CHECK(e < v[i] * 1e-9 && e > -v[i] * 1e-9);
+    }
+}
+
+/* RFC 9438 4.6-4.7: ssthresh = 0.7 cwnd; W_max = cwnd, or 0.85 cwnd when
+ * below the previous W_max (fast convergence); undo restores (4.9). */
+HP_TEST(tcp_cubic_reduce_fast_convergence_undo)
+{
+    struct snd s;
+    struct hp__tcp_cubic x;
+    cubic_init(&s, &x, 1000);
+    s.cc.cwnd = 100000;
+    send_bytes(&s, 100000);
+    struct hp__tcp_cc_ev ev = ev_of(&s, 1 * MS, 0, 100000);
+    HP_CHECK_EQ(hp__tcp_cc_reduce(&s.cc, &x, &ev), 70000);
+    HP_CHECK_EQ(x.w_max, 100000);
+    HP_CHECK_EQ(s.cc.hs, HP__HS_OFF);
+    s.cc.cwnd = 80000;
+    HP_CHECK_EQ(hp__tcp_cc_reduce(&s.cc, &x, &ev), 56000);
+    HP_CHECK_EQ(x.w_max, 68000); /* 80000 * (1 + 0.7) / 2 */
+    s.cc.cwnd = 56000;
+    hp__tcp_cc_undo(&s.cc, &x);
+    HP_CHECK_EQ(s.cc.cwnd, 80000);
+    HP_CHECK_EQ(s.cc.ssthresh, 70000);
+    HP_CHECK_EQ(x.w_max, 100000);
+    /* A tiny window: at least two segments. */
+    s.cc.cwnd = SMSS;
+    HP_CHECK_EQ(hp__tcp_cc_reduce(&s.cc, &x, &ev), 2 * SMSS);
+}
+
+/* RFC 9438 4.2-4.5: after a reduction the window climbs back towards
+ * W_max (concave), plateaus near it around t = K, then grows faster
+ * (convex); it never moves faster than 1.5x per ACK train. */
+HP_TEST(tcp_cubic_concave_then_convex)
+{
+    struct snd s;
+    struct hp__tcp_cubic x;
+    cubic_init(&s, &x, 5);
+    s.cc.cwnd = 100 * SMSS;
+    struct hp__tcp_cc_ev ev = ev_of(&s, 0, 0, 100 * SMSS);
+    hp__tcp_cc_reduce(&s.cc, &x, &ev);
+    s.cc.cwnd = s.cc.ssthresh; /* 70 segments */
+    /* K = cbrt(30 / 0.4) = 4.217 s. One ACK of a segment every ms. */
+    uint64_t now = 1000 * MS;
+    uint32_t at_k = 0, at_2k = 0, prev = s.cc.cwnd;
+    for (uint32_t ms = 0; ms <= 8500; ms++) {
+        send_bytes(&s, SMSS);
+        s.una += SMSS;
+        struct hp__tcp_cc_ev e = ev_of(&s, now + ms * MS, 20000, 100 * SMSS);
+        hp__tcp_cc_ack(&s.cc, &x, SMSS, &e);
+        HP_CHECK_GE(s.cc.cwnd, prev);
+        prev = s.cc.cwnd;
+        if (ms == 4217)
+            at_k = s.cc.cwnd;
+        if (ms == 8434)
+            at_2k = s.cc.cwnd;
+    }
+    HP_CHECK(x.k_s > 4.2 && x.k_s < 4.23);
+    /* Near W_max at K (within the RTT's look-ahead and W_est's pull). */
+    HP_CHECK_GE(at_k, 98 * SMSS);
+    HP_CHECK_LE(at_k, 103 * SMSS);
+    /* At 2K, W_max + 30 segments (convex, symmetric to the concave part). */
+    HP_CHECK_GE(at_2k, 125 * SMSS);
+    HP_CHECK_LE(at_2k, 136 * SMSS);
+}
+
+/* RFC 9406: a round with a higher minimum RTT than the last (by the
+ * threshold) moves slow start to CSS, whose growth is a quarter; after
+ * CSS_ROUNDS (5) rounds slow start ends (ssthresh = cwnd). */
+HP_TEST(tcp_hystart_css_then_exit)
+{
+    struct snd s;
+    struct hp__tcp_cubic x;
+    cubic_init(&s, &x, 0);
+    s.cc.cwnd = 20 * SMSS;
+    HP_CHECK_EQ(s.cc.hs, HP__HS_SS);
+    uint64_t now = 0;
+    uint32_t rtt = 20000;
+    for (int round = 0; round < 12 && s.cc.ssthresh == UINT32_MAX; round++) {
+        /* A round: the flight is cwnd; 10 ACKs of 2 segments each. */
+        uint32_t flight = s.cc.cwnd;
+        send_bytes(&s, flight);
+        uint32_t end = s.max;
+        if (round == 3)
+            rtt = 40000; /* a queue builds */
+        uint32_t before = s.cc.cwnd;
+        while (s.una != end) {
+            uint32_t n = end - s.una < 2 * SMSS ? end - s.una : 2 * SMSS;
+            s.una += n;
+            now += MS;
+            struct hp__tcp_cc_ev e = ev_of(&s, now, rtt, flight);
+            hp__tcp_cc_ack(&s.cc, &x, n, &e);
+        }
+        if (round < 3)
+            HP_CHECK_EQ(s.cc.cwnd, 2 * before); /* slow start doubles */
+        if (round == 4)
+            HP_CHECK_EQ(s.cc.hs, HP__HS_CSS);
+        if (round == 5)
+            HP_CHECK_LE(s.cc.cwnd, before + before / 4 + SMSS);
+    }
+    HP_CHECK(s.cc.ssthresh != UINT32_MAX);
+    HP_CHECK_EQ(s.cc.ssthresh, s.cc.cwnd);
+    HP_CHECK_EQ(s.cc.hs, HP__HS_OFF);
+}
+
+/* A stable RTT keeps slow start; a small flight (fewer than 8 segments)
+ * never starts a round: HyStart++ leaves it alone. */
+HP_TEST(tcp_hystart_stable_rtt_and_small_flights)
+{
+    struct snd s;
+    struct hp__tcp_cubic x;
+    cubic_init(&s, &x, 0);
+    uint32_t round_end = s.cc.hs_round_end;
+    for (int i = 0; i < 1000; i++) {
+        send_bytes(&s, 100);
+        s.una += 100;
+        struct hp__tcp_cc_ev e = ev_of(&s, (uint64_t)i * MS, 20000 + (uint32_t)i * 100, 100);
+        hp__tcp_cc_ack(&s.cc, &x, 100, &e);
+    }
+    HP_CHECK_EQ(s.cc.hs, HP__HS_SS);
+    HP_CHECK_EQ(s.cc.hs_round_end, round_end);
+    HP_CHECK_EQ(s.cc.hs_samples, 0);
+    HP_CHECK_EQ(s.cc.ssthresh, UINT32_MAX);
+}
+
+HP_TEST(tcp_cc_names)
+{
+    HP_CHECK_EQ(hp_tcp_cc_by_name("cubic"), HP_TCP_CC_CUBIC);
+    HP_CHECK_EQ(hp_tcp_cc_by_name("NewReno"), HP_TCP_CC_NEWRENO);
+    HP_CHECK_EQ(hp_tcp_cc_by_name("bbr"), -EINVAL);
+    HP_CHECK_EQ(hp_tcp_cc_by_name(NULL), -EINVAL);
+    HP_CHECK_STREQ(hp__tcp_cc_name(HP__TCP_CC_CUBIC), "cubic");
+    HP_CHECK_STREQ(hp__tcp_cc_name(HP__TCP_CC_NEWRENO), "newreno");
 }

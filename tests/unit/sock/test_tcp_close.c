@@ -103,6 +103,9 @@ PD_TEST(tcp_close_passive)
  * the orphan is then freed. */
 PD_TEST(tcp_close_last_ack_fin_retransmitted)
 {
+    /* The RTO's back-off, without a tail loss probe first (SACK off). */
+    struct hp_tcp_config cfg = {.no_sack = true};
+    pd_configure(h, &cfg);
     struct hp_tcp_sock *t = est(h);
     pd_in(h, "F.", 1, 1, 1000, NULL);
     pd_expect(h, ".", 1, 2, PD_ANY, NULL);
@@ -392,6 +395,9 @@ PD_TEST(tcp_close_active_by_client)
 /* FIN_WAIT_1: our FIN is retransmitted with back-off until acknowledged. */
 PD_TEST(tcp_close_fin_wait1_fin_retransmitted)
 {
+    /* The RTO's back-off, without a tail loss probe first (SACK off). */
+    struct hp_tcp_config cfg = {.no_sack = true};
+    pd_configure(h, &cfg);
     struct hp_tcp_sock *t = est(h);
     HP_CHECK_EQ(hp_tcp_shutdown(t, HP_TCP_SHUT_WR), 0);
     pd_expect(h, "F.", 1, 1, PD_ANY, NULL);

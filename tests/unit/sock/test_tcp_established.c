@@ -103,24 +103,28 @@ PD_TEST(tcp_est_quickack_and_delack_knobs)
 /* RFC 5681 4.2 / RFC 9293 3.8.6.3: out-of-order data gets an immediate
  * duplicate ACK; the segment that fills the hole an immediate ACK of
  * everything. RFC 7323 4.3: the duplicate ACKs echo the last in-order
- * TSval, the hole-filling ACK the filler's. */
+ * TSval, the hole-filling ACK the filler's. RFC 2018 4: the duplicate ACKs
+ * carry SACK blocks, the latest arrival's first; an ACK with no data
+ * beyond it carries none. */
 PD_TEST(tcp_est_out_of_order_then_fill)
 {
     struct hp_tcp_sock *t = prime(h);
     uint32_t last = h->c->last_peer_tsval;
     pd_advance_ms(h, 10);
     pd_in_data(h, ".", B + 1000, 1, 1000, 1000, NULL);
-    char o[32];
-    snprintf(o, sizeof o, "ts * %u", last);
+    char o[64];
+    snprintf(o, sizeof o, "ts * %u,sack %u:%u", last, B + 1000, B + 2000);
     pd_expect(h, ".", 1, B, PD_ANY, o);
     pd_advance_ms(h, 10);
     pd_in_data(h, ".", B + 3000, 1, 1000, 500, NULL);
+    snprintf(o, sizeof o, "ts * %u,sack %u:%u %u:%u", last, B + 3000, B + 3500, B + 1000, B + 2000);
     pd_expect(h, ".", 1, B, PD_ANY, o);
     HP_CHECK_EQ(hp_tcp_recv(t, (char[8]){0}, 8), -EAGAIN);
     HP_CHECK_EQ(pd_info(h, t).ooo_segs, 2);
     pd_advance_ms(h, 10);
     pd_in_data(h, ".", B, 1, 1000, 1000, NULL);
-    pd_expect(h, ".", 1, B + 2000, PD_ANY, "ts * =");
+    snprintf(o, sizeof o, "ts * =,sack %u:%u", B + 3000, B + 3500);
+    pd_expect(h, ".", 1, B + 2000, PD_ANY, o);
     pd_in_data(h, ".", B + 2000, 1, 1000, 1000, NULL);
     pd_expect(h, ".", 1, B + 3500, PD_ANY, "ts * =");
     HP_CHECK_EQ(pd_read(h, t, 100000), 3500);

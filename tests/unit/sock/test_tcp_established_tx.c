@@ -29,6 +29,14 @@ static struct hp_tcp_sock *prime(struct pd *h)
     return t;
 }
 
+/* The classic algorithms these tests trace: NewReno's reductions
+ * (RFC 5681, RFC 6582), dupack-driven recovery without SACK. */
+static void newreno_no_sack(struct pd *h)
+{
+    struct hp_tcp_config cfg = {.cc = HP_TCP_CC_NEWRENO, .no_sack = true};
+    pd_configure(h, &cfg);
+}
+
 /* RFC 9293 3.7.4 (Nagle): with data in flight a small segment waits for
  * the ACK, and then what accumulated goes as one segment. */
 PD_TEST(tcp_est_nagle_holds_small_segment)
@@ -158,6 +166,7 @@ PD_TEST(tcp_est_zero_window_persist)
  * segment, ssthresh to max(FlightSize / 2, 2 SMSS). */
 PD_TEST(tcp_est_rto_retransmit_backoff)
 {
+    newreno_no_sack(h);
     struct hp_tcp_sock *t = prime(h);
     HP_CHECK_EQ(hp_tcp_setopt(t, HP_TCP_OPT_NODELAY, 1), 0);
     uint64_t t0 = pd_now_ms(h);
@@ -188,7 +197,7 @@ PD_TEST(tcp_est_rto_retransmit_backoff)
  * dropped (ETIMEDOUT) when the last one times out too. */
 PD_TEST(tcp_est_data_retries_then_etimedout)
 {
-    struct hp_tcp_config cfg = {.data_retries = 3};
+    struct hp_tcp_config cfg = {.data_retries = 3, .no_sack = true};
     pd_configure(h, &cfg);
     struct hp_tcp_sock *t = prime(h);
     uint64_t t0 = pd_now_ms(h);
@@ -216,6 +225,7 @@ PD_TEST(tcp_est_data_retries_then_etimedout)
  * recovery with cwnd no above ssthresh. No timeout is involved. */
 PD_TEST(tcp_est_fast_retransmit_newreno)
 {
+    newreno_no_sack(h);
     struct hp_tcp_sock *t = prime(h);
     uint32_t f = pd_full(h);
     HP_CHECK_EQ(pd_send(h, t, 10 * f), 10 * f);
@@ -257,6 +267,7 @@ PD_TEST(tcp_est_fast_retransmit_newreno)
  * retransmits, and nothing else goes beyond cwnd. */
 PD_TEST(tcp_est_fast_retransmit_with_new_data)
 {
+    newreno_no_sack(h);
     struct hp_tcp_sock *t = prime(h);
     uint32_t f = pd_full(h);
     HP_CHECK_EQ(pd_send(h, t, 20 * f), 20 * f);
@@ -474,6 +485,7 @@ PD_TEST(tcp_est_rto_3s_after_lost_synack)
  * duplicate; three of them trigger no fast retransmit. */
 PD_TEST(tcp_est_window_updates_are_not_dupacks)
 {
+    newreno_no_sack(h);
     struct hp_tcp_sock *t = prime(h);
     uint32_t f = pd_full(h);
     HP_CHECK_EQ(pd_send(h, t, 4 * f), 4 * f);

@@ -19,8 +19,8 @@
  */
 #define GROUPED_RX_LINES_MAX 6u
 #define GROUPED_TX_LINES_MAX 5u
-#define CHRONO_RX_LINES 9u
-#define CHRONO_TX_LINES 9u
+#define CHRONO_RX_LINES 10u /* 9 before cc grew by 4 bytes (issue 21: HyStart++'s round) */
+#define CHRONO_TX_LINES 10u
 
 static const struct hp__tcp_field_span rx_fields[] = {HP__TCP_RX_FIELDS(HP__TCP_FIELD_SPAN)};
 static const struct hp__tcp_field_span tx_fields[] = {HP__TCP_TX_FIELDS(HP__TCP_FIELD_SPAN)};
@@ -63,7 +63,7 @@ HP_TEST(tcp_layout_tx_lines)
 }
 
 /* The constant set early demultiplexing prefetches is the union of the
- * lines both lists touch (7 grouped, 9 chrono). */
+ * lines both lists touch (7 grouped, 10 chrono). */
 HP_TEST(tcp_layout_hot_lines_prefetched)
 {
     uint64_t rx, tx;
@@ -71,7 +71,7 @@ HP_TEST(tcp_layout_hot_lines_prefetched)
     hp__tcp_lines_touched(tx_fields, N(tx_fields), &tx);
     uint64_t hot = HP__TCP_HOT_LINES;
     HP_CHECK_EQ(hot, rx | tx);
-    HP_CHECK_EQ(__builtin_popcountll(hot), chrono() ? 9 : 7);
+    HP_CHECK_EQ(__builtin_popcountll(hot), chrono() ? 10 : 7);
 }
 
 #if !(defined(HP_LAYOUT_CHRONO) && HP_LAYOUT_CHRONO)

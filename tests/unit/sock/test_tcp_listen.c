@@ -10,11 +10,11 @@
 /* The options our SYN-ACK must carry in answer to PD_SYN_OPTS sent at
  * time 0: our MSS, window scale 3 (the smallest shift that fits the
  * default rcvbuf of 262144 in 16 bits, RFC 7323 2.3), timestamps echoing
- * TSval 100. No SACK-permitted: we do not implement SACK. */
+ * TSval 100, SACK-permitted (the SYN offered it, RFC 2018 2). */
 static void expect_synack_full(struct pd *h)
 {
     char o[80];
-    snprintf(o, sizeof o, "mss %u,ws 3,ts * 100", h->mss);
+    snprintf(o, sizeof o, "mss %u,sackok,ws 3,ts * 100", h->mss);
     pd_expect(h, "S.", 0, 1, PD_ANY, o);
 }
 
@@ -387,7 +387,11 @@ PD_TEST(tcp_listen_header_bits)
     expect_synack_full(h);
     pd_use(h, 40001, 5)->lport = PORT;
     pd_in(h, "SEW", 0, 0, 65535, "mss 1460,sackok,ts 100 0,nop,ws 7");
-    expect_synack_full(h); /* "S." exactly: neither ECE nor CWR */
+    /* An ECN-setup SYN: by default (passive ECN, as Linux) an ECN-setup
+     * SYN-ACK, ECE without CWR (RFC 3168 6.1.1). */
+    char o[80];
+    snprintf(o, sizeof o, "mss %u,sackok,ws 3,ts * 100", h->mss);
+    pd_expect(h, "SE.", 0, 1, PD_ANY, o);
     pd_use(h, 40002, 5)->lport = PORT;
     uint64_t errs = pd_ctr(h, HP_CTR_TCP_IN_ERRS);
     pd_in_mut(h, "S", 0, 0, 65535, 0, "", PD_MUT_DOFF4);

@@ -14,8 +14,8 @@ static struct hp_tcp_sock *connect_syn(struct pd *h)
     HP_CHECK_EQ(hp_tcp_state(t), HP_TCP_SYN_SENT);
     char o[64];
     /* MSS, window scale 3, timestamps with TSecr 0 (RFC 7323 3.2: no ACK,
-     * TSecr SHOULD be 0); no SACK-permitted (we do not do SACK). */
-    snprintf(o, sizeof o, "mss %u,ws 3,ts * 0", h->mss);
+     * TSecr SHOULD be 0), SACK-permitted (RFC 2018 2). */
+    snprintf(o, sizeof o, "mss %u,sackok,ws 3,ts * 0", h->mss);
     pd_expect(h, "S", 0, PD_ANY, PD_ANY, o);
     HP_CHECK(h->last.win > 0);
     return t;
@@ -173,7 +173,7 @@ PD_TEST(tcp_syn_sent_retransmit_backoff_then_etimedout)
         pd_expect_none(h);
         pd_advance_ms(h, 1);
         char o[64];
-        snprintf(o, sizeof o, "mss %u,ws 3,ts * 0", h->mss);
+        snprintf(o, sizeof o, "mss %u,sackok,ws 3,ts * 0", h->mss);
         pd_expect(h, "S", 0, PD_ANY, PD_ANY, o);
         HP_CHECK_EQ(h->last.at_ms, at[k]);
         HP_CHECK_EQ(h->last.win, first.win);
@@ -317,14 +317,14 @@ PD_TEST(tcp_syn_sent_options_from_knobs)
     HP_CHECK_EQ(hp_tcp_setopt(t, HP_TCP_OPT_MAXSEG, 1000), 0);
     struct hp_sockaddr to = pd_peer_addr(h, PEER_PORT);
     HP_CHECK_EQ(hp_tcp_connect(t, &to), -EINPROGRESS);
-    pd_expect(h, "S", 0, PD_ANY, PD_ANY, "mss 1000,ws 5,ts * 0");
+    pd_expect(h, "S", 0, PD_ANY, PD_ANY, "mss 1000,sackok,ws 5,ts * 0");
     hp_tcp_abort(t);
     pd_use(h, PEER_PORT + 1, 1);
     t = hp_tcp_open(h->s, h->family, h->c);
     HP_CHECK_EQ(hp_tcp_setopt(t, HP_TCP_OPT_RCVBUF, 65535), 0);
     to.port = PEER_PORT + 1;
     HP_CHECK_EQ(hp_tcp_connect(t, &to), -EINPROGRESS);
-    pd_expect(h, "S", 0, PD_ANY, 65535, "mss *,ws 0,ts * 0");
+    pd_expect(h, "S", 0, PD_ANY, 65535, "mss *,sackok,ws 0,ts * 0");
     hp_tcp_abort(t);
     HP_CHECK_EQ(hp_tcp_setopt(t = hp_tcp_open(h->s, h->family, NULL), HP_TCP_OPT_MAXSEG, 10), -EINVAL);
     hp_tcp_close(t);
@@ -332,13 +332,13 @@ PD_TEST(tcp_syn_sent_options_from_knobs)
 
 PD_TEST(tcp_syn_sent_no_timestamps_no_scaling)
 {
-    struct hp_tcp_config cfg = {.no_timestamps = true, .no_window_scaling = true};
+    struct hp_tcp_config cfg = {.no_timestamps = true, .no_window_scaling = true, .no_sack = true};
     pd_configure(h, &cfg);
     struct hp_tcp_sock *t = pd_connect(h, NULL);
     char o[16];
     snprintf(o, sizeof o, "mss %u", h->mss);
     pd_expect(h, "S", 0, PD_ANY, 65535, o);
-    /* The peer offers both anyway: we use neither. */
+    /* The peer offers all three anyway: we use none. */
     pd_in(h, "S.", 0, 1, 65535, "mss 1460,sackok,ts 1 *,nop,ws 7");
     pd_expect(h, ".", 1, 1, PD_ANY, "");
     struct hp_tcp_info i = pd_info(h, t);

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The memif link's command-line options (--memif-socket, --memif-role, --memif-id), shared by gen, serve, connect and rr. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "memifopt.h"
+#include "tool.h"
+
+void memifopt_init(struct memif_opts *m)
+{
+    memset(m, 0, sizeof *m);
+    m->role = HP_MEMIF_CLIENT;
+}
+
+int memifopt_parse(const char *cmd, struct memif_opts *m, int c, const char *arg)
+{
+    switch (c) {
+    case MEMIFOPT_SOCKET:
+        if (!*arg || strlen(arg) > 106)
+            return tool_usage_error(cmd, "--memif-socket '%s': wants a path of 1 to 106 bytes",
+                                    arg);
+        m->socket = arg;
+        break;
+    case MEMIFOPT_ROLE:
+        if (strcmp(arg, "client") == 0)
+            m->role = HP_MEMIF_CLIENT;
+        else if (strcmp(arg, "server") == 0)
+            m->role = HP_MEMIF_SERVER;
+        else
+            return tool_usage_error(cmd, "--memif-role '%s': client or server", arg);
+        break;
+    case MEMIFOPT_ID: {
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(arg, &end, 10);
+        if (errno || *end || !*arg || arg[0] == '-' || v > UINT32_MAX)
+            return tool_usage_error(cmd, "--memif-id '%s': wants 0 to 4294967295", arg);
+        m->id = (uint32_t)v;
+        break;
+    }
+    default:
+        return 1;
+    }
+    m->given = true;
+    return 0;
+}
+
+int memifopt_check(const char *cmd, const char *link, const struct memif_opts *m)
+{
+    bool memif = link && strcmp(link, "memif") == 0;
+    if (memif && !m->socket)
+        return tool_usage_error(
+            cmd, "--link memif needs --memif-socket PATH (the peer's, or ours as server)");
+    if (!memif && m->given)
+        return tool_usage_error(cmd,
+                                "--memif-socket, --memif-role and --memif-id are for --link memif");
+    return 0;
+}
+
+void memifopt_apply(const struct memif_opts *m, struct hp_link_config *lc)
+{
+    lc->memif.socket = m->socket;
+    lc->memif.role = m->role;
+    lc->memif.id = m->id;
+}
+
+bool memifopt_wait_up(const char *cmd, struct hp_link *l, double timeout_s,
+                      volatile sig_atomic_t *stop)
+{
+    if (hp_link_up(l))
+        return true;
+    fprintf(stderr, "hotpath %s: waiting for the memif peer on %s\n", cmd, hp_link_name(l));
+    double end = tool_now_s() + timeout_s;
+    struct hp_buf *b[32];
+    while (!hp_link_up(l) && tool_now_s() < end && !(stop && *stop)) {
+        int k = hp_link_rx_burst(l, b, 32);
+        if (k > 0)
+            hp_buf_free_bulk(b, (unsigned)k);
+        else
+            nanosleep(&(struct timespec){0, 100000}, NULL);
+    }
+    return hp_link_up(l);
+}
+
+int memifopt_pair(const struct memif_opts *m, unsigned k, const struct hp_link_config *base,
+                  struct hp_link *e[2], char *why, size_t len)
+{
+    char path[108];
+    if (m->socket)
+        snprintf(path, sizeof path, "%.90s-%u", m->socket, k);
+    else
+        snprintf(path, sizeof path, "@hotpath-%d-%u", (int)getpid(), k);
+    struct hp_link_config lc = *base;
+    lc.memif.socket = path;
+    lc.memif.id = m->id;
+    for (int i = 1; i >= 0; i--) {
+        lc.memif.role = i ? HP_MEMIF_SERVER : HP_MEMIF_CLIENT;
+        e[i] = hp_link_open("memif", &lc);
+        if (!e[i]) {
+            snprintf(why, len, "memif %s: %s", path, hp_link_error());
+            hp_link_close(e[1]);
+            e[1] = NULL;
+            return -1;
+        }
+    }
+    /* Both ends are ours: poll both until the handshake is done. */
+    double end = tool_now_s() + 5;
+    struct hp_buf *b[32];
+    while (!(hp_link_up(e[0]) && hp_link_up(e[1])) && tool_now_s() < end) {
+        for (int i = 0; i < 2; i++) {
+            int n = hp_link_rx_burst(e[i], b, 32);
+            if (n > 0)
+                hp_buf_free_bulk(b, (unsigned)n);
+        }
+    }
+    if (hp_link_up(e[0]) && hp_link_up(e[1]))
+        return 0;
+    snprintf(why, len, "memif %s: the two ends did not connect in 5 s", path);
+    return -1;
+}

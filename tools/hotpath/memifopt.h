@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The memif link's command-line options (--memif-socket, --memif-role, --memif-id), shared by gen, serve, connect and rr. */
+#ifndef HOTPATH_TOOL_MEMIFOPT_H
+#define HOTPATH_TOOL_MEMIFOPT_H
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <hotpath/link.h>
+
+struct memif_opts {
+    const char *socket; /* --memif-socket PATH ("@NAME": abstract) */
+    int role;           /* HP_MEMIF_CLIENT (the default) or HP_MEMIF_SERVER */
+    uint32_t id;        /* --memif-id N (default 0) */
+    bool given;         /* some --memif-* option was given */
+};
+
+/* getopt_long codes of the options, out of the way of single letters. */
+enum { MEMIFOPT_SOCKET = 0x300, MEMIFOPT_ROLE, MEMIFOPT_ID };
+
+/* One entry of a getopt_long table, then the three of memif. */
+#define MEMIFOPT_(name, code)                                                                      \
+    {                                                                                              \
+        name, required_argument, NULL, code                                                        \
+    }
+#define MEMIFOPT_LONGOPTS                                                                          \
+    MEMIFOPT_("memif-socket", MEMIFOPT_SOCKET), MEMIFOPT_("memif-role", MEMIFOPT_ROLE),            \
+        MEMIFOPT_("memif-id", MEMIFOPT_ID)
+
+#define MEMIFOPT_HELP                                                                              \
+    "  --memif-socket PATH  memif: the control socket (@NAME: abstract; required)\n"               \
+    "  --memif-role R       memif: client (the default: connects, makes the shared\n"              \
+    "                       memory) or server\n"                                                   \
+    "  --memif-id N         memif: the interface id on the socket (default 0)\n"
+
+void memifopt_init(struct memif_opts *m);
+
+/* Handle getopt's code c with argument arg for command cmd.
+ * @return 0 (taken), 1 (not one of ours), 2 (a usage error, printed). */
+int memifopt_parse(const char *cmd, struct memif_opts *m, int c, const char *arg);
+
+/* After parsing: --link memif needs --memif-socket, and the --memif-*
+ * options need --link memif. 0, or 2 after printing the error. */
+int memifopt_check(const char *cmd, const char *link, const struct memif_opts *m);
+
+/* Put the options into a link configuration (lc->memif). */
+void memifopt_apply(const struct memif_opts *m, struct hp_link_config *lc);
+
+/* Poll l (dropping what arrives) until it is up, timeout_s passes, or
+ * *stop becomes non-zero (stop may be NULL); says on stderr that it waits.
+ * true when up; other links are always up. */
+bool memifopt_wait_up(const char *cmd, struct hp_link *l, double timeout_s,
+                      volatile sig_atomic_t *stop);
+
+/* Both ends of a memif link in this process (rr): e[1] the server, e[0]
+ * the client, on m's socket path with "-k" after it, or on the abstract
+ * name "@hotpath-PID-k"; base gives the rest (pool, ring size). Returns
+ * once both are up: 0, or -1 with why set (e[] closed). */
+int memifopt_pair(const struct memif_opts *m, unsigned k, const struct hp_link_config *base,
+                  struct hp_link *e[2], char *why, size_t len);
+
+#endif
