@@ -47,7 +47,10 @@ static void hps_config(const struct paths_job *j, struct hp_tcp_config *tc)
 {
     memset(tc, 0, sizeof *tc);
     tc->sndbuf = SNDBUF;
-    (void)j;
+    bool reno = j->sender == PS_HOTPATH_RENO;
+    tc->cc = reno ? HP_TCP_CC_NEWRENO : HP_TCP_CC_CUBIC;
+    tc->no_sack = reno; /* and so no RACK-TLP */
+    tc->ecn = j->ecn ? HP_TCP_ECN_ON : HP_TCP_ECN_PASSIVE;
 }
 
 /* The link: afxdp in copy mode, whose frames are there as soon as they
@@ -182,6 +185,11 @@ static void hps_bulk(struct hps *h, struct paths_job *j, const uint8_t *buf)
         snprintf(j->why, sizeof j->why, "send: %s", hp_strerror((int)n));
     j->retrans = hp_stack_counter(h->st, HP_CTR_TCP_RETRANS_SEGS) - r0;
     j->rto = hp_stack_counter(h->st, HP_CTR_TCP_TIMEOUTS) - t0;
+    struct hp_tcp_info ti;
+    if (hp_tcp_get_info(t, &ti) == 0) {
+        j->sack = ti.sack_ok;
+        j->ecn_ok = ti.ecn_ok;
+    }
     j->bulk_ok = n >= 0;
     hp_tcp_abort(t);
 }
@@ -288,6 +296,7 @@ static void hps_trial(struct hps *h, struct paths_job *j, const uint8_t *buf)
     uint64_t done = hps_until(h, t, j->sink, target);
     hp_tcp_get_info(t, &b);
     j->burst_segs += segs;
+    j->probes += b.tlp_probes - a.tlp_probes;
     j->repair[j->ntrials] = done ? (double)(done - t0) / 1e6 : 3000;
     j->trial_rto[j->ntrials++] = b.timeouts > a.timeouts;
     hp_tcp_close(t);
