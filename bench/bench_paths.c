@@ -347,24 +347,95 @@ static void report_init(struct paths_report *r, const struct bench_opts *o)
     pick_cpus(r, o);
 }
 
-/* The rows through the bridge, then the tail trials. */
-static void bridged_run(struct env *e, bool rows, bool tail)
+/* What HP_PATHS_ONLY asks for: a comma-separated list of parts, `bridged`
+ * (every condition), a condition's short name, `tail`, `pmtu`; unset or
+ * empty: all of them. */
+struct parts {
+    bool cond[PC_N], tail, pmtu;
+};
+
+static const char *const part_names[PC_N] = {"loss0", "loss0.5", "loss2",
+                                             "loss5", "reorder", "ecn"};
+
+/* Whether token t names a part; marks what it names. */
+static bool parts_mark(struct parts *p, const char *t)
+{
+    bool every = strcmp(t, "bridged") == 0, known = every;
+    for (int c = 0; c < PC_N; c++) {
+        bool hit = every || strcmp(t, part_names[c]) == 0;
+        p->cond[c] |= hit;
+        known |= hit;
+    }
+    if (strcmp(t, "tail") == 0)
+        known = p->tail = true;
+    if (strcmp(t, "pmtu") == 0)
+        known = p->pmtu = true;
+    return known;
+}
+
+/* 0, or -1 with why saying which name is not a part (nothing runs then). */
+static int parts_parse(struct parts *p, const char *only, char *why, size_t len)
+{
+    bool all = !only || !*only;
+    for (int c = 0; c < PC_N; c++)
+        p->cond[c] = all;
+    p->tail = p->pmtu = all;
+    if (all)
+        return 0;
+    char buf[256];
+    if (strlen(only) >= sizeof buf) {
+        snprintf(why, len, "HP_PATHS_ONLY is too long (%zu bytes)", strlen(only));
+        return -1;
+    }
+    snprintf(buf, sizeof buf, "%s", only);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ", ", &save); t; t = strtok_r(NULL, ", ", &save))
+        if (!parts_mark(p, t)) {
+            snprintf(why, len,
+                     "HP_PATHS_ONLY: no part '%.40s' (bridged, loss0, loss0.5, loss2, loss5, "
+                     "reorder, ecn, tail, pmtu)",
+                     t);
+            return -1;
+        }
+    return 0;
+}
+
+static bool parts_bridged(const struct parts *p)
+{
+    for (int c = 0; c < PC_N; c++)
+        if (p->cond[c])
+            return true;
+    return false;
+}
+
+/* The bridge's own limit (with any bridged row), the rows asked for, then
+ * the tail trials. */
+/* The parts that will not run say so (neither failed nor met). */
+static void parts_skipped(struct paths_report *r, const struct parts *want)
+{
+    for (int c = 0; c < PC_N; c++)
+        for (int s = 0; !want->cond[c] && s < PS_N; s++)
+            snprintf(r->cells[c][s].why, sizeof r->cells[c][s].why, "not asked for");
+    for (int s = 0; !want->tail && s < PS_N; s++)
+        snprintf(r->tail[s].why, sizeof r->tail[s].why, "not asked for");
+}
+
+static void bridged_run(struct env *e, const struct parts *want)
 {
     struct paths_report *r = e->r;
     double off;
-    for (int c = 0; !rows && c < PC_N; c++)
-        for (int s = 0; s < PS_N; s++)
-            snprintf(r->cells[c][s].why, sizeof r->cells[c][s].why, "not asked for");
-    for (int s = 0; !tail && s < PS_N; s++)
-        snprintf(r->tail[s].why, sizeof r->tail[s].why, "not asked for");
+    parts_skipped(r, want);
     progress(e, "the bridge's limit");
-    r->bridge_fps_1514 = bridge_fps(e, 1472, r->quick ? 0.3 : 1, &off);
-    r->bridge_offered_1514 = off;
-    r->bridge_fps_64 = bridge_fps(e, 18, r->quick ? 0.3 : 1, &off);
-    r->bridge_offered_64 = off;
-    for (int c = 0; rows && c < PC_N; c++)
+    r->bridge_fps_1514 = r->bridge_fps_64 = -1;
+    if (parts_bridged(want)) {
+        r->bridge_fps_1514 = bridge_fps(e, 1472, r->quick ? 0.3 : 1, &off);
+        r->bridge_offered_1514 = off;
+        r->bridge_fps_64 = bridge_fps(e, 18, r->quick ? 0.3 : 1, &off);
+        r->bridge_offered_64 = off;
+    }
+    for (int c = 0; c < PC_N; c++)
         for (int s = 0; s < PS_N; s++) {
-            if (c == PC_ECN && (s == PS_KERNEL_RENO || s == PS_HOTPATH_RENO))
+            if (!want->cond[c] || (c == PC_ECN && (s == PS_KERNEL_RENO || s == PS_HOTPATH_RENO)))
                 continue;
             char what[64];
             snprintf(what, sizeof what, "%s, %s", paths_cond_names[c], paths_sender_names[s]);
@@ -373,42 +444,61 @@ static void bridged_run(struct env *e, bool rows, bool tail)
             e->done++;
         }
     progress(e, "tail loss");
-    if (tail) {
+    if (want->tail) {
         tail_run(e, PS_KERNEL_CUBIC);
         tail_run(e, PS_HOTPATH_CUBIC);
     }
     e->done += 2;
 }
 
-int paths_report_run(struct paths_report *r, const struct bench_opts *o)
+/* The namespaces in a line and the receiver, the bridged parts, and down
+ * again. 0, or 1 when the line or the receiver could not be set up. */
+static int line_run(struct env *e, const struct parts *want)
 {
-    report_init(r, o);
-    if (geteuid() != 0) {
-        /* Skipped, said why: no failure. */
-        snprintf(r->why, sizeof r->why, "needs root (network namespaces, AF_PACKET)");
-        return 0;
-    }
-    struct env e = {.r = r, .o = o, .total = 4 * PC_N - 2 + 2 + 1};
-    int rc = tool_line_bridged(&e.line, "paths");
+    struct paths_report *r = e->r;
+    int rc = tool_line_bridged(&e->line, "paths");
     if (rc < 0) {
         snprintf(r->why, sizeof r->why, "cannot make the namespaces: %s%s", strerror(-rc),
                  rc == -ENOENT ? " (iproute2 and ethtool are needed)" : "");
         return 1;
     }
     char why[200] = "";
-    if (paths_sink_start(&e.sink, e.line.ns[2], r->cpu_ends, why, sizeof why) < 0) {
+    if (paths_sink_start(&e->sink, e->line.ns[2], r->cpu_ends, why, sizeof why) < 0) {
         snprintf(r->why, sizeof r->why, "%s", why);
-        tool_line_down(&e.line);
+        tool_line_down(&e->line);
         return 1;
     }
-    /* HP_PATHS_ONLY=bridged|tail|pmtu runs one part (to look at it again). */
+    bridged_run(e, want);
+    paths_sink_stop(&e->sink);
+    tool_line_down(&e->line);
+    return 0;
+}
+
+int paths_report_run(struct paths_report *r, const struct bench_opts *o)
+{
+    report_init(r, o);
+    /* HP_PATHS_ONLY runs some parts (to look at them again); a name that is
+     * not a part is an error, root or not. */
     const char *only = getenv("HP_PATHS_ONLY");
-    bool all = !only || !*only;
-    bridged_run(&e, all || strcmp(only, "bridged") == 0, all || strcmp(only, "tail") == 0);
-    paths_sink_stop(&e.sink);
-    tool_line_down(&e.line);
+    struct parts want;
+    if (parts_parse(&want, only, r->why, sizeof r->why) < 0)
+        return 1;
+    if (geteuid() != 0) {
+        /* Skipped, said why: no failure. */
+        snprintf(r->why, sizeof r->why, "needs root (network namespaces, AF_PACKET)");
+        return 0;
+    }
+    struct env e = {.r = r, .o = o, .total = 4 * PC_N - 2 + 2 + 1};
+    if (parts_bridged(&want) || want.tail) {
+        if (line_run(&e, &want) != 0)
+            return 1;
+    } else {
+        parts_skipped(r, &want);
+        r->bridge_fps_1514 = r->bridge_fps_64 = -1;
+        e.done = e.total - 1;
+    }
     progress(&e, "path MTU");
-    if (all || strcmp(only, "pmtu") == 0)
+    if (want.pmtu)
         paths_pmtu_run(&r->pmtu, o, r->cpu_ends, r->cpu_bridge, o->quick ? 2000000 : 10000000,
                        o->quick ? 1 : 3);
     else

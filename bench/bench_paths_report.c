@@ -14,6 +14,18 @@
 static const char *const pmtu_names[PM_N] = {"IPv4 (DF)", "IPv6", "IPv4 (DF), no ICMP",
                                              "IPv6, no ICMP"};
 
+/* Whether a part that did not run was asked for (HP_PATHS_ONLY): a goal
+ * whose measurements were not is left out, neither met nor missed. */
+static bool asked(const char *why)
+{
+    return strncmp(why, "not asked for", 13) != 0;
+}
+
+static bool cond_asked(const struct paths_report *r, int c)
+{
+    return asked(r->cells[c][PS_HOTPATH_CUBIC].why);
+}
+
 /* hotpath-cubic-sack's goodput over the `than` row's under condition c
  * into *x, with "X vs Y Mbit/s: Zx" (or why not) in buf. */
 static bool goodput_ratio(const struct paths_report *r, int c, int than, double *x, char *buf,
@@ -34,11 +46,15 @@ static void bulk_goals(struct paths_report *r)
     char t[200], u[200];
     double x, y;
     for (int c = PC_LOSS0; c <= PC_REORDER; c++) {
+        if (!cond_asked(r, c))
+            continue;
         bool ok = goodput_ratio(r, c, PS_KERNEL_CUBIC, &x, t, sizeof t);
         hb_goal(&r->goals, ok && x >= GOODPUT_VS_KERNEL,
                 "bulk, %s: hotpath-cubic-sack >= %.2fx kernel-cubic-sack's goodput (%s)",
                 paths_cond_names[c], GOODPUT_VS_KERNEL, t);
     }
+    if (!cond_asked(r, PC_LOSS2) || !cond_asked(r, PC_LOSS5))
+        return;
     bool a = goodput_ratio(r, PC_LOSS2, PS_HOTPATH_RENO, &x, t, sizeof t);
     bool b = goodput_ratio(r, PC_LOSS5, PS_HOTPATH_RENO, &y, u, sizeof u);
     hb_goal(&r->goals, a && b && x >= GOODPUT_VS_NEWRENO && y >= GOODPUT_VS_NEWRENO,
@@ -51,6 +67,8 @@ static void short_goal(struct paths_report *r)
 {
     const struct paths_cell *h = &r->cells[PC_LOSS2][PS_HOTPATH_CUBIC],
                             *k = &r->cells[PC_LOSS2][PS_KERNEL_CUBIC];
+    if (!cond_asked(r, PC_LOSS2))
+        return;
     bool both =
         h->ran && k->ran && h->has_fct && k->has_fct && k->fct_p99_ms > 0 && !h->flows_failed;
     char t[200];
@@ -70,6 +88,8 @@ static void short_goal(struct paths_report *r)
 static void tail_goal(struct paths_report *r)
 {
     const struct paths_tail *h = &r->tail[PS_HOTPATH_CUBIC], *k = &r->tail[PS_KERNEL_CUBIC];
+    if (!asked(h->why))
+        return;
     char t[200];
     if (h->ran)
         snprintf(t, sizeof t,
@@ -87,6 +107,8 @@ static void tail_goal(struct paths_report *r)
 static void ecn_goal(struct paths_report *r)
 {
     const struct paths_cell *h = &r->cells[PC_ECN][PS_HOTPATH_CUBIC];
+    if (!cond_asked(r, PC_ECN))
+        return;
     char t[200];
     double x;
     bool ok = goodput_ratio(r, PC_ECN, PS_KERNEL_CUBIC, &x, t, sizeof t);
@@ -101,6 +123,8 @@ static void ecn_goal(struct paths_report *r)
 static void pmtu_goal(struct paths_report *r, int first, const char *what)
 {
     const struct paths_pmtu *p = &r->pmtu;
+    if (!p->ran && !asked(p->why))
+        return;
     char t[2][160];
     bool ok = p->ran;
     for (int i = 0; i < 2; i++) {
@@ -190,7 +214,7 @@ static void table_rows(const struct paths_report *r, FILE *f)
             if (x->ran)
                 hb_table_row(f, 34, name, cols, 9, v);
             else
-                hb_table_skip(f, 34, name, "failed", x->why);
+                hb_table_skip(f, 34, name, asked(x->why) ? "failed" : "skipped", x->why);
         }
 }
 
@@ -218,7 +242,8 @@ static void table_tail_pmtu(const struct paths_report *r, FILE *f)
         if (s != PS_KERNEL_CUBIC && s != PS_HOTPATH_CUBIC)
             continue;
         if (!t->ran)
-            fprintf(f, "  %-22s failed: %s\n", paths_sender_names[s], t->why);
+            fprintf(f, "  %-22s %s: %s\n", paths_sender_names[s],
+                    asked(t->why) ? "failed" : "skipped", t->why);
         else
             fprintf(f,
                     "  %-22s %d trials of %.1f segments, %d tails lost: %d within %d ms without an "
@@ -273,7 +298,7 @@ static json_t *cell_json(const struct paths_report *r, int c, int s)
                           paths_cond_names[c], "loss", paths_cond_loss[c], "reorder",
                           paths_cond_reorder[c], "ecn", c == PC_ECN);
     if (!x->ran) {
-        json_object_set_new(o, "failed", json_string(x->why));
+        json_object_set_new(o, asked(x->why) ? "failed" : "skipped", json_string(x->why));
         return o;
     }
     json_object_set_new(o, "goodput_mbps", tool_json_num(x->goodput_mbps, 2));
@@ -309,7 +334,7 @@ static json_t *tail_json(const struct paths_report *r)
             continue;
         json_t *o = json_pack("{s:s}", "row", paths_sender_names[s]);
         if (!t->ran)
-            json_object_set_new(o, "failed", json_string(t->why));
+            json_object_set_new(o, asked(t->why) ? "failed" : "skipped", json_string(t->why));
         else
             json_object_update_new(
                 o, json_pack("{s:i, s:i, s:i, s:i, s:o, s:o, s:I}", "trials", t->trials,
@@ -381,12 +406,6 @@ json_t *paths_report_json(const struct paths_report *r)
     json_object_set_new(j, "pmtu", pmtu_json(&r->pmtu));
     hb_json_goals(j, &r->goals);
     return j;
-}
-
-/* Whether a part that did not run was asked for (HP_PATHS_ONLY). */
-static bool asked(const char *why)
-{
-    return strncmp(why, "not asked for", 13) != 0;
 }
 
 int paths_report_failures(const struct paths_report *r)

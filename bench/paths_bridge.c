@@ -59,10 +59,14 @@ static int spawn(struct paths_bridge *b, int nsfd, char *const *argv)
 {
     fflush(stdout);
     fflush(stderr);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
-        /* Only system calls until exec: the parent has threads. */
+        /* Only system calls until exec: the parent has threads. It is told
+         * to go with us; if we went before it was told, it goes now. */
         prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent)
+            _exit(125);
         if (setns(nsfd, CLONE_NEWNET) < 0)
             _exit(126);
         dup2(fileno(b->out), STDOUT_FILENO);

@@ -543,6 +543,8 @@ else
   kill "$rxd" 2>/dev/null
 fi
 
+expect "bench paths: HP_PATHS_ONLY naming no part is refused, names the parts" 1 "no part 'nope'.*pmtu" \
+  -- env HP_PATHS_ONLY=loss2,nope "$HP" bench paths --quick
 # bench paths (root: namespaces, AF_PACKET): a quick run (about a minute), the JSON's keys; every
 # row, trial and path MTU run measured (goals are the full run's business: --quick is too short).
 if [ "$(id -u)" != 0 ]; then
