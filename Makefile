@@ -6,7 +6,7 @@ FUZZ_SECONDS ?= 10
 CMAKE ?= cmake
 GEN := -G Ninja
 
-.PHONY: all build demo check bench fuzz install clean deps-demo deps-check chrono profile
+.PHONY: all build demo check bench fuzz install clean deps-demo deps-check chrono profile apps-full
 
 all: build
 
@@ -43,6 +43,11 @@ check: deps-check
 
 bench: build
 	./build/hotpath bench all
+
+# Unmodified programs on hotpath at the issue's full sizes (root; make
+# check runs the same suites with smaller ones): docs/apps.md.
+apps-full: deps-check build
+	@HP_APPS_FULL=1 bash -c 'rc=0; for t in tests/apps/*.sh; do echo "=== $$t"; $$t || rc=1; done; exit $$rc'
 
 # libFuzzer targets (clang), each run for FUZZ_SECONDS on a copy of its corpus.
 fuzz:

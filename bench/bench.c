@@ -35,6 +35,8 @@ static const struct {
      "UDP 1-byte request/response over mem, p50/p99: the event loop (each spin setting) vs a hand-written poll loop"},
     {"memif", bench_memif,
      "memif between processes: 64 B txonly->rxdrop Mpps vs DPDK testpmd both ways, one TCP flow vs the kernel's"},
+    {"apps", bench_apps,
+     "redis, nginx/wrk, iperf3 unmodified: kernel vs server on hotpath vs both on hotpath (root; docs/apps.md)"},
 };
 #define NBENCH (sizeof benches / sizeof benches[0])
 

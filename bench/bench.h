@@ -29,6 +29,7 @@ int bench_paths(const struct bench_opts *o, FILE *table);
 int bench_peers(const struct bench_opts *o, FILE *table);
 int bench_loop(const struct bench_opts *o, FILE *table);
 int bench_memif(const struct bench_opts *o, FILE *table);
+int bench_apps(const struct bench_opts *o, FILE *table);
 
 /* Peers of the checksum benchmark. */
 uint32_t hp_peer_naive(const void *buf, size_t len, uint32_t sum);

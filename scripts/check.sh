@@ -10,7 +10,7 @@
 # clang -Werror build + unit tests; command-line tests; function lengths and
 # the C style (scripts/funclen.py, scripts/style.sh); libFuzzer smoke runs;
 # aarch64 cross-build with its unit tests under qemu; root-only suites when
-# root. A suite whose tools are missing is reported as skipped, with why.
+# root (tests/interop/*.sh, tests/apps/*.sh). A suite whose tools are missing is reported as skipped, with why.
 set -u
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -181,6 +181,9 @@ else
     skipped "root-only suites: not root"
   elif ls tests/interop/*.sh >/dev/null 2>&1; then
     for t in tests/interop/*.sh; do tests "interop-$(basename "$t" .sh)" "$t"; done
+    # Unmodified programs on hotpath (the reduced matrix; `make apps-full`
+    # runs the issue's full sizes).
+    for t in tests/apps/*.sh; do tests "apps-$(basename "$t" .sh)" "$t"; done
   else
     note "(no root-only suites in this tree yet)"
   fi

@@ -21,7 +21,8 @@ optional_demo=(libdpdk-dev:/usr/include/dpdk/rte_ip.h libxdp-dev:/usr/include/xd
                dpkg-dev:/usr/bin/dpkg-source
                dpdk-dev:/usr/bin/dpdk-testpmd
                librte-net-memif23:/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0/librte_net_memif.so.23.0
-               ethtool:/usr/sbin/ethtool nftables:/usr/sbin/nft)
+               redis-server:/usr/bin/redis-server redis-tools:/usr/bin/redis-benchmark nginx:/usr/sbin/nginx
+               iperf3:/usr/bin/iperf3 wrk:/usr/bin/wrk ethtool:/usr/sbin/ethtool nftables:/usr/sbin/nft)
 optional_check=(clang:/usr/bin/clang libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
                 libdpdk-dev:/usr/include/dpdk/rte_ip.h libxdp-dev:/usr/include/xdp/xsk.h
                 libbpf-dev:/usr/include/bpf/libbpf.h iproute2:/usr/sbin/ip tshark:/usr/bin/tshark
@@ -32,7 +33,8 @@ optional_check=(clang:/usr/bin/clang libclang-rt-14-dev:/usr/lib/llvm-14/lib/cla
                 clang-format-14:/usr/bin/clang-format-14 dpkg-dev:/usr/bin/dpkg-source
                 dpdk-dev:/usr/bin/dpdk-testpmd
                 librte-net-memif23:/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0/librte_net_memif.so.23.0
-                nftables:/usr/sbin/nft)
+                redis-server:/usr/bin/redis-server redis-tools:/usr/bin/redis-benchmark nginx:/usr/sbin/nginx
+                iperf3:/usr/bin/iperf3 curl:/usr/bin/curl wrk:/usr/bin/wrk nftables:/usr/sbin/nft)
 declare -A why=(
   [libdpdk-dev]="the dpdk and dpdk-native rows of 'hotpath bench cksum'"
   [libelf-dev]="code sizes in the benchmark tables"
@@ -55,6 +57,12 @@ declare -A why=(
   [dpkg-dev]="lwip row in 'hotpath bench peers' (apt-get source needs dpkg-source to unpack lwIP's source package)"
   [dpdk-dev]="dpdk-testpmd: the memif link against DPDK's own driver (tests/interop/memif.sh) and the testpmd rows of 'hotpath bench memif'"
   [librte-net-memif23]="DPDK's memif driver (net_memif), which dpdk-testpmd loads for tests/interop/memif.sh and 'hotpath bench memif'"
+  [redis-server]="redis-server on hotpath (tests/apps/redis.sh, both.sh; the redis rows of 'hotpath bench apps')"
+  [redis-tools]="redis-benchmark and redis-cli on hotpath (tests/apps/redis.sh, both.sh; 'hotpath bench apps')"
+  [nginx]="nginx on hotpath (tests/apps/nginx.sh, both.sh; the wrk rows of 'hotpath bench apps')"
+  [iperf3]="iperf3 on hotpath (tests/apps/iperf3.sh, both.sh; the iperf3 row of 'hotpath bench apps')"
+  [curl]="curl on hotpath and checking nginx on hotpath (tests/apps/nginx.sh)"
+  [wrk]="wrk against nginx (tests/apps/nginx.sh, both.sh; 'hotpath bench apps')"
 )
 
 pkgs=("${required[@]}")

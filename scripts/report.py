@@ -291,6 +291,63 @@ def plot_txcomp(data, png):
     plt.close(fig)
 
 
+# ---- apps (issue 20: unmodified programs) ---------------------------------------
+
+APPS_CONFIGS = ("kernel", "server-hotpath", "both-hotpath")
+APPS_COLOURS = {"kernel": "#7f7f7f", "server-hotpath": "#ff7f0e", "both-hotpath": "#d62728"}
+
+
+def plot_apps(data, png):
+    """Three panels: requests/s per workload (iperf3 in Gbit/s on its own
+    axis would mislead: left out of the first panel), p99 latency, and the
+    layer's echo against the native one (server CPU per request). One bar
+    per configuration; unmeasured cells are left empty."""
+    res = [r for r in data.get("results", []) if r.get("ok")]
+    if not res:
+        raise ValueError("nothing measured")
+    cell = {(r["workload"], r["config"]): r for r in res}
+    loads = [w for w in ("redis GET", "redis SET", "wrk 1 KiB") if any(k[0] == w for k in cell)]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 5.4), gridspec_kw={"width_ratios": [3, 3, 1.6]})
+    width = 0.8 / len(APPS_CONFIGS)
+    for ax, key, label, scale in ((axes[0], "rps", "requests per second (thousands)", 1e-3),
+                                  (axes[1], "p99_us", "p99 latency (ms, client's own)", 1e-3)):
+        for k, cfg in enumerate(APPS_CONFIGS):
+            xs = [i - 0.4 + width * (k + 0.5) for i in range(len(loads))]
+            ys = [(cell.get((w, cfg)) or {}).get(key) for w in loads]
+            ys = [y * scale if y is not None else 0 for y in ys]
+            ax.bar(xs, ys, width * 0.92, label=cfg, color=APPS_COLOURS[cfg], zorder=3)
+            for x, y in zip(xs, ys):
+                if y:
+                    ax.text(x, y, f"{y:.1f}", ha="center", va="bottom", fontsize=8)
+        ax.set_xticks(range(len(loads)))
+        ax.set_xticklabels(loads)
+        ax.set_ylabel(label)
+        ax.grid(axis="y", alpha=0.3, zorder=0)
+    axes[0].set_title("throughput (higher is better)")
+    axes[1].set_title("p99 latency (lower is better)")
+    axes[0].legend(fontsize=9, frameon=False)
+    echo = [cell.get((w, "server-hotpath")) for w in ("echo native", "echo posix")]
+    ys = [e["proc_cpu_s_per_req"] * 1e6 if e and e.get("proc_cpu_s_per_req") else 0 for e in echo]
+    axes[2].bar([0, 1], ys, 0.6, color=["#2ca02c", "#d62728"], zorder=3)
+    for x, y in zip([0, 1], ys):
+        if y:
+            axes[2].text(x, y, f"{y:.1f}", ha="center", va="bottom", fontsize=8)
+    axes[2].set_xticks([0, 1])
+    axes[2].set_xticklabels(["hotpath API\n(event loop)", "POSIX calls\n(the layer)"])
+    axes[2].set_ylabel("server CPU us per request")
+    axes[2].set_title("the same echo")
+    axes[2].grid(axis="y", alpha=0.3, zorder=0)
+    ip = {r["config"]: r.get("gbps") for r in res if r["workload"] == "iperf3"}
+    note = "iperf3, one stream (Gbit/s, reported, not a goal): " + ", ".join(
+        f"{c} {ip[c]:.2f}" for c in APPS_CONFIGS if ip.get(c) is not None)
+    fig.text(0.01, 0.012, note[:170], fontsize=8, color="#555555")
+    fig.suptitle(f"unmodified programs over one veth pair ({data.get('link', '?')}), "
+                 f"{data.get('seconds', 0):.0f} s per run", fontsize=11)
+    fig.subplots_adjust(left=0.05, right=0.98, top=0.86, bottom=0.16, wspace=0.28)
+    fig.savefig(png, dpi=DPI)
+    plt.close(fig)
+
+
 # ---- layout ----------------------------------------------------------------
 
 LAYOUT_STYLE = {
@@ -644,6 +701,7 @@ PLOTTERS = {
     "layout_sim": plot_layout_sim,
     "paths": plot_paths,
     "peers": plot_peers,
+    "apps": plot_apps,
 }
 
 

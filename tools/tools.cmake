@@ -28,8 +28,12 @@ set_source_files_properties(${CMAKE_SOURCE_DIR}/bench/cksum_peers.c PROPERTIES
                             COMPILE_OPTIONS -falign-functions=64)
 target_include_directories(hotpath PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tools/hotpath
                            ${CMAKE_SOURCE_DIR}/bench)
+include(GNUInstallDirs)
 target_compile_definitions(hotpath PRIVATE HP_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
-                           HP_DATA_DIR="${CMAKE_INSTALL_PREFIX}/share/hotpath")
+                           HP_DATA_DIR="${CMAKE_INSTALL_PREFIX}/share/hotpath"
+                           HP_LIB_DIR="${CMAKE_INSTALL_FULL_LIBDIR}")
+# `hotpath run` preloads libhotpath-posix.so from beside the binary.
+add_dependencies(hotpath hotpath_posix)
 # SHA-256 digests of `hotpath connect` (OpenSSL's libcrypto, optional; in
 # tools/common/util.c).
 set(HP_HAVE_LIBCRYPTO OFF)

@@ -3,6 +3,7 @@
 #ifndef HOTPATH_UDP_H
 #define HOTPATH_UDP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,6 +34,15 @@ HP_API struct hp_udp_sock *hp_udp_open(struct hp_stack *s, int family, void *use
  * (not one of our addresses), -EINVAL (already bound, wrong family).
  */
 HP_API int hp_udp_bind(struct hp_udp_sock *u, const struct hp_sockaddr *local);
+
+/**
+ * Share the address (SO_REUSEADDR), before hp_udp_bind(): sockets that all
+ * set it may bind the same port and address. A datagram goes to the best
+ * match: a socket bound to its destination address before a wildcard one,
+ * a socket connected to its source before an unconnected one; among equals,
+ * the one bound last. @return 0, or -EINVAL (NULL, or already bound).
+ */
+HP_API int hp_udp_set_reuseaddr(struct hp_udp_sock *u, bool on);
 
 /**
  * Set the default destination, and receive only from it. Binds to an

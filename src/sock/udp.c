@@ -34,7 +34,7 @@ struct hp_udp_sock {
     struct hp_udp_sock *hnext;         /* port table chain (when bound) */
     struct hp_udp_sock *anext, *aprev; /* every socket of the stack */
     uint8_t family;
-    bool bound, wildcard, connected;
+    bool bound, wildcard, connected, reuse;
     struct hp_sockaddr local, remote;
     struct rq_entry *q;      /* ring of qcap entries: inl, or from the heap once it grew */
     uint32_t qcap, qhead, qlen, qmax;
@@ -162,14 +162,14 @@ static void table_grow(struct hp__sock_state *st)
 }
 
 /* Would binding (family, addr or wildcard, port) clash with a bound socket?
- * No address sharing (no SO_REUSEADDR): a wildcard clashes with every
- * address of the family, and IPv4 and IPv6 have separate port spaces (as
- * with IPV6_V6ONLY). */
+ * A wildcard clashes with every address of the family, and IPv4 and IPv6
+ * have separate port spaces (as with IPV6_V6ONLY); sockets that all asked
+ * for address reuse (hp_udp_set_reuseaddr, SO_REUSEADDR) share. */
 static bool port_in_use(struct hp__sock_state *st, int family, const uint8_t *addr, bool wildcard,
-                        uint16_t port)
+                        uint16_t port, bool reuse)
 {
     for (struct hp_udp_sock *u = *bucket(st, port); u; u = u->hnext) {
-        if (u->family != family || u->local.port != port)
+        if (u->family != family || u->local.port != port || (reuse && u->reuse))
             continue;
         if (u->wildcard || wildcard || memcmp(u->local.addr, addr, alen(family)) == 0)
             return true;
@@ -456,7 +456,7 @@ static int bind_port(struct hp_udp_sock *u, const uint8_t *addr, bool wildcard, 
         uint32_t start = st->ephemeral_next >= EPHEMERAL_LO ? st->ephemeral_next - EPHEMERAL_LO : 0;
         for (uint32_t i = 0; i < EPHEMERAL_N; i++) {
             uint16_t p = (uint16_t)(EPHEMERAL_LO + (start + i) % EPHEMERAL_N);
-            if (!port_in_use(st, u->family, addr, wildcard, p)) {
+            if (!port_in_use(st, u->family, addr, wildcard, p, false)) {
                 port = p;
                 break;
             }
@@ -464,7 +464,7 @@ static int bind_port(struct hp_udp_sock *u, const uint8_t *addr, bool wildcard, 
         if (port == 0)
             return -EADDRINUSE;
         st->ephemeral_next = (uint16_t)(EPHEMERAL_LO + (port - EPHEMERAL_LO + 1u) % EPHEMERAL_N);
-    } else if (port_in_use(st, u->family, addr, wildcard, port)) {
+    } else if (port_in_use(st, u->family, addr, wildcard, port, u->reuse)) {
         return -EADDRINUSE;
     }
     memset(u->local.addr, 0, sizeof u->local.addr);
@@ -484,6 +484,14 @@ HP_API int hp_udp_bind(struct hp_udp_sock *u, const struct hp_sockaddr *local)
     if (!wildcard && !hp__addr_is_ours(u->s, u->family, local->addr))
         return -EADDRNOTAVAIL;
     return bind_port(u, local->addr, wildcard, local->port);
+}
+
+HP_API int hp_udp_set_reuseaddr(struct hp_udp_sock *u, bool on)
+{
+    if (!u || u->bound)
+        return -EINVAL;
+    u->reuse = on;
+    return 0;
 }
 
 static int autobind(struct hp_udp_sock *u)

@@ -96,6 +96,16 @@ expect "connect --conns 0 is refused"       2 "--conns wants"             -- "$H
 expect "connect unknown mode is named"      2 "--mode 'chargen'"          -- "$HP" connect --link mem --bytes 10 --mode chargen
 expect "connect needs --bytes or --duration" 2 "give --bytes"             -- "$HP" connect --link mem
 expect "connect unknown link is named"      2 "--link 'eth'"              -- "$HP" connect --link eth --to 198.18.0.2:7 --bytes 10
+expect "run --help describes the variables"  0 "HOTPATH_LINK"              -- "$HP" run --help
+expect "run without a command"               2 "no command"                -- "$HP" run --link afpacket --iface lo --ip 198.18.0.2/24
+expect "run --link mem is refused"           2 "needs a real link"         -- "$HP" run --link mem --ip 198.18.0.2/24 -- true
+expect "run without an address"              2 "--ip or --ip6 is required" -- "$HP" run --link afpacket --iface lo -- true
+expect "run --busy-poll -1 is refused"       2 "--busy-poll '-1'"          -- "$HP" run --link afpacket --iface lo --ip 198.18.0.2/24 --busy-poll -1 -- true
+expect "run --fallback maybe is refused"     2 "--fallback 'maybe'"        -- "$HP" run --link afpacket --iface lo --ip 198.18.0.2/24 --fallback maybe -- true
+expect "run --lib that does not exist"       2 "--lib /nonexistent"        -- "$HP" run --link afpacket --iface lo --ip 198.18.0.2/24 --lib /nonexistent/x.so -- true
+expect "run passes the exit status"          3 ""                          -- "$HP" run --link afpacket --iface lo --ip 198.18.0.2/24 -- sh -c 'exit 3'
+expect "run: an unknown program is named"    127 "nosuchprogram"           -- "$HP" run --link afpacket --iface lo --ip 198.18.0.2/24 -- nosuchprogram-hpx
+expect "run --stats: no socket, no statistics" 0 "no statistics"           -- "$HP" run --link afpacket --iface lo --ip 198.18.0.2/24 --stats -- true
 expect "connect mem: server off our prefix" 2 "on the prefix"             -- "$HP" connect --link mem --to 198.19.0.2:7 --bytes 10
 expect "connect --help names the modes"     0 "echo.*discard.*source"     -- "$HP" connect --help
 if "$HP" connect --link mem --bytes 1000000 --conns 4 --json >"$tmp/conn.json" 2>"$tmp/err" \

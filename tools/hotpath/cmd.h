@@ -10,6 +10,7 @@ int cmd_serve(int argc, char **argv);
 int cmd_connect(int argc, char **argv);
 int cmd_rr(int argc, char **argv);
 int cmd_impair(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 /* hotpath layout runs the developer tool hotpath-layout beside this binary (devtools/). */
 int cmd_layout(int argc, char **argv);
 

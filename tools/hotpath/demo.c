@@ -16,6 +16,7 @@
 #include <hotpath/common.h>
 #include <hotpath/cpu.h>
 
+#include "bench_apps.h"
 #include "bench_cksum.h"
 #include "bench_pool.h"
 #include "bench_txcomp.h"
@@ -346,6 +347,44 @@ static int exp_peers(struct demo_ctx *d)
     return demo_peers(d->dir, d->md, d->quick, d->cpu, &d->missed);
 }
 
+/* ---- experiment: unmodified programs on hotpath (issue 20) --------------- */
+
+static int exp_apps(struct demo_ctx *d)
+{
+    struct apps_report *r = malloc(sizeof *r);
+    if (!r)
+        return -ENOMEM;
+    struct progress pr;
+    progress_init(&pr, "apps");
+    struct bench_opts o = {.quick = d->quick, .cpu = d->cpu, .progress = progress_update, .progress_ctx = &pr};
+    int rc = apps_report_run(r, &o);
+    progress_done(&pr);
+    fprintf(d->md, "## Unmodified programs on hotpath\n\n"
+                   "`hotpath bench apps`: redis-benchmark GET and SET (50 connections, 3-byte values), wrk "
+                   "on a 1 KiB page (100 connections, keep-alive) and one iperf3 TCP stream over one veth "
+                   "pair, in one run: both ends on the kernel, the server on hotpath (`hotpath run`, "
+                   "libhotpath-posix.so), both ends on hotpath; then the same TCP echo on hotpath's event "
+                   "loop and on POSIX calls through the layer (docs/apps.md).\n\n```\n");
+    if (rc == 2) {
+        printf("\n== apps: skipped: %s ==\n", r->note);
+        fprintf(d->md, "skipped: %s\n```\n\n", r->note);
+        free(r);
+        return 0;
+    }
+    apps_report_print(r, stdout);
+    apps_report_print(r, d->md);
+    fprintf(d->md, "```\n\n![apps: requests/s and p99 per configuration](apps.png)\n\n");
+    for (int i = 0; i < r->ngoals; i++)
+        d->missed += !r->goals[i].met;
+    FILE *j = report_file(d, "apps.json");
+    if (j) {
+        apps_report_json(r, j);
+        fclose(j);
+    }
+    free(r);
+    return rc ? -EIO : 0;
+}
+
 /* ---- the experiments, in the order they run ------------------------------
  * To add one: write a function that runs it with a progress display, prints
  * its table to stdout, appends a section to d->md and writes DIR/NAME.json;
@@ -363,6 +402,8 @@ static const struct {
      exp_layout},
     {"peers", "hotpath vs lwIP and smoltcp on one harness: rr, bulk, connections, UDP, idle memory (issue 23)",
      exp_peers},
+    {"apps", "redis, nginx/wrk, iperf3 unmodified: kernel vs server on hotpath vs both on hotpath (issue 20)",
+     exp_apps},
     {"paths", "TCP through loss, reordering, ECN, a tail loss and a 1280-byte link: hotpath vs the kernel (issue 21)",
      exp_paths},
 };

@@ -323,12 +323,16 @@ static uint64_t now_ns(void)
 }
 
 /* Move what arrived on d->in into its path, and what is due out of it. */
-static int pump(struct impair_dir *d, uint64_t now)
+static int pump(struct impair_dir *d)
 {
     struct hp_buf *b[BURST];
     int n = hp_link_rx_burst(d->in, b, BURST);
     if (n < 0)
         return n;
+    /* The clock is read after the frames are in hand: a frame must never be
+     * stamped earlier than it arrived (a thread descheduled between the
+     * clock and the receive would otherwise deliver it early). */
+    uint64_t now = now_ns();
     for (int i = 0; i < n; i++)
         impair_path_push(&d->path, b[i], now);
     unsigned k = impair_path_peek(&d->path, now, b, BURST);
@@ -430,7 +434,7 @@ static int run(const struct impair_opts *o, struct impair_dir *dirs)
             break;
         int work = 0;
         for (int i = 0; i < 2; i++) {
-            int rc = pump(&dirs[i], now);
+            int rc = pump(&dirs[i]);
             if (rc < 0) {
                 fprintf(stderr, "hotpath impair: %s: %s\n", dirs[i].name, hp_strerror(rc));
                 return 1;

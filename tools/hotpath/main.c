@@ -19,6 +19,7 @@ static const struct {
     {"gen", cmd_gen, "generate, receive or forward traffic on a link, like xdpsock"},
     {"serve", cmd_serve, "run a stack on a link: ARP, NDP, ping, UDP echo, TCP echo/discard/source"},
     {"connect", cmd_connect, "TCP connections to an echo server: send a pattern, verify every byte"},
+    {"run", cmd_run, "run an unmodified program on a hotpath stack (LD_PRELOAD; docs/apps.md)"},
     {"rr", cmd_rr, "request/response over many TCP or UDP flows, like neper tcp_rr / udp_rr"},
     {"impair", cmd_impair, "bridge two interfaces with delay, rate, queue, ECN marks and loss, like netem"},
     {"bench", cmd_bench, "run one benchmark against its peers (hotpath bench --help)"},

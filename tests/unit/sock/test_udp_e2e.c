@@ -290,3 +290,43 @@ HP_TEST(udp_e2e_early_demux_bursts)
     }
     HP_CHECK_EQ(hp_pools_in_use(), 0);
 }
+
+/* SO_REUSEADDR: a socket connected to one client and a listener on the
+ * same port (iperf3's UDP server): the client's datagrams go to the
+ * connected socket, a new client's to the listener; without reuse on both,
+ * the second bind is refused. */
+HP_TEST(udp_e2e_reuseaddr_connected_and_listener)
+{
+    struct pair p;
+    HP_REQUIRE_EQ(pair_up(&p), 0);
+    struct hp_sockaddr any = sa(4, -1, 5201), cli1 = sa(4, 0, 4001), cli2 = sa(4, 0, 4002);
+    struct hp_udp_sock *s1 = hp_udp_open(p.s[1], 4, NULL), *s2 = hp_udp_open(p.s[1], 4, NULL);
+    struct hp_udp_sock *plain = hp_udp_open(p.s[1], 4, NULL);
+    HP_CHECK_EQ(hp_udp_set_reuseaddr(s1, true), 0);
+    HP_CHECK_EQ(hp_udp_set_reuseaddr(s2, true), 0);
+    HP_CHECK_EQ(hp_udp_bind(s1, &any), 0);
+    HP_CHECK_EQ(hp_udp_set_reuseaddr(s1, false), -EINVAL); /* bound already */
+    HP_CHECK_EQ(hp_udp_bind(plain, &any), -EADDRINUSE);
+    HP_CHECK_EQ(hp_udp_connect(s1, &cli1), 0);
+    HP_CHECK_EQ(hp_udp_bind(s2, &any), 0);
+    struct hp_udp_sock *c1 = hp_udp_open(p.s[0], 4, NULL), *c2 = hp_udp_open(p.s[0], 4, NULL);
+    HP_CHECK_EQ(hp_udp_bind(c1, &cli1), 0);
+    HP_CHECK_EQ(hp_udp_bind(c2, &cli2), 0);
+    struct hp_sockaddr srv = sa(4, 1, 5201);
+    HP_CHECK_EQ(hp_udp_sendto(c1, "one", 3, &srv), 3);
+    HP_CHECK_EQ(hp_udp_sendto(c2, "two", 3, &srv), 3);
+    pump(&p);
+    char b[8];
+    HP_CHECK_EQ(hp_udp_recvfrom(s1, b, sizeof b, NULL), 3);
+    HP_CHECK_EQ(memcmp(b, "one", 3), 0);
+    HP_CHECK_EQ(hp_udp_recvfrom(s2, b, sizeof b, NULL), 3);
+    HP_CHECK_EQ(memcmp(b, "two", 3), 0);
+    HP_CHECK_EQ(hp_udp_recvfrom(s1, b, sizeof b, NULL), -EAGAIN);
+    hp_udp_close(s1);
+    hp_udp_close(s2);
+    hp_udp_close(plain);
+    hp_udp_close(c1);
+    hp_udp_close(c2);
+    pair_down(&p);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
