@@ -286,8 +286,8 @@ static int line_make(struct tool_line *l, const char *tag, const char *const *su
         snprintf(l->ns[i], sizeof l->ns[i], "%s-%s", base, suffix[i]);
     for (int i = 0; i + 1 < n; i++)
         for (int e = 0; e < 2; e++)
-            snprintf(l->ifname[i][e], sizeof l->ifname[i][e], "hp%d%c%d", i, 'a' + e,
-                     (int)getpid() % 100000);
+            snprintf(l->ifname[i][e], sizeof l->ifname[i][e], "hp%u%c%u", (unsigned)i % 10u,
+                     'a' + e, (unsigned)getpid() % 100000u);
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
         rc = tool_ns_add(l->ns[i]);
