@@ -27,6 +27,8 @@ static const struct {
      "one TCP flow, Gbit/s and CPU ns/byte: two stacks over mem (MTU 1500) vs the kernel's TCP over loopback"},
     {"tcp-rr", bench_tcp_rr,
      "TCP 1-byte request/response, CPU ns/transaction: two stacks over mem vs the kernel's TCP over loopback"},
+    {"paths", bench_paths,
+     "TCP through hotpath impair (100 Mbit/s, 20 ms, loss, reordering, ECN, a tail loss) and a 1280-byte routed path: hotpath's and the kernel's senders, goodput and completion times (root; about 20 minutes, --quick 1)"},
     {"peers", bench_peers,
      "hotpath vs lwIP and smoltcp on one harness (two instances, one thread): tcp_rr, bulk, connection rate, UDP echo, idle memory"},
     {"loop", bench_loop,

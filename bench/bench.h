@@ -25,6 +25,7 @@ int bench_afxdp(const struct bench_opts *o, FILE *table);
 int bench_udp(const struct bench_opts *o, FILE *table);
 int bench_tcp_stream(const struct bench_opts *o, FILE *table);
 int bench_tcp_rr(const struct bench_opts *o, FILE *table);
+int bench_paths(const struct bench_opts *o, FILE *table);
 int bench_peers(const struct bench_opts *o, FILE *table);
 int bench_loop(const struct bench_opts *o, FILE *table);
 int bench_memif(const struct bench_opts *o, FILE *table);

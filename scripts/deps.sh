@@ -22,7 +22,7 @@ optional_demo=(libdpdk-dev:/usr/include/dpdk/rte_ip.h libxdp-dev:/usr/include/xd
                dpdk-dev:/usr/bin/dpdk-testpmd
                librte-net-memif23:/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0/librte_net_memif.so.23.0
                redis-server:/usr/bin/redis-server redis-tools:/usr/bin/redis-benchmark nginx:/usr/sbin/nginx
-               iperf3:/usr/bin/iperf3 wrk:/usr/bin/wrk ethtool:/usr/sbin/ethtool)
+               iperf3:/usr/bin/iperf3 wrk:/usr/bin/wrk ethtool:/usr/sbin/ethtool nftables:/usr/sbin/nft)
 optional_check=(clang:/usr/bin/clang libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
                 libdpdk-dev:/usr/include/dpdk/rte_ip.h libxdp-dev:/usr/include/xdp/xsk.h
                 libbpf-dev:/usr/include/bpf/libbpf.h iproute2:/usr/sbin/ip tshark:/usr/bin/tshark
@@ -35,7 +35,7 @@ optional_check=(clang:/usr/bin/clang libclang-rt-14-dev:/usr/lib/llvm-14/lib/cla
                 dpdk-dev:/usr/bin/dpdk-testpmd
                 librte-net-memif23:/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0/librte_net_memif.so.23.0
                 redis-server:/usr/bin/redis-server redis-tools:/usr/bin/redis-benchmark nginx:/usr/sbin/nginx
-                iperf3:/usr/bin/iperf3 curl:/usr/bin/curl wrk:/usr/bin/wrk)
+                iperf3:/usr/bin/iperf3 curl:/usr/bin/curl wrk:/usr/bin/wrk nftables:/usr/sbin/nft)
 declare -A why=(
   [libdpdk-dev]="the dpdk and dpdk-native rows of 'hotpath bench cksum'"
   [libelf-dev]="code sizes in the benchmark tables"
@@ -50,7 +50,8 @@ declare -A why=(
   [libssl-dev]="SHA-256 digests in 'hotpath connect' (its byte-by-byte check runs without)"
   [libdw-dev]="'hotpath layout' (it reads DWARF with libdw) and its tests"
   [tshark]="reading our pcap files back with Wireshark's dissectors"
-  [ethtool]="the afxdp interop tests with the kernel's TCP and UDP (its veth's tx checksum offload must be off)"
+  [ethtool]="the afxdp interop tests with the kernel's TCP and UDP, and 'hotpath bench paths' (the veths' checksum and segmentation offloads must be off)"
+  [nftables]="the path MTU rows of 'hotpath bench paths' with every ICMP error dropped on the routers (probing)"
   [iputils-ping]="the kernel's ping and ping -6 against hotpath serve (root interop tests)"
   [clang-format-14]="the style check of make check (scripts/style.sh: the C sources against .clang-format)"
   [valgrind]="simulated cache misses per rr transaction (scripts/rr_cachesim.py: the demo's layout step and its test), instructions per transaction of each stack (scripts/peers_profile.py)"

@@ -578,6 +578,109 @@ def plot_soak(data, png):
              f"RSS after 1 min {data.get('rss_kb_after_first_minute', 0) >> 10} MB, last minute "
              f"{data.get('rss_kb_last_minute', 0) >> 10} MB | {data.get('cpu', '')}", fontsize=7, color="#555555")
     fig.subplots_adjust(left=0.07, right=0.98, top=0.9, bottom=0.2, hspace=0.12)
+# ---- paths -------------------------------------------------------------------
+
+PATHS_STYLE = {
+    "kernel-cubic-sack": "#7f7f7f",
+    "kernel-reno-nosack": "#c7c7c7",
+    "hotpath-cubic-sack": "#d62728",
+    "hotpath-newreno-nosack": "#ff9896",
+}
+
+
+def paths_grouped(ax, conds, senders, value, fmt):
+    """Bars per condition, one per sender, labelled with fmt(value)."""
+    width = 0.8 / max(1, len(senders))
+    for k, s in enumerate(senders):
+        xs, ys = [], []
+        for i, (_, rows) in enumerate(conds):
+            v = value(rows.get(s))
+            if v is not None:
+                xs.append(i - 0.4 + width * (k + 0.5))
+                ys.append(v)
+        ax.bar(xs, ys, width * 0.92, label=s, color=PATHS_STYLE.get(s, "#000"), zorder=3)
+        for x, y in zip(xs, ys):
+            ax.text(x, y, fmt(y), ha="center", va="bottom", fontsize=6.5, rotation=90)
+    ax.set_xticks(range(len(conds)))
+    ax.set_xticklabels([c for c, _ in conds], fontsize=8)
+    ax.grid(axis="y", alpha=0.3, zorder=0)
+
+
+def plot_paths(data, png):
+    """Left: bulk goodput per condition and sender. Middle: short flows'
+    completion time, p99 bars with the p50 as a tick. Right: path MTU, 10 MB
+    echoed, the kernel's client against hotpath connect per case. The tail
+    loss trials and the goals below."""
+    if data.get("skipped"):
+        raise ValueError("not run: " + data["skipped"])
+    conds, senders = [], []
+    for r in data.get("results", []):
+        if r["row"] not in senders:
+            senders.append(r["row"])
+        if not conds or conds[-1][0] != r["condition"]:
+            conds.append((r["condition"], {}))
+        conds[-1][1][r["row"]] = r
+    if not conds:
+        raise ValueError("no result to plot")
+    fig, axes = plt.subplots(1, 3, figsize=(15, 6), gridspec_kw={"width_ratios": [3, 3, 2]})
+    paths_grouped(axes[0], conds, senders,
+                  lambda r: r.get("goodput_mbps") if r and "failed" not in r else None,
+                  lambda y: f"{y:.0f}")
+    axes[0].set_ylabel("goodput, Mbit/s (bottleneck 100)")
+    axes[0].set_title("bulk (higher is better)")
+    fct = [(c, rows) for c, rows in conds if any(r.get("fct_p99_ms") for r in rows.values())]
+    if fct:
+        paths_grouped(axes[1], fct, senders,
+                      lambda r: r.get("fct_p99_ms") if r and r.get("fct_p99_ms") else None,
+                      lambda y: f"{y:.0f}")
+        width = 0.8 / max(1, len(senders))
+        for k, s in enumerate(senders):
+            for i, (_, rows) in enumerate(fct):
+                r = rows.get(s)
+                if r and r.get("fct_p50_ms"):
+                    axes[1].plot(i - 0.4 + width * (k + 0.5), r["fct_p50_ms"], "_", color="black",
+                                 ms=7, zorder=5)
+        axes[1].set_yscale("log")
+        axes[1].yaxis.set_major_formatter(ticker.FuncFormatter(decimal_label))
+    axes[1].set_ylabel("completion time, ms (bar p99, tick p50)")
+    axes[1].set_title("short flows of 100 KB (lower is better)")
+    pm = [r for r in data.get("pmtu", []) if "seconds" in r]
+    cases = []
+    for r in pm:
+        if r["case"] not in cases:
+            cases.append(r["case"])
+    for k, client in enumerate(("kernel", "hotpath-connect")):
+        xs, ys = [], []
+        for i, c in enumerate(cases):
+            for r in pm:
+                if r["case"] == c and r["client"] == client:
+                    xs.append(i - 0.2 + 0.4 * k)
+                    ys.append(r["seconds"])
+        axes[2].bar(xs, ys, 0.37, label=client,
+                    color=PATHS_STYLE["kernel-cubic-sack" if k == 0 else "hotpath-cubic-sack"],
+                    zorder=3)
+        for x, y in zip(xs, ys):
+            axes[2].text(x, y, f"{y:.2f}", ha="center", va="bottom", fontsize=7)
+    axes[2].set_xticks(range(len(cases)))
+    axes[2].set_xticklabels([textwrap.fill(c, 10) for c in cases], fontsize=7.5)
+    axes[2].set_ylabel("seconds to echo it all")
+    axes[2].set_title("path MTU, 1280-byte link\n(lower is better)")
+    axes[2].grid(axis="y", alpha=0.3, zorder=0)
+    axes[2].legend(fontsize=8, frameon=False)
+    axes[0].legend(loc="upper center", bbox_to_anchor=(0.5, -0.07), ncol=2, fontsize=8, frameon=False)
+    setup = data.get("setup", {})
+    fig.suptitle(f"TCP through hotpath impair: {setup.get('rate_mbit')} Mbit/s, {setup.get('rtt_ms')} ms RTT, "
+                 f"{setup.get('queue_bytes')}-byte queue, a kernel receiver\n"
+                 f"{data.get('cpu', '')} | {data.get('compiler', '')}", fontsize=11)
+    notes = []
+    for t in data.get("tail_loss", []):
+        if "trials" in t:
+            notes.append(f"tail loss, {t['row']}: {t['within_3_rtt_no_rto']}/{t['trials']} repaired within "
+                         f"3 RTTs without an RTO (p50 {t['repair_p50_ms']} ms)")
+    goals = data.get("goals", [])
+    notes.append(f"goals met: {sum(1 for g in goals if g.get('met'))} of {len(goals)}")
+    fig.text(0.4, 0.015, "\n".join(notes), fontsize=8, color="#333333")
+    fig.subplots_adjust(left=0.05, right=0.99, top=0.85, bottom=0.2, wspace=0.25)
     fig.savefig(png, dpi=DPI)
     plt.close(fig)
 
@@ -671,6 +774,7 @@ PLOTTERS = {
     "txcomp": plot_txcomp,
     "layout": plot_layout,
     "layout_sim": plot_layout_sim,
+    "paths": plot_paths,
     "peers": plot_peers,
     "soak": plot_soak,
     "apps": plot_apps,

@@ -40,6 +40,11 @@ expect "impair --queue without --rate"   2 "--queue needs --rate"             --
 expect "impair --ecn without --rate"     2 "--ecn-mark-above needs --rate"    -- "$HP" impair "${I[@]}" --ecn-mark-above 3000
 expect "impair --a2b with --b2a"         2 "exclude each other"               -- "$HP" impair "${I[@]}" --a2b --b2a
 expect "impair --duration 0"             2 "--duration wants"                 -- "$HP" impair "${I[@]}" --duration 0
+expect "impair --drop-tail 0"            2 "--drop-tail wants milliseconds"   -- "$HP" impair "${I[@]}" --drop-tail 0 --delay 10
+expect "impair --drop-tail over --delay" 2 "--drop-tail needs --delay"        -- "$HP" impair "${I[@]}" --drop-tail 5 --delay 2
+expect "impair --drop-tail lists in help" 0 "--drop-tail MS"                  -- "$HP" impair --help
+expect "impair --rt 0"                   2 "--rt wants a number in \[1, 99\]" -- "$HP" impair "${I[@]}" --rt 0
+expect "impair --rt lists in help"       0 "--rt PRIO"                        -- "$HP" impair --help
 expect "impair stray argument"           2 "unexpected argument 'extra'"      -- "$HP" impair "${I[@]}" extra
 # A missing interface is a clear error, not a crash (no privileges needed to find out).
 expect "impair missing interface"        1 "nosuchif0"                        -- "$HP" impair --link afpacket --iface-a nosuchif0 --iface-b nosuchif1 --duration 0.1

@@ -92,6 +92,14 @@ case_delay() { # kind
   else ko "$1: --delay 10: $got/10 replies, min RTT $min ms (want >= 20)" "$(tail -3 "$tmp/imp.err")"; fi
 }
 
+case_wait() { # kind: sleeping in poll(2) at real-time priority instead of spinning
+  start "$1" --delay 10 --rt 10
+  read -r got min < <(ping_stats -c 10 -i 0.05)
+  if stop && [ "$got" = 10 ] && awk -v m="$min" 'BEGIN {exit !(m >= 20)}' && [ "$(final a2b late_max_us)" -ge 0 ]; then
+    ok "$1: --delay 10 --rt 10: 10/10 replies, min RTT $min ms >= 20 ms; clean exit"
+  else ko "$1: --delay 10 --rt 10: $got/10 replies, min RTT $min ms (want >= 20)" "$(tail -3 "$tmp/imp.err")"; fi
+}
+
 case_loss() { # kind
   start "$1" --loss 0.2 --seed 42
   ping_stats -c 300 -i 0.002 >/dev/null
@@ -152,6 +160,18 @@ case_ecn() { # kind
   else ko "$1: --ecn-mark-above 15000: $ce marked, $drops dropped, $mbps Mbit/s"; fi
 }
 
+case_tail() { # kind
+  # Kernel TCP through --drop-tail: the last segment of each burst is lost
+  # once and repaired (TLP or RTO); every byte still arrives.
+  start "$1" --delay 10 --drop-tail 3 --a2b
+  local mbps; mbps=$(tcp_bulk 1)
+  stop
+  local tails; tails=$(final a2b tail_drops)
+  if [ "$tails" -ge 1 ] && [ "$(final b2a tail_drops)" = 0 ] && awk -v m="$mbps" 'BEGIN {exit !(m > 0)}'; then
+    ok "$1: --drop-tail 3: $tails burst tails lost once each, the transfer went through ($mbps Mbit/s)"
+  else ko "$1: --drop-tail 3: $tails tails lost a2b, $(final b2a tail_drops) b2a, $mbps Mbit/s"; fi
+}
+
 for kind in "${KINDS[@]}"; do
   echo "--- $kind"
   # A link kind this build or kernel lacks: skipped with impair's reason.
@@ -160,12 +180,14 @@ for kind in "${KINDS[@]}"; do
     sk "$kind: impair cannot run here: $(head -1 "$tmp/probe.err")"; continue
   fi
   case_delay "$kind"
+  case_wait "$kind"
   case_loss "$kind"
   case_dup "$kind"
   case_one_way "$kind"
   case_mtu "$kind"
   case_rate "$kind"
   case_ecn "$kind"
+  case_tail "$kind"
 done
 summary
 [ "$fail" = 0 ]

@@ -229,3 +229,118 @@ HP_TEST(impair_partial_consume)
     HP_CHECK_EQ(drain_at(&p, 5), 2);
     impair_path_fini(&p);
 }
+
+/* An IPv4 TCP segment (20-byte headers) of flow `port` with sequence
+ * number seq and `data` bytes of payload. */
+static struct hp_buf *segment4(uint16_t port, uint32_t seq, uint32_t data)
+{
+    struct hp_buf *b = frame4(14 + 40 + data, 0);
+    if (!b)
+        return NULL;
+    uint8_t *tcp = (uint8_t *)hp_buf_data(b) + 34;
+    tcp[0] = (uint8_t)(port >> 8);
+    tcp[1] = (uint8_t)port;
+    tcp[3] = 80;
+    for (int i = 0; i < 4; i++)
+        tcp[4 + i] = (uint8_t)(seq >> (24 - 8 * i));
+    tcp[12] = 5 << 4;
+    return b;
+}
+
+HP_TEST(impair_tcp_data_parses_segments)
+{
+    struct hp_buf *b = segment4(1000, 0x01020304, 100);
+    uint32_t flow = 0, seq = 0, flow2 = 0;
+    HP_REQUIRE(b != NULL);
+    uint8_t *f = hp_buf_data(b);
+    HP_CHECK_EQ(impair_tcp_data(f, b->data_len, &flow, &seq), 100);
+    HP_CHECK_EQ(seq, 0x01020304);
+    f[34 + 1] ^= 1; /* another source port: another flow */
+    HP_CHECK_EQ(impair_tcp_data(f, b->data_len, &flow2, &seq), 100);
+    HP_CHECK(flow2 != flow);
+    f[14 + 6] = 0x20; /* more fragments: no whole TCP header to trust */
+    HP_CHECK_EQ(impair_tcp_data(f, b->data_len, &flow, &seq), 0);
+    f[14 + 6] = 0;
+    f[14 + 9] = 17; /* UDP */
+    HP_CHECK_EQ(impair_tcp_data(f, b->data_len, &flow, &seq), 0);
+    HP_CHECK_EQ(impair_tcp_data(f, 40, &flow, &seq), 0); /* truncated */
+    hp_buf_free(b);
+    b = segment4(1000, 1, 30);
+    HP_REQUIRE(b != NULL);
+    ((uint8_t *)hp_buf_data(b))[34 + 12] = 15 << 4; /* a TCP header longer than the packet */
+    HP_CHECK_EQ(impair_tcp_data(hp_buf_data(b), b->data_len, &flow, &seq), 0);
+    hp_buf_free(b);
+    struct hp_buf *ack = segment4(1000, 1, 0);
+    HP_REQUIRE(ack != NULL);
+    HP_CHECK_EQ(impair_tcp_data(hp_buf_data(ack), ack->data_len, &flow, &seq), 0);
+    hp_buf_free(ack);
+}
+
+/* A burst of four segments 0.1 ms apart, then 5.7 ms of quiet: the fourth
+ * is lost, once; its retransmission passes; pure ACKs and the burst's
+ * other segments are never lost. */
+HP_TEST(impair_drop_tail_loses_the_last_segment_once)
+{
+    struct impair_path p;
+    struct impair_cfg c = {.delay_ns = 20 * MS, .tail_gap_ns = 5 * MS};
+    HP_REQUIRE_EQ(impair_path_init(&p, &c, 64), 0);
+    for (uint32_t i = 0; i < 4; i++)
+        HP_CHECK_EQ(impair_path_push(&p, segment4(1000, 1000 * i, 1000), i * MS / 10), 1);
+    HP_CHECK_EQ(impair_path_push(&p, segment4(2000, 7, 0), 6 * MS), 1); /* another flow's ACK */
+    HP_CHECK_EQ(drain_at(&p, 30 * MS), 4); /* the ACK and segments 0-2 */
+    HP_CHECK_EQ(p.st.tail_drops, 1);
+    /* The retransmission of segment 3, alone: it passes. */
+    HP_CHECK_EQ(impair_path_push(&p, segment4(1000, 3000, 1000), 250 * MS), 1);
+    HP_CHECK_EQ(drain_at(&p, 300 * MS), 1);
+    /* A new burst's last segment is lost again. */
+    HP_CHECK_EQ(impair_path_push(&p, segment4(1000, 4000, 1000), 400 * MS), 1);
+    HP_CHECK_EQ(impair_path_push(&p, segment4(1000, 5000, 1000), 401 * MS), 1);
+    HP_CHECK_EQ(drain_at(&p, 500 * MS), 1);
+    HP_CHECK_EQ(p.st.tail_drops, 2);
+    HP_CHECK_EQ(p.st.out, 6);
+    HP_CHECK_EQ(p.st.in, 8);
+    impair_path_fini(&p);
+}
+
+/* A tail decided while frames before it are due goes only once they went:
+ * the frames returned stop before it. */
+HP_TEST(impair_drop_tail_keeps_order)
+{
+    struct impair_path p;
+    struct impair_cfg c = {.delay_ns = 10 * MS, .tail_gap_ns = 2 * MS};
+    HP_REQUIRE_EQ(impair_path_init(&p, &c, 64), 0);
+    HP_CHECK_EQ(impair_path_push(&p, segment4(1000, 0, 100), 0), 1);
+    HP_CHECK_EQ(impair_path_push(&p, segment4(1000, 100, 100), 3 * MS), 1);
+    HP_CHECK_EQ(impair_path_push(&p, segment4(1000, 200, 100), 8 * MS), 1);
+    /* At 20 ms all three are due: the first (followed after 3 ms) and the
+     * second (5 ms) are tails; the third too (nothing after it). */
+    struct hp_buf *out[8];
+    HP_CHECK_EQ(impair_path_peek(&p, 20 * MS, out, 8), 0);
+    HP_CHECK_EQ(p.st.tail_drops, 3);
+    HP_CHECK_EQ(impair_path_count(&p), 0);
+    /* Without a gap they all pass, in order. */
+    HP_CHECK_EQ(impair_path_push(&p, segment4(1000, 300, 100), 30 * MS), 1);
+    HP_CHECK_EQ(impair_path_push(&p, segment4(1000, 400, 100), 31 * MS), 1);
+    HP_CHECK_EQ(impair_path_push(&p, segment4(1000, 500, 100), 32 * MS), 1);
+    HP_CHECK_EQ(impair_path_push(&p, frame4(64, 0), 32 * MS), 1); /* not TCP: ends the burst */
+    HP_CHECK_EQ(drain_at(&p, 100 * MS), 4);
+    HP_CHECK_EQ(p.st.tail_drops, 3);
+    impair_path_fini(&p);
+}
+
+/* Frames handed out after they were due count as late, by how much. */
+HP_TEST(impair_counts_lateness)
+{
+    struct impair_path p;
+    struct impair_cfg c = {.delay_ns = 10 * MS};
+    HP_REQUIRE_EQ(impair_path_init(&p, &c, 64), 0);
+    HP_CHECK_EQ(impair_path_push(&p, frame4(100, 0), 0), 1);
+    HP_CHECK_EQ(impair_path_push(&p, frame4(100, 0), 0), 1);
+    HP_CHECK_EQ(drain_at(&p, 10 * MS), 2); /* on time */
+    HP_CHECK_EQ(p.st.late_max_ns, 0);
+    HP_CHECK_EQ(impair_path_push(&p, frame4(100, 0), 20 * MS), 1);
+    HP_CHECK_EQ(drain_at(&p, 33 * MS), 1); /* due at 30 ms */
+    HP_CHECK_EQ(p.st.late_max_ns, 3 * MS);
+    HP_CHECK_EQ(p.st.late_sum_ns, 3 * MS);
+    impair_path_fini(&p);
+}

@@ -350,7 +350,10 @@ void hb_table_row(FILE *f, int name_width, const char *name, const struct hb_col
     for (int i = 0; i < n; i++) {
         const char *unit = c[i].unit ? c[i].unit : "";
         int w = c[i].width - (int)strlen(unit);
-        fprintf(f, " %*.*f%s", w > 0 ? w : 1, c[i].decimals, v[i], unit);
+        if (isfinite(v[i]))
+            fprintf(f, " %*.*f%s", w > 0 ? w : 1, c[i].decimals, v[i], unit);
+        else
+            fprintf(f, " %*s", c[i].width, "-"); /* not measured */
     }
     fputc('\n', f);
 }

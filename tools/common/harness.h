@@ -204,7 +204,8 @@ struct hb_col {
 /* "  NAME  HEAD1 HEAD2 ...": the first column (the row's name) name_width
  * wide, left-aligned. */
 void hb_table_cols(FILE *f, int name_width, const char *name_head, const struct hb_col *c, int n);
-/* A row of n numbers under those columns. */
+/* A row of n numbers under those columns ("-" for one that is not finite:
+ * not measured). */
 void hb_table_row(FILE *f, int name_width, const char *name, const struct hb_col *c, int n,
                   const double *v);
 /* A row that was not measured: "  NAME  what: why". */

@@ -249,3 +249,169 @@ long long tool_netns_counter(const struct tool_netns *n, int side, const char *c
     snprintf(file, sizeof file, "/sys/class/net/%s/statistics/%s", n->ifname[side], counter);
     return read_in(n->ns[side], file);
 }
+
+/* ---- namespaces in a line ------------------------------------------------------------ */
+
+int tool_line_sh(const struct tool_line *l, int i, const char *fmt, ...)
+{
+    char cmd[900];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    return tool_sh("ip netns exec %s sh -c '%s'", l->ns[i], cmd);
+}
+
+void tool_line_down(struct tool_line *l)
+{
+    if (!l || !l->up)
+        return;
+    for (int i = 0; i < l->n; i++)
+        tool_ns_del(l->ns[i]);
+    l->up = false;
+}
+
+/* Make the namespaces (names "BASE-SUFFIX") and the veth pairs between
+ * them, every interface up with its offloads off. 0 or -errno (what was
+ * made is removed again). */
+static int line_make(struct tool_line *l, const char *tag, const char *const *suffix, int n)
+{
+    memset(l, 0, sizeof *l);
+    if (geteuid() == 0 && tool_sh("command -v ethtool >/dev/null 2>&1") != 0)
+        return -ENOENT;
+    char base[32];
+    tool_ns_name(base, sizeof base, tag);
+    l->n = n;
+    for (int i = 0; i < n; i++)
+        snprintf(l->ns[i], sizeof l->ns[i], "%s-%s", base, suffix[i]);
+    for (int i = 0; i + 1 < n; i++)
+        for (int e = 0; e < 2; e++)
+            snprintf(l->ifname[i][e], sizeof l->ifname[i][e], "hp%u%c%u", (unsigned)i % 10u,
+                     'a' + e, (unsigned)getpid() % 100000u);
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        rc = tool_ns_add(l->ns[i]);
+        l->up = l->up || rc == 0;
+        if (rc == 0)
+            rc = tool_ns_batch(l->ns[i], "link set lo up\n") ? -EIO : 0;
+        /* No duplicate address detection on the interfaces to come: a
+         * link-local address is usable at once (neighbour discovery sends
+         * from it), not a second or two later. */
+        if (rc == 0 && tool_sh("ip netns exec %s sysctl -qw net.ipv6.conf.default.accept_dad=0 "
+                               "net.ipv6.conf.all.accept_dad=0",
+                               l->ns[i]) != 0)
+            rc = -EIO;
+    }
+    for (int i = 0; i + 1 < n && rc == 0; i++)
+        if (tool_sh("ip link add %s netns %s type veth peer name %s netns %s", l->ifname[i][0],
+                    l->ns[i], l->ifname[i][1], l->ns[i + 1]) != 0)
+            rc = -EIO;
+    for (int i = 0; i + 1 < n && rc == 0; i++)
+        for (int e = 0; e < 2 && rc == 0; e++)
+            if (tool_sh("ip -n %s link set %s up && ip netns exec %s ethtool -K %s tx off tso off "
+                        "gso off gro off >/dev/null 2>&1",
+                        l->ns[i + e], l->ifname[i][e], l->ns[i + e], l->ifname[i][e]) != 0)
+                rc = -EIO;
+    if (rc < 0)
+        tool_line_down(l);
+    return rc;
+}
+
+int tool_line_bridged(struct tool_line *l, const char *tag)
+{
+    static const char *const suffix[] = {"a", "br", "b"};
+    int rc = line_make(l, tag, suffix, 3);
+    if (rc < 0)
+        return rc;
+    /* IPv6 off first: no solicitations, and nothing the bridge's kernel
+     * would answer or forward. */
+    for (int i = 0; i < 2 && rc == 0; i++)
+        for (int e = 0; e < 2 && rc == 0; e++)
+            if (tool_sh("ip netns exec %s sysctl -qw net.ipv6.conf.%s.disable_ipv6=1", l->ns[i + e],
+                        l->ifname[i][e]) != 0)
+                rc = -EIO;
+    if (rc == 0 &&
+        (tool_sh("ip -n %s addr add 198.18.0.1/24 dev %s", l->ns[0], l->ifname[0][0]) != 0 ||
+         tool_sh("ip -n %s addr add 198.18.0.2/24 dev %s", l->ns[2], l->ifname[1][1]) != 0))
+        rc = -EIO;
+    if (rc < 0)
+        tool_line_down(l);
+    return rc;
+}
+
+/* Namespace i's addresses and routes of the routed line, as an `ip -batch`. */
+static void routed_cmds(const struct tool_line *l, int i, char *buf, size_t len)
+{
+    const char *w = l->ifname[i > 0 ? i - 1 : 0][1], *e = l->ifname[i < 3 ? i : 2][0];
+    switch (i) {
+    case 0:
+        snprintf(buf, len,
+                 "addr add 198.18.1.1/24 dev %s\naddr add 2001:2:0:1::1/64 dev %s nodad\n"
+                 "route add default via 198.18.1.254\nroute add default via 2001:2:0:1::fe\n",
+                 e, e);
+        return;
+    case 1:
+        snprintf(buf, len,
+                 "addr add 198.18.1.254/24 dev %s\naddr add 2001:2:0:1::fe/64 dev %s nodad\n"
+                 "addr add 198.18.2.1/24 dev %s\naddr add 2001:2:0:2::1/64 dev %s nodad\n"
+                 "route add 198.18.3.0/24 via 198.18.2.2\nroute add 2001:2:0:3::/64 via "
+                 "2001:2:0:2::2\n",
+                 w, w, e, e);
+        return;
+    case 2:
+        snprintf(buf, len,
+                 "addr add 198.18.2.2/24 dev %s\naddr add 2001:2:0:2::2/64 dev %s nodad\n"
+                 "addr add 198.18.3.254/24 dev %s\naddr add 2001:2:0:3::fe/64 dev %s nodad\n"
+                 "route add 198.18.1.0/24 via 198.18.2.1\nroute add 2001:2:0:1::/64 via "
+                 "2001:2:0:2::1\n",
+                 w, w, e, e);
+        return;
+    default:
+        snprintf(buf, len,
+                 "addr add 198.18.3.1/24 dev %s\naddr add 2001:2:0:3::1/64 dev %s nodad\n"
+                 "route add default via 198.18.3.254\nroute add default via 2001:2:0:3::fe\n",
+                 w, w);
+    }
+}
+
+int tool_line_routed(struct tool_line *l, const char *tag, unsigned mtu)
+{
+    static const char *const suffix[] = {"c", "r1", "r2", "s"};
+    int rc = line_make(l, tag, suffix, 4);
+    if (rc < 0)
+        return rc;
+    if (tool_sh("ip -n %s link set %s mtu %u && ip -n %s link set %s mtu %u", l->ns[1],
+                l->ifname[1][0], mtu, l->ns[2], l->ifname[1][1], mtu) != 0)
+        rc = -EIO;
+    for (int i = 1; i < 3 && rc == 0; i++)
+        if (tool_sh("ip netns exec %s sysctl -qw net.ipv4.ip_forward=1 "
+                    "net.ipv6.conf.all.forwarding=1",
+                    l->ns[i]) != 0)
+            rc = -EIO;
+    for (int i = 0; i < 4 && rc == 0; i++) {
+        char cmds[600];
+        routed_cmds(l, i, cmds, sizeof cmds);
+        if (tool_ns_batch(l->ns[i], cmds) != 0)
+            rc = -EIO;
+    }
+    if (rc < 0)
+        tool_line_down(l);
+    return rc;
+}
+
+int tool_line_routed_client(const struct tool_line *l, bool on)
+{
+    const char *ns = l->ns[0], *ifn = l->ifname[0][0];
+    if (!on)
+        return tool_sh("ip -n %s addr flush dev %s && ip netns exec %s sysctl -qw "
+                       "net.ipv6.conf.%s.disable_ipv6=1",
+                       ns, ifn, ns, ifn) == 0
+                   ? 0
+                   : -EIO;
+    char cmds[600];
+    routed_cmds(l, 0, cmds, sizeof cmds);
+    if (tool_sh("ip netns exec %s sysctl -qw net.ipv6.conf.%s.disable_ipv6=0", ns, ifn) != 0 ||
+        tool_ns_batch(ns, cmds) != 0)
+        return -EIO;
+    return 0;
+}

@@ -69,6 +69,57 @@ int tool_netns_sh(const struct tool_netns *n, int side, const char *fmt, ...)
 /* /sys/class/net/<ifname>/statistics/<counter> as seen from side; -1 on error. */
 long long tool_netns_counter(const struct tool_netns *n, int side, const char *counter);
 
+/* ---- namespaces in a line: a bridge, or two routers, between client and server ---- */
+
+#define TOOL_LINE_MAX 4
+
+/* Namespaces ns[0] (the client) .. ns[n-1] (the server) in a line, the
+ * neighbours ns[i] and ns[i+1] joined by veth pair i: ifname[i][0] in
+ * ns[i], ifname[i][1] in ns[i+1]. Checksum offload, TSO, GSO and GRO are
+ * off on every interface: frames cross a userspace bridge or a kernel
+ * router as they were sent, whole and with whole checksums, as hotpath's
+ * links (afpacket, afxdp) read them. Needs ethtool for that. */
+struct tool_line {
+    int n;
+    char ns[TOOL_LINE_MAX][40];
+    char ifname[TOOL_LINE_MAX - 1][2][16];
+    bool up;
+};
+
+/* The bridged line, for `hotpath impair`: "PREFIX-TAG-PID-a" (the client,
+ * 198.18.0.1/24 on ifname[0][0]), "-br" (the bridge: ifname[0][1] and
+ * ifname[1][0] up, no addresses) and "-b" (the server, 198.18.0.2/24 on
+ * ifname[1][1]): one Ethernet segment. IPv6 is off on every interface, so
+ * that the kernel sends nothing by itself and the bridge's kernel neither
+ * answers nor forwards. 0, -EPERM (not root), -ENOENT (no iproute2 or no
+ * ethtool), -EIO (a command failed; what was made is removed again). */
+int tool_line_bridged(struct tool_line *l, const char *tag);
+
+/* The routed line: "-c" (the client: 198.18.1.1/24, 2001:2:0:1::1/64,
+ * default routes through router 1), "-r1" (198.18.1.254/24, 2001:2:0:1::fe
+ * toward the client; 198.18.2.1/24, 2001:2:0:2::1 toward router 2), "-r2"
+ * (198.18.2.2, 2001:2:0:2::2; 198.18.3.254/24, 2001:2:0:3::fe toward the
+ * server) and "-s" (the server: 198.18.3.1/24, 2001:2:0:3::1/64). The routers
+ * forward both families; the link between them has MTU mtu (the others
+ * 1500), so that they answer larger packets with ICMP "fragmentation
+ * needed" (DF set) or "packet too big". IPv6 addresses skip duplicate
+ * address detection. Errors as tool_line_bridged. */
+int tool_line_routed(struct tool_line *l, const char *tag, unsigned mtu);
+
+/* The routed line's client addresses: off (removed, and IPv6 off on its
+ * interface, link-local address included) so that a userspace stack can
+ * take the interface over without the kernel answering its traffic, or on
+ * again as tool_line_routed made them. 0 or -EIO. */
+int tool_line_routed_client(const struct tool_line *l, bool on);
+
+/* Remove every namespace of the line (safe twice, and on one never up). */
+void tool_line_down(struct tool_line *l);
+
+/* Run a shell command (formatted) inside namespace i of the line; its exit
+ * status, or -1. */
+int tool_line_sh(const struct tool_line *l, int i, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Run a shell command (formatted); its exit status, or -1 when it did not
  * exit normally. */
 int tool_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -405,6 +405,8 @@ static const struct {
      exp_peers},
     {"apps", "redis, nginx/wrk, iperf3 unmodified: kernel vs server on hotpath vs both on hotpath (issue 20)",
      exp_apps},
+    {"paths", "TCP through loss, reordering, ECN, a tail loss and a 1280-byte link: hotpath vs the kernel (issue 21)",
+     exp_paths},
 };
 #define NEXP (sizeof experiments / sizeof experiments[0])
 
@@ -442,6 +444,9 @@ static void usage(FILE *f)
                "experiments:\n");
     for (size_t i = 0; i < NEXP; i++)
         fprintf(f, "  %-8s %s\n", experiments[i].name, experiments[i].title);
+    fprintf(f, "\nThe paths experiment (root) is `hotpath bench paths`: about 20 minutes, 1 with\n"
+               "--quick; --cpu N puts hotpath impair on CPU N and the senders and receivers on\n"
+               "the CPU before it.\n");
     fprintf(f, "\nThe layout experiment runs `hotpath rr --json` children: this binary (grouped\n"
                "layout, and the kernel's TCP), and a chrono build (`make chrono`): X-chrono/hotpath\n"
                "when this binary is X/hotpath (build/ -> build-chrono/), else build-chrono/hotpath\n"

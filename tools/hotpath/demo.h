@@ -45,7 +45,9 @@ int run_child(char *const argv[], double timeout_s, char **out, char *err, size_
  * reuses it. */
 const char *find_data_script(const char *name);
 
-/* The experiments (demo_layout.c: hot structures by cache line). 0 or -errno. */
+/* The experiments (demo_layout.c: hot structures by cache line; demo_paths.c:
+ * TCP through loss, reordering, ECN and a narrow link). 0 or -errno. */
 int exp_layout(struct demo_ctx *d);
+int exp_paths(struct demo_ctx *d);
 
 #endif

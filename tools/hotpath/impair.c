@@ -4,6 +4,8 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
+#include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,8 @@ struct impair_opts {
     bool only[2];                 /* --a2b / --b2a: impair that direction only */
     double duration;              /* 0: until SIGINT */
     bool json;
+    bool wait; /* sleep in poll(2) when nothing is due, instead of spinning */
+    int rt;    /* SCHED_FIFO priority; 0: the default policy */
     int cpu;
     struct memif_opts memif; /* --link memif: role and id of both sides */
 };
@@ -51,7 +55,8 @@ static void usage(FILE *f)
         "MS[,JITTER]]\n"
         "                      [--loss P] [--reorder P] [--dup P] [--corrupt P] [--rate MBIT]\n"
         "                      [--queue BYTES] [--ecn-mark-above BYTES] [--mtu N] [--seed N]\n"
-        "                      [--a2b|--b2a] [--duration S] [--json-stats] [--cpu N]\n"
+        "                      [--drop-tail MS] [--a2b|--b2a] [--duration S] [--json-stats]\n"
+        "                      [--cpu N] [--wait] [--rt PRIO]\n"
         "\n"
         "Bridges frames between interfaces A and B (both directions), like netem on a wire:\n"
         "  --delay MS[,J]     one-way delay in milliseconds (fractions allowed), plus a uniform\n"
@@ -62,12 +67,20 @@ static void usage(FILE *f)
         "  --ecn-mark-above B mark ECT packets CE when more than B bytes wait (RFC 3168)\n"
         "  --mtu N            drop IP packets longer than N bytes, silently (a black hole)\n"
         "  --loss/--dup/--corrupt/--reorder P   probabilities in [0, 1] (the fault decorator)\n"
+        "  --drop-tail MS     lose the last TCP data segment of every burst (no frame after it\n"
+        "                     for MS ms), once: its retransmission passes (a tail loss, as\n"
+        "                     RACK-TLP repairs); needs --delay >= MS\n"
         "  --seed N           the random generator's seed (the same seed, the same faults)\n"
         "  --a2b / --b2a      impair only frames from A to B (or B to A); the other direction\n"
         "                     passes untouched\n"
         "  --duration S       stop after S seconds (default: at SIGINT / SIGTERM)\n"
-        "  --json-stats       one JSON object per second (and at the end) instead of a line\n"
+        "  --json-stats       one JSON object per second instead of a line: the first at 0 s,\n"
+        "                     once both interfaces are open, the last (\"final\") at the end\n"
         "  --cpu N            pin to CPU N\n"
+        "  --wait             sleep in poll(2) while nothing is due instead of spinning (less\n"
+        "                     CPU; a wake-up's latency more per frame)\n"
+        "  --rt PRIO          run at real-time priority PRIO (SCHED_FIFO, 1-99; root), with\n"
+        "                     --wait: frames leave on time on a machine busy with other work\n"
         "The interfaces are taken whole (afpacket: every frame; afxdp: copy mode): give the\n"
         "bridge its own namespace with no addresses on them (scripts/netns.sh up3).\n");
 }
@@ -151,6 +164,15 @@ static int parse_one(struct impair_opts *o, int c, const char *arg)
             return 2;
         o->path.mtu = (uint32_t)v;
         return 0;
+    case 'T': {
+        char *end;
+        double ms = strtod(arg, &end);
+        if (*arg == 0 || *end || !(ms > 0 && ms <= 60000))
+            return tool_usage_error("impair",
+                                    "--drop-tail wants milliseconds in (0, 60000], not '%s'", arg);
+        o->path.tail_gap_ns = (uint64_t)llround(ms * 1e6);
+        return 0;
+    }
     case 's':
         if (parse_u64("--seed", arg, 0, UINT64_MAX, &v))
             return 2;
@@ -172,6 +194,15 @@ static int parse_one(struct impair_opts *o, int c, const char *arg)
         return 0;
     case 'c':
         return tool_parse_cpu("impair", arg, &o->cpu);
+    case 'W':
+        o->wait = true;
+        return 0;
+    case 'P':
+        if (parse_u64("--rt", arg, 1, 99, &v))
+            return 2;
+        o->rt = (int)v;
+        o->wait = true; /* a spinning real-time task would starve its CPU */
+        return 0;
     }
     return memifopt_parse("impair", &o->memif, c, arg) == 0 ? 0 : 2;
 }
@@ -192,11 +223,14 @@ static int parse(int argc, char **argv, struct impair_opts *o)
         {"ecn-mark-above", required_argument, NULL, 'e'},
         {"mtu", required_argument, NULL, 'm'},
         {"seed", required_argument, NULL, 's'},
+        {"drop-tail", required_argument, NULL, 'T'},
         {"a2b", no_argument, NULL, 'A'},
         {"b2a", no_argument, NULL, 'B'},
         {"duration", required_argument, NULL, 'd'},
         {"json-stats", no_argument, NULL, 'j'},
         {"cpu", required_argument, NULL, 'c'},
+        {"wait", no_argument, NULL, 'W'},
+        {"rt", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
         MEMIFOPT_LONGOPTS,
         {0, 0, 0, 0},
@@ -235,6 +269,10 @@ static int parse(int argc, char **argv, struct impair_opts *o)
                                 "--ecn-mark-above needs --rate (marks come from the queue)");
     if (o->path.queue_bytes && !o->path.rate_bps)
         return tool_usage_error("impair", "--queue needs --rate");
+    if (o->path.tail_gap_ns > o->path.delay_ns)
+        return tool_usage_error("impair", "--drop-tail needs --delay of at least as many "
+                                          "milliseconds (a tail is known once the quiet after it "
+                                          "passed, before it leaves the delay line)");
     return 0;
 }
 
@@ -314,14 +352,21 @@ static json_t *dir_json(struct impair_dir *d)
     const struct impair_stats *s = &d->path.st;
     struct hp_fault_stats f = {0};
     hp_link_fault_stats(d->out, &f);
-    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "in",
-                     (json_int_t)s->in, "out", (json_int_t)s->out, "bytes_in",
-                     (json_int_t)s->bytes_in, "bytes_out", (json_int_t)s->bytes_out, "queue_drops",
-                     (json_int_t)s->queue_drops, "ce_marked", (json_int_t)s->ce_marked, "mtu_drops",
-                     (json_int_t)s->mtu_drops, "queue_max", (json_int_t)s->queue_max, "lost",
-                     (json_int_t)f.dropped, "duplicated", (json_int_t)f.duplicated, "reordered",
-                     (json_int_t)f.reordered, "corrupted", (json_int_t)f.corrupted, "in_flight",
-                     (json_int_t)impair_path_count(&d->path));
+    json_t *o =
+        json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "in",
+                  (json_int_t)s->in, "out", (json_int_t)s->out, "bytes_in", (json_int_t)s->bytes_in,
+                  "bytes_out", (json_int_t)s->bytes_out, "queue_drops", (json_int_t)s->queue_drops,
+                  "ce_marked", (json_int_t)s->ce_marked, "tail_drops", (json_int_t)s->tail_drops,
+                  "mtu_drops", (json_int_t)s->mtu_drops, "queue_max", (json_int_t)s->queue_max,
+                  "lost", (json_int_t)f.dropped, "duplicated", (json_int_t)f.duplicated,
+                  "reordered", (json_int_t)f.reordered, "corrupted", (json_int_t)f.corrupted,
+                  "in_flight", (json_int_t)impair_path_count(&d->path));
+    /* How late frames left against when they were due: what the machine's
+     * scheduling added to the delay asked for. */
+    json_object_set_new(o, "late_max_us", json_integer((json_int_t)(s->late_max_ns / 1000)));
+    json_object_set_new(o, "late_mean_us",
+                        json_integer(s->out ? (json_int_t)(s->late_sum_ns / s->out / 1000) : 0));
+    return o;
 }
 
 static void report(struct impair_dir *dirs, double t, bool json, bool final)
@@ -340,11 +385,13 @@ static void report(struct impair_dir *dirs, double t, bool json, bool final)
         const struct impair_stats *s = &dirs[i].path.st;
         struct hp_fault_stats f = {0};
         hp_link_fault_stats(dirs[i].out, &f);
-        printf("  %s: in %llu out %llu qdrop %llu ce %llu mtu %llu lost %llu dup %llu qmax %llu",
+        printf("  %s: in %llu out %llu qdrop %llu ce %llu tail %llu mtu %llu lost %llu dup %llu "
+               "qmax %llu",
                dirs[i].name, (unsigned long long)s->in, (unsigned long long)s->out,
                (unsigned long long)s->queue_drops, (unsigned long long)s->ce_marked,
-               (unsigned long long)s->mtu_drops, (unsigned long long)f.dropped,
-               (unsigned long long)f.duplicated, (unsigned long long)s->queue_max);
+               (unsigned long long)s->tail_drops, (unsigned long long)s->mtu_drops,
+               (unsigned long long)f.dropped, (unsigned long long)f.duplicated,
+               (unsigned long long)s->queue_max);
     }
     printf("%s\n", final ? "  (end)" : "");
     fflush(stdout);
@@ -356,24 +403,55 @@ static void on_signal(int sig)
     stop_now = 1;
 }
 
+/* Nothing to do: sleep until a frame arrives on either side or `until`
+ * (the next frame due, the next report, the end). */
+static void idle(struct impair_dir *dirs, uint64_t now, uint64_t until)
+{
+    uint64_t ns = until > now ? until - now : 0;
+    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull),
+                          .tv_nsec = (long)(ns % 1000000000ull)};
+    struct pollfd p[2] = {{.fd = hp_link_fd(dirs[0].in), .events = POLLIN},
+                          {.fd = hp_link_fd(dirs[1].in), .events = POLLIN}};
+    if (p[0].fd < 0 || p[1].fd < 0) {
+        /* A link without a descriptor to wait on: short naps. */
+        if (ts.tv_sec || ts.tv_nsec > 50000)
+            ts = (struct timespec){.tv_nsec = 50000};
+        nanosleep(&ts, NULL);
+        return;
+    }
+    ppoll(p, 2, &ts, NULL);
+}
+
 static int run(const struct impair_opts *o, struct impair_dir *dirs)
 {
     uint64_t t0 = now_ns(), next_report = t0 + 1000000000ull;
     uint64_t end = o->duration > 0 ? t0 + (uint64_t)(o->duration * 1e9) : UINT64_MAX;
+    if (o->json)
+        report(dirs, 0, true, false); /* the bridge is up: what a script waits for */
     while (!stop_now) {
         uint64_t now = now_ns();
         if (now >= end)
             break;
+        int work = 0;
         for (int i = 0; i < 2; i++) {
             int rc = pump(&dirs[i]);
             if (rc < 0) {
                 fprintf(stderr, "hotpath impair: %s: %s\n", dirs[i].name, hp_strerror(rc));
                 return 1;
             }
+            work += rc;
         }
         if (now >= next_report) {
             report(dirs, (double)(now - t0) / 1e9, o->json, false);
             next_report += 1000000000ull;
+        }
+        if (o->wait && !work) {
+            uint64_t until = next_report < end ? next_report : end;
+            for (int i = 0; i < 2; i++) {
+                uint64_t due = impair_path_next_ns(&dirs[i].path);
+                until = due < until ? due : until;
+            }
+            idle(dirs, now, until);
         }
     }
     report(dirs, (double)(now_ns() - t0) / 1e9, o->json, true);
@@ -413,6 +491,11 @@ int cmd_impair(int argc, char **argv)
         return rc < 0 ? 0 : rc;
     if (o.cpu >= 0 && tool_pin(o.cpu) < 0)
         fprintf(stderr, "hotpath impair: cannot pin to CPU %d\n", o.cpu);
+    struct sched_param sp = {.sched_priority = o.rt};
+    if (o.rt && sched_setscheduler(0, SCHED_FIFO, &sp) < 0) {
+        fprintf(stderr, "hotpath impair: --rt %d: %s\n", o.rt, strerror(errno));
+        return 1;
+    }
     struct impair_dir dirs[2];
     struct hp_link *links[2] = {NULL, NULL};
     memset(dirs, 0, sizeof dirs);

@@ -96,6 +96,78 @@ bool impair_mark_ce(uint8_t *f, uint32_t len)
     return false;
 }
 
+uint32_t impair_tcp_data(const uint8_t *f, uint32_t len, uint32_t *flow, uint32_t *seq)
+{
+    uint32_t ip_len = impair_ip_len(f, len);
+    if (ip_len == 0)
+        return 0;
+    const uint8_t *ip = f + (len - ip_len);
+    uint32_t hl, addr_off, addr_len, total;
+    if ((ip[0] >> 4) == 4 && ip_len >= 20) {
+        hl = (ip[0] & 0xFu) * 4u;
+        total = (uint32_t)(ip[2] << 8 | ip[3]);
+        /* A fragment (offset or more-fragments set) has no whole TCP header. */
+        if (ip[9] != 6 || hl < 20 || ((ip[6] & 0x3Fu) | ip[7]) != 0)
+            return 0;
+        addr_off = 12;
+        addr_len = 8;
+    } else if ((ip[0] >> 4) == 6 && ip_len >= 40) {
+        hl = 40;
+        total = 40u + (uint32_t)(ip[4] << 8 | ip[5]);
+        if (ip[6] != 6)
+            return 0;
+        addr_off = 8;
+        addr_len = 32;
+    } else {
+        return 0;
+    }
+    if (total > ip_len || total < hl + 20)
+        return 0;
+    const uint8_t *tcp = ip + hl;
+    uint32_t thl = (uint32_t)(tcp[12] >> 4) * 4u;
+    if (thl < 20 || hl + thl >= total)
+        return 0;
+    /* FNV-1a over the addresses and the ports. */
+    uint32_t h = 2166136261u;
+    for (uint32_t i = 0; i < addr_len; i++)
+        h = (h ^ ip[addr_off + i]) * 16777619u;
+    for (uint32_t i = 0; i < 4; i++)
+        h = (h ^ tcp[i]) * 16777619u;
+    *flow = h;
+    *seq = (uint32_t)tcp[4] << 24 | (uint32_t)tcp[5] << 16 | (uint32_t)tcp[6] << 8 | tcp[7];
+    return total - hl - thl;
+}
+
+/* A new slot: a candidate tail when it carries TCP data that is not the
+ * retransmission of a tail lost before. */
+static void tail_classify(struct impair_path *p, struct impair_slot *s)
+{
+    if (s->b->data_len < 54 ||
+        impair_tcp_data(hp_buf_data(s->b), s->b->data_len, &s->flow, &s->seq) == 0)
+        return;
+    uint32_t n = p->tail_seen_n < IMPAIR_TAIL_SEEN ? p->tail_seen_n : IMPAIR_TAIL_SEEN;
+    for (uint32_t i = 0; i < n; i++)
+        if (p->tail_seen[i].flow == s->flow && p->tail_seen[i].seq == s->seq)
+            return;
+    s->tail = IMPAIR_TAIL_MAYBE;
+}
+
+/* Decide a candidate at time `next` (when the next frame came, or now when
+ * none did): a tail when the quiet after it lasted tail_gap. */
+static void tail_decide(struct impair_path *p, struct impair_slot *s, uint64_t next)
+{
+    if (s->tail != IMPAIR_TAIL_MAYBE)
+        return;
+    if (next - s->enter_ns < p->cfg.tail_gap_ns) {
+        s->tail = IMPAIR_TAIL_NO;
+        return;
+    }
+    s->tail = IMPAIR_TAIL_DROP;
+    uint32_t i = p->tail_seen_n++ % IMPAIR_TAIL_SEEN;
+    p->tail_seen[i].flow = s->flow;
+    p->tail_seen[i].seq = s->seq;
+}
+
 /* Frames whose last bit has left the bottleneck no longer count in it. */
 static void drain(struct impair_path *p, uint64_t now)
 {
@@ -166,25 +238,54 @@ int impair_path_push(struct impair_path *p, struct hp_buf *b, uint64_t now)
     if (deliver < p->last_deliver_ns)
         deliver = p->last_deliver_ns;
     p->last_deliver_ns = deliver;
+    if (p->cfg.tail_gap_ns && p->tail != p->head)
+        tail_decide(p, &p->ring[(p->tail - 1) & p->mask], now);
     struct impair_slot *s = &p->ring[p->tail++ & p->mask];
     s->b = b;
     s->bytes = bytes;
     s->leave_ns = leave;
     s->deliver_ns = deliver;
+    s->enter_ns = now;
+    s->tail = IMPAIR_TAIL_NO;
+    if (p->cfg.tail_gap_ns)
+        tail_classify(p, s);
     if (!p->cfg.rate_bps)
         p->queued = p->tail;
     return 1;
 }
 
-unsigned impair_path_peek(const struct impair_path *p, uint64_t now, struct hp_buf **out,
-                          unsigned n)
+/* The head slot leaves the path (its buffer taken or freed by the caller). */
+static void pop_head(struct impair_path *p)
+{
+    struct impair_slot *s = &p->ring[p->head++ & p->mask];
+    /* Out of the delay line, so it has left the bottleneck (deliver >= leave). */
+    if ((int32_t)(p->queued - p->head) < 0) {
+        p->queue_bytes -= s->bytes;
+        p->queued = p->head;
+    }
+    s->b = NULL;
+}
+
+unsigned impair_path_peek(struct impair_path *p, uint64_t now, struct hp_buf **out, unsigned n)
 {
     unsigned k = 0;
+    p->peek_ns = now;
     for (uint32_t i = p->head; i != p->tail && k < n; i++) {
-        const struct impair_slot *s = &p->ring[i & p->mask];
+        struct impair_slot *s = &p->ring[i & p->mask];
         if (s->deliver_ns > now)
             break;
-        out[k++] = s->b;
+        /* The last frame in: nothing followed it yet. */
+        if (s->tail == IMPAIR_TAIL_MAYBE && i + 1 == p->tail)
+            tail_decide(p, s, now);
+        if (s->tail != IMPAIR_TAIL_DROP) {
+            out[k++] = s->b;
+            continue;
+        }
+        if (k)
+            break; /* lost when it reaches the head, after the frames before it */
+        hp_buf_free(s->b);
+        p->st.tail_drops++;
+        pop_head(p);
     }
     return k;
 }
@@ -192,15 +293,13 @@ unsigned impair_path_peek(const struct impair_path *p, uint64_t now, struct hp_b
 void impair_path_consume(struct impair_path *p, unsigned n)
 {
     for (unsigned i = 0; i < n && p->head != p->tail; i++) {
-        struct impair_slot *s = &p->ring[p->head++ & p->mask];
+        const struct impair_slot *s = &p->ring[p->head & p->mask];
+        uint64_t late = p->peek_ns > s->deliver_ns ? p->peek_ns - s->deliver_ns : 0;
+        p->st.late_sum_ns += late;
+        p->st.late_max_ns = late > p->st.late_max_ns ? late : p->st.late_max_ns;
         p->st.out++;
         p->st.bytes_out += s->bytes;
-        /* Delivered, so it has left the bottleneck (deliver >= leave). */
-        if ((int32_t)(p->queued - p->head) < 0) {
-            p->queue_bytes -= s->bytes;
-            p->queued = p->head;
-        }
-        s->b = NULL;
+        pop_head(p);
     }
 }
 
