@@ -36,11 +36,11 @@ int afxdp_raw_txonly(const struct afxdp_raw_opts *o, struct afxdp_raw_result *r,
 #include <xdp/xsk.h>
 
 /* xdpsock's defaults: 4096 frames of 4096 bytes, rings of 2048. */
-#define NUM_FRAMES 4096
+#define NUM_FRAMES  4096
 #define FRAME_SHIFT 12
-#define FRAME_SIZE (1u << FRAME_SHIFT)
-#define RING_SIZE 2048
-#define MAX_BATCH 256
+#define FRAME_SIZE  (1u << FRAME_SHIFT)
+#define RING_SIZE   2048
+#define MAX_BATCH   256
 
 struct raw {
     struct xsk_ring_prod fq, tx;

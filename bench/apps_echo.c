@@ -162,7 +162,8 @@ static int native_run(struct hp_loop *loop, struct hp_tcp_sock *l)
 int apps_echo_native(const char *kind, const char *iface, const char *ip, uint16_t port)
 {
     catch_term();
-    struct hp_link_config lc = {.iface = iface, .flags = strcmp(kind, "afxdp") == 0 ? HP_LINK_F_COPY : 0,
+    struct hp_link_config lc = {.iface = iface,
+                                .flags = strcmp(kind, "afxdp") == 0 ? HP_LINK_F_COPY : 0,
                                 .frame_size = 2048};
     struct hp_link *link = hp_link_open(kind, &lc);
     struct hp_stack_config sc = {.name = "echo", .flags = HP_STACK_F_NO_DAD};
@@ -173,11 +174,13 @@ int apps_echo_native(const char *kind, const char *iface, const char *ip, uint16
     /* No busy-polling, here and for the POSIX echo (--busy-poll 0): the
      * CPU each request costs is then the work, not the spinning between. */
     struct hp_loop_config lcfg = {.flags = HP_LOOP_F_NO_SPIN};
-    struct hp_loop *loop = ifx >= 0 && hp_stack_add_addr(s, ifx, 4, a, 24) == 0 ? hp_loop_create(s, &lcfg) : NULL;
+    struct hp_loop *loop =
+        ifx >= 0 && hp_stack_add_addr(s, ifx, 4, a, 24) == 0 ? hp_loop_create(s, &lcfg) : NULL;
     struct hp_tcp_sock *l = loop ? hp_tcp_open(s, 4, &listener_tag) : NULL;
     struct hp_sockaddr any = {.family = 4, .port = port};
     if (!l || hp_tcp_bind(l, &any) < 0 || hp_tcp_listen(l, 1024) < 0) {
-        fprintf(stderr, "apps echo: cannot run on %s %s: %s\n", kind, iface, link ? "stack" : hp_link_error());
+        fprintf(stderr, "apps echo: cannot run on %s %s: %s\n", kind, iface,
+                link ? "stack" : hp_link_error());
         return 1;
     }
     printf("ready\n");
@@ -197,7 +200,8 @@ struct cli_conn {
     size_t got;
 };
 
-static int cli_open(const char *ip, uint16_t port, int ep, struct cli_conn *c, const char *msg, size_t len)
+static int cli_open(const char *ip, uint16_t port, int ep, struct cli_conn *c, const char *msg,
+                    size_t len)
 {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
     inet_pton(AF_INET, ip, &a.sin_addr);
@@ -226,7 +230,8 @@ static int cli_step(struct cli_conn *c, const char *msg, size_t len)
     return write(c->fd, msg, len) == (ssize_t)len ? 1 : -1;
 }
 
-int apps_echo_client(const char *ip, uint16_t port, int conns, size_t len, double secs, uint64_t *txns)
+int apps_echo_client(const char *ip, uint16_t port, int conns, size_t len, double secs,
+                     uint64_t *txns)
 {
     char msg[1024];
     if (len > sizeof msg || conns < 1 || conns > 1024)

@@ -17,6 +17,7 @@ int apps_echo_native(const char *kind, const char *iface, const char *ip, uint16
 /* conns connections to ip:port, each with one len-byte request
  * outstanding, for secs seconds; *txns: the round trips completed.
  * @return 0, or -errno (a connection failed). */
-int apps_echo_client(const char *ip, uint16_t port, int conns, size_t len, double secs, uint64_t *txns);
+int apps_echo_client(const char *ip, uint16_t port, int conns, size_t len, double secs,
+                     uint64_t *txns);
 
 #endif

@@ -22,27 +22,37 @@ static const struct {
     {"txcomp", bench_txcomp,
      "txonly with a completion thread (the seed's AF_XDP experiment): each alien policy"},
     {"udp-echo", bench_udp,
-     "UDP echo, echoes/s and CPU ns/echo: two stacks over mem; over veth (root) hotpath serve vs the kernel's recvmmsg/sendmmsg server"},
+     "UDP echo, echoes/s and CPU ns/echo: two stacks over mem; over veth (root) hotpath serve vs "
+     "the kernel's recvmmsg/sendmmsg server"},
     {"tcp-stream", bench_tcp_stream,
-     "one TCP flow, Gbit/s and CPU ns/byte: two stacks over mem (MTU 1500) vs the kernel's TCP over loopback"},
+     "one TCP flow, Gbit/s and CPU ns/byte: two stacks over mem (MTU 1500) vs the kernel's TCP "
+     "over loopback"},
     {"tcp-rr", bench_tcp_rr,
-     "TCP 1-byte request/response, CPU ns/transaction: two stacks over mem vs the kernel's TCP over loopback"},
+     "TCP 1-byte request/response, CPU ns/transaction: two stacks over mem vs the kernel's TCP "
+     "over loopback"},
     {"paths", bench_paths,
-     "TCP through hotpath impair (100 Mbit/s, 20 ms, loss, reordering, ECN, a tail loss) and a 1280-byte routed path: hotpath's and the kernel's senders, goodput and completion times (root; about 20 minutes, --quick 1)"},
+     "TCP through hotpath impair (100 Mbit/s, 20 ms, loss, reordering, ECN, a tail loss) and a "
+     "1280-byte routed path: hotpath's and the kernel's senders, goodput and completion times "
+     "(root; about 20 minutes, --quick 1)"},
     {"peers", bench_peers,
-     "hotpath vs lwIP and smoltcp on one harness (two instances, one thread): tcp_rr, bulk, connection rate, UDP echo, idle memory"},
+     "hotpath vs lwIP and smoltcp on one harness (two instances, one thread): tcp_rr, bulk, "
+     "connection rate, UDP echo, idle memory"},
     {"loop", bench_loop,
-     "UDP 1-byte request/response over mem, p50/p99: the event loop (each spin setting) vs a hand-written poll loop"},
+     "UDP 1-byte request/response over mem, p50/p99: the event loop (each spin setting) vs a "
+     "hand-written poll loop"},
     {"memif", bench_memif,
-     "memif between processes: 64 B txonly->rxdrop Mpps vs DPDK testpmd both ways, one TCP flow vs the kernel's"},
+     "memif between processes: 64 B txonly->rxdrop Mpps vs DPDK testpmd both ways, one TCP flow vs "
+     "the kernel's"},
     {"apps", bench_apps,
-     "redis, nginx/wrk, iperf3 unmodified: kernel vs server on hotpath vs both on hotpath (root; docs/apps.md)"},
+     "redis, nginx/wrk, iperf3 unmodified: kernel vs server on hotpath vs both on hotpath (root; "
+     "docs/apps.md)"},
 };
 #define NBENCH (sizeof benches / sizeof benches[0])
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: hotpath bench NAME [--json] [--quick] [--reps N] [--cpu N] [--iface IF]\n\n");
+    fprintf(f,
+            "usage: hotpath bench NAME [--json] [--quick] [--reps N] [--cpu N] [--iface IF]\n\n");
     for (size_t i = 0; i < NBENCH; i++)
         fprintf(f, "  %-10s %s\n", benches[i].name, benches[i].help);
     fprintf(f, "  %-10s %s\n", "all", "every benchmark in turn");
@@ -59,9 +69,12 @@ int cmd_bench(int argc, char **argv)
 {
     struct bench_opts o = {.cpu = tool_ncpus() - 1};
     static const struct option longopts[] = {
-        {"json", no_argument, NULL, 'j'}, {"quick", no_argument, NULL, 'q'},
-        {"reps", required_argument, NULL, 'r'}, {"cpu", required_argument, NULL, 'c'},
-        {"iface", required_argument, NULL, 'i'}, {"help", no_argument, NULL, 'h'},
+        {"json", no_argument, NULL, 'j'},
+        {"quick", no_argument, NULL, 'q'},
+        {"reps", required_argument, NULL, 'r'},
+        {"cpu", required_argument, NULL, 'c'},
+        {"iface", required_argument, NULL, 'i'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int c;
@@ -78,7 +91,8 @@ int cmd_bench(int argc, char **argv)
         case 'r':
             o.reps = (int)strtol(optarg, &end, 10);
             if (*end || o.reps < 1 || o.reps > 64)
-                return tool_usage_error("bench", "--reps wants a number from 1 to 64, not '%s'", optarg);
+                return tool_usage_error("bench", "--reps wants a number from 1 to 64, not '%s'",
+                                        optarg);
             break;
         case 'c':
             if (tool_parse_cpu("bench", optarg, &o.cpu))

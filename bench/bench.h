@@ -9,10 +9,10 @@
 #include <stdio.h>
 
 struct bench_opts {
-    bool json;    /* JSON on stdout instead of a table */
-    bool quick;   /* fewer repetitions (demo, smoke tests) */
-    int reps;     /* repetitions per measurement, 0 = default */
-    int cpu;      /* CPU to pin to, -1 = leave */
+    bool json;      /* JSON on stdout instead of a table */
+    bool quick;     /* fewer repetitions (demo, smoke tests) */
+    int reps;       /* repetitions per measurement, 0 = default */
+    int cpu;        /* CPU to pin to, -1 = leave */
     FILE *json_out; /* also write JSON here when set (demo report) */
     void (*progress)(void *ctx, int done, int total, const char *what);
     void *progress_ctx;
@@ -58,7 +58,8 @@ int hp_peer_dpdk_get_bulk(void *mp, void **objs, unsigned n);
 void hp_peer_dpdk_put_bulk(void *mp, void *const *objs, unsigned n);
 /* DPDK's packet buffers (rte_mbuf) in an rte_pktmbuf_pool_create pool; the
  * pool calls above (free, ops, avail, cache_size, cache_flush) apply too. */
-void *hp_peer_dpdk_mbuf_pool_create(const char *name, unsigned n, unsigned data_room, unsigned cache);
+void *hp_peer_dpdk_mbuf_pool_create(const char *name, unsigned n, unsigned data_room,
+                                    unsigned cache);
 unsigned hp_peer_dpdk_pool_elt_size(void *mp);
 unsigned hp_peer_dpdk_mbuf_data_room(void *mp);
 unsigned hp_peer_dpdk_mbuf_headroom(void);

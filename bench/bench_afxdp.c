@@ -30,14 +30,14 @@
  */
 
 #define FRAME_LEN 64
-#define BATCH 32
-#define GOAL 0.95
+#define BATCH     32
+#define GOAL      0.95
 /* A round in which the sending thread was off its CPU (another process had
  * it) for more than this share of the window is run again, up to ATTEMPTS
  * times in all; the least disturbed is kept. Both rows spin, so a thread
  * on its CPU all along shows as much CPU time as wall time. */
 #define MAX_DISTURBED 0.05
-#define ATTEMPTS 4
+#define ATTEMPTS      4
 
 enum { ROW_RAW, ROW_HP, NROWS };
 static const char *const row_names[NROWS] = {"raw", "hotpath"};

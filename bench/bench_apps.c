@@ -20,9 +20,9 @@
 #include "bench_apps.h"
 #include "tool.h"
 
-#define IP_CLIENT "198.18.0.1"
-#define IP_SERVER "198.18.0.2"
-#define ECHO_PORT 7
+#define IP_CLIENT  "198.18.0.1"
+#define IP_SERVER  "198.18.0.2"
+#define ECHO_PORT  7
 #define ECHO_CONNS 16
 #define ECHO_BYTES 64
 
@@ -80,8 +80,8 @@ static void av_start(struct ctx *c, struct av *a, int side, bool hp)
     snprintf(a->ifa, sizeof a->ifa, "%s/24", side ? IP_SERVER : IP_CLIENT);
     av_add(a, "ip", "netns", "exec", c->ns.ns[side], "taskset", "-c", a->cpu, NULL);
     if (hp)
-        av_add(a, c->self, "run", "--link", c->r->link, "--iface", c->ns.ifname[side], "--ip", a->ifa, "--",
-               NULL);
+        av_add(a, c->self, "run", "--link", c->r->link, "--iface", c->ns.ifname[side], "--ip",
+               a->ifa, "--", NULL);
 }
 
 /* The same for the one-host configurations: no namespace; on hotpath over
@@ -135,8 +135,8 @@ static int reap(pid_t pid, double timeout_s, double *cpu)
         nanosleep(&ts, NULL);
     }
     if (cpu)
-        *cpu = w > 0 ? (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-                           ru.ru_stime.tv_usec / 1e6
+        *cpu = w > 0 ? (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+                           (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6
                      : 0;
     return w > 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
@@ -189,8 +189,8 @@ static double machine_cpu(void)
 {
     unsigned long long v[8] = {0};
     FILE *f = fopen("/proc/stat", "r");
-    if (!f || fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
-                     &v[6], &v[7]) != 8) {
+    if (!f || fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                     &v[4], &v[5], &v[6], &v[7]) != 8) {
         if (f)
             fclose(f);
         return 0;
@@ -219,8 +219,8 @@ static void set_config(struct ctx *c, int cfg)
     const char *ip[2] = {IP_CLIENT, IP_SERVER};
     for (int side = 0; side < 2; side++) {
         bool kernel = cfg == APPS_KERNEL || (cfg == APPS_SERVER_HP && side == 0);
-        sh("ip -n %s addr %s %s/24 dev %s 2>/dev/null", c->ns.ns[side], kernel ? "replace" : "del", ip[side],
-           c->ns.ifname[side]);
+        sh("ip -n %s addr %s %s/24 dev %s 2>/dev/null", c->ns.ns[side], kernel ? "replace" : "del",
+           ip[side], c->ns.ifname[side]);
         sh("ip -n %s neigh flush dev %s 2>/dev/null", c->ns.ns[side], c->ns.ifname[side]);
     }
 }
@@ -265,7 +265,8 @@ static void meas_end(const struct meas *m, double client_cpu, double reqs, struc
 
 /* A server on side 1 (on hotpath unless cfg is the kernel's), ready when
  * text shows in file (its output when file is NULL). */
-static pid_t server(struct ctx *c, int cfg, const char *tag, const char *file, const char *text, struct av *a)
+static pid_t server(struct ctx *c, int cfg, const char *tag, const char *file, const char *text,
+                    struct av *a)
 {
     char log[128], path[160];
     snprintf(log, sizeof log, "%s/%s-%s.log", c->dir, tag, cfg_names[cfg]);
@@ -287,8 +288,8 @@ static void redis_parse(const char *log, const char *test, struct apps_result *x
         double rps, avg, min, p50, p95, p99;
         if (strncmp(line, want, strlen(want)) != 0)
             continue;
-        if (sscanf(line + strlen(want), "\"%lf\",\"%lf\",\"%lf\",\"%lf\",\"%lf\",\"%lf\"", &rps, &avg, &min, &p50, &p95,
-                   &p99) == 6) {
+        if (sscanf(line + strlen(want), "\"%lf\",\"%lf\",\"%lf\",\"%lf\",\"%lf\",\"%lf\"", &rps,
+                   &avg, &min, &p50, &p95, &p99) == 6) {
             x->rps = rps;
             x->p50_us = p50 * 1000;
             x->p99_us = p99 * 1000;
@@ -309,8 +310,8 @@ static void run_redis(struct ctx *c, int cfg)
     bool lo = cfg == APPS_KERNEL_LO;
     const char *port = lo ? REDIS_LO_PORT : "6379", *host = lo ? "127.0.0.1" : IP_SERVER;
     av_for(c, &a, 1, cfg);
-    av_add(&a, "redis-server", "--port", port, "--save", "", "--appendonly", "no", "--protected-mode",
-           "no", NULL);
+    av_add(&a, "redis-server", "--port", port, "--save", "", "--appendonly", "no",
+           "--protected-mode", "no", NULL);
     if (lo)
         av_add(&a, "--bind", "127.0.0.1", NULL);
     pid_t srv = server(c, cfg, "redis-server", NULL, "Ready to accept connections", &a);
@@ -321,8 +322,8 @@ static void run_redis(struct ctx *c, int cfg)
         struct apps_result *x = result(c, t ? "redis GET" : "redis SET", cfg);
         progress(c, x->workload);
         if (srv < 0) {
-            snprintf(x->note, sizeof x->note, "redis-server did not start (%s/redis-server-%s.log)", c->dir,
-                     cfg_names[cfg]);
+            snprintf(x->note, sizeof x->note, "redis-server did not start (%s/redis-server-%s.log)",
+                     c->dir, cfg_names[cfg]);
             continue;
         }
         char log[128];
@@ -388,12 +389,14 @@ static void nginx_conf(struct ctx *c, int cfg, char *path, size_t len)
     FILE *f = fopen(path, "w");
     if (!f)
         return;
-    fprintf(f, "daemon off;\nmaster_process off;\nworker_processes 1;\nerror_log %s/nginx-%s.err notice;\n"
-               "pid %s/nginx.pid;\nevents { worker_connections 4096; }\nhttp {\n  access_log off;\n"
-               "  keepalive_requests 1000000;\n  client_body_temp_path %s; proxy_temp_path %s;\n"
-               "  fastcgi_temp_path %s; uwsgi_temp_path %s; scgi_temp_path %s;\n"
-               "  server { listen 80; root %s; }\n}\n",
-            c->dir, cfg_names[cfg], c->dir, c->dir, c->dir, c->dir, c->dir, c->dir, c->dir);
+    fprintf(
+        f,
+        "daemon off;\nmaster_process off;\nworker_processes 1;\nerror_log %s/nginx-%s.err notice;\n"
+        "pid %s/nginx.pid;\nevents { worker_connections 4096; }\nhttp {\n  access_log off;\n"
+        "  keepalive_requests 1000000;\n  client_body_temp_path %s; proxy_temp_path %s;\n"
+        "  fastcgi_temp_path %s; uwsgi_temp_path %s; scgi_temp_path %s;\n"
+        "  server { listen 80; root %s; }\n}\n",
+        c->dir, cfg_names[cfg], c->dir, c->dir, c->dir, c->dir, c->dir, c->dir, c->dir);
     fclose(f);
 }
 
@@ -415,7 +418,8 @@ static void run_wrk(struct ctx *c, int cfg)
     snprintf(log, sizeof log, "%s/wrk-%s.log", c->dir, cfg_names[cfg]);
     snprintf(d, sizeof d, "%.0f", c->r->secs);
     av_start(c, &a, 0, cfg == APPS_BOTH_HP);
-    av_add(&a, "wrk", "-t", "1", "-c", "100", "-d", d, "--latency", "http://" IP_SERVER "/1k", NULL);
+    av_add(&a, "wrk", "-t", "1", "-c", "100", "-d", d, "--latency", "http://" IP_SERVER "/1k",
+           NULL);
     struct meas m;
     meas_begin(&m, srv);
     double ccpu = 0, reqs;
@@ -516,7 +520,8 @@ static bool echo_once(struct ctx *c, bool posix, double *rps, double *srv_cpu, d
         /* Like the native echo: no busy-polling (apps_echo.c). */
         av_start(c, &a, 1, true);
         a.n--; /* before "--" */
-        av_add(&a, "--busy-poll", "0", "--", "env", "HP_BENCH_APPS_ECHO=7", c->self, "bench", "apps", NULL);
+        av_add(&a, "--busy-poll", "0", "--", "env", "HP_BENCH_APPS_ECHO=7", c->self, "bench",
+               "apps", NULL);
         srv = spawn(&a, log);
     } else {
         srv = echo_native(c, log);
@@ -543,7 +548,8 @@ static bool echo_once(struct ctx *c, bool posix, double *rps, double *srv_cpu, d
  * drifts: alternating keeps the drift out of the ratio), medians kept. */
 static void run_echo(struct ctx *c)
 {
-    struct apps_result *x[2] = {result(c, "echo native", APPS_SERVER_HP), result(c, "echo posix", APPS_SERVER_HP)};
+    struct apps_result *x[2] = {result(c, "echo native", APPS_SERVER_HP),
+                                result(c, "echo posix", APPS_SERVER_HP)};
     double rps[2][ECHO_ROUNDS_MAX], cpu[2][ECHO_ROUNDS_MAX], mach[2][ECHO_ROUNDS_MAX];
     int n[2] = {0, 0}, rounds = c->o->quick ? 3 : 5;
     double secs = c->r->secs;
@@ -566,7 +572,8 @@ static void run_echo(struct ctx *c)
         x[k]->rps = tool_median(rps[k], n[k]);
         x[k]->proc_cpu_s_per_req = tool_median(cpu[k], n[k]);
         x[k]->cpu_s_per_req = tool_median(mach[k], n[k]);
-        snprintf(x[k]->note, sizeof x[k]->note, "median of %d alternated runs; server CPU only", n[k]);
+        snprintf(x[k]->note, sizeof x[k]->note, "median of %d alternated runs; server CPU only",
+                 n[k]);
     }
 }
 
@@ -602,11 +609,13 @@ static void goals(struct apps_report *r)
     char t[160];
     for (int i = 0; i < 3; i++) {
         snprintf(t, sizeof t, "%s: both on hotpath >= 1.5x the kernel's requests/s", w[i]);
-        goal(r, t, find(r, w[i], APPS_BOTH_HP), find(r, w[i], APPS_KERNEL), 1.5, false, false, false);
+        goal(r, t, find(r, w[i], APPS_BOTH_HP), find(r, w[i], APPS_KERNEL), 1.5, false, false,
+             false);
     }
     for (int i = 0; i < 2; i++) {
         snprintf(t, sizeof t, "%s: server on hotpath >= 1.1x the kernel's requests/s", w[i]);
-        goal(r, t, find(r, w[i], APPS_SERVER_HP), find(r, w[i], APPS_KERNEL), 1.1, false, false, false);
+        goal(r, t, find(r, w[i], APPS_SERVER_HP), find(r, w[i], APPS_KERNEL), 1.1, false, false,
+             false);
     }
     for (int i = 0; i < 3; i++) {
         snprintf(t, sizeof t, "%s: p99 latency, both on hotpath <= 0.7x the kernel's", w[i]);
@@ -615,8 +624,10 @@ static void goals(struct apps_report *r)
     goal(r, "redis GET: both on hotpath over memif >= 2x both on the kernel over loopback",
          find(r, "redis GET", APPS_BOTH_MEMIF), find(r, "redis GET", APPS_KERNEL_LO), 2.0, false,
          false, false);
-    goal(r, "the layer: the POSIX echo's server CPU per request <= 1.05x the same echo on hotpath's API",
-         find(r, "echo posix", APPS_SERVER_HP), find(r, "echo native", APPS_SERVER_HP), 1.05, true, false, true);
+    goal(
+        r, "the layer: the POSIX echo's server CPU per request <= 1.05x the same echo on hotpath's API",
+        find(r, "echo posix", APPS_SERVER_HP), find(r, "echo native", APPS_SERVER_HP), 1.05, true,
+        false, true);
 }
 
 /* ---- the report ------------------------------------------------------------------------- */
@@ -631,11 +642,13 @@ static void num(FILE *f, const char *fmt, double v, int width)
 
 void apps_report_print(const struct apps_report *r, FILE *f)
 {
-    fprintf(f, "\n== apps: unmodified programs, one veth pair, %s (copy mode for afxdp), server on CPU %d, "
-               "client on CPU %d, %.0f s per run ==\n",
+    fprintf(f,
+            "\n== apps: unmodified programs, one veth pair, %s (copy mode for afxdp), server on "
+            "CPU %d, "
+            "client on CPU %d, %.0f s per run ==\n",
             r->link, r->server_cpu, r->client_cpu, r->secs);
-    fprintf(f, "%-12s %-15s %11s %7s %9s %9s %13s %13s\n", "workload", "config", "req/s", "Gbit/s", "p50 us",
-            "p99 us", "CPU s/req", "proc CPU/req");
+    fprintf(f, "%-12s %-15s %11s %7s %9s %9s %13s %13s\n", "workload", "config", "req/s", "Gbit/s",
+            "p50 us", "p99 us", "CPU s/req", "proc CPU/req");
     for (int i = 0; i < r->nres; i++) {
         const struct apps_result *x = &r->res[i];
         fprintf(f, "%-12s %-15s ", x->workload, apps_cfg_name(x->cfg));
@@ -647,10 +660,12 @@ void apps_report_print(const struct apps_report *r, FILE *f)
         num(f, " %*.3g", x->proc_cpu_s_per_req, 13);
         fprintf(f, "%s%s\n", x->note[0] ? "  " : "", x->note);
     }
-    fprintf(f, "(iperf3: CPU seconds per gigabyte moved; CPU s/req: the whole machine's busy time from "
-               "/proc/stat, shared with whatever else runs here; proc CPU/req: the server's and the client's "
-               "processes, for echo the server's alone; kernel-loopback and both-hp-memif: one host, "
-               "no namespace, both ends on the kernel over 127.0.0.1 / both on hotpath over memif)\n");
+    fprintf(
+        f, "(iperf3: CPU seconds per gigabyte moved; CPU s/req: the whole machine's busy time from "
+           "/proc/stat, shared with whatever else runs here; proc CPU/req: the server's and the "
+           "client's "
+           "processes, for echo the server's alone; kernel-loopback and both-hp-memif: one host, "
+           "no namespace, both ends on the kernel over 127.0.0.1 / both on hotpath over memif)\n");
     if (r->note[0])
         fprintf(f, "note: %s\n", r->note);
     fprintf(f, "goals (ratios in this run)\n");
@@ -673,13 +688,15 @@ static void jnum(FILE *f, const char *key, double v, bool comma)
 
 void apps_report_json(const struct apps_report *r, FILE *f)
 {
-    fprintf(f, "{\"benchmark\": \"apps\", \"link\": \"%s\", \"seconds\": %.1f, \"server_cpu\": %d, \"client_cpu\": %d,\n"
-               " \"results\": [",
+    fprintf(f,
+            "{\"benchmark\": \"apps\", \"link\": \"%s\", \"seconds\": %.1f, \"server_cpu\": %d, "
+            "\"client_cpu\": %d,\n"
+            " \"results\": [",
             r->link, r->secs, r->server_cpu, r->client_cpu);
     for (int i = 0; i < r->nres; i++) {
         const struct apps_result *x = &r->res[i];
-        fprintf(f, "%s\n  {\"workload\": \"%s\", \"config\": \"%s\", \"ok\": %s, ", i ? "," : "", x->workload,
-                apps_cfg_name(x->cfg), x->ok ? "true" : "false");
+        fprintf(f, "%s\n  {\"workload\": \"%s\", \"config\": \"%s\", \"ok\": %s, ", i ? "," : "",
+                x->workload, apps_cfg_name(x->cfg), x->ok ? "true" : "false");
         jnum(f, "rps", x->rps, true);
         jnum(f, "gbps", x->gbps, true);
         jnum(f, "p50_us", x->p50_us, true);
@@ -695,8 +712,8 @@ void apps_report_json(const struct apps_report *r, FILE *f)
         const struct apps_goal *g = &r->goals[i];
         fprintf(f, "%s\n  {\"goal\": ", i ? "," : "");
         tool_json_str(f, g->text);
-        fprintf(f, ", \"want\": %.2f, \"measured\": %s, \"met\": %s, ", g->want, g->measured ? "true" : "false",
-                g->met ? "true" : "false");
+        fprintf(f, ", \"want\": %.2f, \"measured\": %s, \"met\": %s, ", g->want,
+                g->measured ? "true" : "false", g->met ? "true" : "false");
         jnum(f, "ratio", g->measured ? g->ratio : -1, false);
         fputc('}', f);
     }
@@ -716,22 +733,26 @@ static bool have(const char *tool)
 static bool prerequisites(struct ctx *c)
 {
     struct apps_report *r = c->r;
-    static const char *const tools[] = {"redis-server", "redis-benchmark", "nginx", "wrk", "iperf3", "taskset", "ip"};
+    static const char *const tools[] = {"redis-server", "redis-benchmark", "nginx", "wrk",
+                                        "iperf3",       "taskset",         "ip"};
     if (geteuid() != 0) {
         snprintf(r->note, sizeof r->note, "needs root (network namespaces of its own)");
         return false;
     }
     for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++)
         if (!have(tools[i])) {
-            snprintf(r->note, sizeof r->note, "%s is not installed (scripts/deps.sh demo installs it)", tools[i]);
+            snprintf(r->note, sizeof r->note,
+                     "%s is not installed (scripts/deps.sh demo installs it)", tools[i]);
             return false;
         }
     ssize_t n = readlink("/proc/self/exe", c->self, sizeof c->self - 1);
     c->self[n > 0 ? n : 0] = '\0';
     char lib[PATH_MAX + 32], *slash = strrchr(c->self, '/');
-    snprintf(lib, sizeof lib, "%.*s/libhotpath-posix.so", slash ? (int)(slash - c->self) : 1, c->self);
+    snprintf(lib, sizeof lib, "%.*s/libhotpath-posix.so", slash ? (int)(slash - c->self) : 1,
+             c->self);
     if (n <= 0 || access(lib, R_OK) != 0) {
-        snprintf(r->note, sizeof r->note, "libhotpath-posix.so is not beside %.160s (make build)", c->self);
+        snprintf(r->note, sizeof r->note, "libhotpath-posix.so is not beside %.160s (make build)",
+                 c->self);
         return false;
     }
 #ifdef HP_HAVE_LIBXDP

@@ -23,8 +23,9 @@ enum {
 
 /* One measurement: a workload in a configuration. Missing values are < 0. */
 struct apps_result {
-    const char *workload; /* "redis GET", "redis SET", "wrk 1 KiB", "iperf3", "echo native", "echo posix" */
-    int cfg;              /* APPS_* */
+    const char *
+        workload; /* "redis GET", "redis SET", "wrk 1 KiB", "iperf3", "echo native", "echo posix" */
+    int cfg;      /* APPS_* */
     bool ok;
     double rps, gbps, p50_us, p99_us;
     double cpu_s_per_req;      /* the whole machine's busy CPU time (/proc/stat) per request */
@@ -33,7 +34,7 @@ struct apps_result {
 };
 
 #define APPS_MAX_RESULTS 24
-#define APPS_MAX_GOALS 12
+#define APPS_MAX_GOALS   12
 
 /* A goal of the issue, measured as a ratio in this run. */
 struct apps_goal {
@@ -43,9 +44,9 @@ struct apps_goal {
 };
 
 struct apps_report {
-    char link[16];   /* the link kind the hotpath ends used */
-    char note[256];  /* why something was skipped or changed */
-    double secs;     /* per measurement */
+    char link[16];  /* the link kind the hotpath ends used */
+    char note[256]; /* why something was skipped or changed */
+    double secs;    /* per measurement */
     int server_cpu, client_cpu;
     struct apps_result res[APPS_MAX_RESULTS];
     int nres;

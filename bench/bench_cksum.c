@@ -16,7 +16,7 @@
 static const size_t sizes[] = {20, 21, 100, 101, 1500, 1501, 9000, 65536};
 static const int offsets[] = {0, 1};
 #define NSIZES ((int)(sizeof sizes / sizeof sizes[0]))
-#define NOFFS ((int)(sizeof offsets / sizeof offsets[0]))
+#define NOFFS  ((int)(sizeof offsets / sizeof offsets[0]))
 
 /* What the seed quotes as the load-port limit of Zen 4 (and Zen 3): two
  * 32-byte loads per cycle. */

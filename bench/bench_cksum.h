@@ -11,7 +11,7 @@
 #include "tool.h"
 
 #define CKSUM_MAX_IMPLS 12
-#define CKSUM_MAX_REPS HB_MAX_REPS
+#define CKSUM_MAX_REPS  HB_MAX_REPS
 
 struct cksum_impl {
     const char *name, *symbol, *note;

@@ -43,7 +43,7 @@ static const char *const vname[NV] = {"busy", "loop-forever", "loop-50us", "loop
 static const uint32_t vspin[NV] = {0, HP_LOOP_SPIN_FOREVER, HP_LOOP_SPIN_US_DEFAULT, 0};
 
 static const uint8_t IP4[2][4] = {{198, 18, 0, 1}, {198, 18, 0, 2}};
-#define PORT 7
+#define PORT    7
 #define HIST_US 4096 /* round trips up to 4 ms in 1 us buckets; beyond, the last */
 
 struct side {
@@ -296,8 +296,8 @@ static json_t *variant_json(int v, const struct result *m, const struct result *
     return o;
 }
 
-static void report(const struct bench_opts *o, FILE *table, const struct result *m, int reps, double secs,
-                   const double one[3])
+static void report(const struct bench_opts *o, FILE *table, const struct result *m, int reps,
+                   double secs, const double one[3])
 {
     json_t *j = json_object(), *a = json_array(), *t = json_object();
     for (int v = 0; v < NV; v++)
@@ -324,18 +324,23 @@ static void report(const struct bench_opts *o, FILE *table, const struct result 
     json_decref(j);
     if (o->json)
         return;
-    fprintf(table, "loop: UDP 1-byte request/response between two stacks over mem (medians of %d)\n", reps);
-    fprintf(table, "  one thread, both stacks (the busy path: every turn finds work):\n"
-                   "    hand-written poll loop %8.0f ns/txn\n    hp_loop_wait           %8.0f ns/txn"
-                   "   ratio %.3f\n    + a timer and an fd    %8.0f ns/txn   ratio %.3f\n",
+    fprintf(table,
+            "loop: UDP 1-byte request/response between two stacks over mem (medians of %d)\n",
+            reps);
+    fprintf(table,
+            "  one thread, both stacks (the busy path: every turn finds work):\n"
+            "    hand-written poll loop %8.0f ns/txn\n    hp_loop_wait           %8.0f ns/txn"
+            "   ratio %.3f\n    + a timer and an fd    %8.0f ns/txn   ratio %.3f\n",
             one[0], one[1], one[1] / one[0], one[2], one[2] / one[0]);
     fprintf(table, "  two threads, one stack each, %.1f s per run:\n", secs);
-    fprintf(table, "  %-13s %12s %9s %9s %12s %10s %10s\n", "driven by", "txn/s", "p50 us", "p99 us",
-            "CPU ns/txn", "p50 ratio", "p99 ratio");
+    fprintf(table, "  %-13s %12s %9s %9s %12s %10s %10s\n", "driven by", "txn/s", "p50 us",
+            "p99 us", "CPU ns/txn", "p50 ratio", "p99 ratio");
     for (int v = 0; v < NV; v++)
-        fprintf(table, "  %-13s %12.0f %9.1f %9.1f %12.0f %10.2f %10.2f\n", vname[v], m[v].tps, m[v].p50_us,
-                m[v].p99_us, m[v].cpu_ns, m[v].p50_us / m[V_BUSY].p50_us, m[v].p99_us / m[V_BUSY].p99_us);
-    fprintf(table, "  (ratios: against busy, the hand-written poll loop, in this run; lower is better)\n");
+        fprintf(table, "  %-13s %12.0f %9.1f %9.1f %12.0f %10.2f %10.2f\n", vname[v], m[v].tps,
+                m[v].p50_us, m[v].p99_us, m[v].cpu_ns, m[v].p50_us / m[V_BUSY].p50_us,
+                m[v].p99_us / m[V_BUSY].p99_us);
+    fprintf(table,
+            "  (ratios: against busy, the hand-written poll loop, in this run; lower is better)\n");
 }
 
 int bench_loop(const struct bench_opts *o, FILE *table)
@@ -352,7 +357,8 @@ int bench_loop(const struct bench_opts *o, FILE *table)
             if (o->progress)
                 o->progress(o->progress_ctx, i * NV + k, reps * NV, vname[var]);
             if (measure(var, secs, &m) < 0) {
-                fprintf(stderr, "hotpath bench loop: %s: the run failed: %s\n", vname[var], hp_last_error());
+                fprintf(stderr, "hotpath bench loop: %s: the run failed: %s\n", vname[var],
+                        hp_last_error());
                 return 1;
             }
             v[var][0][i] = m.tps;
@@ -378,8 +384,8 @@ int bench_loop(const struct bench_opts *o, FILE *table)
         one[k] = median_of(w[k], reps);
     struct result m[NV];
     for (int k = 0; k < NV; k++)
-        m[k] = (struct result){median_of(v[k][0], reps), median_of(v[k][1], reps), median_of(v[k][2], reps),
-                               median_of(v[k][3], reps)};
+        m[k] = (struct result){median_of(v[k][0], reps), median_of(v[k][1], reps),
+                               median_of(v[k][2], reps), median_of(v[k][3], reps)};
     report(o, table, m, reps, secs, one);
     return 0;
 }

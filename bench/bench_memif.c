@@ -43,10 +43,10 @@
  * to CPU b (testpmd's forwarding lcore likewise, its main lcore beside it).
  */
 
-#define MAX_REPS 64
+#define MAX_REPS  64
 #define MPPS_GOAL 20.0
 #define GBPS_GOAL 20.0
-#define TCP_PORT 5201
+#define TCP_PORT  5201
 #define TCP_CHUNK (128 * 1024)
 
 enum { R_HP, R_HP_ZC, R_MEM, R_HP_TP, R_TP_HP, R_TP_TP, R_TCP, R_TCP_MEM, R_TCPK, NROWS };

@@ -18,7 +18,7 @@ const char *const paths_cond_names[PC_N] = {"loss 0",  "loss 0.5%",  "loss 2%",
 const double paths_cond_loss[PC_N] = {0, 0.005, 0.02, 0.05, 0, 0};
 const double paths_cond_reorder[PC_N] = {0, 0, 0, 0, 0.01, 0};
 
-#define TAIL_RTTS 3
+#define TAIL_RTTS   3
 #define TAIL_GAP_MS "5"
 
 struct env {

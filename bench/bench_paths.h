@@ -30,14 +30,14 @@ enum paths_sender {
     PS_N
 };
 
-#define PATHS_RATE_MBIT 100
-#define PATHS_DELAY_MS 20
+#define PATHS_RATE_MBIT   100
+#define PATHS_DELAY_MS    20
 #define PATHS_QUEUE_BYTES 250000 /* one bandwidth-delay product: 100 Mbit/s x 20 ms */
-#define PATHS_ECN_ABOVE 30000
-#define PATHS_FLOW_BYTES 100000 /* a short flow */
-#define PATHS_PORT 5201
-#define PATHS_MAX_FLOWS 300
-#define PATHS_MAX_TRIALS 200
+#define PATHS_ECN_ABOVE   30000
+#define PATHS_FLOW_BYTES  100000 /* a short flow */
+#define PATHS_PORT        5201
+#define PATHS_MAX_FLOWS   300
+#define PATHS_MAX_TRIALS  200
 #define PATHS_RT_PRIO                                                                              \
     40 /* SCHED_FIFO: hotpath impair and hotpath's sender (they sleep when idle) */
 

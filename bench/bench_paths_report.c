@@ -5,11 +5,11 @@
 
 #include "bench_paths.h"
 
-#define GOODPUT_VS_KERNEL 0.95
+#define GOODPUT_VS_KERNEL  0.95
 #define GOODPUT_VS_NEWRENO 2.0
-#define FCT_P99_VS_KERNEL 1.1
-#define TAIL_SHARE 0.95
-#define PMTU_VS_KERNEL 1.5
+#define FCT_P99_VS_KERNEL  1.1
+#define TAIL_SHARE         0.95
+#define PMTU_VS_KERNEL     1.5
 
 static const char *const pmtu_names[PM_N] = {"IPv4 (DF)", "IPv6", "IPv4 (DF), no ICMP",
                                              "IPv6, no ICMP"};

@@ -15,9 +15,9 @@
 #include "peers_harness.h"
 #include "tool.h"
 
-#define NSTACK 3
-#define MAX_REPS 64
-#define GOAL_RATIO 2.0      /* hotpath >= 2x the better peer in every row */
+#define NSTACK          3
+#define MAX_REPS        64
+#define GOAL_RATIO      2.0 /* hotpath >= 2x the better peer in every row */
 #define GOAL_IDLE_BYTES 512 /* per idle established connection, everything held */
 #define CHILD_TIMEOUT_S 600
 

@@ -15,17 +15,17 @@
 #include <hotpath/cpu.h>
 #include <hotpath/pool.h>
 
-#include "bench_pool.h"
 #include "bench.h"
+#include "bench_pool.h"
 #include "tool.h"
 
 /* The setup, equal for every row. */
-#define N_BUFS 8192
-#define DATA_ROOM 2048
+#define N_BUFS     8192
+#define DATA_ROOM  2048
 #define CACHE_SIZE 256
-#define BULK 32
-#define FILL 64
-#define RING_SIZE 1024 /* slots of each inter-thread ring, a power of 2 */
+#define BULK       32
+#define FILL       64
+#define RING_SIZE  1024 /* slots of each inter-thread ring, a power of 2 */
 /* Peers' objects are as large as a hotpath buffer (metadata and data room),
  * and are written where a hotpath buffer's data starts. */
 #define ELT_SIZE (HP_BUF_META_SIZE + DATA_ROOM)
@@ -41,9 +41,10 @@
 
 #define AI static inline __attribute__((always_inline))
 
-static const char *const impl_names[POOL_NIMPLS] = {"hotpath-local", "hotpath-defer", "hotpath-adaptive",
-                                                    "dpdk", "dpdk-mbuf", "malloc"};
-static const char *const scen_names[POOL_NSCEN] = {"local-bulk1", "local-bulk32", "pipeline", "crossed"};
+static const char *const impl_names[POOL_NIMPLS] = {
+    "hotpath-local", "hotpath-defer", "hotpath-adaptive", "dpdk", "dpdk-mbuf", "malloc"};
+static const char *const scen_names[POOL_NSCEN] = {"local-bulk1", "local-bulk32", "pipeline",
+                                                   "crossed"};
 static const int hp_policy[3] = {HP_ALIEN_LOCAL, HP_ALIEN_DEFER, HP_ALIEN_ADAPTIVE};
 
 const char *pool_impl_name(int impl)
@@ -67,7 +68,6 @@ static bool is_dpdk(int impl)
 }
 
 /* ---- small helpers -------------------------------------------------------- */
-
 
 static void sleep_s(double s)
 {
@@ -550,12 +550,12 @@ struct setup {
 /* One measured slice of a run. */
 struct slot {
     bool ok;
-    uint64_t freed; /* buffers freed by the threads in the slice */
-    double mops;   /* Mbuf/s at which the threads free in their median group, summed */
+    uint64_t freed;   /* buffers freed by the threads in the slice */
+    double mops;      /* Mbuf/s at which the threads free in their median group, summed */
     double mops_wall; /* Mbuf/s over the slice's wall time, stalls included */
-    double cpu_ns; /* CPU time of the threads per buffer */
-    double speed;  /* what the ratios compare: mops */
-    double wait;   /* largest share of the slice a thread waited for its CPU */
+    double cpu_ns;    /* CPU time of the threads per buffer */
+    double speed;     /* what the ratios compare: mops */
+    double wait;      /* largest share of the slice a thread waited for its CPU */
 };
 
 /* What one run measured. */
@@ -582,7 +582,10 @@ static int fail(char *err, size_t len, const char *fmt, ...)
 
 static int kind_of(int impl)
 {
-    return is_hp(impl) ? K_HP : impl == POOL_DPDK ? K_DPDK : impl == POOL_DPDK_MBUF ? K_DPDK_MBUF : K_MALLOC;
+    return is_hp(impl)              ? K_HP
+           : impl == POOL_DPDK      ? K_DPDK
+           : impl == POOL_DPDK_MBUF ? K_DPDK_MBUF
+                                    : K_MALLOC;
 }
 
 static int make_hp_pool(struct pool_report *r, struct run *run, const char *name, char *err,
@@ -590,8 +593,11 @@ static int make_hp_pool(struct pool_report *r, struct run *run, const char *name
 {
     /* One pool for the three policies: it starts (and warms up) ADAPTIVE,
      * and the slices switch it. */
-    struct hp_pool_config cfg = {.name = name, .n_bufs = N_BUFS, .data_room = DATA_ROOM,
-                                 .cache_size = CACHE_SIZE, .alien_policy = HP_ALIEN_ADAPTIVE,
+    struct hp_pool_config cfg = {.name = name,
+                                 .n_bufs = N_BUFS,
+                                 .data_room = DATA_ROOM,
+                                 .cache_size = CACHE_SIZE,
+                                 .alien_policy = HP_ALIEN_ADAPTIVE,
                                  .flags = HP_POOL_F_NO_HUGEPAGES};
     run->pool = hp_pool_create(&cfg);
     if (!run->pool)
@@ -648,7 +654,8 @@ static void drop_pool(struct run *run, int *rc, char *err, size_t errlen)
     if ((run->kind == K_DPDK || run->kind == K_DPDK_MBUF) && run->pool) {
         unsigned avail = hp_peer_dpdk_pool_avail(run->pool);
         if (avail != N_BUFS && *rc == 0)
-            *rc = fail(err, errlen, "%u of %d objects back in the mempool at the end", avail, N_BUFS);
+            *rc =
+                fail(err, errlen, "%u of %d objects back in the mempool at the end", avail, N_BUFS);
         hp_peer_dpdk_pool_free(run->pool);
     }
 #endif
@@ -837,8 +844,8 @@ static int finish_run(struct pool_report *r, struct run *run, int impl, struct r
     if (run->kind == K_HP) {
         static const char *const names[2] = {"A", "B"};
         int tids[2] = {run->w[0].tid, run->nthreads > 1 ? run->w[1].tid : -1};
-        res->npairs = pool_pairs_of(run->pool, tids, names, run->nthreads, res->pairs,
-                                    POOL_MAX_PAIRS);
+        res->npairs =
+            pool_pairs_of(run->pool, tids, names, run->nthreads, res->pairs, POOL_MAX_PAIRS);
     }
     if (ffail)
         return fail(err, errlen, "%s(%d) failed %llu times on a new buffer",
@@ -855,7 +862,8 @@ static int measure_run(struct pool_report *r, const struct setup *su, int sc, in
     memset(res, 0, sizeof *res);
     int per = is_hp(impl) ? 3 : 1;
     int two = sc >= POOL_PIPELINE;
-    double secs = su->warmup_s + per * su->rounds[two] * (su->settle_s[two] + su->slice_s[two]) + 0.5;
+    double secs =
+        su->warmup_s + per * su->rounds[two] * (su->settle_s[two] + su->slice_s[two]) + 0.5;
     struct run *run = run_new(sc, impl, 2 * (unsigned)(per * su->rounds[two]) + 2, secs);
     if (!run)
         return fail(err, errlen, "out of memory");
@@ -1079,7 +1087,8 @@ static void setup_report(struct pool_report *r, struct setup *su, const struct b
     r->max_reps = o->reps > 0 ? o->reps : (o->quick ? 4 : 16);
     if (r->max_reps > POOL_MAX_REPS)
         r->max_reps = r->min_reps = POOL_MAX_REPS;
-    *su = (struct setup){.warmup_s = o->quick ? 0.05 : 0.1, .warm_max_s = o->quick ? 0.5 : 1.5,
+    *su = (struct setup){.warmup_s = o->quick ? 0.05 : 0.1,
+                         .warm_max_s = o->quick ? 0.5 : 1.5,
                          .settle_s = {0.003, 0.005},
                          .slice_s = {o->quick ? 0.008 : 0.012, o->quick ? 0.025 : 0.04},
                          .rounds = {o->quick ? 8 : 16, o->quick ? 4 : 8}};
@@ -1116,7 +1125,8 @@ static void setup_peers(struct pool_report *r)
         r->have[POOL_DPDK_MBUF] = true;
         snprintf(r->dpdk_version, sizeof r->dpdk_version, "%s", hp_peer_dpdk_version());
     } else {
-        snprintf(r->dpdk_note, sizeof r->dpdk_note, "dpdk row skipped: %s", why ? why : "EAL init failed");
+        snprintf(r->dpdk_note, sizeof r->dpdk_note, "dpdk row skipped: %s",
+                 why ? why : "EAL init failed");
         snprintf(r->mbuf_note, sizeof r->mbuf_note, "dpdk-mbuf row skipped: %s",
                  why ? why : "EAL init failed");
     }

@@ -15,7 +15,7 @@
 #include "bench.h"
 #include "tool.h"
 
-#define POOL_MAX_REPS 64
+#define POOL_MAX_REPS  64
 #define POOL_MAX_GOALS 24
 #define POOL_MAX_PAIRS 4
 
@@ -89,10 +89,10 @@ struct pool_mark {
 };
 
 struct pool_meter {
-    _Atomic unsigned *mark;    /* the main thread's */
-    unsigned seen, nmarks;     /* the last mark recorded; room */
+    _Atomic unsigned *mark; /* the main thread's */
+    unsigned seen, nmarks;  /* the last mark recorded; room */
     struct pool_mark *marks;
-    uint32_t *groups;          /* per group: ticks per buffer, times 256 */
+    uint32_t *groups; /* per group: ticks per buffer, times 256 */
     unsigned ngroups, max_groups, group, in_group;
     uint64_t group_t0;
 };
@@ -143,9 +143,9 @@ struct pool_cell {
 /* The three policies compared slice by slice within each repetition. */
 struct pool_policies {
     bool ran;
-    int better;                 /* POOL_HP_LOCAL or POOL_HP_DEFER: the faster fixed one */
+    int better; /* POOL_HP_LOCAL or POOL_HP_DEFER: the faster fixed one */
     struct pool_summary a_l, a_d, d_l, a_best; /* rate ratios per round: adaptive/local... */
-    struct pool_pair pairs[POOL_MAX_PAIRS];   /* the last run's, for the adaptive row */
+    struct pool_pair pairs[POOL_MAX_PAIRS];    /* the last run's, for the adaptive row */
     int npairs;
     /* What the pool did under each policy (all repetitions): hp_pool_stats
      * deltas over the measured slices, and the buffers freed in them. */
@@ -166,20 +166,20 @@ struct pool_report {
     unsigned n_bufs, data_room, cache_size, bulk, fill, ring;
     int cpu_a, cpu_b; /* CPUs of the threads (-1: unpinned); local runs on cpu_a */
     bool pin_failed;
-    bool hugepages;   /* a hotpath pool got huge pages (asked not to) */
-    double cpu_wait;  /* median share of a slice the busiest worker waited for its CPU */
-    int retried;      /* runs measured again: a row had no valid slice */
+    bool hugepages;  /* a hotpath pool got huge pages (asked not to) */
+    double cpu_wait; /* median share of a slice the busiest worker waited for its CPU */
+    int retried;     /* runs measured again: a row had no valid slice */
     /* DPDK */
     char dpdk_version[64];
     char dpdk_note[300]; /* why the dpdk row is skipped, "" when it ran */
     char dpdk_ops[32];
-    int dpdk_cache;      /* cache size every DPDK worker saw (-1: some had none) */
-    int dpdk_lcores[2];  /* lcore ids given to the last DPDK workers (-1: none) */
+    int dpdk_cache;     /* cache size every DPDK worker saw (-1: some had none) */
+    int dpdk_lcores[2]; /* lcore ids given to the last DPDK workers (-1: none) */
     /* DPDK's packet buffers (the dpdk-mbuf row) */
     char mbuf_note[300]; /* why the dpdk-mbuf row is skipped, "" when it ran */
     char mbuf_ops[32];
-    int mbuf_cache;      /* cache size every dpdk-mbuf worker saw (-1: some had none) */
-    int mbuf_lcores[2];  /* lcore ids given to the last dpdk-mbuf workers (-1: none) */
+    int mbuf_cache;          /* cache size every dpdk-mbuf worker saw (-1: some had none) */
+    int mbuf_lcores[2];      /* lcore ids given to the last dpdk-mbuf workers (-1: none) */
     unsigned mbuf_elt_size;  /* bytes per mempool element: struct rte_mbuf + data room */
     unsigned mbuf_data_room; /* data room of each mbuf, headroom included */
     unsigned mbuf_headroom;  /* RTE_PKTMBUF_HEADROOM */

@@ -101,8 +101,9 @@ int pool_pairs_of(struct hp_pool *pool, const int *tids, const char *const *name
 void pool_pairs_print(const struct pool_pair *p, int n, const char *indent, FILE *f)
 {
     for (int i = 0; i < n; i++, p++)
-        fprintf(f, "%s%s frees %s's buffers: settled on %s (%s), %llu switches in %llu "
-                   "explorations; last: defer %+.1f%% vs local\n",
+        fprintf(f,
+                "%s%s frees %s's buffers: settled on %s (%s), %llu switches in %llu "
+                "explorations; last: defer %+.1f%% vs local\n",
                 indent, p->freer, p->owner, hp_alien_policy_name(p->policy),
                 p->measured ? "measured" : "contention signal: nothing measured",
                 (unsigned long long)p->switches, (unsigned long long)p->explorations,
@@ -170,8 +171,11 @@ void pool_meter_free(struct pool_meter *m)
  * with the first. */
 void pool_meter_take(struct pool_meter *m, unsigned mark, uint64_t done)
 {
-    struct pool_mark k = {.done = done, .delay = thread_run_delay_ns(), .wall = tool_now_s(),
-                          .cpu = tool_thread_cpu_s(), .ticks = tool_ticks(),
+    struct pool_mark k = {.done = done,
+                          .delay = thread_run_delay_ns(),
+                          .wall = tool_now_s(),
+                          .cpu = tool_thread_cpu_s(),
+                          .ticks = tool_ticks(),
                           .ngroups = m->ngroups};
     if (m->seen == 0) {
         m->group_t0 = k.ticks;

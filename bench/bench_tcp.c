@@ -18,11 +18,11 @@
 #include "tcp_kernel.h"
 #include "tool.h"
 
-#define PORT 5201
-#define CHUNK (128 * 1024) /* bytes per write and read, both peers (iperf3's default) */
-#define POOL_BUFS 16384
+#define PORT             5201
+#define CHUNK            (128 * 1024) /* bytes per write and read, both peers (iperf3's default) */
+#define POOL_BUFS        16384
 #define STREAM_GOAL_GBPS 20.0
-#define RR_GOAL 0.1 /* hotpath CPU per transaction <= this x the kernel's */
+#define RR_GOAL          0.1 /* hotpath CPU per transaction <= this x the kernel's */
 
 static const uint8_t A4[4] = {198, 18, 0, 1}, B4[4] = {198, 18, 0, 2};
 

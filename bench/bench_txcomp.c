@@ -37,12 +37,12 @@
  * frames over each slice's wall time.
  */
 
-#define NPOL TXCOMP_NPOL
-#define BATCH 32
-#define FRAME 64
-#define GROUP 128 /* frames per timed group */
+#define NPOL       TXCOMP_NPOL
+#define BATCH      32
+#define FRAME      64
+#define GROUP      128 /* frames per timed group */
 #define MAX_ROUNDS 16
-#define MAX_REPS 32
+#define MAX_REPS   32
 static const int policies[NPOL] = {HP_ALIEN_LOCAL, HP_ALIEN_DEFER, HP_ALIEN_ADAPTIVE};
 
 struct txc;
@@ -58,12 +58,12 @@ struct side {
 
 struct txc {
     _Alignas(64) _Atomic unsigned mark;
-    _Atomic int stop;    /* the sender stops */
-    _Atomic int tx_done; /* ...and has stopped */
+    _Atomic int stop;            /* the sender stops */
+    _Atomic int tx_done;         /* ...and has stopped */
     struct hp_link *link, *peer; /* peer: the mem link's other end */
     struct hp_pool *pool;
     uint8_t frame[FRAME];
-    struct side tx, compl;
+    struct side tx, compl ;
     int err; /* the sender's transmit failure (-errno), or 0 */
 };
 
@@ -174,7 +174,8 @@ static void *compl_main(void *arg)
     struct hp_buf *b[BATCH];
     for (int idle = 0; idle < 1000;) {
         pool_meter_poll(&s->meter, s->done);
-        int k = t->peer ? hp_link_rx_burst(t->peer, b, BATCH) : hp_link_completions(t->link, b, BATCH);
+        int k =
+            t->peer ? hp_link_rx_burst(t->peer, b, BATCH) : hp_link_completions(t->link, b, BATCH);
         if (k > 0) {
             hp_buf_free_bulk(b, (unsigned)k);
             s->done += (unsigned)k;
@@ -242,10 +243,11 @@ static void drive(struct txc *t, const struct txcomp_report *rep, int r, struct 
 }
 
 /* Slice j: the sender's rate, both threads' CPU per frame. */
-static void slot_of(const struct txc *t, int j, double hz, uint32_t *scratch, struct txc_result *res)
+static void slot_of(const struct txc *t, int j, double hz, uint32_t *scratch,
+                    struct txc_result *res)
 {
     unsigned m0 = 2 * (unsigned)j + 1, m1 = m0 + 1;
-    const struct pool_mark *ca = &t->compl.meter.marks[m0], *cb = &t->compl.meter.marks[m1];
+    const struct pool_mark *ca = &t->compl .meter.marks[m0], *cb = &t->compl .meter.marks[m1];
     const struct pool_mark *ta = &t->tx.meter.marks[m0], *tb = &t->tx.meter.marks[m1];
     uint64_t n = tb->done - ta->done;
     res->ok[j] = n > 0 && cb->wall > ca->wall && tb->wall > ta->wall;
@@ -264,7 +266,7 @@ static void collect(struct txc *t, struct txc_result *res)
         slot_of(t, j, hz, scratch, res);
     free(scratch);
     static const char *const names[2] = {"tx", "compl"};
-    int tids[2] = {t->tx.tid, t->compl.tid};
+    int tids[2] = {t->tx.tid, t->compl .tid};
     res->npairs = pool_pairs_of(t->pool, tids, names, 2, res->pairs, POOL_MAX_PAIRS);
     struct hp_link_stats st;
     hp_link_stats(t->link, &st);
@@ -275,13 +277,13 @@ static int start(struct txc *t, const struct bench_opts *o)
 {
     int n = tool_ncpus();
     t->tx.cpu = o->cpu >= 0 ? o->cpu : n - 1;
-    t->compl.cpu = n > 1 ? (t->tx.cpu + n - 1) % n : -1;
-    t->tx.t = t->compl.t = t;
-    if (pthread_create(&t->compl.th, NULL, compl_main, &t->compl) != 0)
+    t->compl .cpu = n > 1 ? (t->tx.cpu + n - 1) % n : -1;
+    t->tx.t = t->compl .t = t;
+    if (pthread_create(&t->compl .th, NULL, compl_main, &t->compl ) != 0)
         return -1;
     if (pthread_create(&t->tx.th, NULL, tx_main, &t->tx) != 0) {
         atomic_store(&t->tx_done, 1);
-        pthread_join(t->compl.th, NULL);
+        pthread_join(t->compl .th, NULL);
         return -1;
     }
     return 0;
@@ -300,7 +302,7 @@ static int run_once(const struct txcomp_report *rep, const struct bench_opts *o,
     double secs = rep->warmup_s + NPOL * rep->rounds * (rep->settle_s + rep->slice_s) + 1;
     int rc = -1;
     if (pool_meter_init(&t->tx.meter, &t->mark, nmarks, secs, GROUP) ||
-        pool_meter_init(&t->compl.meter, &t->mark, nmarks, 0, 1)) {
+        pool_meter_init(&t->compl .meter, &t->mark, nmarks, 0, 1)) {
         snprintf(why, len, "out of memory");
     } else if (open_links(t, kind, iface, why, len) == 0) {
         if (start(t, o) != 0) {
@@ -308,7 +310,7 @@ static int run_once(const struct txcomp_report *rep, const struct bench_opts *o,
         } else {
             drive(t, rep, r, res);
             pthread_join(t->tx.th, NULL);
-            pthread_join(t->compl.th, NULL);
+            pthread_join(t->compl .th, NULL);
             collect(t, res);
             rc = 0;
             if (t->err)
@@ -320,7 +322,7 @@ static int run_once(const struct txcomp_report *rep, const struct bench_opts *o,
                               hp_strerror(c1 < 0 ? c1 : c2));
     }
     pool_meter_free(&t->tx.meter);
-    pool_meter_free(&t->compl.meter);
+    pool_meter_free(&t->compl .meter);
     free(t);
     return rc;
 }
@@ -414,7 +416,8 @@ static void one_core(const struct bench_opts *o, struct txc_acc *a)
 
 /* Whether afxdp can run here: root, a veth pair of our own (unless
  * o->iface), the backend built in. The namespace is left entered. */
-static const char *afxdp_iface(const struct bench_opts *o, struct tool_netns *ns, char *why, size_t len)
+static const char *afxdp_iface(const struct bench_opts *o, struct tool_netns *ns, char *why,
+                               size_t len)
 {
     if (geteuid() != 0) {
         snprintf(why, len, "needs root (AF_XDP and network namespaces)");
@@ -515,15 +518,16 @@ void txcomp_print_header(const struct txcomp_report *rep, FILE *f)
 {
     char cpu[256];
     hp_cpu_describe(cpu, sizeof cpu);
-    fprintf(f, "txonly 64 B, batch 32, completions freed on a second thread; afxdp in copy mode on "
-               "a veth pair.\nEach run: a fresh link and pool, a warm-up under adaptive (%.2g s, "
-               "then until it settled the pair,\nat most %.2g s), %d rounds of one %.0f ms slice per "
-               "policy (the pool's policy switched, order\nrotated; %.0f ms to settle); %d "
-               "repetitions (until adaptive/better is known within +-1%%, %d-%d).\nMpps: mem: the "
-               "sender's median timed group (frames sent while it runs: it waits when buffers do\n"
-               "not come back); afxdp: frames per second of each slice; medians over slices and "
-               "repetitions.\nns/pkt: CPU time of both threads per frame. Ratios paired by round: "
-               "median [95%% interval, or\nmin-max below 6 rounds]\n",
+    fprintf(f,
+            "txonly 64 B, batch 32, completions freed on a second thread; afxdp in copy mode on "
+            "a veth pair.\nEach run: a fresh link and pool, a warm-up under adaptive (%.2g s, "
+            "then until it settled the pair,\nat most %.2g s), %d rounds of one %.0f ms slice per "
+            "policy (the pool's policy switched, order\nrotated; %.0f ms to settle); %d "
+            "repetitions (until adaptive/better is known within +-1%%, %d-%d).\nMpps: mem: the "
+            "sender's median timed group (frames sent while it runs: it waits when buffers do\n"
+            "not come back); afxdp: frames per second of each slice; medians over slices and "
+            "repetitions.\nns/pkt: CPU time of both threads per frame. Ratios paired by round: "
+            "median [95%% interval, or\nmin-max below 6 rounds]\n",
             rep->warmup_s, rep->warm_max_s, rep->rounds, 1e3 * rep->slice_s, 1e3 * rep->settle_s,
             rep->reps, rep->min_reps, rep->max_reps);
     fprintf(f, "cpu:        %s\ncompiler:   %s\nflags:      %s\n", cpu, tool_compiler(),
@@ -532,8 +536,8 @@ void txcomp_print_header(const struct txcomp_report *rep, FILE *f)
 
 void txcomp_print_table(const struct txcomp_report *rep, FILE *f)
 {
-    fprintf(f, "  %-6s %9s %9s %9s   %8s %8s %8s   %-34s %s\n", "link", "local", "defer", "adaptive",
-            "ns/pkt L", "D", "A", "adaptive/better", "defer/local");
+    fprintf(f, "  %-6s %9s %9s %9s   %8s %8s %8s   %-34s %s\n", "link", "local", "defer",
+            "adaptive", "ns/pkt L", "D", "A", "adaptive/better", "defer/local");
     for (int i = 0; i < rep->nrows; i++) {
         const struct txcomp_row *r = &rep->rows[i];
         if (!r->ok && !r->a_best.n) {
@@ -577,13 +581,16 @@ int txcomp_goals(const struct txcomp_report *rep, FILE *f, bool md)
         char b[64];
         bool ok = r->a_best.med >= 0.97;
         fprintf(f, fmt_ok, ok ? met : "MISSED");
-        fprintf(f, "%s: ADAPTIVE within 3%% of the better fixed policy (%s): adaptive/%s %s over "
-                   "%d paired rounds\n", r->link, r->better ? "DEFER" : "LOCAL",
-                r->better ? "defer" : "local", pool_summary_str(&r->a_best, b, sizeof b), r->a_best.n);
+        fprintf(f,
+                "%s: ADAPTIVE within 3%% of the better fixed policy (%s): adaptive/%s %s over "
+                "%d paired rounds\n",
+                r->link, r->better ? "DEFER" : "LOCAL", r->better ? "defer" : "local",
+                pool_summary_str(&r->a_best, b, sizeof b), r->a_best.n);
         missed += !ok;
         if (r->one_core_mpps > 0) {
             fprintf(f, fmt_ok, r->one_core_mpps >= 20 ? met : "MISSED");
-            fprintf(f, "mem txonly 64 B, batch 32, one core: >= 20 Mpps (%.1f Mpps)\n", r->one_core_mpps);
+            fprintf(f, "mem txonly 64 B, batch 32, one core: >= 20 Mpps (%.1f Mpps)\n",
+                    r->one_core_mpps);
             missed += r->one_core_mpps < 20;
         }
     }
@@ -599,9 +606,10 @@ void txcomp_print_summary(const struct txcomp_report *rep, FILE *f)
             fprintf(f, " %s skipped;", r->link);
             continue;
         }
-        fprintf(f, " %s A/%s %+.1f%% [%+.1f, %+.1f] (D/L %.3f, %s);", r->link, r->better ? "D" : "L",
-                100 * (r->a_best.med - 1), 100 * (r->a_best.lo - 1), 100 * (r->a_best.hi - 1),
-                r->d_l.med, r->npairs ? hp_alien_policy_name(r->pairs[0].policy) : "?");
+        fprintf(f, " %s A/%s %+.1f%% [%+.1f, %+.1f] (D/L %.3f, %s);", r->link,
+                r->better ? "D" : "L", 100 * (r->a_best.med - 1), 100 * (r->a_best.lo - 1),
+                100 * (r->a_best.hi - 1), r->d_l.med,
+                r->npairs ? hp_alien_policy_name(r->pairs[0].policy) : "?");
     }
     fprintf(f, " %d reps\n", rep->reps);
 }
@@ -639,12 +647,11 @@ void txcomp_print_json(const struct txcomp_report *rep, FILE *f)
     json_t *rows = json_array();
     for (int i = 0; i < rep->nrows; i++)
         json_array_append_new(rows, row_json(&rep->rows[i]));
-    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:o}", "bench",
-                          "txcomp", "cpu", cpu, "compiler", tool_compiler(), "flags",
-                          tool_build_flags(), "reps", rep->reps, "min_reps", rep->min_reps,
-                          "max_reps", rep->max_reps, "rounds", rep->rounds, "warmup_s",
-                          rep->warmup_s, "settle_s", rep->settle_s, "slice_s", rep->slice_s,
-                          "rows", rows);
+    json_t *o = json_pack(
+        "{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:o}", "bench", "txcomp", "cpu",
+        cpu, "compiler", tool_compiler(), "flags", tool_build_flags(), "reps", rep->reps,
+        "min_reps", rep->min_reps, "max_reps", rep->max_reps, "rounds", rep->rounds, "warmup_s",
+        rep->warmup_s, "settle_s", rep->settle_s, "slice_s", rep->slice_s, "rows", rows);
     json_dumpf(o, f, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
     fputc('\n', f);
     json_decref(o);

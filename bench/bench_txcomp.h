@@ -20,12 +20,12 @@ struct txcomp_row {
     double cpu_ns[TXCOMP_NPOL]; /* CPU ns per packet, both threads (median) */
     double one_core_mpps;       /* mem: txonly without the second thread */
     /* The policies slice by slice, paired within each round. */
-    int better;                 /* 0: local, 1: defer: the faster fixed one */
+    int better; /* 0: local, 1: defer: the faster fixed one */
     struct pool_summary a_l, a_d, d_l, a_best;
     struct pool_pair pairs[POOL_MAX_PAIRS]; /* the last run's */
     int npairs;
-    uint64_t tx_dropped;        /* frames the link dropped (all runs) */
-    double warm_max_s;          /* the longest warm-up ADAPTIVE took */
+    uint64_t tx_dropped; /* frames the link dropped (all runs) */
+    double warm_max_s;   /* the longest warm-up ADAPTIVE took */
 };
 
 struct txcomp_report {

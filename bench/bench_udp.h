@@ -41,7 +41,7 @@ int bench_udp(const struct bench_opts *o, FILE *table);
 
 /* ---- over veth (bench_udp_veth.c) ---- */
 
-#define UDP_VETH_WINDOW 256
+#define UDP_VETH_WINDOW  256
 #define UDP_VETH_PAYLOAD 64
 
 /* The rows, and the values of a round of each. */

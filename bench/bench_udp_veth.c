@@ -58,8 +58,8 @@
 /* A round in which other processes took more than this share of the two
  * CPUs is run again, up to V_ATTEMPTS times; the least disturbed is kept. */
 #define V_MAX_FOREIGN 0.05
-#define V_ATTEMPTS 3
-#define V_GOAL 0.5
+#define V_ATTEMPTS    3
+#define V_GOAL        0.5
 
 const char *const udp_veth_rows[UDP_VETH_NROWS] = {"kernel", "hotpath-afxdp", "hotpath-afxdp-wait",
                                                    "hotpath-afpacket"};

@@ -30,14 +30,14 @@ uint32_t hp_peer_naive(const void *buf, size_t len, uint32_t sum)
 /* The strategy of the DPDK patch the seed describes: 64-byte blocks of 32
  * 16-bit additions, then 32/16/8/4/2-byte tails. Written here from that
  * description as a baseline; a 64-bit sum keeps it correct past 128 KiB. */
-#define ADD_WORDS(n)                                                            \
-    do {                                                                        \
-        for (int i_ = 0; i_ < (n) / 2; i_++) {                                  \
-            uint16_t v_;                                                        \
-            memcpy(&v_, p + 2 * i_, 2);                                         \
-            acc += v_;                                                          \
-        }                                                                       \
-        p += (n);                                                               \
+#define ADD_WORDS(n)                                                                               \
+    do {                                                                                           \
+        for (int i_ = 0; i_ < (n) / 2; i_++) {                                                     \
+            uint16_t v_;                                                                           \
+            memcpy(&v_, p + 2 * i_, 2);                                                            \
+            acc += v_;                                                                             \
+        }                                                                                          \
+        p += (n);                                                                                  \
     } while (0)
 
 uint32_t hp_peer_unroll64(const void *buf, size_t len, uint32_t sum)

@@ -17,9 +17,9 @@
 
 #include "bench_paths.h"
 
-#define CHUNK (128 * 1024)
+#define CHUNK     (128 * 1024)
 #define POOL_BUFS 16384
-#define SNDBUF (4u << 20) /* CUBIC grows past the path's 500 KB (BDP + queue) */
+#define SNDBUF    (4u << 20) /* CUBIC grows past the path's 500 KB (BDP + queue) */
 
 static const uint8_t CLIENT4[4] = {198, 18, 0, 1}, SERVER4[4] = {198, 18, 0, 2};
 

@@ -13,7 +13,7 @@
 
 #include "bench_paths.h"
 
-#define CHUNK (128 * 1024)
+#define CHUNK    (128 * 1024)
 #define SINK_BUF (256 * 1024)
 
 uint64_t paths_now_ns(void)

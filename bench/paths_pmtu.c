@@ -14,10 +14,10 @@
 #include "bench_paths.h"
 #include "tcp_app.h"
 
-#define NARROW_MTU 1280
+#define NARROW_MTU  1280
 #define NARROW_MBIT 100
-#define ECHO_PORT 7
-#define BUF (256 * 1024)
+#define ECHO_PORT   7
+#define BUF         (256 * 1024)
 
 static const char *const server_addr[2] = {"198.18.3.1", "2001:2:0:3::1"};
 

@@ -25,10 +25,10 @@
 #define IP_BIND_ADDRESS_NO_PORT 24
 #endif
 
-#define KPORTS 8   /* TCP listening ports per server thread */
-#define NADDR 16   /* IPv4 client (and UDP server) addresses */
-#define BATCH 1000 /* handshakes in flight per client thread */
-#define EVN 512
+#define KPORTS  8    /* TCP listening ports per server thread */
+#define NADDR   16   /* IPv4 client (and UDP server) addresses */
+#define BATCH   1000 /* handshakes in flight per client thread */
+#define EVN     512
 #define SCRATCH (64 * 1024)
 
 /* Shared by every process of the run (an anonymous MAP_SHARED mapping):

@@ -19,9 +19,9 @@
 #include "udp_kernel.h"
 
 #define PF_KTHREAD_FLAG 0x00200000u /* PF_KTHREAD in /proc/PID/stat's flags */
-#define SOCK_BUF (4 << 20)
-#define STALL_S 0.02
-#define MAX_DGRAM 2048
+#define SOCK_BUF        (4 << 20)
+#define STALL_S         0.02
+#define MAX_DGRAM       2048
 
 static double clock_s(clockid_t c)
 {

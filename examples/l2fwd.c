@@ -26,7 +26,7 @@
 
 struct fwd {
     struct hp_link *port[2];
-    int stop_fd[2];          /* a pipe: a byte on it ends the forwarder */
+    int stop_fd[2]; /* a pipe: a byte on it ends the forwarder */
     _Atomic int stop;
     unsigned long frames, dropped, sleeps;
 };
@@ -188,7 +188,8 @@ static int run_ifaces(const char *kind, const char *if1, const char *if2)
     printf("l2fwd: forwarding between %s and %s (%s), Ctrl-C stops\n", if1, if2, kind);
     fflush(stdout);
     fwd_main(&f);
-    printf("l2fwd: moved %lu frames, dropped %lu, slept %lu times\n", f.frames, f.dropped, f.sleeps);
+    printf("l2fwd: moved %lu frames, dropped %lu, slept %lu times\n", f.frames, f.dropped,
+           f.sleeps);
     hp_link_close(f.port[0]);
     hp_link_close(f.port[1]);
     return 0;

@@ -20,7 +20,7 @@
  *                                        ./udp_echo afpacket veth0 198.18.0.2/24
  */
 
-#define PORT 7
+#define PORT  7
 #define COUNT 100
 
 struct echo {
@@ -40,7 +40,8 @@ static void on_signal(int sig)
 }
 
 /* A stack on link with one address, and its loop. NULL on failure. */
-static struct hp_stack *stack_on(struct hp_link *link, const uint8_t ip[4], uint8_t plen, unsigned flags)
+static struct hp_stack *stack_on(struct hp_link *link, const uint8_t ip[4], uint8_t plen,
+                                 unsigned flags)
 {
     struct hp_stack_config sc = {.flags = flags};
     struct hp_stack *s = hp_stack_create(&sc);
@@ -158,7 +159,8 @@ static int run_iface(const char *kind, const char *iface, const char *cidr)
     addr[slash - cidr] = '\0';
     if (inet_pton(AF_INET, addr, ip) != 1)
         return 2;
-    struct hp_link_config lc = {.iface = iface, .flags = strcmp(kind, "afxdp") ? 0 : HP_LINK_F_COPY};
+    struct hp_link_config lc = {.iface = iface,
+                                .flags = strcmp(kind, "afxdp") ? 0 : HP_LINK_F_COPY};
     struct hp_link *link = hp_link_open(kind, &lc);
     struct hp_stack *s = link ? stack_on(link, ip, (uint8_t)atoi(slash + 1), 0) : NULL;
     struct echo e = {0};

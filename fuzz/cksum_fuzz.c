@@ -29,7 +29,7 @@
  * so AddressSanitizer reports any read past the end.
  */
 
-#define HDR_LEN 24
+#define HDR_LEN  24
 #define MAX_SEGS 8
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -150,8 +150,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* 3. hp_cksum_add over an even split point of the same data. */
     {
         size_t k = (size_t)rd16(hdr + 6) % (c.len + 1) & ~(size_t)1;
-        uint32_t s = hp_cksum_add(hp_cksum_partial(buf, k, c.sum),
-                                  hp_cksum_partial(buf + k, c.len - k, 0));
+        uint32_t s =
+            hp_cksum_add(hp_cksum_partial(buf, k, c.sum), hp_cksum_partial(buf + k, c.len - k, 0));
         uint16_t got = hp_cksum_fold(s);
         if (got != want)
             fail(&c, hp_cksum_impl(), "hp_cksum_add at an even split", want, got);

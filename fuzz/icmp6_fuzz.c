@@ -41,22 +41,21 @@ static uint8_t *tight(const uint8_t *p, size_t n)
 
 static bool same_icmp6(const struct hp_icmp6_repr *x, const struct hp_icmp6_repr *y)
 {
-    return x->type == y->type && x->code == y->code && x->ident == y->ident &&
-           x->seq == y->seq && x->mtu == y->mtu && x->pointer == y->pointer &&
-           x->data_len == y->data_len && memcmp(x->data, y->data, x->data_len) == 0;
+    return x->type == y->type && x->code == y->code && x->ident == y->ident && x->seq == y->seq &&
+           x->mtu == y->mtu && x->pointer == y->pointer && x->data_len == y->data_len &&
+           memcmp(x->data, y->data, x->data_len) == 0;
 }
 
 static bool same_ndp(const struct hp_ndp_repr *x, const struct hp_ndp_repr *y)
 {
     if (x->type != y->type || memcmp(x->target, y->target, 16) != 0 || x->router != y->router ||
         x->solicited != y->solicited || x->override != y->override ||
-        x->cur_hop_limit != y->cur_hop_limit || x->managed != y->managed ||
-        x->other != y->other || x->router_lifetime != y->router_lifetime ||
-        x->reachable_time != y->reachable_time || x->retrans_timer != y->retrans_timer ||
-        x->has_sll != y->has_sll || x->has_tll != y->has_tll ||
-        memcmp(x->sll, y->sll, 6) != 0 || memcmp(x->tll, y->tll, 6) != 0 ||
-        x->has_mtu != y->has_mtu || x->mtu != y->mtu || x->n_prefix != y->n_prefix ||
-        memcmp(x->redirect_dst, y->redirect_dst, 16) != 0)
+        x->cur_hop_limit != y->cur_hop_limit || x->managed != y->managed || x->other != y->other ||
+        x->router_lifetime != y->router_lifetime || x->reachable_time != y->reachable_time ||
+        x->retrans_timer != y->retrans_timer || x->has_sll != y->has_sll ||
+        x->has_tll != y->has_tll || memcmp(x->sll, y->sll, 6) != 0 ||
+        memcmp(x->tll, y->tll, 6) != 0 || x->has_mtu != y->has_mtu || x->mtu != y->mtu ||
+        x->n_prefix != y->n_prefix || memcmp(x->redirect_dst, y->redirect_dst, 16) != 0)
         return false;
     for (int i = 0; i < x->n_prefix; i++) {
         const struct hp_ndp_prefix *p = &x->prefix[i], *q = &y->prefix[i];
@@ -98,8 +97,8 @@ static void icmp6_round_trip(const uint8_t *pkt, size_t n, const struct hp_l4_ad
     free(out2);
 }
 
-static void ndp_round_trip(const uint8_t *pkt, size_t n, const struct hp_l4_addrs *a,
-                           uint8_t hlim, unsigned flags)
+static void ndp_round_trip(const uint8_t *pkt, size_t n, const struct hp_l4_addrs *a, uint8_t hlim,
+                           unsigned flags)
 {
     struct hp_ndp_repr r;
     int rc = hp_ndp_parse(pkt, n, a, hlim, &r, flags);

@@ -34,8 +34,8 @@ static uint8_t *tight(const uint8_t *p, size_t n)
 
 static int same_repr(const struct hp_icmp_repr *x, const struct hp_icmp_repr *y)
 {
-    return x->type == y->type && x->code == y->code && x->ident == y->ident &&
-           x->seq == y->seq && x->pointer == y->pointer && x->next_hop_mtu == y->next_hop_mtu &&
+    return x->type == y->type && x->code == y->code && x->ident == y->ident && x->seq == y->seq &&
+           x->pointer == y->pointer && x->next_hop_mtu == y->next_hop_mtu &&
            x->data_len == y->data_len && memcmp(x->data, y->data, x->data_len) == 0;
 }
 

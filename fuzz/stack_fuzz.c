@@ -99,7 +99,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fail("hp_tcp_configure");
     }
     int ifx = hp_stack_add_iface(s, e[0]);
-    if (ifx < 0 || hp_stack_add_addr(s, ifx, 4, IP4, 24) < 0 || hp_stack_add_addr(s, ifx, 6, IP6, 64) < 0)
+    if (ifx < 0 || hp_stack_add_addr(s, ifx, 4, IP4, 24) < 0 ||
+        hp_stack_add_addr(s, ifx, 6, IP6, 64) < 0)
         fail("stack setup");
     uint8_t mac[6];
     hp_link_mac(e[0], mac);
@@ -176,7 +177,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fail("link close");
     hp_pool_thread_flush(pool);
     if (hp_pool_in_use(pool) != 0) {
-        fprintf(stderr, "stack_fuzz: %ld buffers still in use after the input\n", hp_pool_in_use(pool));
+        fprintf(stderr, "stack_fuzz: %ld buffers still in use after the input\n",
+                hp_pool_in_use(pool));
         abort();
     }
     return 0;

@@ -124,13 +124,13 @@
  * reaches.
  */
 
-#define MAX_OPS 256
-#define NFLOWS 8
-#define NFLOOD 64 /* flows of the flood copies (op 3) */
+#define MAX_OPS  256
+#define NFLOWS   8
+#define NFLOOD   64 /* flows of the flood copies (op 3) */
 #define NHANDLES 8
-#define NISS 4
-#define T0 (1ull << 40) /* the virtual clock's start, ns */
-#define MS 1000000ull
+#define NISS     4
+#define T0       (1ull << 40) /* the virtual clock's start, ns */
+#define MS       1000000ull
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -169,7 +169,8 @@ static void wr16(uint8_t *p, uint16_t v)
 }
 static void wr32(uint8_t *p, uint32_t v)
 {
-    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8),
+    p[3] = (uint8_t)v;
 }
 static bool seq_gt(uint32_t a, uint32_t b)
 {
@@ -179,23 +180,23 @@ static bool seq_gt(uint32_t a, uint32_t b)
 /* The peer's view of one 4-tuple. */
 struct flow {
     int family;
-    uint16_t pport, sport;   /* the peer's port, the stack's (0: not known yet) */
-    uint32_t nxt;            /* the peer's next sequence number */
-    uint32_t max;            /* one past the highest the stack sent */
+    uint16_t pport, sport; /* the peer's port, the stack's (0: not known yet) */
+    uint32_t nxt;          /* the peer's next sequence number */
+    uint32_t max;          /* one past the highest the stack sent */
     bool have_max;
-    uint32_t iss[NISS];      /* the stack's recent ISNs on this tuple, newest first */
+    uint32_t iss[NISS]; /* the stack's recent ISNs on this tuple, newest first */
     int niss;
-    bool ts;                 /* the stack answered our timestamps */
-    uint32_t ts_recent;      /* its last TSval */
+    bool ts;            /* the stack answered our timestamps */
+    uint32_t ts_recent; /* its last TSval */
 };
 
 /* The application's view of one connection handle. */
 struct handle {
     struct hp_tcp_sock *t;
-    uint32_t irs;            /* the stream's first byte is irs + 1 */
-    uint64_t rd, wr;         /* bytes read, bytes written */
-    uint64_t owed;           /* read but not yet echoed */
-    struct hp_buf *pending;  /* zero-copy echo the send buffer had no room for */
+    uint32_t irs;           /* the stream's first byte is irs + 1 */
+    uint64_t rd, wr;        /* bytes read, bytes written */
+    uint64_t owed;          /* read but not yet echoed */
+    struct hp_buf *pending; /* zero-copy echo the send buffer had no room for */
     bool reading, zc, close_eof, eof;
 };
 
@@ -300,9 +301,9 @@ struct seg {
     uint8_t flags;
     uint32_t seq, ack;
     uint16_t win, urg;
-    uint16_t len;            /* payload */
+    uint16_t len; /* payload */
     bool corrupt, no_defaults;
-    const uint8_t *opts;     /* raw option bytes after the defaults */
+    const uint8_t *opts; /* raw option bytes after the defaults */
     size_t olen;
 };
 
@@ -322,7 +323,8 @@ static void rebase_sack(uint8_t *o, size_t n, uint32_t base)
             return;
         if (o[i] == 5)
             for (size_t k = i + 2; k + 4 <= i + o[i + 1]; k += 4) {
-                int32_t d = (int32_t)((uint32_t)o[k] << 24 | (uint32_t)o[k + 1] << 16 | (uint32_t)o[k + 2] << 8 | o[k + 3]);
+                int32_t d = (int32_t)((uint32_t)o[k] << 24 | (uint32_t)o[k + 1] << 16 |
+                                      (uint32_t)o[k + 2] << 8 | o[k + 3]);
                 wr32(o + k, base + (uint32_t)d);
             }
         i += o[i + 1];
@@ -411,7 +413,8 @@ static void send_seg(struct flow *f, uint16_t pport, const struct seg *g)
         memcpy(ip + 8, PEER6, 16);
         memcpy(ip + 24, IP6, 16);
     } else {
-        ip[0] = 0x45, wr16(ip + 2, (uint16_t)(20 + tl)), wr16(ip + 6, 0x4000), ip[8] = 64, ip[9] = 6;
+        ip[0] = 0x45, wr16(ip + 2, (uint16_t)(20 + tl)), wr16(ip + 6, 0x4000), ip[8] = 64,
+        ip[9] = 6;
         memcpy(ip + 12, PEER4, 4);
         memcpy(ip + 16, IP4, 4);
         uint16_t c = hp_cksum_ipv4_hdr(ip, 20);
@@ -425,14 +428,16 @@ static void send_seg(struct flow *f, uint16_t pport, const struct seg *g)
     uint32_t first = g->seq + ((g->flags & HP_TCP_F_SYN) ? 1u : 0u);
     for (size_t i = 0; i < len; i++)
         t[thl + i] = pattern(first + (uint32_t)i);
-    uint16_t c = v6 ? hp_cksum_tcp6(ip + 8, ip + 24, t, tl) : hp_cksum_tcp4(ip + 12, ip + 16, t, tl);
+    uint16_t c =
+        v6 ? hp_cksum_tcp6(ip + 8, ip + 24, t, tl) : hp_cksum_tcp4(ip + 12, ip + 16, t, tl);
     if (g->corrupt)
         c ^= 0x0101;
     memcpy(t + 16, &c, 2);
     inject(p, o + iph + tl);
     /* In order (and not corrupted): the peer's next number moves on. */
     if (!g->corrupt && pport == f->pport && g->seq == f->nxt && !(g->flags & HP_TCP_F_RST))
-        f->nxt += (uint32_t)len + ((g->flags & HP_TCP_F_SYN) ? 1u : 0u) + ((g->flags & HP_TCP_F_FIN) ? 1u : 0u);
+        f->nxt += (uint32_t)len + ((g->flags & HP_TCP_F_SYN) ? 1u : 0u) +
+                  ((g->flags & HP_TCP_F_FIN) ? 1u : 0u);
 }
 
 /* ---- frames from the stack -------------------------------------------------- */
@@ -454,7 +459,8 @@ static struct flow *flow_of(int family, uint16_t pport, uint16_t sport, bool syn
 }
 
 /* A segment the stack sent: check it, and learn from it. */
-static void stack_seg(int family, const uint8_t *src, const uint8_t *dst, const uint8_t *t, size_t len)
+static void stack_seg(int family, const uint8_t *src, const uint8_t *dst, const uint8_t *t,
+                      size_t len)
 {
     if (hp_tcp_check(t, len) != 0)
         fail("the stack sent a malformed TCP header");
@@ -820,7 +826,10 @@ static void active_open(void)
     service();
     if (f->sport == 0 || f->niss == 0)
         fail("handshake: no SYN from the connecting socket");
-    struct seg g = {.flags = HP_TCP_F_SYN | HP_TCP_F_ACK, .seq = f->nxt, .ack = f->max, .win = 65535};
+    struct seg g = {.flags = HP_TCP_F_SYN | HP_TCP_F_ACK,
+                    .seq = f->nxt,
+                    .ack = f->max,
+                    .win = 65535};
     send_seg(f, f->pport, &g);
     service();
     if (hp_tcp_state(t) != HP_TCP_ESTABLISHED)
@@ -842,18 +851,28 @@ static void setup(uint8_t s0, uint8_t s1)
         fail("no stack");
     hp__stack_set_clock(w.s, vclock, &w.now);
     int ifx = hp_stack_add_iface(w.s, w.e[0]);
-    if (ifx < 0 || hp_stack_add_addr(w.s, ifx, 4, IP4, 24) < 0 || hp_stack_add_addr(w.s, ifx, 6, IP6, 64) < 0)
+    if (ifx < 0 || hp_stack_add_addr(w.s, ifx, 4, IP4, 24) < 0 ||
+        hp_stack_add_addr(w.s, ifx, 6, IP6, 64) < 0)
         fail("stack setup");
     hp_link_mac(w.e[0], w.mac);
 
     /* Short timers and small limits, so that one input reaches them. */
     uint32_t buf = (s0 & 0x20) ? 4096 : 65536;
     struct hp_tcp_config tc = {
-        .max_conns = 32, .sndbuf = buf, .rcvbuf = buf, .ooo_max_segs = 16,
-        .syn_retries = 3, .data_retries = 4, /* rto_max_ms may not go below 60 s */
-        .time_wait_ms = 2000, .fin_wait2_ms = 3000, .challenge_ack_limit = 10,
-        .syn_backlog_max = 4, .mss = (s1 & 8) ? 536 : 0,
-        .no_timestamps = s1 & 1, .no_window_scaling = s1 & 2, .no_syncookies = s1 & 4,
+        .max_conns = 32,
+        .sndbuf = buf,
+        .rcvbuf = buf,
+        .ooo_max_segs = 16,
+        .syn_retries = 3,
+        .data_retries = 4, /* rto_max_ms may not go below 60 s */
+        .time_wait_ms = 2000,
+        .fin_wait2_ms = 3000,
+        .challenge_ack_limit = 10,
+        .syn_backlog_max = 4,
+        .mss = (s1 & 8) ? 536 : 0,
+        .no_timestamps = s1 & 1,
+        .no_window_scaling = s1 & 2,
+        .no_syncookies = s1 & 4,
         .early_demux_conns = (s1 & 16) ? 0 : 1,
     };
     if (hp_tcp_configure(w.s, &tc) < 0)
@@ -1008,7 +1027,9 @@ static void op_app(uint8_t op, uint8_t a)
         echo_owed(h);
         break;
     case 2: {
-        int how = (a & 3) == 1 ? HP_TCP_SHUT_WR : (a & 3) == 2 ? HP_TCP_SHUT_RD : HP_TCP_SHUT_WR | HP_TCP_SHUT_RD;
+        int how = (a & 3) == 1   ? HP_TCP_SHUT_WR
+                  : (a & 3) == 2 ? HP_TCP_SHUT_RD
+                                 : HP_TCP_SHUT_WR | HP_TCP_SHUT_RD;
         hp_tcp_shutdown(h->t, how);
         break;
     }
@@ -1028,19 +1049,33 @@ static void op_app(uint8_t op, uint8_t a)
         break;
     case 6:
         switch (a & 7) {
-        case 0: hp_tcp_setopt(h->t, HP_TCP_OPT_NODELAY, 1); break;
-        case 1: hp_tcp_setopt(h->t, HP_TCP_OPT_QUICKACK, 1); break;
+        case 0:
+            hp_tcp_setopt(h->t, HP_TCP_OPT_NODELAY, 1);
+            break;
+        case 1:
+            hp_tcp_setopt(h->t, HP_TCP_OPT_QUICKACK, 1);
+            break;
         case 2:
             hp_tcp_setopt(h->t, HP_TCP_OPT_KEEPIDLE, (a >> 3) % 4 + 1);
             hp_tcp_setopt(h->t, HP_TCP_OPT_KEEPINTVL, 1);
             hp_tcp_setopt(h->t, HP_TCP_OPT_KEEPCNT, 2);
             hp_tcp_setopt(h->t, HP_TCP_OPT_KEEPALIVE, 1);
             break;
-        case 3: hp_tcp_setopt(h->t, HP_TCP_OPT_LINGER0, 1); break;
-        case 4: hp_tcp_setopt(h->t, HP_TCP_OPT_SNDBUF, 2048 + (long)(a >> 3) * 1024); break;
-        case 5: hp_tcp_setopt(h->t, HP_TCP_OPT_RCVBUF, 2048 + (long)(a >> 3) * 1024); break;
-        case 6: hp_tcp_setopt(h->t, HP_TCP_OPT_MAXSEG, 88 + (long)(a >> 3) * 40); break;
-        default: hp_tcp_setopt(h->t, HP_TCP_OPT_NODELAY, 0); break;
+        case 3:
+            hp_tcp_setopt(h->t, HP_TCP_OPT_LINGER0, 1);
+            break;
+        case 4:
+            hp_tcp_setopt(h->t, HP_TCP_OPT_SNDBUF, 2048 + (long)(a >> 3) * 1024);
+            break;
+        case 5:
+            hp_tcp_setopt(h->t, HP_TCP_OPT_RCVBUF, 2048 + (long)(a >> 3) * 1024);
+            break;
+        case 6:
+            hp_tcp_setopt(h->t, HP_TCP_OPT_MAXSEG, 88 + (long)(a >> 3) * 40);
+            break;
+        default:
+            hp_tcp_setopt(h->t, HP_TCP_OPT_NODELAY, 0);
+            break;
         }
         break;
     }
@@ -1113,7 +1148,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     teardown();
     hp_pool_thread_flush(pool);
     if (hp_pool_in_use(pool) != 0) {
-        fprintf(stderr, "tcp_conn_fuzz: %ld buffers still in use after the input\n", hp_pool_in_use(pool));
+        fprintf(stderr, "tcp_conn_fuzz: %ld buffers still in use after the input\n",
+                hp_pool_in_use(pool));
         abort();
     }
     return 0;

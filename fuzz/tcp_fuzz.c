@@ -38,9 +38,9 @@ static uint8_t *tight(const uint8_t *p, size_t n)
 
 static int same_opts(const struct hp_tcp_opts *x, const struct hp_tcp_opts *y)
 {
-    if (x->has_mss != y->has_mss || x->mss != y->mss || x->has_ws != y->has_ws ||
-        x->ws != y->ws || x->sack_perm != y->sack_perm || x->has_ts != y->has_ts ||
-        x->ts_val != y->ts_val || x->ts_ecr != y->ts_ecr || x->n_sack != y->n_sack)
+    if (x->has_mss != y->has_mss || x->mss != y->mss || x->has_ws != y->has_ws || x->ws != y->ws ||
+        x->sack_perm != y->sack_perm || x->has_ts != y->has_ts || x->ts_val != y->ts_val ||
+        x->ts_ecr != y->ts_ecr || x->n_sack != y->n_sack)
         return 0;
     for (int i = 0; i < x->n_sack; i++)
         if (x->sack[i][0] != y->sack[i][0] || x->sack[i][1] != y->sack[i][1])

@@ -10,8 +10,8 @@
  * and HP_PEER_SUFFIX=native (-march=native), so that the benchmark shows the
  * compiler's best vectorisation of the same loop. */
 #define HP_CAT_(a, b) a##b
-#define HP_CAT(a, b) HP_CAT_(a, b)
-#define HP_PEER_FN HP_CAT(hp_peer_dpdk_cksum_, HP_PEER_SUFFIX)
+#define HP_CAT(a, b)  HP_CAT_(a, b)
+#define HP_PEER_FN    HP_CAT(hp_peer_dpdk_cksum_, HP_PEER_SUFFIX)
 
 uint32_t HP_PEER_FN(const void *buf, size_t len, uint32_t sum);
 

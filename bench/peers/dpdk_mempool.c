@@ -43,8 +43,9 @@ static void eal_init(void)
             }
     char lcore[16];
     snprintf(lcore, sizeof lcore, "%d", first);
-    char *argv[] = {"hotpath", "--no-huge", "--no-pci", "--no-shconf", "--no-telemetry", "-l", lcore,
-                    "-m", "256", "--log-level=error", NULL};
+    char *argv[] = {"hotpath", "--no-huge", "--no-pci", "--no-shconf", "--no-telemetry",
+                    "-l",      lcore,       "-m",       "256",         "--log-level=error",
+                    NULL};
     int argc = (int)(sizeof argv / sizeof argv[0]) - 1;
 
     rte_openlog_stream(stderr);
@@ -62,8 +63,9 @@ static void eal_init(void)
     if (have_saved)
         pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
     if (rc < 0) {
-        snprintf(init_why, sizeof init_why, "rte_eal_init(--no-huge --no-pci --no-shconf -l %d -m 256) failed: %s",
-                 first, rte_strerror(err));
+        snprintf(init_why, sizeof init_why,
+                 "rte_eal_init(--no-huge --no-pci --no-shconf -l %d -m 256) failed: %s", first,
+                 rte_strerror(err));
         init_rc = err > 0 ? -err : -EINVAL;
         return;
     }
@@ -97,13 +99,15 @@ void *hp_peer_dpdk_pool_create(const char *name, unsigned n, unsigned elt_size, 
 /* Packet buffers: struct rte_mbuf (128 B) then data_room bytes, headroom
  * (RTE_PKTMBUF_HEADROOM) included, no private area, the default mbuf ops
  * ("ring_mp_mc" unless EAL was told otherwise). */
-void *hp_peer_dpdk_mbuf_pool_create(const char *name, unsigned n, unsigned data_room, unsigned cache)
+void *hp_peer_dpdk_mbuf_pool_create(const char *name, unsigned n, unsigned data_room,
+                                    unsigned cache)
 {
     if (data_room > UINT16_MAX) {
         errno = EINVAL;
         return NULL;
     }
-    struct rte_mempool *mp = rte_pktmbuf_pool_create(name, n, cache, 0, (uint16_t)data_room, SOCKET_ID_ANY);
+    struct rte_mempool *mp =
+        rte_pktmbuf_pool_create(name, n, cache, 0, (uint16_t)data_room, SOCKET_ID_ANY);
     if (!mp)
         errno = rte_errno;
     return mp;

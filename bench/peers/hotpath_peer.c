@@ -16,7 +16,7 @@
 #include "peers_harness.h"
 
 #define POOL_BUFS 16384
-#define EV_BURST 64
+#define EV_BURST  64
 
 /* From hotpath_mem.c: the bytes stack s holds for its connections. */
 uint64_t ph_hotpath_mem(struct hp_stack *s, uint64_t *conns);

@@ -25,15 +25,15 @@
  */
 enum ph_workload { PH_RR1, PH_RR1K, PH_BULK, PH_CRR, PH_UDP, PH_IDLE, PH_NWORK };
 
-#define PH_PORT 5201     /* TCP listener of the server side */
-#define PH_UDP_PORT 7    /* UDP echo port of both sides */
-#define PH_RR_FLOWS 1000 /* connections of tcp_rr_1000 */
-#define PH_CRR_PAR 16    /* connections in flight in tcp_crr */
-#define PH_CRR_MAX 12000 /* a round's connections: below the 16,384 ephemeral ports */
-#define PH_CRR_WARM 1000 /* of them, unmeasured */
-#define PH_CRR_MSG 64
+#define PH_PORT       5201  /* TCP listener of the server side */
+#define PH_UDP_PORT   7     /* UDP echo port of both sides */
+#define PH_RR_FLOWS   1000  /* connections of tcp_rr_1000 */
+#define PH_CRR_PAR    16    /* connections in flight in tcp_crr */
+#define PH_CRR_MAX    12000 /* a round's connections: below the 16,384 ephemeral ports */
+#define PH_CRR_WARM   1000  /* of them, unmeasured */
+#define PH_CRR_MSG    64
 #define PH_UDP_WINDOW 64
-#define PH_UDP_MSG 64
+#define PH_UDP_MSG    64
 #define PH_IDLE_CONNS 10000
 #define PH_BULK_CHUNK (128 * 1024) /* bytes per send call (iperf3's default) */
 

@@ -22,7 +22,7 @@
  * changes, so the DWARF says it without running the binary).
  */
 
-#define MAX_BINS 8
+#define MAX_BINS    8
 #define MAX_STRUCTS 32
 #define DEFAULT_HOT 0.05
 

@@ -14,8 +14,8 @@
 #include <elfutils/libdw.h>
 
 #define GROUP_BEGIN "hp__group_begin_"
-#define GROUP_END "hp__group_end_"
-#define MAX_DEPTH 6 /* nested structs flattened; deeper ones stay whole */
+#define GROUP_END   "hp__group_end_"
+#define MAX_DEPTH   6 /* nested structs flattened; deeper ones stay whole */
 
 /* A structure name seen in the DWARF: where its first definition is. */
 struct name_ent {

@@ -39,11 +39,11 @@
  * once: the build runs as usual, only slower.
  */
 
-#define BLOCK sizeof(struct hp_tcp_sock)
-#define TBITS 21
-#define TSIZE ((size_t)1 << TBITS)
+#define BLOCK    sizeof(struct hp_tcp_sock)
+#define TBITS    21
+#define TSIZE    ((size_t)1 << TBITS)
 #define MAX_KEYS (TSIZE / 2)
-#define NSIZES 5 /* 1, 2, 4, 8, 16 bytes */
+#define NSIZES   5 /* 1, 2, 4, 8, 16 bytes */
 
 enum { P_RX, P_TX, P_OTHER, P_N };
 static const char *const path_name[P_N] = {"RX", "TX", "other"};

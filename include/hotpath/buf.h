@@ -78,30 +78,30 @@ struct hp_buf {
 #else
 struct hp_buf {
     HP_CACHELINE_GROUP_BEGIN(hot)
-    unsigned char *base;     /**< start of the data room (the direct buffer's, for a clone) */
-    struct hp_buf *next;     /**< next segment, NULL for the last */
-    struct hp_pool *pool;    /**< the pool this metadata came from */
-    uint64_t ol_flags;       /**< HP_BUF_OL_*: offload and checksum status (first segment) */
-    uint32_t data_off;       /**< offset of the first data byte from base */
-    uint32_t data_len;       /**< bytes of data in this segment */
-    uint32_t pkt_len;        /**< bytes in the whole packet (first segment) */
-    uint32_t room;           /**< size of the data room at base */
+    unsigned char *base;   /**< start of the data room (the direct buffer's, for a clone) */
+    struct hp_buf *next;   /**< next segment, NULL for the last */
+    struct hp_pool *pool;  /**< the pool this metadata came from */
+    uint64_t ol_flags;     /**< HP_BUF_OL_*: offload and checksum status (first segment) */
+    uint32_t data_off;     /**< offset of the first data byte from base */
+    uint32_t data_len;     /**< bytes of data in this segment */
+    uint32_t pkt_len;      /**< bytes in the whole packet (first segment) */
+    uint32_t room;         /**< size of the data room at base */
     HP__ATOMIC_U16 refcnt; /**< users of this buffer's data room; read with hp_buf_refcnt() */
-    uint16_t nb_segs;        /**< segments in the packet (first segment) */
-    uint16_t owner;          /**< thread id (hp_thread_id()) that allocated it */
-    uint16_t flags;          /**< HP_BUF_F_*: state kept by the library (read only) */
-    uint32_t hash;           /**< flow hash, set by whoever computes one (first segment) */
-    uint16_t port;           /**< input interface, set by the receive path */
-    uint8_t l2_len;          /**< bytes of the link-layer header, set by parsers */
-    uint8_t l3_len;          /**< bytes of the network-layer header, set by parsers */
+    uint16_t nb_segs;      /**< segments in the packet (first segment) */
+    uint16_t owner;        /**< thread id (hp_thread_id()) that allocated it */
+    uint16_t flags;        /**< HP_BUF_F_*: state kept by the library (read only) */
+    uint32_t hash;         /**< flow hash, set by whoever computes one (first segment) */
+    uint16_t port;         /**< input interface, set by the receive path */
+    uint8_t l2_len;        /**< bytes of the link-layer header, set by parsers */
+    uint8_t l3_len;        /**< bytes of the network-layer header, set by parsers */
     HP_CACHELINE_GROUP_END(hot)
 
     HP_CACHELINE_GROUP_BEGIN(cold)
-    struct hp_buf *direct;   /**< for a clone: the buffer whose data it shares, else NULL */
-    uint64_t tag;            /**< free for the application (tests tag owners with it) */
-    uint64_t timestamp;      /**< free for the application or a link (receive time) */
-    uint64_t reserved;       /**< reserved for the library; do not use */
-    unsigned char user[32];  /**< user area: free for the application */
+    struct hp_buf *direct;  /**< for a clone: the buffer whose data it shares, else NULL */
+    uint64_t tag;           /**< free for the application (tests tag owners with it) */
+    uint64_t timestamp;     /**< free for the application or a link (receive time) */
+    uint64_t reserved;      /**< reserved for the library; do not use */
+    unsigned char user[32]; /**< user area: free for the application */
     HP_CACHELINE_GROUP_END(cold)
 } __attribute__((aligned(HP_CACHELINE_SIZE)));
 #endif
@@ -112,15 +112,15 @@ struct hp_buf {
 #define HP_BUF_HEADROOM 128
 
 /* flags (library state, read only) */
-#define HP_BUF_F_FREE 0x0001     /**< in the pool, not owned by anyone */
+#define HP_BUF_F_FREE     0x0001 /**< in the pool, not owned by anyone */
 #define HP_BUF_F_INDIRECT 0x0002 /**< a clone: base points into `direct` */
 #define HP_BUF_F_EXTERNAL 0x0004 /**< data room in caller-provided memory (AF_XDP UMEM) */
 
 /* ol_flags: checksum status, set by a receive path or a parser */
 #define HP_BUF_OL_L3_CKSUM_GOOD (1ull << 0)
-#define HP_BUF_OL_L3_CKSUM_BAD (1ull << 1)
+#define HP_BUF_OL_L3_CKSUM_BAD  (1ull << 1)
 #define HP_BUF_OL_L4_CKSUM_GOOD (1ull << 2)
-#define HP_BUF_OL_L4_CKSUM_BAD (1ull << 3)
+#define HP_BUF_OL_L4_CKSUM_BAD  (1ull << 3)
 /* ol_flags: checksums the transmit path must fill in (offload requests) */
 #define HP_BUF_OL_TX_IP_CKSUM (1ull << 8)
 #define HP_BUF_OL_TX_L4_CKSUM (1ull << 9)

@@ -172,19 +172,19 @@ HP_API uint16_t hp_cksum_icmp6(const void *src, const void *dst, const void *msg
  * none was computed: HP_CKSUM_NONE. Over IPv6 a zero checksum is invalid
  * (RFC 8200 section 8.1): HP_CKSUM_BAD.
  */
-HP_API enum hp_cksum_result hp_cksum_udp4_verify(const void *src, const void *dst,
-                                                 const void *udp, size_t len);
-HP_API enum hp_cksum_result hp_cksum_udp6_verify(const void *src, const void *dst,
-                                                 const void *udp, size_t len);
+HP_API enum hp_cksum_result hp_cksum_udp4_verify(const void *src, const void *dst, const void *udp,
+                                                 size_t len);
+HP_API enum hp_cksum_result hp_cksum_udp6_verify(const void *src, const void *dst, const void *udp,
+                                                 size_t len);
 /** Verify a received TCP segment (len >= 20). */
-HP_API enum hp_cksum_result hp_cksum_tcp4_verify(const void *src, const void *dst,
-                                                 const void *tcp, size_t len);
-HP_API enum hp_cksum_result hp_cksum_tcp6_verify(const void *src, const void *dst,
-                                                 const void *tcp, size_t len);
+HP_API enum hp_cksum_result hp_cksum_tcp4_verify(const void *src, const void *dst, const void *tcp,
+                                                 size_t len);
+HP_API enum hp_cksum_result hp_cksum_tcp6_verify(const void *src, const void *dst, const void *tcp,
+                                                 size_t len);
 /** Verify a received ICMPv4 (len >= 4) or ICMPv6 message. */
 HP_API enum hp_cksum_result hp_cksum_icmp4_verify(const void *msg, size_t len);
-HP_API enum hp_cksum_result hp_cksum_icmp6_verify(const void *src, const void *dst,
-                                                  const void *msg, size_t len);
+HP_API enum hp_cksum_result hp_cksum_icmp6_verify(const void *src, const void *dst, const void *msg,
+                                                  size_t len);
 
 /* ---- Implementation choice -------------------------------------------- */
 

@@ -34,15 +34,33 @@ static inline uint32_t hp_bswap32(uint32_t v)
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 #define HP_BIG_ENDIAN 1
-static inline hp_be16 hp_hton16(uint16_t v) { return v; }
-static inline hp_be32 hp_hton32(uint32_t v) { return v; }
+static inline hp_be16 hp_hton16(uint16_t v)
+{
+    return v;
+}
+static inline hp_be32 hp_hton32(uint32_t v)
+{
+    return v;
+}
 #else
 #define HP_BIG_ENDIAN 0
-static inline hp_be16 hp_hton16(uint16_t v) { return hp_bswap16(v); }
-static inline hp_be32 hp_hton32(uint32_t v) { return hp_bswap32(v); }
+static inline hp_be16 hp_hton16(uint16_t v)
+{
+    return hp_bswap16(v);
+}
+static inline hp_be32 hp_hton32(uint32_t v)
+{
+    return hp_bswap32(v);
+}
 #endif
-static inline uint16_t hp_ntoh16(hp_be16 v) { return hp_hton16(v); }
-static inline uint32_t hp_ntoh32(hp_be32 v) { return hp_hton32(v); }
+static inline uint16_t hp_ntoh16(hp_be16 v)
+{
+    return hp_hton16(v);
+}
+static inline uint32_t hp_ntoh32(hp_be32 v)
+{
+    return hp_hton32(v);
+}
 
 /** Address families, as hp_sockaddr.family and every call taking a family
  * (hp_stack_add_addr, hp_udp_open, hp_tcp_open...) spell them: the IP
@@ -53,9 +71,9 @@ static inline uint32_t hp_ntoh32(hp_be32 v) { return hp_hton32(v); }
 /** IP protocol numbers (IANA "Assigned Internet Protocol Numbers"): the
  * IPv4 Protocol and the IPv6 Next Header field. The IPv6 extension
  * headers' numbers are in wire/ipv6.h. */
-#define HP_IPPROTO_ICMP 1
-#define HP_IPPROTO_TCP 6
-#define HP_IPPROTO_UDP 17
+#define HP_IPPROTO_ICMP   1
+#define HP_IPPROTO_TCP    6
+#define HP_IPPROTO_UDP    17
 #define HP_IPPROTO_ICMPV6 58
 
 /** Library version, "MAJOR.MINOR.PATCH". */

@@ -5,8 +5,8 @@
 
 #include <hotpath/buf.h>
 #include <hotpath/cacheline.h>
-#include <hotpath/common.h>
 #include <hotpath/cksum.h>
+#include <hotpath/common.h>
 #include <hotpath/cpu.h>
 #include <hotpath/err.h>
 #include <hotpath/link.h>
@@ -15,8 +15,8 @@
 #include <hotpath/pool.h>
 #include <hotpath/sock.h>
 #include <hotpath/stack.h>
-#include <hotpath/udp.h>
 #include <hotpath/tcp.h>
+#include <hotpath/udp.h>
 #include <hotpath/wire.h>
 
 #endif

@@ -59,12 +59,12 @@ enum {
 
 /** Capabilities (hp_link_caps()). */
 enum {
-    HP_LINK_CAP_ZEROCOPY_TX = 0x1,     /**< pool buffers go out without a copy */
-    HP_LINK_CAP_ZEROCOPY_RX = 0x2,     /**< frames arrive without a copy */
-    HP_LINK_CAP_TX_COMPLETIONS = 0x4,  /**< hp_link_completions() returns sent buffers */
-    HP_LINK_CAP_NEED_WAKEUP = 0x8,     /**< afxdp need-wakeup is in use */
-    HP_LINK_CAP_FD = 0x10,             /**< hp_link_fd() is pollable for receive */
-    HP_LINK_CAP_KERNEL = 0x20,         /**< frames go to and come from the Linux kernel */
+    HP_LINK_CAP_ZEROCOPY_TX = 0x1,    /**< pool buffers go out without a copy */
+    HP_LINK_CAP_ZEROCOPY_RX = 0x2,    /**< frames arrive without a copy */
+    HP_LINK_CAP_TX_COMPLETIONS = 0x4, /**< hp_link_completions() returns sent buffers */
+    HP_LINK_CAP_NEED_WAKEUP = 0x8,    /**< afxdp need-wakeup is in use */
+    HP_LINK_CAP_FD = 0x10,            /**< hp_link_fd() is pollable for receive */
+    HP_LINK_CAP_KERNEL = 0x20,        /**< frames go to and come from the Linux kernel */
 };
 
 /** memif roles (hp_memif_config.role). */
@@ -95,13 +95,13 @@ enum hp_memif_rx_mode {
  * net_memif (docs/memif.md). A zeroed structure asks for the defaults.
  */
 struct hp_memif_config {
-    int role;              /**< enum hp_memif_role; default HP_MEMIF_CLIENT */
+    int role; /**< enum hp_memif_role; default HP_MEMIF_CLIENT */
     /** The control socket's path; "@NAME" names NAME in the abstract
      * namespace (DPDK's socket-abstract=yes). NULL: "/run/vpp/memif.sock",
      * VPP's and libmemif's default. A server replaces a stale socket file
      * (one nobody listens on) and removes its file on close. */
     const char *socket;
-    uint32_t id;           /**< interface id: which interface on the socket (default 0) */
+    uint32_t id; /**< interface id: which interface on the socket (default 0) */
     /** Shared secret, at most 24 bytes; NULL or "": none. A server with a
      * secret refuses clients without the same one. */
     const char *secret;
@@ -117,7 +117,7 @@ struct hp_memif_config {
     /** Client: how often to try again while no server answers, and after
      * the peer went away; 0: 100 ms. */
     uint32_t reconnect_ms;
-    int rx_mode;           /**< enum hp_memif_rx_mode; default HP_MEMIF_RX_AUTO */
+    int rx_mode; /**< enum hp_memif_rx_mode; default HP_MEMIF_RX_AUTO */
 };
 
 /** Opening parameters. A zeroed structure asks for every default. */
@@ -131,17 +131,17 @@ struct hp_link_config {
      * destroys it on close. afxdp ignores this field: its pool must be its
      * UMEM. Owned by the caller when given: it must outlive the link. */
     struct hp_pool *pool;
-    uint32_t queue;      /**< afxdp: the interface queue to bind to (default 0) */
-    uint32_t ring_size;  /**< ring entries, a power of two; 0: 1024 (afxdp,
+    uint32_t queue;               /**< afxdp: the interface queue to bind to (default 0) */
+    uint32_t ring_size;           /**< ring entries, a power of two; 0: 1024 (afxdp,
                           * afpacket: 2048). The mem pair: each direction.
                           * memif: the client's rings (at most 16384); a
                           * server takes rings up to this size (0: 16384). */
-    uint32_t n_frames;   /**< afxdp: UMEM frames; 0: 4 x ring_size. memif
+    uint32_t n_frames;            /**< afxdp: UMEM frames; 0: 4 x ring_size. memif
                           * zero-copy: the pool's buffers; 0: 4096 or
                           * 4 x ring_size x 2 x queues, the larger */
-    uint32_t frame_size; /**< afxdp: UMEM frame size, 2048 or 4096; 0: 4096 */
-    uint32_t mtu;        /**< 0: the interface's MTU (mem: 1500; tap: 1500) */
-    unsigned flags;      /**< HP_LINK_F_* */
+    uint32_t frame_size;          /**< afxdp: UMEM frame size, 2048 or 4096; 0: 4096 */
+    uint32_t mtu;                 /**< 0: the interface's MTU (mem: 1500; tap: 1500) */
+    unsigned flags;               /**< HP_LINK_F_* */
     struct hp_memif_config memif; /**< memif only */
 };
 
@@ -149,18 +149,18 @@ struct hp_link_config {
 struct hp_link_stats {
     uint64_t rx_packets, rx_bytes;
     uint64_t tx_packets, tx_bytes;
-    uint64_t rx_dropped;   /**< frames lost on receive: no buffer, or the kernel's count
+    uint64_t rx_dropped; /**< frames lost on receive: no buffer, or the kernel's count
                             * of frames it could not queue to us (afxdp, afpacket) */
-    uint64_t rx_errors;    /**< frames we refused: larger than the MTU or the buffer */
-    uint64_t tx_dropped;   /**< frames accepted by tx_burst but not sent (too large, refused) */
-    uint64_t tx_errors;    /**< transmit system calls that failed (other than "try again") */
-    uint64_t tx_full;      /**< tx_burst calls that could not take every buffer */
-    uint64_t wakeups;      /**< system calls made to kick the kernel */
+    uint64_t rx_errors;  /**< frames we refused: larger than the MTU or the buffer */
+    uint64_t tx_dropped; /**< frames accepted by tx_burst but not sent (too large, refused) */
+    uint64_t tx_errors;  /**< transmit system calls that failed (other than "try again") */
+    uint64_t tx_full;    /**< tx_burst calls that could not take every buffer */
+    uint64_t wakeups;    /**< system calls made to kick the kernel */
 };
 
 /** Where a frame went through a decorator; for hp_link_fault_stats(). */
 struct hp_fault_stats {
-    uint64_t seen;         /**< frames that passed through (both directions) */
+    uint64_t seen; /**< frames that passed through (both directions) */
     uint64_t dropped, duplicated, reordered, corrupted, delayed;
 };
 
@@ -171,13 +171,13 @@ struct hp_fault_stats {
  */
 struct hp_fault_config {
     uint64_t seed;
-    double drop;           /**< the frame is freed and counted */
-    double duplicate;      /**< a copy follows the frame */
-    double reorder;        /**< the frame is held back and sent after the next one */
-    double corrupt;        /**< one random byte of the frame is flipped */
-    double delay;          /**< the frame is held for delay_us microseconds */
-    uint32_t delay_us;     /**< 0: 1000 */
-    unsigned directions;   /**< HP_FAULT_TX | HP_FAULT_RX; 0: both */
+    double drop;         /**< the frame is freed and counted */
+    double duplicate;    /**< a copy follows the frame */
+    double reorder;      /**< the frame is held back and sent after the next one */
+    double corrupt;      /**< one random byte of the frame is flipped */
+    double delay;        /**< the frame is held for delay_us microseconds */
+    uint32_t delay_us;   /**< 0: 1000 */
+    unsigned directions; /**< HP_FAULT_TX | HP_FAULT_RX; 0: both */
 };
 #define HP_FAULT_TX 0x1
 #define HP_FAULT_RX 0x2
@@ -348,28 +348,28 @@ HP_API bool hp_link_up(const struct hp_link *l);
 
 /** memif counters and state, beside hp_link_stats(); see hp_link_memif_stats(). */
 struct hp_memif_stats {
-    uint64_t connects;     /**< times the link came up */
-    uint64_t disconnects;  /**< times it went down (DISCONNECT, the peer's crash, our refusal) */
-    uint64_t refused;      /**< connections refused (wrong id, secret or version, busy, timeout) */
-    uint64_t bad_msgs;     /**< control messages refused: malformed, unexpected, out of range */
-    uint64_t bad_descs;    /**< descriptors refused: region, offset or length outside the shared
+    uint64_t connects;    /**< times the link came up */
+    uint64_t disconnects; /**< times it went down (DISCONNECT, the peer's crash, our refusal) */
+    uint64_t refused;     /**< connections refused (wrong id, secret or version, busy, timeout) */
+    uint64_t bad_msgs;    /**< control messages refused: malformed, unexpected, out of range */
+    uint64_t bad_descs;   /**< descriptors refused: region, offset or length outside the shared
                             * memory or the buffer offered (the frame is dropped) */
-    uint64_t ring_errors;  /**< ring indices that jumped or ran backwards (the link goes down) */
-    uint64_t tx_down;      /**< frames dropped because the link was down */
-    uint64_t tx_unread;    /**< frames in our transmit rings the peer had not taken when the
+    uint64_t ring_errors; /**< ring indices that jumped or ran backwards (the link goes down) */
+    uint64_t tx_down;     /**< frames dropped because the link was down */
+    uint64_t tx_unread;   /**< frames in our transmit rings the peer had not taken when the
                             * link went down (client only: a server cannot tell) */
-    uint64_t rx_nobuf;     /**< receive bursts cut short by an empty pool (frames wait) */
-    uint64_t tx_copied;    /**< zero-copy: frames copied because they were not in the pool */
-    uint64_t irq_sent;     /**< eventfd writes to wake the peer */
-    uint64_t irq_armed;    /**< times receive interrupts were asked of the peer */
+    uint64_t rx_nobuf;    /**< receive bursts cut short by an empty pool (frames wait) */
+    uint64_t tx_copied;   /**< zero-copy: frames copied because they were not in the pool */
+    uint64_t irq_sent;    /**< eventfd writes to wake the peer */
+    uint64_t irq_armed;   /**< times receive interrupts were asked of the peer */
     bool up;
     bool server;
     bool zero_copy;
-    uint16_t queues;       /**< rings per direction in use (0 while down) */
-    uint32_t ring_size;    /**< entries per ring in use (0 while down) */
-    char peer_name[33];    /**< the peer's application, as it says ("DPDK 22.11.11") */
-    char peer_if[33];      /**< the peer's interface name */
-    char reason[97];       /**< why the link last went down ("" before) */
+    uint16_t queues;    /**< rings per direction in use (0 while down) */
+    uint32_t ring_size; /**< entries per ring in use (0 while down) */
+    char peer_name[33]; /**< the peer's application, as it says ("DPDK 22.11.11") */
+    char peer_if[33];   /**< the peer's interface name */
+    char reason[97];    /**< why the link last went down ("" before) */
 };
 
 /**

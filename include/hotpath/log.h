@@ -26,9 +26,9 @@ extern "C" {
  * environment changes that at start-up; hp_set_log_level() at run time).
  */
 enum hp_log_level {
-    HP_LOG_ERR = 3, /**< something went wrong that the caller could not be told */
-    HP_LOG_WARN = 4, /**< something odd that the library worked around */
-    HP_LOG_INFO = 6, /**< state changes worth knowing (a link up or down) */
+    HP_LOG_ERR = 3,   /**< something went wrong that the caller could not be told */
+    HP_LOG_WARN = 4,  /**< something odd that the library worked around */
+    HP_LOG_INFO = 6,  /**< state changes worth knowing (a link up or down) */
     HP_LOG_DEBUG = 7, /**< the reasons behind failed calls; traces */
 };
 

@@ -4,9 +4,9 @@
 #define HOTPATH_LOOP_H
 
 #include <signal.h>
-#include <sys/select.h> /* sigset_t, also in strict ISO C modes */
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/select.h> /* sigset_t, also in strict ISO C modes */
 
 #include <hotpath/common.h>
 #include <hotpath/sock.h>
@@ -115,10 +115,10 @@ enum hp_loop_kind {
 
 /* Readiness bits of kernel fds beyond sock.h's HP_EV_IN / OUT / ERR / HUP. */
 #define HP_EV_RDHUP 0x10u /**< fd: the peer shut down its writing side (EPOLLRDHUP) */
-#define HP_EV_PRI 0x20u   /**< fd: urgent / priority data (EPOLLPRI) */
+#define HP_EV_PRI   0x20u /**< fd: urgent / priority data (EPOLLPRI) */
 
 /* Interest modifiers of hp_loop_fd_add() / hp_loop_fd_mod(). */
-#define HP_LOOP_ET 0x10000u      /**< edge-triggered (EPOLLET): reported once per change */
+#define HP_LOOP_ET 0x10000u /**< edge-triggered (EPOLLET): reported once per change */
 /** reported once, then disabled until hp_loop_fd_mod() (EPOLLONESHOT) */
 #define HP_LOOP_ONESHOT 0x20000u
 

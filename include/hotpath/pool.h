@@ -51,13 +51,13 @@ enum hp_alien_policy {
 };
 
 struct hp_pool_config {
-    const char *name;      /**< for messages and stats (copied); NULL: "pool" */
-    uint32_t n_bufs;       /**< number of buffers (> 0); ignored with mem */
-    uint32_t data_room;    /**< bytes of data room per buffer, headroom included; 0: 2048 */
-    uint32_t headroom;     /**< initial data offset of a new buffer; 0: HP_BUF_HEADROOM */
-    uint32_t cache_size;   /**< per-thread cache; 0: 256; at most 4096 */
-    uint32_t defer_max;    /**< bound of each owner's deferred list; 0: 128 */
-    int alien_policy;      /**< enum hp_alien_policy, or 0 (or -1) for the default:
+    const char *name;    /**< for messages and stats (copied); NULL: "pool" */
+    uint32_t n_bufs;     /**< number of buffers (> 0); ignored with mem */
+    uint32_t data_room;  /**< bytes of data room per buffer, headroom included; 0: 2048 */
+    uint32_t headroom;   /**< initial data offset of a new buffer; 0: HP_BUF_HEADROOM */
+    uint32_t cache_size; /**< per-thread cache; 0: 256; at most 4096 */
+    uint32_t defer_max;  /**< bound of each owner's deferred list; 0: 128 */
+    int alien_policy;    /**< enum hp_alien_policy, or 0 (or -1) for the default:
                             * HP_ALIEN_POLICY from the environment, else HP_ALIEN_ADAPTIVE.
                             * A zeroed configuration therefore gets the default. */
     /**
@@ -69,8 +69,8 @@ struct hp_pool_config {
      */
     void *mem;
     size_t mem_len;
-    uint32_t chunk;        /**< chunk size with mem: a multiple of 64, >= 256 */
-    unsigned flags;        /**< HP_POOL_F_* */
+    uint32_t chunk; /**< chunk size with mem: a multiple of 64, >= 256 */
+    unsigned flags; /**< HP_POOL_F_* */
 };
 
 #define HP_POOL_F_NO_HUGEPAGES 0x1 /**< never try huge pages */
@@ -136,18 +136,18 @@ HP_API int hp_thread_id(void);
 HP_API void hp_thread_exit(void);
 
 struct hp_pool_stats {
-    uint64_t allocs;          /**< buffers allocated */
-    uint64_t frees;           /**< buffers freed */
-    uint64_t alien_frees;     /**< frees of buffers another thread allocated */
-    uint64_t deferred;        /**< alien frees queued back to their owner */
-    uint64_t defer_overflows; /**< alien frees kept local because the owner's list was full */
-    uint64_t defer_taken;     /**< deferred buffers an owner took back */
-    uint64_t refills;         /**< cache refills */
-    uint64_t flushes;         /**< cache flushes */
-    uint64_t ring_ops;        /**< operations on the shared ring */
-    uint64_t errors;          /**< double frees, foreign pointers, refcount underflows,
+    uint64_t allocs;             /**< buffers allocated */
+    uint64_t frees;              /**< buffers freed */
+    uint64_t alien_frees;        /**< frees of buffers another thread allocated */
+    uint64_t deferred;           /**< alien frees queued back to their owner */
+    uint64_t defer_overflows;    /**< alien frees kept local because the owner's list was full */
+    uint64_t defer_taken;        /**< deferred buffers an owner took back */
+    uint64_t refills;            /**< cache refills */
+    uint64_t flushes;            /**< cache flushes */
+    uint64_t ring_ops;           /**< operations on the shared ring */
+    uint64_t errors;             /**< double frees, foreign pointers, refcount underflows,
                                *   writes after free */
-    uint64_t policy_switches; /**< times ADAPTIVE moved a thread pair to the other policy */
+    uint64_t policy_switches;    /**< times ADAPTIVE moved a thread pair to the other policy */
     uint64_t written_after_free; /**< buffers found written after they were freed (checked
                                   *   only in HP_DEBUG builds: see docs/knobs.md) */
 };

@@ -21,10 +21,10 @@ struct hp_sockaddr {
 };
 
 /** Readiness, like epoll's. */
-#define HP_EV_IN 0x1u   /**< something to receive (or accept) */
-#define HP_EV_OUT 0x2u  /**< room to send */
-#define HP_EV_ERR 0x4u  /**< an error is pending (read it with the socket's error call) */
-#define HP_EV_HUP 0x8u  /**< the peer closed (TCP) */
+#define HP_EV_IN  0x1u /**< something to receive (or accept) */
+#define HP_EV_OUT 0x2u /**< room to send */
+#define HP_EV_ERR 0x4u /**< an error is pending (read it with the socket's error call) */
+#define HP_EV_HUP 0x8u /**< the peer closed (TCP) */
 
 /** One ready socket: the user pointer given to it, and its HP_EV_* bits. */
 struct hp_event {

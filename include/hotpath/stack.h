@@ -25,7 +25,8 @@ extern "C" {
  */
 struct hp_stack;
 
-#define HP_STACK_F_NO_DAD 0x1 /**< IPv6 addresses are usable at once (no duplicate address detection) */
+/** IPv6 addresses are usable at once (no duplicate address detection) */
+#define HP_STACK_F_NO_DAD 0x1
 /**
  * ARP (like Linux's arp_accept for updates): an unsolicited reply, a
  * gratuitous ARP or a request may replace the MAC of a REACHABLE entry.
@@ -46,21 +47,22 @@ struct hp_stack;
 
 /** Stack parameters; a zeroed structure asks for every default. */
 struct hp_stack_config {
-    const char *name;           /**< for messages; NULL: "stack" */
-    uint32_t neigh_max;         /**< neighbour entries per family; 0: 1024 */
-    uint32_t neigh_queue;       /**< packets held per unresolved neighbour; 0: 64 */
-    uint32_t neigh_retries;     /**< ARP requests / neighbour solicitations before giving up; 0: 3 */
-    uint32_t neigh_retrans_ms;  /**< between them; 0: 1000 (RFC 4861 RETRANS_TIMER) */
-    uint32_t neigh_reachable_ms;/**< an entry is trusted this long; 0: 30000 (REACHABLE_TIME) */
-    uint32_t neigh_locktime_ms; /**< an entry's MAC stays this long after it changed, whatever
+    const char *name;          /**< for messages; NULL: "stack" */
+    uint32_t neigh_max;        /**< neighbour entries per family; 0: 1024 */
+    uint32_t neigh_queue;      /**< packets held per unresolved neighbour; 0: 64 */
+    uint32_t neigh_retries;    /**< ARP requests / neighbour solicitations before giving up; 0: 3 */
+    uint32_t neigh_retrans_ms; /**< between them; 0: 1000 (RFC 4861 RETRANS_TIMER) */
+    uint32_t neigh_reachable_ms; /**< an entry is trusted this long; 0: 30000 (REACHABLE_TIME) */
+    uint32_t neigh_locktime_ms;  /**< an entry's MAC stays this long after it changed, whatever
                                      ARP or NDP says but an answer to our own request (Linux's
                                      locktime); 0: 1000; HP_NEIGH_LOCKTIME_NONE: none */
-    uint32_t reasm_max_bytes;   /**< fragment bytes held for reassembly, both families; 0: 4 MiB */
-    uint32_t reasm_timeout_ms;  /**< both families; 0: 30000 for IPv4 (like Linux) and 60000 for IPv6 (RFC 8200 4.5) */
-    uint32_t icmp_rate;         /**< ICMP errors per second, per family (token bucket); 0: 1000 */
-    uint32_t icmp_burst;        /**< bucket depth; 0: 50 */
-    uint8_t default_ttl;        /**< IPv4 TTL and IPv6 hop limit of our packets; 0: 64 */
-    unsigned flags;             /**< HP_STACK_F_* */
+    uint32_t reasm_max_bytes;    /**< fragment bytes held for reassembly, both families; 0: 4 MiB */
+    uint32_t
+        reasm_timeout_ms; /**< both families; 0: 30000 for IPv4 (like Linux) and 60000 for IPv6 (RFC 8200 4.5) */
+    uint32_t icmp_rate;  /**< ICMP errors per second, per family (token bucket); 0: 1000 */
+    uint32_t icmp_burst; /**< bucket depth; 0: 50 */
+    uint8_t default_ttl; /**< IPv4 TTL and IPv6 hop limit of our packets; 0: 64 */
+    unsigned flags;      /**< HP_STACK_F_* */
 };
 
 /** The state of an address (IPv6 goes tentative -> preferred, or -> duplicate). */
@@ -70,6 +72,8 @@ enum hp_addr_state { HP_ADDR_NONE = 0, HP_ADDR_TENTATIVE, HP_ADDR_PREFERRED, HP_
  * Counters, like /proc/net/snmp and netstat -s: one per protocol event and
  * one per reason a packet is dropped. Read them with hp_stack_counter().
  */
+/* (one line per group of counters, as netstat -s reads) */
+// clang-format off
 #define HP_STACK_COUNTERS(X)                                                                        \
     X(ETH_IN_FRAMES) X(ETH_IN_MALFORMED) X(ETH_IN_OTHER_HOST) X(ETH_IN_UNKNOWN_TYPE)               \
     X(ETH_IN_VLAN) X(ETH_OUT_FRAMES) X(ETH_OUT_DROPS)                                              \
@@ -118,12 +122,13 @@ enum hp_addr_state { HP_ADDR_NONE = 0, HP_ADDR_TENTATIVE, HP_ADDR_PREFERRED, HP_
     X(TCP_ECN_NEGOTIATED) X(TCP_ECN_CE_IN) X(TCP_ECN_ECE_IN) X(TCP_ECN_REDUCTIONS)               \
     X(TCP_ECN_CWR_OUT) X(TCP_PMTU_UPDATES) X(TCP_PMTU_ICMP_BAD) X(TCP_PMTU_BLACKHOLES)           \
     X(TCP_PMTU_PROBES) X(TCP_PMTU_PROBE_OK) X(TCP_PMTU_PROBE_FAIL) X(TCP_EXT_NOMEM)
+// clang-format on
 
 enum hp_stack_ctr {
 #define HP__CTR_ENUM(name) HP_CTR_##name,
     HP_STACK_COUNTERS(HP__CTR_ENUM)
 #undef HP__CTR_ENUM
-    HP_STACK_NCOUNTERS
+        HP_STACK_NCOUNTERS
 };
 
 /**

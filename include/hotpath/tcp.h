@@ -98,47 +98,50 @@ HP_API int hp_tcp_cc_by_name(const char *name);
  * TCP socket of the stack is opened.
  */
 struct hp_tcp_config {
-    uint32_t max_conns;        /**< connections of all states, TIME_WAIT included; 0: 65536 */
-    uint32_t sndbuf;           /**< default send buffer in bytes; 0: 262144 */
-    uint32_t rcvbuf;           /**< default receive buffer (the most we advertise); 0: 262144 */
-    uint32_t ooo_max_segs;     /**< out-of-order segments held per connection; 0: 256 */
-    uint32_t delack_ms;        /**< delayed ACK timeout (RFC 9293 3.8.6.3: < 500); 0: 40 */
-    uint32_t delack_segs;      /**< ACK at once every this many full-sized segments; 0: 2 */
-    uint32_t rto_min_ms;       /**< lower bound of the RTO; 0: 200 (Linux; RFC 6298 says 1000) */
-    uint32_t rto_max_ms;       /**< upper bound of the RTO; 0: 60000 */
-    uint32_t rto_initial_ms;   /**< before the first RTT sample (RFC 6298 2.1); 0: 1000 */
-    uint32_t syn_retries;      /**< SYN retransmissions before connect gives up; 0: 7 (183 s,
+    uint32_t max_conns;      /**< connections of all states, TIME_WAIT included; 0: 65536 */
+    uint32_t sndbuf;         /**< default send buffer in bytes; 0: 262144 */
+    uint32_t rcvbuf;         /**< default receive buffer (the most we advertise); 0: 262144 */
+    uint32_t ooo_max_segs;   /**< out-of-order segments held per connection; 0: 256 */
+    uint32_t delack_ms;      /**< delayed ACK timeout (RFC 9293 3.8.6.3: < 500); 0: 40 */
+    uint32_t delack_segs;    /**< ACK at once every this many full-sized segments; 0: 2 */
+    uint32_t rto_min_ms;     /**< lower bound of the RTO; 0: 200 (Linux; RFC 6298 says 1000) */
+    uint32_t rto_max_ms;     /**< upper bound of the RTO; 0: 60000 */
+    uint32_t rto_initial_ms; /**< before the first RTT sample (RFC 6298 2.1); 0: 1000 */
+    uint32_t syn_retries;    /**< SYN retransmissions before connect gives up; 0: 7 (183 s,
                                     RFC 9293 3.8.3: at least 3 min) */
-    uint32_t synack_retries;   /**< SYN-ACK retransmissions before a half-open passive
+    uint32_t synack_retries; /**< SYN-ACK retransmissions before a half-open passive
                                     connection is dropped (Linux's tcp_synack_retries);
                                     0: 5 (it goes 63 s after the SYN) */
-    uint32_t data_retries;     /**< retransmissions of one segment before the connection is dropped (RFC 9293 3.8.3 R2); 0: 15 */
-    uint32_t time_wait_ms;     /**< TIME_WAIT (2 MSL); 0: 60000 */
-    uint32_t fin_wait2_ms;     /**< an orphaned FIN_WAIT_2 waits this long for the peer's FIN; 0: 60000 */
-    uint32_t keepalive_idle_s; /**< idle time before the first keepalive probe (RFC 9293 3.8.4: >= 2 h); 0: 7200 */
-    uint32_t keepalive_intvl_s;/**< between probes; 0: 75 */
-    uint32_t keepalive_probes; /**< unanswered probes before the connection is dropped; 0: 9 */
-    uint32_t challenge_ack_limit; /**< RFC 5961 challenge ACKs per second, stack-wide, on
+    uint32_t
+        data_retries; /**< retransmissions of one segment before the connection is dropped (RFC 9293 3.8.3 R2); 0: 15 */
+    uint32_t time_wait_ms; /**< TIME_WAIT (2 MSL); 0: 60000 */
+    uint32_t fin_wait2_ms; /**< an orphaned FIN_WAIT_2 waits this long for the peer's FIN; 0: 60000 */
+    uint32_t
+        keepalive_idle_s; /**< idle time before the first keepalive probe (RFC 9293 3.8.4: >= 2 h); 0: 7200 */
+    uint32_t keepalive_intvl_s;     /**< between probes; 0: 75 */
+    uint32_t keepalive_probes;      /**< unanswered probes before the connection is dropped; 0: 9 */
+    uint32_t challenge_ack_limit;   /**< RFC 5961 challenge ACKs per second, stack-wide, on
                                        average: each second's budget is drawn at random from
                                        [limit/2, 3*limit/2) (CVE-2016-5696); 0: 1000;
                                        UINT32_MAX: no stack-wide limit */
     uint32_t challenge_ack_conn_ms; /**< at most one challenge ACK per connection in this many ms
                                          (Linux's tcp_invalid_ratelimit); 0: 500 */
-    uint32_t syn_backlog_max;  /**< upper bound of every listen backlog; 0: 4096 */
-    uint32_t early_demux_conns;/**< from this many connections on, each receive burst is demultiplexed
+    uint32_t syn_backlog_max;       /**< upper bound of every listen backlog; 0: 4096 */
+    uint32_t
+        early_demux_conns; /**< from this many connections on, each receive burst is demultiplexed
                                     ahead of its processing: its tuples hashed and the table buckets and
                                     the connections' hot cache lines prefetched (docs/knobs.md);
                                     0: 16384; UINT32_MAX: never */
-    uint16_t mss;              /**< our MSS when smaller than the interface's MTU allows; 0: from the MTU */
-    uint8_t cc;                /**< congestion control, enum hp_tcp_cc; 0: HP_TCP_CC_CUBIC */
-    uint8_t ecn;               /**< enum hp_tcp_ecn; 0: HP_TCP_ECN_PASSIVE (accept when the peer asks, as Linux) */
-    bool no_sack;              /**< neither offer nor accept SACK (RFC 2018): NewReno recovery, no RACK-TLP */
-    bool no_pmtud;             /**< IPv4 segments without DF, ICMP "too big" ignored (no RFC 1191 / 8201) */
-    bool no_plpmtud;           /**< no black hole detection and MTU probing (RFC 4821) */
-    bool no_syncookies;        /**< never answer with SYN cookies when a SYN queue is full (drop instead) */
-    bool no_timestamps;        /**< do not offer RFC 7323 timestamps */
-    bool no_window_scaling;    /**< do not offer RFC 7323 window scaling */
-    bool tw_reuse;             /**< connect() may reuse a 4-tuple in TIME_WAIT (RFC 6191 rules) */
+    uint16_t mss; /**< our MSS when smaller than the interface's MTU allows; 0: from the MTU */
+    uint8_t cc;   /**< congestion control, enum hp_tcp_cc; 0: HP_TCP_CC_CUBIC */
+    uint8_t ecn; /**< enum hp_tcp_ecn; 0: HP_TCP_ECN_PASSIVE (accept when the peer asks, as Linux) */
+    bool no_sack;    /**< neither offer nor accept SACK (RFC 2018): NewReno recovery, no RACK-TLP */
+    bool no_pmtud;   /**< IPv4 segments without DF, ICMP "too big" ignored (no RFC 1191 / 8201) */
+    bool no_plpmtud; /**< no black hole detection and MTU probing (RFC 4821) */
+    bool no_syncookies; /**< never answer with SYN cookies when a SYN queue is full (drop instead) */
+    bool no_timestamps;     /**< do not offer RFC 7323 timestamps */
+    bool no_window_scaling; /**< do not offer RFC 7323 window scaling */
+    bool tw_reuse;          /**< connect() may reuse a 4-tuple in TIME_WAIT (RFC 6191 rules) */
 };
 
 /**
@@ -284,17 +287,17 @@ HP_API int hp_tcp_abort(struct hp_tcp_sock *t);
  */
 enum hp_tcp_opt {
     HP_TCP_OPT_NODELAY = 0x100, /**< 1: no Nagle (RFC 9293 3.7.4); default 0 */
-    HP_TCP_OPT_SNDBUF,       /**< send buffer bytes (2048 .. 1 GiB) */
-    HP_TCP_OPT_RCVBUF,       /**< receive buffer bytes (2048 .. 1 GiB); set before connect/listen for the window scale */
-    HP_TCP_OPT_KEEPALIVE,    /**< 1: send keepalive probes (RFC 9293 3.8.4); default 0 */
-    HP_TCP_OPT_KEEPIDLE,     /**< seconds idle before the first probe */
-    HP_TCP_OPT_KEEPINTVL,    /**< seconds between probes */
-    HP_TCP_OPT_KEEPCNT,      /**< probes before giving up */
-    HP_TCP_OPT_LINGER0,      /**< 1: hp_tcp_close() resets instead of closing in order */
-    HP_TCP_OPT_QUICKACK,     /**< 1: acknowledge every segment at once (no delayed ACK) */
-    HP_TCP_OPT_MAXSEG,       /**< our MSS (88 .. 65495), before connect/listen (a listener's
+    HP_TCP_OPT_SNDBUF,          /**< send buffer bytes (2048 .. 1 GiB) */
+    HP_TCP_OPT_RCVBUF, /**< receive buffer bytes (2048 .. 1 GiB); set before connect/listen for the window scale */
+    HP_TCP_OPT_KEEPALIVE, /**< 1: send keepalive probes (RFC 9293 3.8.4); default 0 */
+    HP_TCP_OPT_KEEPIDLE,  /**< seconds idle before the first probe */
+    HP_TCP_OPT_KEEPINTVL, /**< seconds between probes */
+    HP_TCP_OPT_KEEPCNT,   /**< probes before giving up */
+    HP_TCP_OPT_LINGER0,   /**< 1: hp_tcp_close() resets instead of closing in order */
+    HP_TCP_OPT_QUICKACK,  /**< 1: acknowledge every segment at once (no delayed ACK) */
+    HP_TCP_OPT_MAXSEG,    /**< our MSS (88 .. 65495), before connect/listen (a listener's
                               * connections take it); read once connected: the MSS we send with */
-    HP_TCP_OPT_CC,           /**< congestion control, enum hp_tcp_cc (HP_TCP_CC_DEFAULT: the
+    HP_TCP_OPT_CC,        /**< congestion control, enum hp_tcp_cc (HP_TCP_CC_DEFAULT: the
                               * stack's); any time: an established connection keeps its cwnd and
                               * ssthresh; a listener's connections take it */
 };
@@ -321,34 +324,35 @@ HP_API void hp_tcp_peer(const struct hp_tcp_sock *t, struct hp_sockaddr *out);
 
 /** A connection's counters and estimates, like Linux's struct tcp_info. */
 struct hp_tcp_info {
-    uint8_t state;               /**< enum hp_tcp_state */
-    bool ts_ok, ws_ok;           /**< timestamps / window scaling in use */
+    uint8_t state;     /**< enum hp_tcp_state */
+    bool ts_ok, ws_ok; /**< timestamps / window scaling in use */
     uint8_t snd_wscale, rcv_wscale;
     uint32_t snd_mss, rcv_mss;
     uint32_t rto_us, srtt_us, rttvar_us;
-    uint32_t cwnd, ssthresh;     /**< bytes */
-    uint32_t snd_wnd, rcv_wnd;   /**< bytes */
-    uint32_t unacked;            /**< bytes sent, not yet acknowledged */
-    uint32_t sndq, rcvq;         /**< bytes queued to send (sent or not) / to read */
-    uint32_t ooo_segs;           /**< out-of-order segments held */
+    uint32_t cwnd, ssthresh;   /**< bytes */
+    uint32_t snd_wnd, rcv_wnd; /**< bytes */
+    uint32_t unacked;          /**< bytes sent, not yet acknowledged */
+    uint32_t sndq, rcvq;       /**< bytes queued to send (sent or not) / to read */
+    uint32_t ooo_segs;         /**< out-of-order segments held */
     uint64_t bytes_sent, bytes_acked, bytes_received;
     uint64_t segs_out, segs_in, retrans_segs;
     uint32_t fast_retrans, timeouts, dupacks_in;
-    bool sack_ok, ecn_ok;        /**< SACK (RFC 2018) / ECN (RFC 3168) negotiated */
-    uint8_t cc;                  /**< enum hp_tcp_cc in use */
-    uint32_t pmtu;               /**< the path MTU our segments are sized for */
-    uint32_t min_rtt_us;         /**< RACK's recent minimum RTT (0: none yet) */
-    uint32_t sacked, lost;       /**< bytes SACKed / deemed lost, not yet acknowledged (RFC 6675 scoreboard) */
-    uint32_t reordering;         /**< the deepest reordering seen, in segments (3 until more is seen) */
-    uint64_t delivery_rate;      /**< bytes/s delivered over the last round trip that had more than one
+    bool sack_ok, ecn_ok; /**< SACK (RFC 2018) / ECN (RFC 3168) negotiated */
+    uint8_t cc;           /**< enum hp_tcp_cc in use */
+    uint32_t pmtu;        /**< the path MTU our segments are sized for */
+    uint32_t min_rtt_us;  /**< RACK's recent minimum RTT (0: none yet) */
+    uint32_t sacked,
+        lost; /**< bytes SACKed / deemed lost, not yet acknowledged (RFC 6675 scoreboard) */
+    uint32_t reordering;     /**< the deepest reordering seen, in segments (3 until more is seen) */
+    uint64_t delivery_rate;  /**< bytes/s delivered over the last round trip that had more than one
                                       segment in flight with SACK (0: none measured) */
-    uint32_t recoveries;         /**< fast recoveries entered (SACK or NewReno) */
-    uint32_t tlp_probes;         /**< tail loss probes sent (RFC 8985 7) */
-    uint32_t dsacks_in;          /**< D-SACK blocks received (RFC 2883) */
-    uint32_t spurious_undos;     /**< reductions undone: every retransmission was a duplicate */
-    uint32_t ecn_ce_in;          /**< segments received with CE (RFC 3168) */
-    uint32_t ecn_reductions;     /**< window reductions for ECN echoes */
-    uint32_t pmtu_probes;        /**< path MTU probes sent (RFC 4821) */
+    uint32_t recoveries;     /**< fast recoveries entered (SACK or NewReno) */
+    uint32_t tlp_probes;     /**< tail loss probes sent (RFC 8985 7) */
+    uint32_t dsacks_in;      /**< D-SACK blocks received (RFC 2883) */
+    uint32_t spurious_undos; /**< reductions undone: every retransmission was a duplicate */
+    uint32_t ecn_ce_in;      /**< segments received with CE (RFC 3168) */
+    uint32_t ecn_reductions; /**< window reductions for ECN echoes */
+    uint32_t pmtu_probes;    /**< path MTU probes sent (RFC 4821) */
 };
 
 /** Fill *out. @return 0, or -EINVAL. */

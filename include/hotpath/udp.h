@@ -57,7 +57,8 @@ HP_API int hp_udp_connect(struct hp_udp_sock *u, const struct hp_sockaddr *remot
  *         -EMSGSIZE (len > 65507 for IPv4, 65527 for IPv6), -EHOSTUNREACH (no
  *         route), -EDESTADDRREQ (no destination), -EINVAL.
  */
-HP_API int hp_udp_sendto(struct hp_udp_sock *u, const void *data, size_t len, const struct hp_sockaddr *to);
+HP_API int hp_udp_sendto(struct hp_udp_sock *u, const void *data, size_t len,
+                         const struct hp_sockaddr *to);
 
 /**
  * Zero-copy send: b holds the payload (from its data offset; it needs 62

@@ -31,21 +31,21 @@
  * costs a waker one atomic operation.
  */
 
-#define TAG_WAKE 1u
-#define TAG_USER 2u
-#define TAG_LINK 3u
+#define TAG_WAKE     1u
+#define TAG_USER     2u
+#define TAG_LINK     3u
 #define MAX_LINK_FDS 16
 #define SLEEP_EVENTS 8
-#define NAP_NS 1000000ull              /* a link that cannot wake a sleeper: sleep at most this */
-#define SPIN_MAX_US 10000000u          /* the knob's bound but FOREVER (10 s) */
-#define FD_CHECK_NS ((uint64_t)HP_LOOP_FD_CHECK_US * 1000u)
-#define RUN_BATCH 64
+#define NAP_NS       1000000ull /* a link that cannot wake a sleeper: sleep at most this */
+#define SPIN_MAX_US  10000000u  /* the knob's bound but FOREVER (10 s) */
+#define FD_CHECK_NS  ((uint64_t)HP_LOOP_FD_CHECK_US * 1000u)
+#define RUN_BATCH    64
 
 struct hp_loop_timer {
     struct hp_loop *l;
     void *user;
     uint64_t due, period;
-    int32_t slot; /* position in the heap, -1 when stopped */
+    int32_t slot;                      /* position in the heap, -1 when stopped */
     struct hp_loop_timer *prev, *next; /* every timer of the loop */
 };
 
@@ -65,13 +65,13 @@ struct hp_loop {
     _Alignas(64) struct hp_stack *s;
     int ep, uep, wfd;
     uint32_t spin_us;
-    uint64_t spin_ns;                  /* UINT64_MAX: never sleep */
+    uint64_t spin_ns; /* UINT64_MAX: never sleep */
     uint64_t last_fd_check;
-    bool user_ready;                   /* the last sleep saw uep readable */
-    bool prepared;                     /* hp_loop_prepare() armed an outside sleep */
+    bool user_ready; /* the last sleep saw uep readable */
+    bool prepared;   /* hp_loop_prepare() armed an outside sleep */
     int link_fd[MAX_LINK_FDS];
     int nlink;
-    struct fdrec *fds;                 /* indexed by fd */
+    struct fdrec *fds; /* indexed by fd */
     int fds_cap, nfds;
     struct hp_loop_timer **heap;
     uint32_t nheap, heap_cap;
@@ -252,8 +252,11 @@ static int timers_due(struct hp_loop *l, struct hp_loop_event *ev, int max, uint
         } else {
             heap_remove(l, t);
         }
-        ev[n] = (struct hp_loop_event){
-            .kind = HP_LOOP_TIMER, .events = HP_EV_IN, .user = t->user, .fd = -1, .timer = t};
+        ev[n] = (struct hp_loop_event){.kind = HP_LOOP_TIMER,
+                                       .events = HP_EV_IN,
+                                       .user = t->user,
+                                       .fd = -1,
+                                       .timer = t};
         n++;
     }
     l->st.ev_timer += (uint64_t)n;
@@ -408,7 +411,7 @@ HP_API void hp_loop_stop(struct hp_loop *l)
 /* ---- registered fds ------------------------------------------------------------ */
 
 #define FD_INTEREST (HP_EV_IN | HP_EV_OUT | HP_EV_RDHUP | HP_EV_PRI | HP_EV_ERR | HP_EV_HUP)
-#define FD_MODES (HP_LOOP_ET | HP_LOOP_ONESHOT)
+#define FD_MODES    (HP_LOOP_ET | HP_LOOP_ONESHOT)
 
 static uint32_t to_epoll(uint32_t ev)
 {
@@ -513,8 +516,10 @@ static int fds_ready(struct hp_loop *l, struct hp_loop_event *ev, int max, uint6
         int fd = (int)(uint32_t)e[i].data.u64;
         if (!fd_known(l, fd))
             continue;
-        ev[n++] = (struct hp_loop_event){.kind = HP_LOOP_FD, .events = from_epoll(e[i].events),
-                                         .user = l->fds[fd].user, .fd = fd};
+        ev[n++] = (struct hp_loop_event){.kind = HP_LOOP_FD,
+                                         .events = from_epoll(e[i].events),
+                                         .user = l->fds[fd].user,
+                                         .fd = fd};
     }
     /* A full batch may have left more: look again at the next call. */
     if (k == want)
@@ -533,8 +538,10 @@ static int sock_events(struct hp_loop *l, struct hp_loop_event *ev, int max)
         int want = max - n < 32 ? max - n : 32;
         int k = hp_stack_events(l->s, se, want);
         for (int i = 0; i < k; i++)
-            ev[n++] = (struct hp_loop_event){
-                .kind = HP_LOOP_SOCK, .events = se[i].events, .user = se[i].user, .fd = -1};
+            ev[n++] = (struct hp_loop_event){.kind = HP_LOOP_SOCK,
+                                             .events = se[i].events,
+                                             .user = se[i].user,
+                                             .fd = -1};
         if (k < want)
             break;
     }

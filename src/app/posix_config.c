@@ -57,7 +57,8 @@ static int env_str(const char *name, char *out, size_t cap, bool required)
         if (!required)
             return 0;
         hp__px_say("%s is not set: run the program with `hotpath run` or set HOTPATH_LINK, "
-                   "HOTPATH_IFACE and HOTPATH_IP (docs/apps.md)", name);
+                   "HOTPATH_IFACE and HOTPATH_IP (docs/apps.md)",
+                   name);
         return -EINVAL;
     }
     if (strlen(v) >= cap) {
@@ -93,7 +94,8 @@ static int parse_cidr(struct px_config *c, const char *name, const char *item, i
     c->nip++;
     return 0;
 bad:
-    hp__px_say("%s: '%s' is not an IPv%d ADDRESS/PREFIX-LENGTH (at most 8 addresses)", name, item, f);
+    hp__px_say("%s: '%s' is not an IPv%d ADDRESS/PREFIX-LENGTH (at most 8 addresses)", name, item,
+               f);
     return -EINVAL;
 }
 
@@ -186,7 +188,8 @@ static int parse_link(struct px_config *c)
         hp__px_say("no address: set HOTPATH_IP (198.18.0.2/24) and/or HOTPATH_IP6 (2001:2::2/64)");
         return -EINVAL;
     }
-    if (env_gw("HOTPATH_GW", 4, c->gw4, &c->has_gw4) < 0 || env_gw("HOTPATH_GW6", 6, c->gw6, &c->has_gw6) < 0)
+    if (env_gw("HOTPATH_GW", 4, c->gw4, &c->has_gw4) < 0 ||
+        env_gw("HOTPATH_GW6", 6, c->gw6, &c->has_gw6) < 0)
         return -EINVAL;
     return 0;
 }

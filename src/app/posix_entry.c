@@ -18,9 +18,11 @@ extern void __chk_fail(void) __attribute__((noreturn));
  * (their prototypes live in bits/ headers a program sees, not we). */
 ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
 ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags);
-ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags, struct sockaddr *sa, socklen_t *len);
+ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags, struct sockaddr *sa,
+                       socklen_t *len);
 int __poll_chk(struct pollfd *fds, nfds_t n, int ms, size_t fdslen);
-int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *t, const sigset_t *mask, size_t fdslen);
+int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *t, const sigset_t *mask,
+                size_t fdslen);
 /* Old names of signal() (XSI), declared by glibc only in some modes. */
 sighandler_t bsd_signal(int sig, sighandler_t h);
 
@@ -88,7 +90,8 @@ PX_EXPORT int listen(int fd, int backlog)
 
 PX_EXPORT int accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags)
 {
-    return ours(fd) ? (int)ret(hp__px_accept4(fd, sa, len, flags)) : PX_REAL(accept4)(fd, sa, len, flags);
+    return ours(fd) ? (int)ret(hp__px_accept4(fd, sa, len, flags))
+                    : PX_REAL(accept4)(fd, sa, len, flags);
 }
 
 PX_EXPORT int accept(int fd, struct sockaddr *sa, socklen_t *len)
@@ -163,10 +166,12 @@ PX_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
 
 PX_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
-    return ours(fd) ? ret(hp__px_recvfrom(fd, buf, n, flags, NULL, NULL)) : PX_REAL(recv)(fd, buf, n, flags);
+    return ours(fd) ? ret(hp__px_recvfrom(fd, buf, n, flags, NULL, NULL))
+                    : PX_REAL(recv)(fd, buf, n, flags);
 }
 
-PX_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *sa, socklen_t *len)
+PX_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *sa,
+                           socklen_t *len)
 {
     return ours(fd) ? ret(hp__px_recvfrom(fd, buf, n, flags, sa, len))
                     : PX_REAL(recvfrom)(fd, buf, n, flags, sa, len);
@@ -179,17 +184,21 @@ PX_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 
 PX_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned n, int flags, struct timespec *t)
 {
-    return ours(fd) ? (int)ret(hp__px_recvmmsg(fd, v, n, flags, t)) : PX_REAL(recvmmsg)(fd, v, n, flags, t);
+    return ours(fd) ? (int)ret(hp__px_recvmmsg(fd, v, n, flags, t))
+                    : PX_REAL(recvmmsg)(fd, v, n, flags, t);
 }
 
 PX_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 {
-    return ours(fd) ? ret(hp__px_sendto(fd, buf, n, flags, NULL, 0)) : PX_REAL(send)(fd, buf, n, flags);
+    return ours(fd) ? ret(hp__px_sendto(fd, buf, n, flags, NULL, 0))
+                    : PX_REAL(send)(fd, buf, n, flags);
 }
 
-PX_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *sa, socklen_t len)
+PX_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *sa,
+                         socklen_t len)
 {
-    return ours(fd) ? ret(hp__px_sendto(fd, buf, n, flags, sa, len)) : PX_REAL(sendto)(fd, buf, n, flags, sa, len);
+    return ours(fd) ? ret(hp__px_sendto(fd, buf, n, flags, sa, len))
+                    : PX_REAL(sendto)(fd, buf, n, flags, sa, len);
 }
 
 PX_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
@@ -199,7 +208,8 @@ PX_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 
 PX_EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int flags)
 {
-    return ours(fd) ? (int)ret(hp__px_sendmmsg(fd, v, n, flags)) : PX_REAL(sendmmsg)(fd, v, n, flags);
+    return ours(fd) ? (int)ret(hp__px_sendmmsg(fd, v, n, flags))
+                    : PX_REAL(sendmmsg)(fd, v, n, flags);
 }
 
 PX_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t n)
@@ -252,12 +262,14 @@ PX_EXPORT int dup(int fd)
 
 PX_EXPORT int dup2(int fd, int nfd)
 {
-    return known(fd) || known(nfd) ? (int)ret(hp__px_dup3(fd, nfd, 0, true)) : PX_REAL(dup2)(fd, nfd);
+    return known(fd) || known(nfd) ? (int)ret(hp__px_dup3(fd, nfd, 0, true))
+                                   : PX_REAL(dup2)(fd, nfd);
 }
 
 PX_EXPORT int dup3(int fd, int nfd, int flags)
 {
-    return known(fd) || known(nfd) ? (int)ret(hp__px_dup3(fd, nfd, flags, false)) : PX_REAL(dup3)(fd, nfd, flags);
+    return known(fd) || known(nfd) ? (int)ret(hp__px_dup3(fd, nfd, flags, false))
+                                   : PX_REAL(dup3)(fd, nfd, flags);
 }
 
 PX_EXPORT int close_range(unsigned first, unsigned last, int flags)
@@ -296,7 +308,8 @@ PX_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
                                     : PX_REAL(epoll_ctl)(epfd, op, fd, ev);
 }
 
-PX_EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct timespec *t, const sigset_t *mask)
+PX_EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct timespec *t,
+                           const sigset_t *mask)
 {
     if (!known(epfd))
         return PX_REAL(epoll_pwait2)(epfd, ev, max, t, mask);
@@ -340,7 +353,8 @@ PX_EXPORT int poll(struct pollfd *fds, nfds_t n, int ms)
     return (int)ret(hp__px_ppoll(fds, n, ms < 0 ? NULL : &t, NULL));
 }
 
-PX_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *t, const sigset_t *mask)
+PX_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *t,
+                      const sigset_t *mask)
 {
     if (hp__px_in_layer || !hp__px_any_fdset(nfds, r, w, e))
         return PX_REAL(pselect)(nfds, r, w, e, t, mask);
@@ -400,8 +414,8 @@ PX_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int fla
     return recv(fd, buf, n, flags);
 }
 
-PX_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags, struct sockaddr *sa,
-                                 socklen_t *len)
+PX_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
+                                 struct sockaddr *sa, socklen_t *len)
 {
     if (n > buflen)
         __chk_fail();
@@ -415,8 +429,8 @@ PX_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int ms, size_t fdslen)
     return poll(fds, n, ms);
 }
 
-PX_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *t, const sigset_t *mask,
-                          size_t fdslen)
+PX_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *t,
+                          const sigset_t *mask, size_t fdslen)
 {
     if (fdslen / sizeof *fds < n)
         __chk_fail();

@@ -11,13 +11,13 @@
 struct px_epi {
     struct px_epoll *ep;
     struct px_sock *ps;
-    int fd;                        /* the fd it was added with */
-    uint32_t events;               /* asked for, with EPOLLET / EPOLLONESHOT... */
+    int fd;          /* the fd it was added with */
+    uint32_t events; /* asked for, with EPOLLET / EPOLLONESHOT... */
     epoll_data_t data;
-    bool ready, disabled;          /* on the ready list; one-shot fired */
-    struct px_epi *snext;          /* the socket's next registration */
-    struct px_epi *enext, *eprev;  /* every registration of the set */
-    struct px_epi *rnext, *rprev;  /* the ready list */
+    bool ready, disabled;         /* on the ready list; one-shot fired */
+    struct px_epi *snext;         /* the socket's next registration */
+    struct px_epi *enext, *eprev; /* every registration of the set */
+    struct px_epi *rnext, *rprev; /* the ready list */
 };
 
 /* An epoll set made through the layer. Its kernel epoll fd holds the
@@ -233,8 +233,9 @@ int hp__px_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
     } else if (((struct px_sock *)t)->dead) {
         rc = -PX_DEAD_ERRNO;
     } else if (op == EPOLL_CTL_ADD && (ev->events & EPOLLEXCLUSIVE) &&
-               (ev->events & ~(EPOLLEXCLUSIVE | EPOLLIN | EPOLLOUT | EPOLLERR | EPOLLHUP | EPOLLWAKEUP | EPOLLET |
-                               EPOLLRDNORM | EPOLLWRNORM | EPOLLRDBAND | EPOLLWRBAND))) {
+               (ev->events &
+                ~(EPOLLEXCLUSIVE | EPOLLIN | EPOLLOUT | EPOLLERR | EPOLLHUP | EPOLLWAKEUP |
+                  EPOLLET | EPOLLRDNORM | EPOLLWRNORM | EPOLLRDBAND | EPOLLWRBAND))) {
         rc = -EINVAL;
     } else {
         rc = sock_ctl(ep, op, fd, (struct px_sock *)t, ev);
@@ -306,8 +307,8 @@ static uint64_t ts_deadline(const struct timespec *t)
     return hp__px_deadline_ns((int64_t)t->tv_sec * 1000000000 + t->tv_nsec);
 }
 
-static int wait_loop(int epfd, struct px_epoll *ep, struct epoll_event *ev, int max, const struct timespec *timeout,
-                     const sigset_t *mask)
+static int wait_loop(int epfd, struct px_epoll *ep, struct epoll_event *ev, int max,
+                     const struct timespec *timeout, const sigset_t *mask)
 {
     uint64_t deadline = ts_deadline(timeout);
     bool once = timeout && timeout->tv_sec <= 0 && timeout->tv_nsec == 0;
@@ -328,7 +329,8 @@ static int wait_loop(int epfd, struct px_epoll *ep, struct epoll_event *ev, int 
         }
         if (deadline && hp__px_now_ns() >= deadline)
             return 0;
-        int w = hp__px_wait(ep_ready, ep, ep->nkernel > 0 ? &kp : NULL, ep->nkernel > 0, deadline, mask, true);
+        int w = hp__px_wait(ep_ready, ep, ep->nkernel > 0 ? &kp : NULL, ep->nkernel > 0, deadline,
+                            mask, true);
         if (w == -EINTR)
             return -EINTR;
         if (w < 0)

@@ -36,7 +36,8 @@ struct px_obj *hp__px_fd_set(int fd, struct px_obj *obj)
     px_slot *c = chunk_of(fd, obj != NULL);
     if (!c)
         return NULL;
-    return atomic_exchange_explicit(&c[(unsigned)fd & (PX_FD_CHUNK - 1)], obj, memory_order_acq_rel);
+    return atomic_exchange_explicit(&c[(unsigned)fd & (PX_FD_CHUNK - 1)], obj,
+                                    memory_order_acq_rel);
 }
 
 void hp__px_fd_install(int fd, struct px_obj *obj)
@@ -86,7 +87,8 @@ void hp__px_unref(struct px_obj *o)
 static int fd_floor(void)
 {
     struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 2 * PX_FD_HIGH)
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur < 2 * PX_FD_HIGH)
         return (int)(rl.rlim_cur / 2);
     return PX_FD_HIGH;
 }
@@ -106,7 +108,8 @@ int hp__px_fill_low(int *held, int max)
 {
     int n = 0, floor = fd_floor();
     while (n < max) {
-        int fd = PX_REAL(fcntl)(0 <= hp__px.placeholder ? hp__px.placeholder : 2, F_DUPFD_CLOEXEC, 0);
+        int fd =
+            PX_REAL(fcntl)(0 <= hp__px.placeholder ? hp__px.placeholder : 2, F_DUPFD_CLOEXEC, 0);
         if (fd < 0)
             break;
         if (fd >= floor) {

@@ -186,8 +186,10 @@ static int check_owner(void)
     if (pid <= 0 || pid == (long)getpid())
         return 0;
     if (kill((pid_t)pid, 0) == 0 || errno == EPERM) {
-        hp__px_say("the stack on this interface belongs to process %ld (HOTPATH_OWNER_PID): a program it "
-                   "started cannot open a second one; its inet sockets fail with EBUSY", pid);
+        hp__px_say(
+            "the stack on this interface belongs to process %ld (HOTPATH_OWNER_PID): a program it "
+            "started cannot open a second one; its inet sockets fail with EBUSY",
+            pid);
         return -EBUSY;
     }
     return 0;
@@ -202,7 +204,8 @@ static int check_addresses(const struct px_config *c)
         return 0;
     int rc = 0;
     for (struct ifaddrs *a = all; a && !rc; a = a->ifa_next) {
-        if (!a->ifa_addr || (a->ifa_addr->sa_family != AF_INET && a->ifa_addr->sa_family != AF_INET6))
+        if (!a->ifa_addr ||
+            (a->ifa_addr->sa_family != AF_INET && a->ifa_addr->sa_family != AF_INET6))
             continue;
         int f = a->ifa_addr->sa_family == AF_INET ? 4 : 6;
         const void *ka = f == 4 ? (const void *)&((struct sockaddr_in *)a->ifa_addr)->sin_addr
@@ -212,8 +215,10 @@ static int check_addresses(const struct px_config *c)
                 continue;
             char t[64];
             inet_ntop(f == 4 ? AF_INET : AF_INET6, c->ip[i].addr, t, sizeof t);
-            hp__px_say("%s is already the kernel's address on %s: remove it there (ip addr del) or give "
-                       "hotpath another one", t, a->ifa_name);
+            hp__px_say(
+                "%s is already the kernel's address on %s: remove it there (ip addr del) or give "
+                "hotpath another one",
+                t, a->ifa_name);
             rc = -EADDRINUSE;
             break;
         }
@@ -239,7 +244,8 @@ static int memif_wait_up(const struct px_config *c)
             if (c->memif_socket[0] != '@' && stat(c->memif_socket, &st) < 0)
                 why = "there is no such socket file";
             hp__px_say("memif: no server took the connection on %s in %u ms "
-                       "(HOTPATH_MEMIF_WAIT_MS): %s", c->memif_socket, c->memif_wait_ms, why);
+                       "(HOTPATH_MEMIF_WAIT_MS): %s",
+                       c->memif_socket, c->memif_wait_ms, why);
             return -ECONNREFUSED;
         }
         int n = hp_link_rx_burst(hp__px.link, b, 32);
@@ -274,7 +280,8 @@ static int open_link(const struct px_config *c)
         hp__px.pool = hp_pool_create(&pc);
         if (!hp__px.pool) {
             int e = errno;
-            hp__px_say("cannot make a pool of %u buffers (HOTPATH_BUFS): %s", c->pool_bufs, hp_strerror(-e));
+            hp__px_say("cannot make a pool of %u buffers (HOTPATH_BUFS): %s", c->pool_bufs,
+                       hp_strerror(-e));
             return -e;
         }
         lc.pool = hp__px.pool;
@@ -318,7 +325,8 @@ static int wait_dad(const struct px_config *c, int ifx)
         if (c->ip[i].family != 6)
             continue;
         enum hp_addr_state st;
-        while ((st = hp_stack_addr_state(hp__px.stack, ifx, 6, c->ip[i].addr)) == HP_ADDR_TENTATIVE &&
+        while ((st = hp_stack_addr_state(hp__px.stack, ifx, 6, c->ip[i].addr)) ==
+                   HP_ADDR_TENTATIVE &&
                hp__px_now_ns() < end) {
             if (hp_stack_poll(hp__px.stack) == 0) {
                 struct timespec ts = {0, 1000000};
@@ -328,8 +336,9 @@ static int wait_dad(const struct px_config *c, int ifx)
         if (st != HP_ADDR_PREFERRED) {
             char t[64];
             inet_ntop(AF_INET6, c->ip[i].addr, t, sizeof t);
-            hp__px_say("%s: %s", t, st == HP_ADDR_DUPLICATE ? "another host on the link has this address"
-                                                             : "duplicate address detection did not end in 10 s");
+            hp__px_say("%s: %s", t,
+                       st == HP_ADDR_DUPLICATE ? "another host on the link has this address"
+                                               : "duplicate address detection did not end in 10 s");
             return -EADDRINUSE;
         }
     }
@@ -348,7 +357,8 @@ static int setup_stack(const struct px_config *c)
         return ifx;
     }
     for (int i = 0; i < c->nip; i++) {
-        int rc = hp_stack_add_addr(hp__px.stack, ifx, c->ip[i].family, c->ip[i].addr, c->ip[i].plen);
+        int rc =
+            hp_stack_add_addr(hp__px.stack, ifx, c->ip[i].family, c->ip[i].addr, c->ip[i].plen);
         if (rc < 0) {
             char t[64];
             inet_ntop(c->ip[i].family == 4 ? AF_INET : AF_INET6, c->ip[i].addr, t, sizeof t);
@@ -463,8 +473,9 @@ int hp__px_ensure_stack(void)
             hp__px_say("HOTPATH_FALLBACK=kernel: inet sockets go to the kernel instead");
             return 1;
         }
-        hp__px_say("inet sockets fail with %s (%s)", strerror(-rc), "no silent fall-back to the kernel; "
-                                                                    "HOTPATH_FALLBACK=kernel asks for one");
+        hp__px_say("inet sockets fail with %s (%s)", strerror(-rc),
+                   "no silent fall-back to the kernel; "
+                   "HOTPATH_FALLBACK=kernel asks for one");
         return rc;
     }
     hp__px.status = PX_ST_UP;
@@ -472,7 +483,8 @@ int hp__px_ensure_stack(void)
     return 0;
 }
 
-void hp__px_test_attach(struct hp_stack *s, struct hp_link *link, int (*extra_poll)(void *), void *ctx)
+void hp__px_test_attach(struct hp_stack *s, struct hp_link *link, int (*extra_poll)(void *),
+                        void *ctx)
 {
     hp__px_lock();
     if (s) {

@@ -103,7 +103,9 @@ extern struct hp__px_libc hp__px_real;
 void hp__px_libc_init(void);
 
 /* The real function f, resolved on first use. */
-#define PX_REAL(f) (__builtin_expect(hp__px_real.f != NULL, 1) ? hp__px_real.f : (hp__px_libc_init(), hp__px_real.f))
+#define PX_REAL(f)                                                                                 \
+    (__builtin_expect(hp__px_real.f != NULL, 1) ? hp__px_real.f                                    \
+                                                : (hp__px_libc_init(), hp__px_real.f))
 
 /* Set while this thread runs layer code (see above). */
 extern __thread int hp__px_in_layer __attribute__((tls_model("initial-exec")));
@@ -130,7 +132,7 @@ enum px_proto { PX_TCP = 1, PX_UDP };
 /* Socket options as the application set them; applied to the hotpath
  * socket when it is made (bind, listen or connect) and at once after. */
 struct px_opts {
-    int sndbuf, rcvbuf;        /* as getsockopt reports them (twice what was set, as Linux) */
+    int sndbuf, rcvbuf; /* as getsockopt reports them (twice what was set, as Linux) */
     int keepalive, keepidle, keepintvl, keepcnt;
     int nodelay, maxseg, quickack, cork, defer_accept, user_timeout;
     int reuseaddr, reuseport, broadcast, oobinline, rcvlowat, sndlowat, priority, mark;
@@ -148,19 +150,19 @@ struct px_epi;
  * (t4 / u4) holds its port in IPv4. */
 struct px_sock {
     struct px_obj o;
-    uint8_t proto;    /* PX_TCP, PX_UDP */
-    uint8_t domain;   /* 4 (AF_INET) or 6 (AF_INET6) */
-    uint8_t hfamily;  /* the family of t / u: 4 or 6; 0 before they exist */
-    bool nonblock;    /* O_NONBLOCK: a file status flag, shared by dup()s */
+    uint8_t proto;   /* PX_TCP, PX_UDP */
+    uint8_t domain;  /* 4 (AF_INET) or 6 (AF_INET6) */
+    uint8_t hfamily; /* the family of t / u: 4 or 6; 0 before they exist */
+    bool nonblock;   /* O_NONBLOCK: a file status flag, shared by dup()s */
     bool v6only;
     bool bound, listening;
-    bool connecting;  /* a connect() in progress that no connect() has reported yet */
-    bool tried;       /* TCP: a connection was attempted (or accepted) */
+    bool connecting;    /* a connect() in progress that no connect() has reported yet */
+    bool tried;         /* TCP: a connection was attempted (or accepted) */
     bool udp_connected; /* UDP: connect() gave a peer (remote) */
     bool shut_rd, shut_wr;
-    bool dead;        /* no stack behind it any more (a fork child, or after exit) */
-    int err;          /* a pending error the layer holds (positive errno): SO_ERROR */
-    struct hp_sockaddr local; /* bound address (family hfamily) */
+    bool dead;                 /* no stack behind it any more (a fork child, or after exit) */
+    int err;                   /* a pending error the layer holds (positive errno): SO_ERROR */
+    struct hp_sockaddr local;  /* bound address (family hfamily) */
     struct hp_sockaddr remote; /* UDP: the connected peer */
     struct hp_tcp_sock *t, *t4;
     struct hp_udp_sock *u, *u4;
@@ -171,15 +173,15 @@ struct px_sock {
     uint32_t peek_off, peek_len;
     struct hp_sockaddr peek_from;
     struct px_opts opt;
-    struct px_epi *epis;            /* epoll registrations (posix_epoll.c) */
-    struct px_sock *anext, *aprev;  /* every live socket */
+    struct px_epi *epis;           /* epoll registrations (posix_epoll.c) */
+    struct px_sock *anext, *aprev; /* every live socket */
 };
 
 /* The fd table: two levels, so that it grows without moving (readers take
  * no lock). Linux's default fs.nr_open bounds fd numbers. */
 #define PX_FD_CHUNK_BITS 10
-#define PX_FD_CHUNK (1u << PX_FD_CHUNK_BITS)
-#define PX_FD_MAX (1u << 20)
+#define PX_FD_CHUNK      (1u << PX_FD_CHUNK_BITS)
+#define PX_FD_MAX        (1u << 20)
 typedef _Atomic(struct px_obj *) px_slot;
 extern _Atomic(px_slot *) hp__px_fds[PX_FD_MAX / PX_FD_CHUNK];
 
@@ -190,7 +192,8 @@ static inline struct px_obj *hp__px_fd_get(int fd)
 {
     if ((unsigned)fd >= PX_FD_MAX)
         return NULL;
-    px_slot *c = atomic_load_explicit(&hp__px_fds[(unsigned)fd >> PX_FD_CHUNK_BITS], memory_order_acquire);
+    px_slot *c =
+        atomic_load_explicit(&hp__px_fds[(unsigned)fd >> PX_FD_CHUNK_BITS], memory_order_acquire);
     if (!c)
         return NULL;
     return atomic_load_explicit(&c[(unsigned)fd & (PX_FD_CHUNK - 1)], memory_order_acquire);
@@ -229,58 +232,62 @@ void hp__px_sock_kill_all(void);
 /* ---- the process's stack (posix_init.c) --------------------------------- */
 
 struct px_config {
-    char link[16];               /* HOTPATH_LINK: afxdp, afpacket, tap, memif */
-    char iface[64];              /* HOTPATH_IFACE (memif: the link's name, memifN) */
-    char memif_socket[108];      /* HOTPATH_MEMIF_SOCKET ("@NAME": abstract) */
-    char memif_secret[25];       /* HOTPATH_MEMIF_SECRET (none: "") */
-    int memif_role;              /* HOTPATH_MEMIF_ROLE: HP_MEMIF_CLIENT or HP_MEMIF_SERVER */
-    uint32_t memif_id;           /* HOTPATH_MEMIF_ID */
-    uint32_t memif_wait_ms;      /* HOTPATH_MEMIF_WAIT_MS: a client waits this long for a server */
-    struct { int family; uint8_t addr[16]; uint8_t plen; } ip[8];
-    int nip;                     /* HOTPATH_IP, HOTPATH_IP6 (comma-separated lists) */
+    char link[16];          /* HOTPATH_LINK: afxdp, afpacket, tap, memif */
+    char iface[64];         /* HOTPATH_IFACE (memif: the link's name, memifN) */
+    char memif_socket[108]; /* HOTPATH_MEMIF_SOCKET ("@NAME": abstract) */
+    char memif_secret[25];  /* HOTPATH_MEMIF_SECRET (none: "") */
+    int memif_role;         /* HOTPATH_MEMIF_ROLE: HP_MEMIF_CLIENT or HP_MEMIF_SERVER */
+    uint32_t memif_id;      /* HOTPATH_MEMIF_ID */
+    uint32_t memif_wait_ms; /* HOTPATH_MEMIF_WAIT_MS: a client waits this long for a server */
+    struct {
+        int family;
+        uint8_t addr[16];
+        uint8_t plen;
+    } ip[8];
+    int nip; /* HOTPATH_IP, HOTPATH_IP6 (comma-separated lists) */
     uint8_t gw4[4], gw6[16];
-    bool has_gw4, has_gw6;       /* HOTPATH_GW, HOTPATH_GW6 */
-    uint32_t queue;              /* HOTPATH_QUEUE */
-    uint32_t pool_bufs;          /* HOTPATH_BUFS */
-    uint32_t busy_poll_us;       /* HOTPATH_BUSY_POLL_US */
-    uint32_t exit_linger_ms;     /* HOTPATH_EXIT_LINGER_MS */
-    uint32_t keeper_ms;          /* HOTPATH_KEEPER_MS (0: no keeper thread) */
-    bool fallback_kernel;        /* HOTPATH_FALLBACK=kernel */
-    bool no_dad;                 /* HOTPATH_NO_DAD=1 */
-    char stats_path[256];        /* HOTPATH_STATS: a JSON file written at exit ("-": stderr) */
-    char pcap[256];              /* HOTPATH_PCAP: every frame to this file */
+    bool has_gw4, has_gw6;   /* HOTPATH_GW, HOTPATH_GW6 */
+    uint32_t queue;          /* HOTPATH_QUEUE */
+    uint32_t pool_bufs;      /* HOTPATH_BUFS */
+    uint32_t busy_poll_us;   /* HOTPATH_BUSY_POLL_US */
+    uint32_t exit_linger_ms; /* HOTPATH_EXIT_LINGER_MS */
+    uint32_t keeper_ms;      /* HOTPATH_KEEPER_MS (0: no keeper thread) */
+    bool fallback_kernel;    /* HOTPATH_FALLBACK=kernel */
+    bool no_dad;             /* HOTPATH_NO_DAD=1 */
+    char stats_path[256];    /* HOTPATH_STATS: a JSON file written at exit ("-": stderr) */
+    char pcap[256];          /* HOTPATH_PCAP: every frame to this file */
 };
 
 /* The process-wide state. */
 struct px_state {
     pthread_mutex_t lock;
-    int status;                  /* PX_ST_* */
-    int init_err;                /* why the stack could not be made (positive errno) */
-    pid_t pid;                   /* the process the stack belongs to */
+    int status;   /* PX_ST_* */
+    int init_err; /* why the stack could not be made (positive errno) */
+    pid_t pid;    /* the process the stack belongs to */
     struct px_config cfg;
     struct hp_stack *stack;
-    struct hp_loop *loop;        /* on the stack: polled here, slept on from any thread */
-    bool loop_disarmed;          /* polled since the sleepers armed the links */
+    struct hp_loop *loop; /* on the stack: polled here, slept on from any thread */
+    bool loop_disarmed;   /* polled since the sleepers armed the links */
     struct hp_link *link;
-    struct hp_pool *pool;        /* ours (afpacket, tap); afxdp's is its UMEM */
-    int link_fd;                 /* pollable for receive, or -1 */
-    int placeholder;             /* the AF_UNIX socket hotpath fds are dups of */
-    struct px_sock *socks;       /* every live socket */
+    struct hp_pool *pool;  /* ours (afpacket, tap); afxdp's is its UMEM */
+    int link_fd;           /* pollable for receive, or -1 */
+    int placeholder;       /* the AF_UNIX socket hotpath fds are dups of */
+    struct px_sock *socks; /* every live socket */
     /* Drive hooks of the test hook: run after each poll of our stack. */
     int (*extra_poll)(void *);
     void *extra_ctx;
-    struct px_waiter *sleepers;  /* threads asleep in hp__px_wait (posix_wait.c) */
-    int app_threads;             /* program threads that called into the layer (the keeper is not one) */
+    struct px_waiter *sleepers; /* threads asleep in hp__px_wait (posix_wait.c) */
+    int app_threads; /* program threads that called into the layer (the keeper is not one) */
     /* The one program thread is inside hp_loop_pwait(), without the lock
      * (posix_wait.c): nobody else touches the stack until it is out. */
     bool loop_busy;
     pthread_cond_t loop_cond;
-    uint64_t last_poll_ns;       /* CLOCK_MONOTONIC_COARSE */
+    uint64_t last_poll_ns; /* CLOCK_MONOTONIC_COARSE */
     uint64_t polls;
-    uint64_t calls, drive_call;  /* layer calls (locks) so far; the call that last polled */
+    uint64_t calls, drive_call; /* layer calls (locks) so far; the call that last polled */
     pthread_t keeper;
     bool keeper_on, keeper_stop;
-    int keeper_fd;               /* an eventfd that stops the keeper */
+    int keeper_fd; /* an eventfd that stops the keeper */
 };
 
 enum {
@@ -338,7 +345,8 @@ void hp__px_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A stack given by a test instead of the environment's (tests/unit/app):
  * the layer drives s (on link) and calls extra_poll(ctx) after each poll
  * (the peer stack). NULL s detaches: the layer's sockets die. */
-void hp__px_test_attach(struct hp_stack *s, struct hp_link *link, int (*extra_poll)(void *), void *ctx);
+void hp__px_test_attach(struct hp_stack *s, struct hp_link *link, int (*extra_poll)(void *),
+                        void *ctx);
 /* Tear everything down as at exit; returns the buffers still in use. */
 long hp__px_teardown(void);
 /* pthread_atfork handlers (posix_life.c); the calling thread's wake-up fd
@@ -351,9 +359,9 @@ void hp__px_waiter_forget(void);
 /* One sleeping thread: its wake-up fd. */
 struct px_waiter {
     int wake_fd;
-    bool direct;                 /* asleep on the loop's fd itself: woken with hp_loop_wake() */
+    bool direct; /* asleep on the loop's fd itself: woken with hp_loop_wake() */
     bool woken;
-    uint64_t until_ns;           /* when it wakes by itself (0: never) */
+    uint64_t until_ns; /* when it wakes by itself (0: never) */
     struct px_waiter *next;
 };
 
@@ -376,8 +384,8 @@ void hp__px_unmake_loop(void);
  * @return 1 ready, 0 deadline, -EINTR (a signal handler ran), or the number
  *         of kfds with revents as 2 + n (>= 2) when a kernel fd woke it.
  */
-int hp__px_wait(bool (*ready)(void *), void *arg, struct pollfd *kfds, int nkfds, uint64_t deadline_ns,
-                const sigset_t *sigmask, bool spin);
+int hp__px_wait(bool (*ready)(void *), void *arg, struct pollfd *kfds, int nkfds,
+                uint64_t deadline_ns, const sigset_t *sigmask, bool spin);
 /* Whether a call interrupted by a signal should restart, as SA_RESTART
  * would (true when every installed handler has SA_RESTART): the guess when
  * the handler is not known (posix_signal.c knows it otherwise). */
@@ -464,8 +472,10 @@ int hp__px_getsockname(int fd, struct sockaddr *sa, socklen_t *len);
 int hp__px_getpeername(int fd, struct sockaddr *sa, socklen_t *len);
 ssize_t hp__px_recvmsg(int fd, struct msghdr *msg, int flags);
 ssize_t hp__px_sendmsg(int fd, const struct msghdr *msg, int flags);
-ssize_t hp__px_recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *sa, socklen_t *salen);
-ssize_t hp__px_sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *sa, socklen_t salen);
+ssize_t hp__px_recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *sa,
+                        socklen_t *salen);
+ssize_t hp__px_sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *sa,
+                      socklen_t salen);
 ssize_t hp__px_readv(int fd, const struct iovec *iov, int iovcnt);
 ssize_t hp__px_writev(int fd, const struct iovec *iov, int iovcnt);
 ssize_t hp__px_sendfile(int out_fd, int in_fd, off_t *offset, size_t count);
@@ -489,7 +499,8 @@ int hp__px_epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct 
 void hp__px_epoll_forget(struct px_sock *ps);
 /* Free an epoll set's registrations (its last fd closed). */
 void hp__px_epoll_free(struct px_obj *o);
-int hp__px_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *timeout, const sigset_t *mask);
+int hp__px_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *timeout,
+                 const sigset_t *mask);
 int hp__px_pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *timeout,
                    const sigset_t *mask, struct timeval *update);
 /* Whether any of the first n pollfds / of the fd_sets is a hotpath fd. */

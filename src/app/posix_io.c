@@ -204,7 +204,8 @@ static ssize_t tcp_recvmsg(struct px_sock *ps, struct msghdr *msg, int flags)
     bool nonblock = ps->nonblock || (flags & MSG_DONTWAIT);
     uint64_t deadline = 0;
     for (int tries = 0; want > 0;) {
-        long r = hp_tcp_state(ps->t) == HP_TCP_SYN_SENT ? -EAGAIN : tcp_try_recv(ps, &it, want - got, flags);
+        long r = hp_tcp_state(ps->t) == HP_TCP_SYN_SENT ? -EAGAIN
+                                                        : tcp_try_recv(ps, &it, want - got, flags);
         if (r > 0) {
             got += (size_t)r;
             if (!(flags & MSG_WAITALL) || (flags & MSG_PEEK) || got == want)
@@ -278,7 +279,8 @@ static ssize_t tcp_sendmsg(struct px_sock *ps, const struct msghdr *msg, int fla
     while (sent < want) {
         st = hp_tcp_state(ps->t);
         /* Linux sends nothing before the handshake ends. */
-        r = st == HP_TCP_SYN_SENT || st == HP_TCP_SYN_RECEIVED ? -EAGAIN : tcp_try_send(ps, &it, want - sent);
+        r = st == HP_TCP_SYN_SENT || st == HP_TCP_SYN_RECEIVED ? -EAGAIN
+                                                               : tcp_try_send(ps, &it, want - sent);
         if (r > 0)
             sent += (size_t)r;
         if (r < 0 && r != -EAGAIN)
@@ -321,8 +323,8 @@ static int udp_take(struct px_sock *ps, struct hp_buf **b, struct hp_sockaddr *f
     return r;
 }
 
-static ssize_t udp_deliver(struct px_sock *ps, struct msghdr *msg, int flags, struct hp_buf *b, int len,
-                           const struct hp_sockaddr *from)
+static ssize_t udp_deliver(struct px_sock *ps, struct msghdr *msg, int flags, struct hp_buf *b,
+                           int len, const struct hp_sockaddr *from)
 {
     size_t cap = iov_total(msg->msg_iov, (int)msg->msg_iovlen);
     size_t n = (size_t)len < cap ? (size_t)len : cap;
@@ -399,7 +401,8 @@ static struct hp_udp_sock *udp_handle(struct px_sock *ps, int f)
     return f == 4 ? ps->u4 : NULL;
 }
 
-static int udp_send_once(struct px_sock *ps, const void *p, size_t len, const struct hp_sockaddr *to)
+static int udp_send_once(struct px_sock *ps, const void *p, size_t len,
+                         const struct hp_sockaddr *to)
 {
     int f = to ? to->family : ps->remote.family;
     int rc = hp__px_autobind(ps, f);
@@ -546,7 +549,8 @@ ssize_t hp__px_sendmsg(int fd, const struct msghdr *msg, int flags)
         rc = -EFAULT;
     if (rc == 0) {
         hp__px_ref(&ps->o);
-        rc = ps->proto == PX_TCP ? tcp_sendmsg(ps, msg, flags, &sigpipe) : udp_sendmsg(ps, msg, flags, &sigpipe);
+        rc = ps->proto == PX_TCP ? tcp_sendmsg(ps, msg, flags, &sigpipe)
+                                 : udp_sendmsg(ps, msg, flags, &sigpipe);
         hp__px_unref(&ps->o);
     }
     hp__px_unlock();
@@ -556,20 +560,28 @@ ssize_t hp__px_sendmsg(int fd, const struct msghdr *msg, int flags)
     return rc;
 }
 
-ssize_t hp__px_recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *sa, socklen_t *salen)
+ssize_t hp__px_recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *sa,
+                        socklen_t *salen)
 {
     struct iovec v = {buf, len};
-    struct msghdr m = {.msg_name = sa, .msg_namelen = sa && salen ? *salen : 0, .msg_iov = &v, .msg_iovlen = 1};
+    struct msghdr m = {.msg_name = sa,
+                       .msg_namelen = sa && salen ? *salen : 0,
+                       .msg_iov = &v,
+                       .msg_iovlen = 1};
     ssize_t r = hp__px_recvmsg(fd, &m, flags);
     if (r >= 0 && sa && salen)
         *salen = m.msg_namelen;
     return r;
 }
 
-ssize_t hp__px_sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *sa, socklen_t salen)
+ssize_t hp__px_sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *sa,
+                      socklen_t salen)
 {
     struct iovec v = {(void *)buf, len};
-    struct msghdr m = {.msg_name = (void *)sa, .msg_namelen = sa ? salen : 0, .msg_iov = &v, .msg_iovlen = 1};
+    struct msghdr m = {.msg_name = (void *)sa,
+                       .msg_namelen = sa ? salen : 0,
+                       .msg_iov = &v,
+                       .msg_iovlen = 1};
     return hp__px_sendmsg(fd, &m, flags);
 }
 
@@ -639,7 +651,8 @@ static long send_room(struct px_sock *ps)
 
 /* Read up to n bytes of in_fd at pos (without the lock: a file may be slow)
  * and queue what the socket takes. Bytes taken, or -errno. */
-static ssize_t sendfile_chunk(struct px_sock *ps, int in_fd, off_t pos, char *buf, size_t n, bool *sigpipe)
+static ssize_t sendfile_chunk(struct px_sock *ps, int in_fd, off_t pos, char *buf, size_t n,
+                              bool *sigpipe)
 {
     hp__px_release();
     ssize_t got = pread(in_fd, buf, n, pos);

@@ -39,8 +39,9 @@ static void resolve(void)
      * or a C library without these names); say so once and stop. */
     if (!tmp.socket || !tmp.close || !tmp.read || !tmp.write || !tmp.fcntl || !tmp.ppoll ||
         !tmp.epoll_create1 || !tmp.epoll_ctl || !tmp.epoll_pwait || !tmp.dup3 || !tmp.sigaction) {
-        static const char msg[] = "hotpath: libhotpath-posix.so cannot find the C library's socket calls "
-                                  "(dlsym RTLD_NEXT failed): is the program static?\n";
+        static const char msg[] =
+            "hotpath: libhotpath-posix.so cannot find the C library's socket calls "
+            "(dlsym RTLD_NEXT failed): is the program static?\n";
         ssize_t r = syscall(SYS_write, 2, msg, sizeof msg - 1);
         (void)r;
         abort();

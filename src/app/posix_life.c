@@ -157,14 +157,17 @@ static void collect(struct px_exit_stats *st)
 
 static void write_json(FILE *f, const struct px_exit_stats *st, long in_use)
 {
-    fprintf(f, "{\"pid\": %ld, \"link\": \"%s\", \"iface\": \"%s\", \"polls\": %llu, \"buffers_in_use\": %ld, "
-               "\"sockets_open_at_exit\": %d, \"connections_cut_at_exit\": %d,\n \"link_stats\": {"
-               "\"rx_packets\": %llu, \"tx_packets\": %llu, \"rx_dropped\": %llu, \"tx_dropped\": %llu},\n"
-               " \"counters\": {",
-            (long)getpid(), hp__px.cfg.link, hp__px.cfg.iface, (unsigned long long)hp__px.polls, in_use,
-            st->sockets, st->delivering, (unsigned long long)st->link.rx_packets,
-            (unsigned long long)st->link.tx_packets, (unsigned long long)st->link.rx_dropped,
-            (unsigned long long)st->link.tx_dropped);
+    fprintf(
+        f,
+        "{\"pid\": %ld, \"link\": \"%s\", \"iface\": \"%s\", \"polls\": %llu, \"buffers_in_use\": "
+        "%ld, "
+        "\"sockets_open_at_exit\": %d, \"connections_cut_at_exit\": %d,\n \"link_stats\": {"
+        "\"rx_packets\": %llu, \"tx_packets\": %llu, \"rx_dropped\": %llu, \"tx_dropped\": %llu},\n"
+        " \"counters\": {",
+        (long)getpid(), hp__px.cfg.link, hp__px.cfg.iface, (unsigned long long)hp__px.polls, in_use,
+        st->sockets, st->delivering, (unsigned long long)st->link.rx_packets,
+        (unsigned long long)st->link.tx_packets, (unsigned long long)st->link.rx_dropped,
+        (unsigned long long)st->link.tx_dropped);
     bool first = true;
     for (int c = 0; c < HP_STACK_NCOUNTERS; c++) {
         if (!st->ctr[c])
@@ -177,13 +180,15 @@ static void write_json(FILE *f, const struct px_exit_stats *st, long in_use)
     /* memif: the link's life (docs/memif.md), for a program that lost its peer. */
     if (st->is_memif) {
         const struct hp_memif_stats *m = &st->memif;
-        fprintf(f, ",\n \"memif\": {\"connects\": %llu, \"disconnects\": %llu, \"refused\": %llu, "
-                   "\"bad_msgs\": %llu, \"bad_descs\": %llu, \"ring_errors\": %llu, \"tx_down\": %llu, "
-                   "\"tx_unread\": %llu}",
-                (unsigned long long)m->connects, (unsigned long long)m->disconnects,
-                (unsigned long long)m->refused, (unsigned long long)m->bad_msgs,
-                (unsigned long long)m->bad_descs, (unsigned long long)m->ring_errors,
-                (unsigned long long)m->tx_down, (unsigned long long)m->tx_unread);
+        fprintf(
+            f,
+            ",\n \"memif\": {\"connects\": %llu, \"disconnects\": %llu, \"refused\": %llu, "
+            "\"bad_msgs\": %llu, \"bad_descs\": %llu, \"ring_errors\": %llu, \"tx_down\": %llu, "
+            "\"tx_unread\": %llu}",
+            (unsigned long long)m->connects, (unsigned long long)m->disconnects,
+            (unsigned long long)m->refused, (unsigned long long)m->bad_msgs,
+            (unsigned long long)m->bad_descs, (unsigned long long)m->ring_errors,
+            (unsigned long long)m->tx_down, (unsigned long long)m->tx_unread);
     }
     fprintf(f, "}\n");
 }
@@ -224,7 +229,8 @@ long hp__px_teardown(void)
     struct px_exit_stats st;
     collect(&st);
     if (st.delivering)
-        hp__px_say("%d connection(s) had not delivered everything after %u ms (HOTPATH_EXIT_LINGER_MS): cut",
+        hp__px_say("%d connection(s) had not delivered everything after %u ms "
+                   "(HOTPATH_EXIT_LINGER_MS): cut",
                    st.delivering, hp__px.cfg.exit_linger_ms);
     bool owned = hp__px.extra_poll == NULL;
     hp__px_unmake_loop();

@@ -115,23 +115,39 @@ static int sol_socket_set(struct px_sock *ps, int name, const void *val, socklen
     if (len < (socklen_t)sizeof(int))
         return -EINVAL;
     switch (name) {
-    case SO_REUSEADDR: o->reuseaddr = v != 0; return 0;
-    case SO_REUSEPORT: o->reuseport = v != 0; return 0;
-    case SO_BROADCAST: o->broadcast = v != 0; return 0;
-    case SO_OOBINLINE: o->oobinline = v != 0; return 0;
-    case SO_PRIORITY: o->priority = v; return 0;
-    case SO_MARK: o->mark = v; return 0;
-    case SO_RCVLOWAT: o->rcvlowat = v < 1 ? 1 : v; return 0;
+    case SO_REUSEADDR:
+        o->reuseaddr = v != 0;
+        return 0;
+    case SO_REUSEPORT:
+        o->reuseport = v != 0;
+        return 0;
+    case SO_BROADCAST:
+        o->broadcast = v != 0;
+        return 0;
+    case SO_OOBINLINE:
+        o->oobinline = v != 0;
+        return 0;
+    case SO_PRIORITY:
+        o->priority = v;
+        return 0;
+    case SO_MARK:
+        o->mark = v;
+        return 0;
+    case SO_RCVLOWAT:
+        o->rcvlowat = v < 1 ? 1 : v;
+        return 0;
     case SO_KEEPALIVE:
         o->keepalive = v != 0;
         set_tcp(ps, HP_TCP_OPT_KEEPALIVE, o->keepalive);
         return 0;
-    case SO_SNDBUF: case SO_SNDBUFFORCE:
+    case SO_SNDBUF:
+    case SO_SNDBUFFORCE:
         /* Linux doubles the value (room for its bookkeeping) and reports that. */
         o->sndbuf = (int)clamp_buf(2L * (v < 0 ? 0 : v));
         set_tcp(ps, HP_TCP_OPT_SNDBUF, o->sndbuf);
         return 0;
-    case SO_RCVBUF: case SO_RCVBUFFORCE:
+    case SO_RCVBUF:
+    case SO_RCVBUFFORCE:
         o->rcvbuf = (int)clamp_buf(2L * (v < 0 ? 0 : v));
         set_tcp(ps, HP_TCP_OPT_RCVBUF, o->rcvbuf);
         if (ps->u)
@@ -140,8 +156,15 @@ static int sol_socket_set(struct px_sock *ps, int name, const void *val, socklen
             hp__px_udp_opts_apply(ps, ps->u4);
         return 0;
     /* Accepted and without effect here (docs/apps.md). */
-    case SO_DEBUG: case SO_DONTROUTE: case SO_TIMESTAMP: case SO_TIMESTAMPNS: case SO_TIMESTAMPING:
-    case SO_ZEROCOPY: case SO_INCOMING_CPU: case SO_BUSY_POLL: case SO_MAX_PACING_RATE:
+    case SO_DEBUG:
+    case SO_DONTROUTE:
+    case SO_TIMESTAMP:
+    case SO_TIMESTAMPNS:
+    case SO_TIMESTAMPING:
+    case SO_ZEROCOPY:
+    case SO_INCOMING_CPU:
+    case SO_BUSY_POLL:
+    case SO_MAX_PACING_RATE:
         return 0;
     case SO_SNDLOWAT:
         return -ENOPROTOOPT; /* Linux cannot change it either */
@@ -174,25 +197,40 @@ static int tcp_set(struct px_sock *ps, int name, const void *val, socklen_t len,
         if (!ps->t || hp_tcp_state(ps->t) == HP_TCP_CLOSED)
             set_tcp(ps, HP_TCP_OPT_MAXSEG, v);
         return 0;
-    case TCP_KEEPIDLE: case TCP_KEEPINTVL: case TCP_KEEPCNT:
+    case TCP_KEEPIDLE:
+    case TCP_KEEPINTVL:
+    case TCP_KEEPCNT:
         if (v < 1 || v > (name == TCP_KEEPCNT ? 127 : 32767))
             return -EINVAL;
-        *(name == TCP_KEEPIDLE ? &o->keepidle : name == TCP_KEEPINTVL ? &o->keepintvl : &o->keepcnt) = v;
-        set_tcp(ps, name == TCP_KEEPIDLE ? HP_TCP_OPT_KEEPIDLE
-                    : name == TCP_KEEPINTVL ? HP_TCP_OPT_KEEPINTVL : HP_TCP_OPT_KEEPCNT, v);
+        *(name == TCP_KEEPIDLE    ? &o->keepidle
+          : name == TCP_KEEPINTVL ? &o->keepintvl
+                                  : &o->keepcnt) = v;
+        set_tcp(ps,
+                name == TCP_KEEPIDLE    ? HP_TCP_OPT_KEEPIDLE
+                : name == TCP_KEEPINTVL ? HP_TCP_OPT_KEEPINTVL
+                                        : HP_TCP_OPT_KEEPCNT,
+                v);
         return 0;
     case TCP_QUICKACK:
         o->quickack = v != 0;
         set_tcp(ps, HP_TCP_OPT_QUICKACK, o->quickack);
         return 0;
-    case TCP_CORK: o->cork = v != 0; return 0;
-    case TCP_DEFER_ACCEPT: o->defer_accept = v; return 0;
+    case TCP_CORK:
+        o->cork = v != 0;
+        return 0;
+    case TCP_DEFER_ACCEPT:
+        o->defer_accept = v;
+        return 0;
     case TCP_USER_TIMEOUT:
         if (v < 0)
             return -EINVAL;
         o->user_timeout = v;
         return 0;
-    case TCP_FASTOPEN: case TCP_NOTSENT_LOWAT: case TCP_LINGER2: case TCP_SYNCNT: case TCP_WINDOW_CLAMP:
+    case TCP_FASTOPEN:
+    case TCP_NOTSENT_LOWAT:
+    case TCP_LINGER2:
+    case TCP_SYNCNT:
+    case TCP_WINDOW_CLAMP:
     case TCP_THIN_LINEAR_TIMEOUTS:
         return 0;
     default:
@@ -213,15 +251,31 @@ static int ip_set(struct px_sock *ps, int level, int name, socklen_t len, int v)
         return 0;
     }
     switch (level == IPPROTO_IP ? name : -name - 1) {
-    case IP_TOS: o->tos = v & 0xfc; return 0;
-    case IP_TTL: o->ttl = v; return 0;
-    case IP_RECVERR: case IP_BIND_ADDRESS_NO_PORT: case IP_FREEBIND: case IP_PKTINFO: case IP_RECVTOS:
-    case IP_MTU_DISCOVER: case IP_RECVTTL:
+    case IP_TOS:
+        o->tos = v & 0xfc;
         return 0;
-    case -IPV6_TCLASS - 1: o->tclass = v; return 0;
-    case -IPV6_UNICAST_HOPS - 1: o->hoplimit = v; return 0;
-    case -IPV6_RECVPKTINFO - 1: case -IPV6_RECVERR - 1: case -IPV6_MTU_DISCOVER - 1:
-    case -IPV6_DONTFRAG - 1: case -IPV6_RECVTCLASS - 1:
+    case IP_TTL:
+        o->ttl = v;
+        return 0;
+    case IP_RECVERR:
+    case IP_BIND_ADDRESS_NO_PORT:
+    case IP_FREEBIND:
+    case IP_PKTINFO:
+    case IP_RECVTOS:
+    case IP_MTU_DISCOVER:
+    case IP_RECVTTL:
+        return 0;
+    case -IPV6_TCLASS - 1:
+        o->tclass = v;
+        return 0;
+    case -IPV6_UNICAST_HOPS - 1:
+        o->hoplimit = v;
+        return 0;
+    case -IPV6_RECVPKTINFO - 1:
+    case -IPV6_RECVERR - 1:
+    case -IPV6_MTU_DISCOVER - 1:
+    case -IPV6_DONTFRAG - 1:
+    case -IPV6_RECVTCLASS - 1:
         return 0;
     default:
         /* Multicast and the rest: hotpath has none of it (docs/apps.md). */
@@ -290,10 +344,14 @@ static int sol_socket_get(struct px_sock *ps, int name, void *val, socklen_t *le
 {
     struct px_opts *o = &ps->opt;
     switch (name) {
-    case SO_TYPE: return put_int(val, len, ps->proto == PX_TCP ? SOCK_STREAM : SOCK_DGRAM);
-    case SO_DOMAIN: return put_int(val, len, ps->domain == 4 ? AF_INET : AF_INET6);
-    case SO_PROTOCOL: return put_int(val, len, ps->proto == PX_TCP ? IPPROTO_TCP : IPPROTO_UDP);
-    case SO_ACCEPTCONN: return put_int(val, len, ps->listening);
+    case SO_TYPE:
+        return put_int(val, len, ps->proto == PX_TCP ? SOCK_STREAM : SOCK_DGRAM);
+    case SO_DOMAIN:
+        return put_int(val, len, ps->domain == 4 ? AF_INET : AF_INET6);
+    case SO_PROTOCOL:
+        return put_int(val, len, ps->proto == PX_TCP ? IPPROTO_TCP : IPPROTO_UDP);
+    case SO_ACCEPTCONN:
+        return put_int(val, len, ps->listening);
     case SO_ERROR: {
         int e = ps->err;
         ps->err = 0;
@@ -301,27 +359,46 @@ static int sol_socket_get(struct px_sock *ps, int name, void *val, socklen_t *le
             e = -hp_tcp_error(ps->t);
         return put_int(val, len, e);
     }
-    case SO_REUSEADDR: return put_int(val, len, o->reuseaddr);
-    case SO_REUSEPORT: return put_int(val, len, o->reuseport);
-    case SO_KEEPALIVE: return put_int(val, len, o->keepalive);
-    case SO_BROADCAST: return put_int(val, len, o->broadcast);
-    case SO_OOBINLINE: return put_int(val, len, o->oobinline);
-    case SO_PRIORITY: return put_int(val, len, o->priority);
-    case SO_MARK: return put_int(val, len, o->mark);
-    case SO_RCVLOWAT: return put_int(val, len, o->rcvlowat ? o->rcvlowat : 1);
-    case SO_SNDLOWAT: return put_int(val, len, 1);
+    case SO_REUSEADDR:
+        return put_int(val, len, o->reuseaddr);
+    case SO_REUSEPORT:
+        return put_int(val, len, o->reuseport);
+    case SO_KEEPALIVE:
+        return put_int(val, len, o->keepalive);
+    case SO_BROADCAST:
+        return put_int(val, len, o->broadcast);
+    case SO_OOBINLINE:
+        return put_int(val, len, o->oobinline);
+    case SO_PRIORITY:
+        return put_int(val, len, o->priority);
+    case SO_MARK:
+        return put_int(val, len, o->mark);
+    case SO_RCVLOWAT:
+        return put_int(val, len, o->rcvlowat ? o->rcvlowat : 1);
+    case SO_SNDLOWAT:
+        return put_int(val, len, 1);
     case SO_SNDBUF:
-        return put_int(val, len, o->sndbuf ? o->sndbuf : ps->proto == PX_TCP ? (int)tcp_get(ps, HP_TCP_OPT_SNDBUF, 262144) : 212992);
+        return put_int(val, len,
+                       o->sndbuf             ? o->sndbuf
+                       : ps->proto == PX_TCP ? (int)tcp_get(ps, HP_TCP_OPT_SNDBUF, 262144)
+                                             : 212992);
     case SO_RCVBUF:
-        return put_int(val, len, o->rcvbuf ? o->rcvbuf : ps->proto == PX_TCP ? (int)tcp_get(ps, HP_TCP_OPT_RCVBUF, 262144) : 212992);
-    case SO_RCVTIMEO: return put_timeo(val, len, o->rcvtimeo_ns);
-    case SO_SNDTIMEO: return put_timeo(val, len, o->sndtimeo_ns);
+        return put_int(val, len,
+                       o->rcvbuf             ? o->rcvbuf
+                       : ps->proto == PX_TCP ? (int)tcp_get(ps, HP_TCP_OPT_RCVBUF, 262144)
+                                             : 212992);
+    case SO_RCVTIMEO:
+        return put_timeo(val, len, o->rcvtimeo_ns);
+    case SO_SNDTIMEO:
+        return put_timeo(val, len, o->sndtimeo_ns);
     case SO_LINGER: {
         struct linger l = {o->linger_on, o->linger_s};
         return put(val, len, &l, sizeof l);
     }
-    case SO_BINDTODEVICE: return put(val, len, "", 1);
-    default: return -ENOPROTOOPT;
+    case SO_BINDTODEVICE:
+        return put(val, len, "", 1);
+    default:
+        return -ENOPROTOOPT;
     }
 }
 
@@ -329,24 +406,40 @@ static int tcp_get_opt(struct px_sock *ps, int name, void *val, socklen_t *len)
 {
     struct px_opts *o = &ps->opt;
     switch (name) {
-    case TCP_NODELAY: return put_int(val, len, o->nodelay);
+    case TCP_NODELAY:
+        return put_int(val, len, o->nodelay);
     case TCP_MAXSEG: {
         /* Linux: 536 (RFC 1122's default) before a connection, the MSS
          * we send with after. */
         enum hp_tcp_state st = hp_tcp_state(ps->t);
         bool conn = ps->t && st != HP_TCP_CLOSED && st != HP_TCP_LISTEN && st != HP_TCP_SYN_SENT;
-        return put_int(val, len, conn ? (int)tcp_get(ps, HP_TCP_OPT_MAXSEG, 536) : o->maxseg ? o->maxseg : 536);
+        return put_int(val, len,
+                       conn        ? (int)tcp_get(ps, HP_TCP_OPT_MAXSEG, 536)
+                       : o->maxseg ? o->maxseg
+                                   : 536);
     }
-    case TCP_KEEPIDLE: return put_int(val, len, o->keepidle ? o->keepidle : (int)tcp_get(ps, HP_TCP_OPT_KEEPIDLE, 7200));
-    case TCP_KEEPINTVL: return put_int(val, len, o->keepintvl ? o->keepintvl : (int)tcp_get(ps, HP_TCP_OPT_KEEPINTVL, 75));
-    case TCP_KEEPCNT: return put_int(val, len, o->keepcnt ? o->keepcnt : (int)tcp_get(ps, HP_TCP_OPT_KEEPCNT, 9));
-    case TCP_QUICKACK: return put_int(val, len, o->quickack);
-    case TCP_CORK: return put_int(val, len, o->cork);
-    case TCP_DEFER_ACCEPT: return put_int(val, len, o->defer_accept);
-    case TCP_USER_TIMEOUT: return put_int(val, len, o->user_timeout);
-    case TCP_CONGESTION: return put(val, len, "reno", 5);
-    case TCP_INFO: return hp__px_tcp_info(ps, val, len);
-    default: return -ENOPROTOOPT;
+    case TCP_KEEPIDLE:
+        return put_int(val, len,
+                       o->keepidle ? o->keepidle : (int)tcp_get(ps, HP_TCP_OPT_KEEPIDLE, 7200));
+    case TCP_KEEPINTVL:
+        return put_int(val, len,
+                       o->keepintvl ? o->keepintvl : (int)tcp_get(ps, HP_TCP_OPT_KEEPINTVL, 75));
+    case TCP_KEEPCNT:
+        return put_int(val, len, o->keepcnt ? o->keepcnt : (int)tcp_get(ps, HP_TCP_OPT_KEEPCNT, 9));
+    case TCP_QUICKACK:
+        return put_int(val, len, o->quickack);
+    case TCP_CORK:
+        return put_int(val, len, o->cork);
+    case TCP_DEFER_ACCEPT:
+        return put_int(val, len, o->defer_accept);
+    case TCP_USER_TIMEOUT:
+        return put_int(val, len, o->user_timeout);
+    case TCP_CONGESTION:
+        return put(val, len, "reno", 5);
+    case TCP_INFO:
+        return hp__px_tcp_info(ps, val, len);
+    default:
+        return -ENOPROTOOPT;
     }
 }
 
@@ -355,16 +448,23 @@ static int ip_get(struct px_sock *ps, int level, int name, void *val, socklen_t 
     struct px_opts *o = &ps->opt;
     if (level == IPPROTO_IPV6) {
         switch (name) {
-        case IPV6_V6ONLY: return put_int(val, len, ps->v6only);
-        case IPV6_TCLASS: return put_int(val, len, o->tclass);
-        case IPV6_UNICAST_HOPS: return put_int(val, len, o->hoplimit ? o->hoplimit : 64);
-        default: return -ENOPROTOOPT;
+        case IPV6_V6ONLY:
+            return put_int(val, len, ps->v6only);
+        case IPV6_TCLASS:
+            return put_int(val, len, o->tclass);
+        case IPV6_UNICAST_HOPS:
+            return put_int(val, len, o->hoplimit ? o->hoplimit : 64);
+        default:
+            return -ENOPROTOOPT;
         }
     }
     switch (name) {
-    case IP_TOS: return put_int(val, len, o->tos);
-    case IP_TTL: return put_int(val, len, o->ttl ? o->ttl : 64);
-    default: return -ENOPROTOOPT;
+    case IP_TOS:
+        return put_int(val, len, o->tos);
+    case IP_TTL:
+        return put_int(val, len, o->ttl ? o->ttl : 64);
+    default:
+        return -ENOPROTOOPT;
     }
 }
 
@@ -436,7 +536,8 @@ int hp__px_fcntl(int fd, int cmd, long arg)
 static int ifreq_socket(void)
 {
     static int fd = -1;
-    if (fd < 0 && (fd = hp__px_fd_high(PX_REAL(socket)(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0))) >= 0)
+    if (fd < 0 &&
+        (fd = hp__px_fd_high(PX_REAL(socket)(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0))) >= 0)
         hp__px_fd_internal(fd);
     return fd;
 }

@@ -39,8 +39,9 @@ static int poll_socks(struct px_pollset *p)
             continue;
         struct px_sock *ps = hp__px_sock(f->fd);
         /* epoll's bits and poll's are the same numbers on Linux. */
-        f->revents = ps ? (short)(hp__px_sock_poll(ps) & ((uint32_t)(uint16_t)f->events | POLLERR | POLLHUP))
-                        : POLLNVAL;
+        f->revents =
+            ps ? (short)(hp__px_sock_poll(ps) & ((uint32_t)(uint16_t)f->events | POLLERR | POLLHUP))
+               : POLLNVAL;
         count += f->revents != 0;
     }
     return count;
@@ -175,14 +176,16 @@ bool hp__px_any_fdset(int nfds, const fd_set *r, const fd_set *w, const fd_set *
 }
 
 /* The pollfds of the sets; their count, or -ENOMEM. */
-static int sets_to_poll(int nfds, const fd_set *r, const fd_set *w, const fd_set *e, struct pollfd **out)
+static int sets_to_poll(int nfds, const fd_set *r, const fd_set *w, const fd_set *e,
+                        struct pollfd **out)
 {
     int n = 0;
     struct pollfd *p = malloc((size_t)(nfds ? nfds : 1) * sizeof *p);
     if (!p)
         return -ENOMEM;
     for (int fd = 0; fd < nfds; fd++) {
-        short ev = (short)((bit(r, fd) ? POLLIN : 0) | (bit(w, fd) ? POLLOUT : 0) | (bit(e, fd) ? POLLPRI : 0));
+        short ev = (short)((bit(r, fd) ? POLLIN : 0) | (bit(w, fd) ? POLLOUT : 0) |
+                           (bit(e, fd) ? POLLPRI : 0));
         if (ev)
             p[n++] = (struct pollfd){.fd = fd, .events = ev};
     }
@@ -230,7 +233,8 @@ int hp__px_pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct times
     free(p);
     if (update && timeout) {
         /* select() leaves the time not slept in its timeval (Linux). */
-        int64_t left = timeout->tv_sec * 1000000000 + timeout->tv_nsec - (int64_t)(hp__px_now_ns() - start);
+        int64_t left =
+            timeout->tv_sec * 1000000000 + timeout->tv_nsec - (int64_t)(hp__px_now_ns() - start);
         if (left < 0)
             left = 0;
         update->tv_sec = (time_t)(left / 1000000000);

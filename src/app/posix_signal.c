@@ -117,8 +117,8 @@ bool hp__px_signal_restarts(void)
  * interrupt a wait. */
 static bool wrappable(int sig)
 {
-    return sig > 0 && sig < NSIG && sig != SIGKILL && sig != SIGSTOP && sig != SIGSEGV && sig != SIGBUS &&
-           sig != SIGFPE && sig != SIGILL;
+    return sig > 0 && sig < NSIG && sig != SIGKILL && sig != SIGSTOP && sig != SIGSEGV &&
+           sig != SIGBUS && sig != SIGFPE && sig != SIGILL;
 }
 
 int hp__px_sigaction(int sig, const struct sigaction *act, struct sigaction *old)

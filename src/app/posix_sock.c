@@ -100,9 +100,10 @@ int hp__px_enter(int fd, struct px_sock **out)
         static bool said;
         if (!said) {
             said = true;
-            hp__px_say("fd %d: a hotpath socket of process %ld, whose stack this process cannot use "
-                       "(a fork child, or the program is exiting): %s", fd, (long)hp__px.pid,
-                       strerror(PX_DEAD_ERRNO));
+            hp__px_say(
+                "fd %d: a hotpath socket of process %ld, whose stack this process cannot use "
+                "(a fork child, or the program is exiting): %s",
+                fd, (long)hp__px.pid, strerror(PX_DEAD_ERRNO));
         }
         return -PX_DEAD_ERRNO;
     }
@@ -260,7 +261,8 @@ int hp__px_bind(int fd, const struct sockaddr *sa, socklen_t len)
     int rc = hp__px_enter(fd, &ps);
     struct hp_sockaddr a;
     if (rc == 0 && ps->domain == 4 && sa && len >= (socklen_t)sizeof(struct sockaddr_in) &&
-        sa->sa_family == AF_UNSPEC && ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(INADDR_ANY)) {
+        sa->sa_family == AF_UNSPEC &&
+        ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(INADDR_ANY)) {
         /* Linux takes AF_UNSPEC with INADDR_ANY as AF_INET (old programs). */
         struct sockaddr_in in = *(const struct sockaddr_in *)sa;
         in.sin_family = AF_INET;
@@ -313,7 +315,8 @@ int hp__px_listen(int fd, int backlog)
 static bool acceptable(void *arg)
 {
     struct px_sock *ps = arg;
-    return ps->dead || !ps->listening || ((hp_tcp_poll(ps->t) | hp_tcp_poll(ps->t4)) & (HP_EV_IN | HP_EV_ERR));
+    return ps->dead || !ps->listening ||
+           ((hp_tcp_poll(ps->t) | hp_tcp_poll(ps->t4)) & (HP_EV_IN | HP_EV_ERR));
 }
 
 /* Take one connection from ps's queues into a new socket with a new fd. */

@@ -10,10 +10,10 @@
 static uint8_t linux_state(enum hp_tcp_state s)
 {
     static const uint8_t map[] = {
-        [HP_TCP_CLOSED] = 7,      [HP_TCP_LISTEN] = 10,    [HP_TCP_SYN_SENT] = 2,
+        [HP_TCP_CLOSED] = 7,       [HP_TCP_LISTEN] = 10,     [HP_TCP_SYN_SENT] = 2,
         [HP_TCP_SYN_RECEIVED] = 3, [HP_TCP_ESTABLISHED] = 1, [HP_TCP_FIN_WAIT_1] = 4,
-        [HP_TCP_FIN_WAIT_2] = 5,  [HP_TCP_CLOSE_WAIT] = 8, [HP_TCP_CLOSING] = 11,
-        [HP_TCP_LAST_ACK] = 9,    [HP_TCP_TIME_WAIT] = 6,
+        [HP_TCP_FIN_WAIT_2] = 5,   [HP_TCP_CLOSE_WAIT] = 8,  [HP_TCP_CLOSING] = 11,
+        [HP_TCP_LAST_ACK] = 9,     [HP_TCP_TIME_WAIT] = 6,
     };
     return (unsigned)s < sizeof map ? map[s] : 7;
 }

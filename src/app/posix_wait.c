@@ -179,7 +179,8 @@ static int sleep_direct(int64_t t, uint64_t now, const sigset_t *mask)
  * loop's fd (the links, armed by hp_loop_prepare()), the wake-up fd.
  * Returns poll's result (1 without sleeping when work already waits) or
  * -errno. */
-static int sleep_once(struct pollfd *kfds, int nk, uint64_t deadline, const sigset_t *mask, int *kready)
+static int sleep_once(struct pollfd *kfds, int nk, uint64_t deadline, const sigset_t *mask,
+                      int *kready)
 {
     *kready = 0;
     int64_t t = -1;
@@ -252,8 +253,8 @@ bool hp__px_rearm_for_sleepers(void)
     return false;
 }
 
-int hp__px_wait(bool (*ready)(void *), void *arg, struct pollfd *kfds, int nkfds, uint64_t deadline_ns,
-                const sigset_t *sigmask, bool spin)
+int hp__px_wait(bool (*ready)(void *), void *arg, struct pollfd *kfds, int nkfds,
+                uint64_t deadline_ns, const sigset_t *sigmask, bool spin)
 {
     uint64_t busy = (uint64_t)hp__px.cfg.busy_poll_us * 1000u;
     uint64_t spin_end = spin && busy ? hp__px_now_ns() + busy : 0;

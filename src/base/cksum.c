@@ -116,7 +116,7 @@ HP_API bool hp_cksum_impl_supported(const char *name)
  * the last k bytes of a vector. */
 static const unsigned char keep_last16[48] __attribute__((aligned(16))) = {
     [32] = 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
-    0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+    0xFF,        0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
 };
 
 __attribute__((always_inline)) static inline __m128i step16(__m128i a, __m128i x)
@@ -224,8 +224,8 @@ HP_API uint16_t hp_cksum_update16(uint16_t cksum, uint16_t old_val, uint16_t new
 
 HP_API uint16_t hp_cksum_update32(uint16_t cksum, uint32_t old_val, uint32_t new_val)
 {
-    uint32_t s = (uint32_t)(uint16_t)~cksum + (uint16_t)~(old_val & 0xFFFF) +
-                 (uint16_t)~(old_val >> 16) + (new_val & 0xFFFF) + (new_val >> 16);
+    uint32_t s = (uint32_t)(uint16_t)~cksum + (uint16_t) ~(old_val & 0xFFFF) +
+                 (uint16_t) ~(old_val >> 16) + (new_val & 0xFFFF) + (new_val >> 16);
     return hp_cksum_fold(s);
 }
 
@@ -261,7 +261,8 @@ static inline uint32_t sum_hdr20(const unsigned char *h, bool skip_csum)
     memcpy(c, h, 20);
     if (skip_csum)
         c[10] = c[11] = 0;
-    uint64_t acc = (uint64_t)load32(c) + load32(c + 4) + load32(c + 8) + load32(c + 12) + load32(c + 16);
+    uint64_t acc =
+        (uint64_t)load32(c) + load32(c + 4) + load32(c + 8) + load32(c + 12) + load32(c + 16);
     return hp__fold64(acc);
 }
 
@@ -304,13 +305,15 @@ HP_API uint16_t hp_cksum_l4(uint32_t pseudo, const void *seg, size_t len, size_t
 
 HP_API uint16_t hp_cksum_udp4(const void *src, const void *dst, const void *udp, size_t len)
 {
-    uint16_t c = hp_cksum_l4(hp_cksum_pseudo_ipv4(src, dst, HP_IPPROTO_UDP, (uint16_t)len), udp, len, 6);
+    uint16_t c =
+        hp_cksum_l4(hp_cksum_pseudo_ipv4(src, dst, HP_IPPROTO_UDP, (uint16_t)len), udp, len, 6);
     return c ? c : 0xFFFF; /* RFC 768: a computed 0 is sent as all ones */
 }
 
 HP_API uint16_t hp_cksum_udp6(const void *src, const void *dst, const void *udp, size_t len)
 {
-    uint16_t c = hp_cksum_l4(hp_cksum_pseudo_ipv6(src, dst, HP_IPPROTO_UDP, (uint32_t)len), udp, len, 6);
+    uint16_t c =
+        hp_cksum_l4(hp_cksum_pseudo_ipv6(src, dst, HP_IPPROTO_UDP, (uint32_t)len), udp, len, 6);
     return c ? c : 0xFFFF; /* RFC 8200 section 8.1 */
 }
 
@@ -331,7 +334,8 @@ HP_API uint16_t hp_cksum_icmp4(const void *msg, size_t len)
 
 HP_API uint16_t hp_cksum_icmp6(const void *src, const void *dst, const void *msg, size_t len)
 {
-    return hp_cksum_l4(hp_cksum_pseudo_ipv6(src, dst, HP_IPPROTO_ICMPV6, (uint32_t)len), msg, len, 2);
+    return hp_cksum_l4(hp_cksum_pseudo_ipv6(src, dst, HP_IPPROTO_ICMPV6, (uint32_t)len), msg, len,
+                       2);
 }
 
 static enum hp_cksum_result verdict(uint32_t sum)
@@ -340,32 +344,36 @@ static enum hp_cksum_result verdict(uint32_t sum)
     return hp_cksum_fold(sum) == 0 ? HP_CKSUM_GOOD : HP_CKSUM_BAD;
 }
 
-HP_API enum hp_cksum_result hp_cksum_udp4_verify(const void *src, const void *dst,
-                                                 const void *udp, size_t len)
+HP_API enum hp_cksum_result hp_cksum_udp4_verify(const void *src, const void *dst, const void *udp,
+                                                 size_t len)
 {
     if (load16((const unsigned char *)udp + 6) == 0)
         return HP_CKSUM_NONE; /* RFC 768: the sender computed none */
-    return verdict(hp_cksum_partial(udp, len, hp_cksum_pseudo_ipv4(src, dst, HP_IPPROTO_UDP, (uint16_t)len)));
+    return verdict(
+        hp_cksum_partial(udp, len, hp_cksum_pseudo_ipv4(src, dst, HP_IPPROTO_UDP, (uint16_t)len)));
 }
 
-HP_API enum hp_cksum_result hp_cksum_udp6_verify(const void *src, const void *dst,
-                                                 const void *udp, size_t len)
+HP_API enum hp_cksum_result hp_cksum_udp6_verify(const void *src, const void *dst, const void *udp,
+                                                 size_t len)
 {
     if (load16((const unsigned char *)udp + 6) == 0)
         return HP_CKSUM_BAD; /* RFC 8200 section 8.1: zero is not allowed */
-    return verdict(hp_cksum_partial(udp, len, hp_cksum_pseudo_ipv6(src, dst, HP_IPPROTO_UDP, (uint32_t)len)));
+    return verdict(
+        hp_cksum_partial(udp, len, hp_cksum_pseudo_ipv6(src, dst, HP_IPPROTO_UDP, (uint32_t)len)));
 }
 
-HP_API enum hp_cksum_result hp_cksum_tcp4_verify(const void *src, const void *dst,
-                                                 const void *tcp, size_t len)
+HP_API enum hp_cksum_result hp_cksum_tcp4_verify(const void *src, const void *dst, const void *tcp,
+                                                 size_t len)
 {
-    return verdict(hp_cksum_partial(tcp, len, hp_cksum_pseudo_ipv4(src, dst, HP_IPPROTO_TCP, (uint16_t)len)));
+    return verdict(
+        hp_cksum_partial(tcp, len, hp_cksum_pseudo_ipv4(src, dst, HP_IPPROTO_TCP, (uint16_t)len)));
 }
 
-HP_API enum hp_cksum_result hp_cksum_tcp6_verify(const void *src, const void *dst,
-                                                 const void *tcp, size_t len)
+HP_API enum hp_cksum_result hp_cksum_tcp6_verify(const void *src, const void *dst, const void *tcp,
+                                                 size_t len)
 {
-    return verdict(hp_cksum_partial(tcp, len, hp_cksum_pseudo_ipv6(src, dst, HP_IPPROTO_TCP, (uint32_t)len)));
+    return verdict(
+        hp_cksum_partial(tcp, len, hp_cksum_pseudo_ipv6(src, dst, HP_IPPROTO_TCP, (uint32_t)len)));
 }
 
 HP_API enum hp_cksum_result hp_cksum_icmp4_verify(const void *msg, size_t len)
@@ -373,8 +381,9 @@ HP_API enum hp_cksum_result hp_cksum_icmp4_verify(const void *msg, size_t len)
     return verdict(hp_cksum_partial(msg, len, 0));
 }
 
-HP_API enum hp_cksum_result hp_cksum_icmp6_verify(const void *src, const void *dst,
-                                                  const void *msg, size_t len)
+HP_API enum hp_cksum_result hp_cksum_icmp6_verify(const void *src, const void *dst, const void *msg,
+                                                  size_t len)
 {
-    return verdict(hp_cksum_partial(msg, len, hp_cksum_pseudo_ipv6(src, dst, HP_IPPROTO_ICMPV6, (uint32_t)len)));
+    return verdict(hp_cksum_partial(
+        msg, len, hp_cksum_pseudo_ipv6(src, dst, HP_IPPROTO_ICMPV6, (uint32_t)len)));
 }

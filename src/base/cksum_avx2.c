@@ -25,8 +25,8 @@
  * after the last are single masked vectors, so no scalar loop remains.
  */
 #define VBYTES 32
-#define LANES (VBYTES / 4)
-#define MAXV ((size_t)16384)
+#define LANES  (VBYTES / 4)
+#define MAXV   ((size_t)16384)
 
 #define AVX2 __attribute__((target("avx2")))
 
@@ -34,16 +34,15 @@
  * keep the last k bytes of a vector; at offset 64 - k, the first k. */
 static const unsigned char masks[96] __attribute__((aligned(32))) = {
     [32] = 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
-    0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
-    0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+    0xFF,        0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+    0xFF,        0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
 };
 
 /* vpshufb controls: identity, then swap the bytes of each 16-bit word. */
 static const unsigned char shuffles[64] __attribute__((aligned(32))) = {
-    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
-    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
-    1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14,
-    1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14,
+    0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 0,  1,  2,  3,  4,  5,
+    6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 1,  0,  3,  2,  5,  4,  7,  6,  9,  8,  11, 10,
+    13, 12, 15, 14, 1,  0,  3,  2,  5,  4,  7,  6,  9,  8,  11, 10, 13, 12, 15, 14,
 };
 
 __attribute__((always_inline)) AVX2 static inline __m256i step(__m256i a, __m256i x)

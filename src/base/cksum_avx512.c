@@ -12,8 +12,8 @@
  * bytes (no fault at a page end) and zero-fills them, so an odd last byte is
  * already the low-address byte of a zeroed word. */
 #define VBYTES 64
-#define LANES (VBYTES / 4)
-#define MAXV ((size_t)16384)
+#define LANES  (VBYTES / 4)
+#define MAXV   ((size_t)16384)
 
 #define AVX512 __attribute__((target("avx512f,avx512bw")))
 

@@ -117,8 +117,8 @@ HP_API int hp_cpu_describe(char *buf, size_t len)
         uint32_t bit;
         const char *name;
     } names[] = {
-        {HP_CPU_SSE42, "sse4.2"},         {HP_CPU_AVX2, "avx2"},
-        {HP_CPU_AVX512F, "avx512f"},      {HP_CPU_AVX512BW, "avx512bw"},
+        {HP_CPU_SSE42, "sse4.2"},          {HP_CPU_AVX2, "avx2"},
+        {HP_CPU_AVX512F, "avx512f"},       {HP_CPU_AVX512BW, "avx512bw"},
         {HP_CPU_AVX512VNNI, "avx512vnni"}, {HP_CPU_NEON, "neon"},
     };
     char m[96];

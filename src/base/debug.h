@@ -16,7 +16,8 @@ bool hp__log_enabled(enum hp_log_level level);
 
 /* A failed call: record the reason for hp_last_error(), log it at
  * HP_LOG_DEBUG, and return -err (or set errno = err and return NULL). */
-int hp__fail(int err, const char *subsys, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int hp__fail(int err, const char *subsys, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 void *hp__fail_null(int err, const char *subsys, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -30,7 +31,7 @@ void *hp__fail_null(int err, const char *subsys, const char *fmt, ...)
 void hp__assert_fail(const char *cond, const char *file, int line, const char *func)
     __attribute__((noreturn));
 #ifdef HP_DEBUG
-#define HP_ASSERT(cond) ((cond) ? (void)0 : hp__assert_fail(#cond, __FILE__, __LINE__, __func__))
+#define HP_ASSERT(cond)    ((cond) ? (void)0 : hp__assert_fail(#cond, __FILE__, __LINE__, __func__))
 #define HP_DEBUG_ONLY(...) __VA_ARGS__
 #else
 #define HP_ASSERT(cond) ((void)sizeof(!(cond)))

@@ -48,7 +48,7 @@
  */
 
 #define ROUNDS HP__AD_ROUNDS
-#define STEPS 6
+#define STEPS  6
 
 /* A block's schedule: on the other policy?, measured?, its round. */
 static const uint8_t step_other[STEPS] = {0, 1, 1, 1, 0, 0};
@@ -114,7 +114,8 @@ static void decide(struct hp__adapt *a, int favour, int leaning)
          * verdict (a doubt: the median leaned the other way). */
         unsigned grow = favour ? 16 : leaning && leaning != a->cur ? 2 : 4;
         a->pending = 0;
-        a->next_hold = a->next_hold * grow > HP__AD_HOLD_MAX ? HP__AD_HOLD_MAX : a->next_hold * grow;
+        a->next_hold =
+            a->next_hold * grow > HP__AD_HOLD_MAX ? HP__AD_HOLD_MAX : a->next_hold * grow;
     }
     a->mode = HP__AD_EXPLOIT;
     a->hold = a->next_hold;
@@ -142,8 +143,9 @@ static bool block_done(struct hp__adapt *a)
     insertion_sort(gain, n);
     int64_t med = (gain[(n - 1) / 2] + gain[n / 2]) / 2;
     a->gain_ppm = (int32_t)med;
-    int leaning = med > HP__AD_MARGIN_PPM ? HP_ALIEN_DEFER
-                  : med < -HP__AD_MARGIN_PPM ? HP_ALIEN_LOCAL : 0;
+    int leaning = med > HP__AD_MARGIN_PPM    ? HP_ALIEN_DEFER
+                  : med < -HP__AD_MARGIN_PPM ? HP_ALIEN_LOCAL
+                                             : 0;
     unsigned votes = leaning == HP_ALIEN_DEFER ? for_defer : for_local;
     int favour = 0;
     if (leaning && votes >= (leaning == a->cur ? need_cur : need_other)[a->block])

@@ -23,9 +23,9 @@
  * batch poisons its bytes again.
  */
 #ifdef HP_DEBUG
-#define POISON 0x6b
+#define POISON      0x6b
 #define POISON_ROOM 512u
-#define COOKIE 0x5ca1ab1efee1f00dull
+#define COOKIE      0x5ca1ab1efee1f00dull
 
 static uint32_t poison_len(const struct hp_pool *p, const struct hp_buf *b)
 {
@@ -34,7 +34,7 @@ static uint32_t poison_len(const struct hp_pool *p, const struct hp_buf *b)
     return p->data_room < POISON_ROOM ? p->data_room : POISON_ROOM;
 }
 
-#define POISON_FIELDS(X)                                                                     \
+#define POISON_FIELDS(X)                                                                           \
     X(ol_flags) X(data_off) X(data_len) X(pkt_len) X(nb_segs) X(hash) X(port) X(l2_len) X(l3_len)
 
 static void poison(struct hp_pool *p, struct hp_buf *b)
@@ -50,9 +50,9 @@ static void poison(struct hp_pool *p, struct hp_buf *b)
 static long poisoned_diff(const struct hp_pool *p, const struct hp_buf *b)
 {
     const unsigned char *m = (const unsigned char *)b;
-#define CHK(f)                                                                               \
-    for (size_t i = 0; i < sizeof b->f; i++)                                                 \
-        if (((const unsigned char *)&b->f)[i] != POISON)                                    \
+#define CHK(f)                                                                                     \
+    for (size_t i = 0; i < sizeof b->f; i++)                                                       \
+        if (((const unsigned char *)&b->f)[i] != POISON)                                           \
             return (long)(offsetof(struct hp_buf, f) + i);
     POISON_FIELDS(CHK)
 #undef CHK
@@ -73,8 +73,7 @@ static void check_poison(struct hp_pool *p, struct hp__cache *c, struct hp_buf *
     if (off < 0)
         return;
     hp__log(HP_LOG_ERR, "pool", "'%s': buffer %p was written after it was freed (byte %ld: %s)",
-            p->name, (void *)b, off,
-            off < HP_BUF_META_SIZE ? "metadata" : "data room");
+            p->name, (void *)b, off, off < HP_BUF_META_SIZE ? "metadata" : "data room");
     if (c) {
         hp__count(&c->c.written_after_free, 1);
         hp__count(&c->c.errors, 1);
@@ -90,12 +89,12 @@ static void batch_done(struct hp_pool *p, struct hp_buf *head)
     memset((unsigned char *)head + HP_BUF_META_SIZE, POISON,
            n < sizeof(struct hp__batch) ? n : sizeof(struct hp__batch));
 }
-#define DEBUG_POISON(p, b) poison(p, b)
-#define DEBUG_CHECK(p, c, b) check_poison(p, c, b)
+#define DEBUG_POISON(p, b)        poison(p, b)
+#define DEBUG_CHECK(p, c, b)      check_poison(p, c, b)
 #define DEBUG_BATCH_DONE(p, head) batch_done(p, head)
 #else
-#define DEBUG_POISON(p, b) ((void)0)
-#define DEBUG_CHECK(p, c, b) ((void)0)
+#define DEBUG_POISON(p, b)        ((void)0)
+#define DEBUG_CHECK(p, c, b)      ((void)0)
 #define DEBUG_BATCH_DONE(p, head) ((void)0)
 #endif
 
@@ -298,8 +297,8 @@ static void pair_publish(struct hp__pair *pr)
  * free; at the last part, the epoch goes to the rule. The pair's first
  * alien free ends an unmeasured epoch at once, so that it starts on the
  * contention signal's choice. */
-static __attribute__((noinline)) void pair_epoch(struct hp_pool *p, struct hp__cache *c,
-                                                 int owner, uint64_t k)
+static __attribute__((noinline)) void pair_epoch(struct hp_pool *p, struct hp__cache *c, int owner,
+                                                 uint64_t k)
 {
     struct hp__pair *pr = &c->pair[owner];
     uint64_t now = hp__ticks();
@@ -618,8 +617,7 @@ HP_API struct hp_buf *hp_buf_alloc(struct hp_pool *p)
 
 /* Alien frees: where the policy sends owner's buffers now (true: defer
  * them to it). */
-static inline bool alien_defers(const struct hp_pool *p, const struct hp__cache *c,
-                                unsigned owner)
+static inline bool alien_defers(const struct hp_pool *p, const struct hp__cache *c, unsigned owner)
 {
     if (__builtin_expect(owner >= HP_MAX_THREADS, 0) || !p->batch_max)
         return false; /* from a thread without a number, or rooms too small for a batch */
@@ -677,8 +675,7 @@ struct span {
 
 static inline struct span span_of(const struct hp_pool *p)
 {
-    return (struct span){(uintptr_t)p->region, p->region_len, p->elt_inv, p->elt_lim,
-                         p->elt_shift};
+    return (struct span){(uintptr_t)p->region, p->region_len, p->elt_inv, p->elt_lim, p->elt_shift};
 }
 
 /* Whether b is the start of one of the buffers in sp (a pointer into the
@@ -843,8 +840,7 @@ HP_API void hp_buf_free(struct hp_buf *b)
     int s = hp__last_slot, t = hp__my_tid;
     if (__builtin_expect((s | t) >= 0, 1)) {
         struct hp_pool *p = atomic_load_explicit(&hp__registry[s], memory_order_acquire);
-        struct hp__cache *c =
-            p ? atomic_load_explicit(&p->caches[t], memory_order_relaxed) : NULL;
+        struct hp__cache *c = p ? atomic_load_explicit(&p->caches[t], memory_order_relaxed) : NULL;
         if (__builtin_expect(c && c->len < c->size && in_span(span_of(p), b), 1)) {
             uint64_t w = state_of(b);
             if (__builtin_expect((w & W_LOCAL_MASK) == (1 | W_OWNER(t)) && !b->next, 1)) {

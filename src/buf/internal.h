@@ -23,26 +23,26 @@
  * length is the median of its HP__SUBEPOCHS parts, times their number: a
  * part the freer (or the thread feeding it) was preempted in is an outlier
  * that does not count. */
-#define HP__EPOCH 2048
-#define HP__SUBEPOCHS 8
-#define HP__AD_ROUNDS 2          /* paired LOCAL/DEFER epochs per block of an exploration */
-#define HP__AD_BLOCKS 6          /* blocks at most, while the median leans but the rounds differ */
-#define HP__AD_MARGIN_PPM 20000  /* the other policy must be 2% faster... */
-#define HP__AD_HOLD_MIN 16       /* epochs on the choice after a switch or a doubt */
-#define HP__AD_HOLD_MAX 2048     /* ...and at most, when explorations keep confirming it */
-#define HP__AD_STALE_MAX 8       /* unmeasurable epochs in a row before falling back */
+#define HP__EPOCH         2048
+#define HP__SUBEPOCHS     8
+#define HP__AD_ROUNDS     2     /* paired LOCAL/DEFER epochs per block of an exploration */
+#define HP__AD_BLOCKS     6     /* blocks at most, while the median leans but the rounds differ */
+#define HP__AD_MARGIN_PPM 20000 /* the other policy must be 2% faster... */
+#define HP__AD_HOLD_MIN   16    /* epochs on the choice after a switch or a doubt */
+#define HP__AD_HOLD_MAX   2048  /* ...and at most, when explorations keep confirming it */
+#define HP__AD_STALE_MAX  8     /* unmeasurable epochs in a row before falling back */
 
 enum { HP__AD_FALLBACK, HP__AD_EXPLORE, HP__AD_EXPLOIT };
 
 struct hp__adapt {
-    uint8_t cur;      /* the chosen policy: HP_ALIEN_LOCAL or HP_ALIEN_DEFER */
-    uint8_t route;    /* the policy of the current epoch (cur, or exploring) */
-    uint8_t mode;     /* HP__AD_* */
-    uint8_t step;     /* exploring: the epoch of the schedule */
-    uint8_t pending;  /* the last exploration favoured the other policy */
-    uint8_t stale;    /* unmeasurable epochs in a row */
-    uint8_t block;    /* exploring: the block of rounds */
-    uint32_t hold;    /* exploiting: epochs left before the next exploration */
+    uint8_t cur;     /* the chosen policy: HP_ALIEN_LOCAL or HP_ALIEN_DEFER */
+    uint8_t route;   /* the policy of the current epoch (cur, or exploring) */
+    uint8_t mode;    /* HP__AD_* */
+    uint8_t step;    /* exploring: the epoch of the schedule */
+    uint8_t pending; /* the last exploration favoured the other policy */
+    uint8_t stale;   /* unmeasurable epochs in a row */
+    uint8_t block;   /* exploring: the block of rounds */
+    uint32_t hold;   /* exploiting: epochs left before the next exploration */
     uint32_t next_hold;
     int32_t gain_ppm; /* last exploration: DEFER's rate / LOCAL's - 1, in ppm (median) */
     uint32_t switches, explorations;
@@ -111,11 +111,11 @@ struct hp__stage {
 /* ADAPTIVE's state for one owner, in the freeing thread's cache. */
 struct hp__pair {
     struct hp__adapt a;
-    uint64_t t0;   /* ticks at the start of the part of the epoch */
-    uint32_t gen;  /* the pool's policy generation then */
+    uint64_t t0;                 /* ticks at the start of the part of the epoch */
+    uint32_t gen;                /* the pool's policy generation then */
     uint32_t sub[HP__SUBEPOCHS]; /* the epoch's parts so far, in ticks */
     uint8_t nsub;
-    uint8_t spoilt; /* the policy was switched during the epoch */
+    uint8_t spoilt;                              /* the policy was switched during the epoch */
     uint32_t shown_switches, shown_explorations; /* of a's counts, added to pub_ already */
     /* What hp_pool_pair_stats() shows (others read it): the last state,
      * and counts over the pool's life (a departed thread's included). */
@@ -139,18 +139,18 @@ struct hp__pair {
  * counters and the pairs' pub_ fields, which others read). */
 struct hp__cache {
     HP_CACHELINE_GROUP_BEGIN(cache_hot)
-    uint32_t len;       /* buffers in objs */
-    uint32_t size;      /* the pool's cache_size: flush above it */
+    uint32_t len;  /* buffers in objs */
+    uint32_t size; /* the pool's cache_size: flush above it */
     uint16_t tid;
-    uint8_t net_freer;  /* ADAPTIVE: this thread frees more than it allocates (1 until seen) */
-    uint8_t contended;  /* ADAPTIVE: this thread's shared-ring operations had to retry */
+    uint8_t net_freer; /* ADAPTIVE: this thread frees more than it allocates (1 until seen) */
+    uint8_t contended; /* ADAPTIVE: this thread's shared-ring operations had to retry */
     uint32_t pad;
     uint64_t stage_mask; /* owners with staged alien frees */
     /* Line 0 of a fresh buffer from this thread: the pool's template with
      * owner = tid, copied in three wide stores. */
     _Alignas(8) unsigned char tmpl[HP__TMPL_LEN];
     HP_CACHELINE_GROUP_END(cache_hot)
-    uint8_t route[HP_MAX_THREADS]; /* ADAPTIVE: 1 = defer this owner's buffers */
+    uint8_t route[HP_MAX_THREADS];               /* ADAPTIVE: 1 = defer this owner's buffers */
     _Atomic uint64_t pair_frees[HP_MAX_THREADS]; /* alien frees of each owner's buffers */
     uint64_t pair_mark[HP_MAX_THREADS];          /* ADAPTIVE: pair_frees ending the epoch */
     uint64_t pair_seen;                          /* owners whose buffers it freed under ADAPTIVE */
@@ -192,29 +192,29 @@ void hp__ring_retries_add(uint64_t n);
 
 /* What other threads share about each owner. */
 struct hp__owner {
-    struct hp__ring *dq;    /* batches deferred to this owner (its capacity is the bound) */
-    _Atomic uint8_t alive;  /* the thread holding this number uses hotpath */
-    _Atomic uint8_t freer;  /* ADAPTIVE: it frees clearly more than it allocates */
+    struct hp__ring *dq;   /* batches deferred to this owner (its capacity is the bound) */
+    _Atomic uint8_t alive; /* the thread holding this number uses hotpath */
+    _Atomic uint8_t freer; /* ADAPTIVE: it frees clearly more than it allocates */
 } __attribute__((aligned(HP_CACHELINE_SIZE)));
 
 struct hp_pool {
     HP_CACHELINE_GROUP_BEGIN(pool_hot)
-    unsigned char *region;   /* the buffers */
+    unsigned char *region; /* the buffers */
     unsigned char *region_end;
-    uint64_t elt_inv;        /* chunk check (hp__at_chunk): inverse of elt_size's odd part */
-    uint64_t elt_lim;        /* ... UINT64_MAX / elt_size */
-    uint32_t elt_shift;      /* ... trailing zero bits of elt_size */
-    uint32_t elt_size;       /* metadata + data room */
+    uint64_t elt_inv;   /* chunk check (hp__at_chunk): inverse of elt_size's odd part */
+    uint64_t elt_lim;   /* ... UINT64_MAX / elt_size */
+    uint32_t elt_shift; /* ... trailing zero bits of elt_size */
+    uint32_t elt_size;  /* metadata + data room */
     uint32_t data_room, headroom;
     uint32_t cache_size;
     int32_t defer_max;
-    uint32_t batch_max;      /* buffers per deferred batch: 0 if rooms are too small */
-    _Atomic int policy;      /* enum hp_alien_policy */
-    uint32_t sub_epoch;      /* ADAPTIVE: alien frees per part of an epoch */
+    uint32_t batch_max; /* buffers per deferred batch: 0 if rooms are too small */
+    _Atomic int policy; /* enum hp_alien_policy */
+    uint32_t sub_epoch; /* ADAPTIVE: alien frees per part of an epoch */
     struct hp__ring *ring;
     HP_CACHELINE_GROUP_END(pool_hot)
     _Atomic uint32_t policy_gen; /* bumped by every policy switch: epochs across one are void */
-    struct hp_buf tmpl;      /* line 0 of a fresh buffer, but owner */
+    struct hp_buf tmpl;          /* line 0 of a fresh buffer, but owner */
     struct hp__cache *_Atomic caches[HP_MAX_THREADS];
     struct hp__owner owners[HP_MAX_THREADS];
     /* Threads without a number (more than HP_MAX_THREADS) use the ring

@@ -98,8 +98,8 @@ void hp__pool_report(struct hp_pool *pool, const void *b, const char *what)
     if (!pool)
         return;
     int t = hp__tid();
-    struct hp__cache *c = t >= 0 ? atomic_load_explicit(&pool->caches[t], memory_order_relaxed)
-                                 : NULL;
+    struct hp__cache *c =
+        t >= 0 ? atomic_load_explicit(&pool->caches[t], memory_order_relaxed) : NULL;
     if (c)
         hp__count(&c->c.errors, 1);
     else
@@ -247,7 +247,8 @@ static int default_policy(void)
         int p = hp_alien_policy_parse(e);
         if (p >= 0)
             return p;
-        hp__log(HP_LOG_WARN, "pool", "HP_ALIEN_POLICY=%s: not local, defer or adaptive; using adaptive", e);
+        hp__log(HP_LOG_WARN, "pool",
+                "HP_ALIEN_POLICY=%s: not local, defer or adaptive; using adaptive", e);
     }
     return HP_ALIEN_ADAPTIVE;
 }
@@ -291,7 +292,8 @@ static const char *check_config(const struct hp_pool_config *cfg, struct geometr
 }
 
 /* The fields of a new pool that follow from its geometry. */
-static void set_fields(struct hp_pool *p, const struct hp_pool_config *cfg, const struct geometry *g)
+static void set_fields(struct hp_pool *p, const struct hp_pool_config *cfg,
+                       const struct geometry *g)
 {
     snprintf(p->name, sizeof p->name, "%s", cfg->name ? cfg->name : "pool");
     p->n = g->n;
@@ -438,7 +440,8 @@ HP_API int hp_pool_destroy(struct hp_pool *p)
                 hp__log(HP_LOG_ERR, "pool", "'%s': destroyed with buffer %p still in use", p->name,
                         (void *)b);
         }
-        hp__log(HP_LOG_ERR, "pool", "'%s': not destroyed: %ld buffer(s) still in use", p->name, out);
+        hp__log(HP_LOG_ERR, "pool", "'%s': not destroyed: %ld buffer(s) still in use", p->name,
+                out);
         return -EBUSY;
     }
     pthread_mutex_lock(&registry_lock);
@@ -520,8 +523,8 @@ HP_API int hp_pool_stats(const struct hp_pool *p, struct hp_pool_stats *out)
         return -EINVAL;
     memset(out, 0, sizeof *out);
     for (int t = 0; t < HP_MAX_THREADS; t++) {
-        struct hp__cache *c = atomic_load_explicit(&((struct hp_pool *)p)->caches[t],
-                                                   memory_order_acquire);
+        struct hp__cache *c =
+            atomic_load_explicit(&((struct hp_pool *)p)->caches[t], memory_order_acquire);
         if (c)
             add_counters(out, c);
     }
@@ -536,23 +539,22 @@ HP_API int hp_pool_thread_stats(const struct hp_pool *p, int tid, struct hp_pool
     if (!p || !out || tid < 0 || tid >= HP_MAX_THREADS)
         return -EINVAL;
     memset(out, 0, sizeof *out);
-    struct hp__cache *c = atomic_load_explicit(&((struct hp_pool *)p)->caches[tid],
-                                               memory_order_acquire);
+    struct hp__cache *c =
+        atomic_load_explicit(&((struct hp_pool *)p)->caches[tid], memory_order_acquire);
     if (c)
         add_counters(out, c);
     return 0;
 }
 
-HP_API int hp_pool_pair_stats(const struct hp_pool *p, struct hp_pool_pair_stats *out,
-                              unsigned max)
+HP_API int hp_pool_pair_stats(const struct hp_pool *p, struct hp_pool_pair_stats *out, unsigned max)
 {
     if (!p || (!out && max))
         return -EINVAL;
     int fixed = atomic_load_explicit(&((struct hp_pool *)p)->policy, memory_order_relaxed);
     unsigned k = 0;
     for (int f = 0; f < HP_MAX_THREADS; f++) {
-        struct hp__cache *c = atomic_load_explicit(&((struct hp_pool *)p)->caches[f],
-                                                   memory_order_acquire);
+        struct hp__cache *c =
+            atomic_load_explicit(&((struct hp_pool *)p)->caches[f], memory_order_acquire);
         for (int o = 0; c && o < HP_MAX_THREADS; o++) {
             uint64_t n = atomic_load_explicit(&c->pair_frees[o], memory_order_relaxed);
             if (n == 0)
@@ -569,8 +571,7 @@ HP_API int hp_pool_pair_stats(const struct hp_pool *p, struct hp_pool_pair_stats
                                 : atomic_load_explicit(&pr->pub_policy, memory_order_relaxed);
                 s->measured = atomic_load_explicit(&pr->pub_measured, memory_order_relaxed);
                 s->switches = atomic_load_explicit(&pr->pub_switches, memory_order_relaxed);
-                s->explorations =
-                    atomic_load_explicit(&pr->pub_explorations, memory_order_relaxed);
+                s->explorations = atomic_load_explicit(&pr->pub_explorations, memory_order_relaxed);
                 s->defer_gain =
                     s->explorations
                         ? atomic_load_explicit(&pr->pub_gain_ppm, memory_order_relaxed) / 1e6
@@ -638,8 +639,8 @@ HP_API enum hp_alien_policy hp_pool_alien_policy(const struct hp_pool *p)
                                                       memory_order_relaxed);
 }
 
-static const char *const policy_names[] = {
-    [HP_ALIEN_LOCAL] = "local", [HP_ALIEN_DEFER] = "defer", [HP_ALIEN_ADAPTIVE] = "adaptive"};
+static const char *const policy_names[] =
+    {[HP_ALIEN_LOCAL] = "local", [HP_ALIEN_DEFER] = "defer", [HP_ALIEN_ADAPTIVE] = "adaptive"};
 
 HP_API const char *hp_alien_policy_name(int policy)
 {

@@ -43,13 +43,13 @@
  * interfaces this link uses (ethtool -K IF gro off lro off).
  */
 #define AFP_NOMINAL_FRAME 2048u
-#define AFP_BLOCK 131072u
-#define AFP_MIN_BLOCKS 4u
-#define AFP_RETIRE_MS 1u
-#define AFP_MAX_RING (1u << 18) /* 512 MiB of ring */
+#define AFP_BLOCK         131072u
+#define AFP_MIN_BLOCKS    4u
+#define AFP_RETIRE_MS     1u
+#define AFP_MAX_RING      (1u << 18) /* 512 MiB of ring */
 /* Frames per sendmmsg() call, and iovecs shared by those frames. */
 #define AFP_BATCH 32
-#define AFP_IOV 256
+#define AFP_IOV   256
 
 struct afp_link {
     struct hp_link l;
@@ -126,7 +126,8 @@ enum { FRAME_TAKEN, FRAME_REFUSED, FRAME_SKIPPED };
  * the kernel truncated, frames longer than the MTU plus a tagged header or
  * than the buffer, and frames shorter than a header.
  */
-static int copy_frame(struct afp_link *a, const struct tpacket3_hdr *h, size_t end, struct hp_buf *b)
+static int copy_frame(struct afp_link *a, const struct tpacket3_hdr *h, size_t end,
+                      struct hp_buf *b)
 {
     struct hp_link *l = &a->l;
     if (a->filter_outgoing) {
@@ -198,7 +199,8 @@ static int afp_rx(struct hp_link *l, struct hp_buf **bufs, unsigned n)
         while (used < have && a->left) {
             /* The kernel wrote these offsets, but a bad one must not send
              * us outside the block: the rest of the block is dropped. */
-            if ((size_t)a->pos + sizeof(struct tpacket3_hdr) + sizeof(struct sockaddr_ll) > a->block_size) {
+            if ((size_t)a->pos + sizeof(struct tpacket3_hdr) + sizeof(struct sockaddr_ll) >
+                a->block_size) {
                 l->st.rx_errors++;
                 a->left = 0;
                 break;
@@ -367,11 +369,14 @@ static int afp_set_mtu(struct hp_link *l, uint32_t mtu)
 {
     int rc = hp__if_set_mtu(l->name, mtu);
     if (rc == -EPERM || rc == -EACCES)
-        return hp__link_fail(EPERM, "afpacket %s: changing its MTU needs CAP_NET_ADMIN: run as root", l->name);
+        return hp__link_fail(
+            EPERM, "afpacket %s: changing its MTU needs CAP_NET_ADMIN: run as root", l->name);
     if (rc == -EINVAL)
-        return hp__link_fail(EMSGSIZE, "afpacket %s: the interface refuses an MTU of %u", l->name, mtu);
+        return hp__link_fail(EMSGSIZE, "afpacket %s: the interface refuses an MTU of %u", l->name,
+                             mtu);
     if (rc < 0)
-        return hp__link_fail(-rc, "afpacket %s: cannot set its MTU to %u: %s", l->name, mtu, hp_strerror(-rc));
+        return hp__link_fail(-rc, "afpacket %s: cannot set its MTU to %u: %s", l->name, mtu,
+                             hp_strerror(-rc));
     return 0;
 }
 
@@ -447,8 +452,8 @@ static int setup_ring(struct afp_link *a, uint32_t ring_size)
     struct hp_link *l = &a->l;
     int v = TPACKET_V3;
     if (setsockopt(l->fd, SOL_PACKET, PACKET_VERSION, &v, sizeof v) < 0)
-        return hp__link_fail(EOPNOTSUPP, "afpacket %s: this kernel has no TPACKET_V3 rings: %s", l->name,
-                             hp_strerror(errno));
+        return hp__link_fail(EOPNOTSUPP, "afpacket %s: this kernel has no TPACKET_V3 rings: %s",
+                             l->name, hp_strerror(errno));
     /* A block must hold the largest frame a buffer can take, plus the
      * ring's own headers. */
     uint32_t room = hp_pool_data_room(l->pool);
@@ -474,13 +479,15 @@ static int setup_ring(struct afp_link *a, uint32_t ring_size)
     req.tp_retire_blk_tov = AFP_RETIRE_MS;
     if (setsockopt(l->fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) < 0) {
         int e = errno;
-        return hp__link_fail(e == ENOMEM ? ENOMEM : e, "afpacket %s: cannot create a receive ring of %u x %u bytes: %s",
+        return hp__link_fail(e == ENOMEM ? ENOMEM : e,
+                             "afpacket %s: cannot create a receive ring of %u x %u bytes: %s",
                              l->name, a->block_nr, a->block_size, hp_strerror(e));
     }
     a->ring_len = (size_t)a->block_size * a->block_nr;
     void *p = mmap(NULL, a->ring_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, l->fd, 0);
     if (p == MAP_FAILED)
-        return hp__link_fail(errno, "afpacket %s: cannot map its receive ring: %s", l->name, hp_strerror(errno));
+        return hp__link_fail(errno, "afpacket %s: cannot map its receive ring: %s", l->name,
+                             hp_strerror(errno));
     a->ring = p;
     return 0;
 }
@@ -508,8 +515,8 @@ static int setup_socket(struct afp_link *a, uint32_t ring_size)
     sll.sll_ifindex = (int)a->ifindex;
     if (bind(l->fd, (struct sockaddr *)&sll, sizeof sll) < 0) {
         int e = errno;
-        return hp__link_fail(e == ENODEV ? ENODEV : e, "afpacket %s: cannot bind to it: %s", l->name,
-                             hp_strerror(e));
+        return hp__link_fail(e == ENODEV ? ENODEV : e, "afpacket %s: cannot bind to it: %s",
+                             l->name, hp_strerror(e));
     }
     return 0;
 }
@@ -522,25 +529,31 @@ static int setup_interface(struct afp_link *a, const struct hp_link_config *cfg)
     uint32_t limit = pool_mtu_limit(l->pool), cur = 0;
     int rc = hp__if_mac(l->name, l->mac);
     if (rc < 0)
-        return hp__link_fail(-rc, "afpacket %s: cannot read its MAC address: %s", l->name, hp_strerror(-rc));
+        return hp__link_fail(-rc, "afpacket %s: cannot read its MAC address: %s", l->name,
+                             hp_strerror(-rc));
     rc = hp__if_mtu(l->name, &cur);
     if (rc < 0)
-        return hp__link_fail(-rc, "afpacket %s: cannot read its MTU: %s", l->name, hp_strerror(-rc));
+        return hp__link_fail(-rc, "afpacket %s: cannot read its MTU: %s", l->name,
+                             hp_strerror(-rc));
     if (cfg->mtu) {
         if (cfg->mtu < 68)
-            return hp__link_fail(EINVAL, "afpacket %s: MTU %u is below IPv4's minimum of 68", l->name, cfg->mtu);
+            return hp__link_fail(EINVAL, "afpacket %s: MTU %u is below IPv4's minimum of 68",
+                                 l->name, cfg->mtu);
         if (cfg->mtu > limit)
-            return hp__link_fail(EMSGSIZE, "afpacket %s: MTU %u does not fit the pool's %u-byte buffers (at most %u)",
-                                 l->name, cfg->mtu, hp_pool_data_room(l->pool), limit);
+            return hp__link_fail(
+                EMSGSIZE,
+                "afpacket %s: MTU %u does not fit the pool's %u-byte buffers (at most %u)", l->name,
+                cfg->mtu, hp_pool_data_room(l->pool), limit);
         if (cur != cfg->mtu && (rc = afp_set_mtu(l, cfg->mtu)) < 0)
             return rc;
         l->mtu = cfg->mtu;
     } else {
         if (cur > limit)
-            return hp__link_fail(EMSGSIZE,
-                                 "afpacket %s: its MTU %u does not fit the pool's %u-byte buffers (at most %u): "
-                                 "give cfg->mtu or a pool with larger buffers",
-                                 l->name, cur, hp_pool_data_room(l->pool), limit);
+            return hp__link_fail(
+                EMSGSIZE,
+                "afpacket %s: its MTU %u does not fit the pool's %u-byte buffers (at most %u): "
+                "give cfg->mtu or a pool with larger buffers",
+                l->name, cur, hp_pool_data_room(l->pool), limit);
         l->mtu = cur;
     }
     return 0;
@@ -551,19 +564,22 @@ struct hp_link *hp__afpacket_open(const struct hp_link_config *cfg)
     const char *ifname = cfg->iface;
     unsigned allowed = HP_LINK_F_TX_COMPLETIONS;
     if (cfg->flags & ~allowed)
-        return hp__link_fail_null(EINVAL, "afpacket: flags 0x%x are for other backends", cfg->flags & ~allowed);
+        return hp__link_fail_null(EINVAL, "afpacket: flags 0x%x are for other backends",
+                                  cfg->flags & ~allowed);
     if (!ifname || !*ifname)
-        return hp__link_fail_null(EINVAL, "afpacket: no interface given (cfg->iface names an existing interface)");
+        return hp__link_fail_null(
+            EINVAL, "afpacket: no interface given (cfg->iface names an existing interface)");
     uint32_t ring_size = cfg->ring_size ? cfg->ring_size : 2048;
     if (ring_size > AFP_MAX_RING)
-        return hp__link_fail_null(EINVAL, "afpacket %s: ring_size %u is too large (at most %u)", ifname, ring_size,
-                                  AFP_MAX_RING);
+        return hp__link_fail_null(EINVAL, "afpacket %s: ring_size %u is too large (at most %u)",
+                                  ifname, ring_size, AFP_MAX_RING);
     unsigned ifindex = 0;
     int rc = strlen(ifname) < IFNAMSIZ ? hp__if_index(ifname, &ifindex) : -ENODEV;
     if (rc == -ENODEV)
         return hp__link_fail_null(ENODEV, "afpacket: no interface named %s", ifname);
     if (rc < 0)
-        return hp__link_fail_null(-rc, "afpacket %s: cannot look it up: %s", ifname, hp_strerror(-rc));
+        return hp__link_fail_null(-rc, "afpacket %s: cannot look it up: %s", ifname,
+                                  hp_strerror(-rc));
 
     /* Created for no protocol: nothing is queued to it until bind() names
      * the interface (see setup_socket). */
@@ -573,8 +589,10 @@ struct hp_link *hp__afpacket_open(const struct hp_link_config *cfg)
         if (e == EPERM || e == EACCES)
             return hp__link_fail_null(EPERM, "afpacket %s: needs CAP_NET_RAW: run as root", ifname);
         if (e == EAFNOSUPPORT)
-            return hp__link_fail_null(EOPNOTSUPP, "afpacket %s: this kernel has no AF_PACKET sockets", ifname);
-        return hp__link_fail_null(e, "afpacket %s: cannot open a packet socket: %s", ifname, hp_strerror(e));
+            return hp__link_fail_null(EOPNOTSUPP,
+                                      "afpacket %s: this kernel has no AF_PACKET sockets", ifname);
+        return hp__link_fail_null(e, "afpacket %s: cannot open a packet socket: %s", ifname,
+                                  hp_strerror(e));
     }
     struct afp_link *a = calloc(1, sizeof *a);
     if (!a) {

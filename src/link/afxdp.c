@@ -9,8 +9,9 @@
 struct hp_link *hp__afxdp_open(const struct hp_link_config *cfg)
 {
     (void)cfg;
-    return hp__link_fail_null(EOPNOTSUPP, "afxdp: not built in: hotpath was built without libxdp-dev and "
-                                          "libbpf-dev (apt install libxdp-dev libbpf-dev, then rebuild)");
+    return hp__link_fail_null(EOPNOTSUPP,
+                              "afxdp: not built in: hotpath was built without libxdp-dev and "
+                              "libbpf-dev (apt install libxdp-dev libbpf-dev, then rebuild)");
 }
 
 #else
@@ -80,10 +81,10 @@ struct hp_link *hp__afxdp_open(const struct hp_link_config *cfg)
  * after a close may find it busy: EBUSY is retried for up to a second.
  */
 
-#define XDP_HEADROOM 256        /* XDP_PACKET_HEADROOM in the kernel */
-#define BATCH 64
-#define BUSY_RETRIES 100        /* x 10 ms: a socket just closed frees its queue asynchronously */
-#define STALL_NS 1000000        /* frames waiting this long with no new submission: kick for them */
+#define XDP_HEADROOM 256 /* XDP_PACKET_HEADROOM in the kernel */
+#define BATCH        64
+#define BUSY_RETRIES 100     /* x 10 ms: a socket just closed frees its queue asynchronously */
+#define STALL_NS     1000000 /* frames waiting this long with no new submission: kick for them */
 
 struct afxdp {
     struct hp_link l;
@@ -91,18 +92,18 @@ struct afxdp {
     struct xsk_ring_cons rx;
     struct xsk_ring_prod tx;
     struct xsk_ring_prod fq;
-    unsigned char *area;        /* the UMEM */
-    _Atomic uint8_t *held;      /* per frame: 1 while the kernel or a ring holds it */
-    uint64_t chunk_mask;        /* ~(frame_size - 1) */
+    unsigned char *area;   /* the UMEM */
+    _Atomic uint8_t *held; /* per frame: 1 while the kernel or a ring holds it */
+    uint64_t chunk_mask;   /* ~(frame_size - 1) */
     uint32_t frame_shift;
-    uint32_t max_frame;         /* mtu + 18 */
+    uint32_t max_frame; /* mtu + 18 */
     bool need_wakeup;
-    bool txc;                   /* HP_LINK_F_TX_COMPLETIONS: cq is the completion thread's */
+    bool txc; /* HP_LINK_F_TX_COMPLETIONS: cq is the completion thread's */
     /* the completion ring: data thread, or the completion thread alone */
     _Alignas(64) struct xsk_ring_cons cq;
-    uint32_t seen_prod;         /* completion thread: the tx producer while frames wait, */
-    uint64_t seen_ns;           /* and since when (0: none waiting) */
-    _Atomic uint64_t cq_kicks;  /* completion thread: its kicks (see afxdp_completions) */
+    uint32_t seen_prod;        /* completion thread: the tx producer while frames wait, */
+    uint64_t seen_ns;          /* and since when (0: none waiting) */
+    _Atomic uint64_t cq_kicks; /* completion thread: its kicks (see afxdp_completions) */
     /* see above: orders a transmission before its completion, for TSan */
     _Alignas(64) _Atomic uint64_t tx_seq;
     /* cold */
@@ -341,7 +342,8 @@ static int afxdp_completions(struct hp_link *l, struct hp_buf **bufs, unsigned n
         if (x->seen_ns == 0 || prod != x->seen_prod) {
             x->seen_prod = prod;
             x->seen_ns = now;
-        } else if (now - x->seen_ns >= STALL_NS && (!x->need_wakeup || xsk_ring_prod__needs_wakeup(&x->tx))) {
+        } else if (now - x->seen_ns >= STALL_NS &&
+                   (!x->need_wakeup || xsk_ring_prod__needs_wakeup(&x->tx))) {
             atomic_fetch_add_explicit(&x->cq_kicks, 1, memory_order_relaxed);
             (void)sendto(x->l.fd, NULL, 0, MSG_DONTWAIT, NULL, 0);
             x->seen_ns = now;
@@ -456,8 +458,9 @@ static int afxdp_rx(struct hp_link *l, struct hp_buf **bufs, unsigned n)
  * one, and only once). */
 static inline bool in_umem(const struct afxdp *x, const struct hp_buf *b)
 {
-    return b->pool == x->l.pool && !b->next && !(b->flags & HP_BUF_F_INDIRECT) && hp_buf_refcnt(b) == 1 &&
-           b->data_len == b->pkt_len && b->data_off + b->data_len <= b->room;
+    return b->pool == x->l.pool && !b->next && !(b->flags & HP_BUF_F_INDIRECT) &&
+           hp_buf_refcnt(b) == 1 && b->data_len == b->pkt_len &&
+           b->data_off + b->data_len <= b->room;
 }
 
 static int afxdp_tx(struct hp_link *l, struct hp_buf **bufs, unsigned n)
@@ -518,7 +521,8 @@ static int afxdp_tx(struct hp_link *l, struct hp_buf **bufs, unsigned n)
             d->options = 0;
             set_held(x, addr[i], 1);
         }
-        atomic_store_explicit(&x->tx_seq, atomic_load_explicit(&x->tx_seq, memory_order_relaxed) + j,
+        atomic_store_explicit(&x->tx_seq,
+                              atomic_load_explicit(&x->tx_seq, memory_order_relaxed) + j,
                               memory_order_release);
         xsk_ring_prod__submit(&x->tx, j);
         l->st.tx_packets += j;
@@ -584,7 +588,8 @@ static int afxdp_set_mtu(struct hp_link *l, uint32_t mtu)
     struct afxdp *x = (struct afxdp *)l;
     int rc = hp__if_set_mtu(x->iface, mtu);
     if (rc == -EPERM)
-        return hp__link_fail(EPERM, "afxdp %s: changing the MTU needs CAP_NET_ADMIN: run as root", x->iface);
+        return hp__link_fail(EPERM, "afxdp %s: changing the MTU needs CAP_NET_ADMIN: run as root",
+                             x->iface);
     if (rc < 0)
         return hp__link_fail(-rc, "afxdp %s: the interface refused MTU %u: %s", x->iface, mtu,
                              hp_strerror(rc));
@@ -688,7 +693,8 @@ static int try_socket(struct afxdp *x, uint32_t queue, uint32_t xdp_flags, uint1
 static int make_socket(struct afxdp *x, const struct hp_link_config *cfg, unsigned ifindex)
 {
     unsigned f = cfg->flags;
-    uint16_t bind = (uint16_t)((f & HP_LINK_F_COPY ? XDP_COPY : 0) | (f & HP_LINK_F_ZEROCOPY ? XDP_ZEROCOPY : 0) |
+    uint16_t bind = (uint16_t)((f & HP_LINK_F_COPY ? XDP_COPY : 0) |
+                               (f & HP_LINK_F_ZEROCOPY ? XDP_ZEROCOPY : 0) |
                                (f & HP_LINK_F_NO_NEED_WAKEUP ? 0 : XDP_USE_NEED_WAKEUP));
     uint32_t modes[2];
     int nmodes = 0;
@@ -703,8 +709,9 @@ static int make_socket(struct afxdp *x, const struct hp_link_config *cfg, unsign
     char pname[32], said[240];
     uint32_t pid = 0;
     if (foreign_program(ifindex, pname, sizeof pname, &pid))
-        return hp__link_fail(EBUSY, "afxdp %s: an XDP program is already attached (%s, id %u); detach it "
-                                    "first (ip link set dev %s xdp off; or xdpgeneric off)",
+        return hp__link_fail(EBUSY,
+                             "afxdp %s: an XDP program is already attached (%s, id %u); detach it "
+                             "first (ip link set dev %s xdp off; or xdpgeneric off)",
                              x->iface, pname, pid, x->iface);
 
     int rc = 0;
@@ -738,37 +745,46 @@ static int make_socket(struct afxdp *x, const struct hp_link_config *cfg, unsign
 
     const char *ifn = x->iface;
     if (rc == -EPERM || rc == -EACCES)
-        return hp__link_fail(EPERM, "afxdp %s: needs CAP_NET_ADMIN, CAP_NET_RAW and CAP_BPF (or CAP_SYS_ADMIN): "
-                                    "run as root", ifn);
+        return hp__link_fail(
+            EPERM,
+            "afxdp %s: needs CAP_NET_ADMIN, CAP_NET_RAW and CAP_BPF (or CAP_SYS_ADMIN): "
+            "run as root",
+            ifn);
     if (rc == -EOPNOTSUPP && (f & HP_LINK_F_ZEROCOPY)) {
         char drv[32];
         driver_name(ifn, drv, sizeof drv);
-        return hp__link_fail(EOPNOTSUPP, "afxdp %s: the driver (%s) does not support zero-copy AF_XDP: open "
-                                         "without HP_LINK_F_ZEROCOPY (copy mode works on every interface)",
+        return hp__link_fail(EOPNOTSUPP,
+                             "afxdp %s: the driver (%s) does not support zero-copy AF_XDP: open "
+                             "without HP_LINK_F_ZEROCOPY (copy mode works on every interface)",
                              ifn, drv);
     }
     if (rc == -EINVAL) {
         long nq = queue_count(ifn);
         if (nq >= 0 && cfg->queue >= (unsigned long)nq)
-            return hp__link_fail(EINVAL, "afxdp %s: no queue %u: the interface has %ld queue%s (0 to %ld)", ifn,
-                                 cfg->queue, nq, nq == 1 ? "" : "s", nq - 1);
+            return hp__link_fail(EINVAL,
+                                 "afxdp %s: no queue %u: the interface has %ld queue%s (0 to %ld)",
+                                 ifn, cfg->queue, nq, nq == 1 ? "" : "s", nq - 1);
     }
     if (rc == -EBUSY) {
         if (foreign_program(ifindex, pname, sizeof pname, &pid))
-            return hp__link_fail(EBUSY, "afxdp %s: an XDP program is already attached (%s, id %u); detach it "
-                                        "first (ip link set dev %s xdp off; or xdpgeneric off)",
-                                 ifn, pname, pid, ifn);
-        return hp__link_fail(EBUSY, "afxdp %s: queue %u is in use by another AF_XDP socket%s", ifn, cfg->queue,
-                             said);
+            return hp__link_fail(
+                EBUSY,
+                "afxdp %s: an XDP program is already attached (%s, id %u); detach it "
+                "first (ip link set dev %s xdp off; or xdpgeneric off)",
+                ifn, pname, pid, ifn);
+        return hp__link_fail(EBUSY, "afxdp %s: queue %u is in use by another AF_XDP socket%s", ifn,
+                             cfg->queue, said);
     }
     if (rc == -ENOMEM || rc == -ENOBUFS)
-        return hp__link_fail(-rc, "afxdp %s: cannot register %zu MiB of UMEM: %s (is RLIMIT_MEMLOCK too low? "
-                                  "ulimit -l)%s",
-                             ifn, x->area_len >> 20, hp_strerror(rc), said);
+        return hp__link_fail(
+            -rc,
+            "afxdp %s: cannot register %zu MiB of UMEM: %s (is RLIMIT_MEMLOCK too low? "
+            "ulimit -l)%s",
+            ifn, x->area_len >> 20, hp_strerror(rc), said);
     if (rc == -ENODEV || rc == -ENXIO)
         return hp__link_fail(ENODEV, "afxdp: no interface named %s", ifn);
-    return hp__link_fail(-rc, "afxdp %s queue %u: cannot make the AF_XDP socket: %s%s", ifn, cfg->queue,
-                         hp_strerror(rc), said);
+    return hp__link_fail(-rc, "afxdp %s queue %u: cannot make the AF_XDP socket: %s%s", ifn,
+                         cfg->queue, hp_strerror(rc), said);
 }
 
 struct hp_link *hp__afxdp_open(const struct hp_link_config *cfg)
@@ -777,18 +793,21 @@ struct hp_link *hp__afxdp_open(const struct hp_link_config *cfg)
         return hp__link_fail_null(EINVAL, "afxdp: no interface given (hp_link_config.iface)");
     const char *ifn = cfg->iface;
     if (strlen(ifn) >= IF_NAMESIZE)
-        return hp__link_fail_null(ENODEV, "afxdp: no interface named %s (longer than %d characters)", ifn,
+        return hp__link_fail_null(ENODEV,
+                                  "afxdp: no interface named %s (longer than %d characters)", ifn,
                                   IF_NAMESIZE - 1);
     uint32_t frame = cfg->frame_size ? cfg->frame_size : 4096;
     uint32_t ring = cfg->ring_size ? cfg->ring_size : 2048;
     uint32_t nframes = cfg->n_frames ? cfg->n_frames : 4 * ring;
     if ((cfg->flags & HP_LINK_F_COPY) && (cfg->flags & HP_LINK_F_ZEROCOPY))
-        return hp__link_fail_null(EINVAL, "afxdp %s: HP_LINK_F_COPY and HP_LINK_F_ZEROCOPY exclude each other", ifn);
+        return hp__link_fail_null(
+            EINVAL, "afxdp %s: HP_LINK_F_COPY and HP_LINK_F_ZEROCOPY exclude each other", ifn);
     if (frame != 2048 && frame != 4096)
-        return hp__link_fail_null(EINVAL, "afxdp %s: frame_size %u: 2048 or 4096 (aligned UMEM chunks)", ifn,
-                                  frame);
+        return hp__link_fail_null(
+            EINVAL, "afxdp %s: frame_size %u: 2048 or 4096 (aligned UMEM chunks)", ifn, frame);
     if (nframes < 2 * ring || nframes > (1u << 22))
-        return hp__link_fail_null(EINVAL, "afxdp %s: n_frames %u: from 2 x ring_size (%u) to 4194304", ifn,
+        return hp__link_fail_null(EINVAL,
+                                  "afxdp %s: n_frames %u: from 2 x ring_size (%u) to 4194304", ifn,
                                   nframes, 2 * ring);
     unsigned ifindex = 0;
     int rc = hp__if_index(ifn, &ifindex);
@@ -801,15 +820,19 @@ struct hp_link *hp__afxdp_open(const struct hp_link_config *cfg)
     uint32_t max_mtu = frame - XDP_HEADROOM - HP__ETH_HDR - HP__VLAN_HDR;
     uint32_t want = cfg->mtu ? cfg->mtu : mtu;
     if (want > max_mtu)
-        return hp__link_fail_null(EMSGSIZE, "afxdp %s: MTU %u does not fit %u-byte UMEM frames (at most %u: "
-                                            "frame - 256 B of XDP headroom - 18 B of Ethernet header)%s",
+        return hp__link_fail_null(EMSGSIZE,
+                                  "afxdp %s: MTU %u does not fit %u-byte UMEM frames (at most %u: "
+                                  "frame - 256 B of XDP headroom - 18 B of Ethernet header)%s",
                                   ifn, want, frame, max_mtu,
-                                  frame == 2048 ? "; try frame_size 4096" : "; lower the interface's MTU");
+                                  frame == 2048 ? "; try frame_size 4096"
+                                                : "; lower the interface's MTU");
     if (want < 68)
-        return hp__link_fail_null(EINVAL, "afxdp %s: MTU %u is below IPv4's minimum of 68", ifn, want);
+        return hp__link_fail_null(EINVAL, "afxdp %s: MTU %u is below IPv4's minimum of 68", ifn,
+                                  want);
     if (want != mtu) {
         if ((rc = hp__if_set_mtu(ifn, want)) < 0)
-            return hp__link_fail_null(-rc, "afxdp %s: cannot set the MTU to %u: %s", ifn, want, hp_strerror(rc));
+            return hp__link_fail_null(-rc, "afxdp %s: cannot set the MTU to %u: %s", ifn, want,
+                                      hp_strerror(rc));
         mtu = want;
     }
 
@@ -839,14 +862,18 @@ struct hp_link *hp__afxdp_open(const struct hp_link_config *cfg)
     }
     char pname[48];
     snprintf(pname, sizeof pname, "afxdp-%s-q%u", ifn, cfg->queue);
-    struct hp_pool_config pc = {.name = pname, .mem = x->area, .mem_len = x->area_len, .chunk = frame};
+    struct hp_pool_config pc = {.name = pname,
+                                .mem = x->area,
+                                .mem_len = x->area_len,
+                                .chunk = frame};
     struct hp_pool *pool = hp_pool_create(&pc);
     if (!pool) {
         int e = errno;
         munmap(x->area, x->area_len);
         free((void *)x->held);
         free(x);
-        return hp__link_fail_null(e, "afxdp %s: cannot make the UMEM pool: %s", ifn, hp_strerror(e));
+        return hp__link_fail_null(e, "afxdp %s: cannot make the UMEM pool: %s", ifn,
+                                  hp_strerror(e));
     }
     /* The pool is ours, not hp_link_close's: afxdp_close destroys it and
      * unmaps the UMEM only if that worked. The completion queue of copying
@@ -871,8 +898,9 @@ struct hp_link *hp__afxdp_open(const struct hp_link_config *cfg)
     }
     x->l.fd = xsk_socket__fd(x->xsk);
     (void)hp__if_mac(ifn, x->l.mac);
-    x->l.caps = HP_LINK_CAP_ZEROCOPY_TX | HP_LINK_CAP_ZEROCOPY_RX | HP_LINK_CAP_TX_COMPLETIONS | HP_LINK_CAP_FD |
-                HP_LINK_CAP_KERNEL | (x->need_wakeup ? HP_LINK_CAP_NEED_WAKEUP : 0);
+    x->l.caps = HP_LINK_CAP_ZEROCOPY_TX | HP_LINK_CAP_ZEROCOPY_RX | HP_LINK_CAP_TX_COMPLETIONS |
+                HP_LINK_CAP_FD | HP_LINK_CAP_KERNEL |
+                (x->need_wakeup ? HP_LINK_CAP_NEED_WAKEUP : 0);
     refill(x);
     return &x->l;
 }

@@ -38,7 +38,7 @@
  * without transmitting.
  */
 
-#define FAULT_CAP 1024u      /* frames held per direction; a power of two */
+#define FAULT_CAP      1024u /* frames held per direction; a power of two */
 #define FAULT_RX_BATCH 256u  /* frames read from the inner link per rx call */
 #define FAULT_DELAY_US 1000u /* delay_us 0 */
 
@@ -50,8 +50,8 @@ struct fifo {
 };
 
 struct fdir {
-    bool on;                 /* faults apply in this direction */
-    uint64_t rng[4];         /* xoshiro256** state */
+    bool on;         /* faults apply in this direction */
+    uint64_t rng[4]; /* xoshiro256** state */
     struct fifo out, delayed, reorder;
     uint64_t due[FAULT_CAP]; /* parallel to delayed.b */
     /* Frames (originals, not copies) in `reorder`, to count `reordered` when
@@ -494,7 +494,8 @@ HP_API struct hp_link *hp_link_fault(struct hp_link *inner, const struct hp_faul
             return hp__link_fail_null(EINVAL, "fault %s: %s rate %g is not a probability in [0, 1]",
                                       inner->name, rates[i].name, rates[i].p);
     if (cfg->directions & ~(unsigned)(HP_FAULT_TX | HP_FAULT_RX))
-        return hp__link_fail_null(EINVAL, "fault %s: directions 0x%x: only HP_FAULT_TX and HP_FAULT_RX",
+        return hp__link_fail_null(EINVAL,
+                                  "fault %s: directions 0x%x: only HP_FAULT_TX and HP_FAULT_RX",
                                   inner->name, cfg->directions);
     struct fault_link *f = calloc(1, sizeof *f);
     if (!f)

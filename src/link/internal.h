@@ -11,7 +11,7 @@
 #include <hotpath/err.h>
 #include <hotpath/link.h>
 
-#define HP__ETH_HDR 14
+#define HP__ETH_HDR  14
 #define HP__VLAN_HDR 4
 
 struct hp__link_ops {
@@ -60,23 +60,23 @@ unsigned hp__spsc_avail(struct hp__spsc *r);
 struct hp_link {
     const struct hp__link_ops *ops;
     struct hp_pool *pool;
-    bool own_pool;            /* hp_link_close destroys pool */
-    unsigned flags;           /* HP_LINK_F_* as opened */
-    unsigned caps;            /* HP_LINK_CAP_* */
+    bool own_pool;  /* hp_link_close destroys pool */
+    unsigned flags; /* HP_LINK_F_* as opened */
+    unsigned caps;  /* HP_LINK_CAP_* */
     uint32_t mtu;
-    int fd;                   /* pollable fd or -1 */
+    int fd; /* pollable fd or -1 */
     uint8_t mac[6];
     char name[32];
-    struct hp_link *inner;    /* decorators: the wrapped link */
-    struct hp__spsc *compq;   /* HP_LINK_F_TX_COMPLETIONS on copying backends */
-    struct hp_link_stats st;  /* written by the link's thread only */
+    struct hp_link *inner;   /* decorators: the wrapped link */
+    struct hp__spsc *compq;  /* HP_LINK_F_TX_COMPLETIONS on copying backends */
+    struct hp_link_stats st; /* written by the link's thread only */
 };
 
 /* Fill the common part: ops, name, flags, fd -1, and the pool (cfg->pool, or
  * a new one of 4096 x 2048-byte buffers owned by the link). Also creates the
  * completion queue when flags ask for it. 0 or -errno (message set). */
-int hp__link_init(struct hp_link *l, const struct hp__link_ops *ops, const struct hp_link_config *cfg,
-                  const char *name);
+int hp__link_init(struct hp_link *l, const struct hp__link_ops *ops,
+                  const struct hp_link_config *cfg, const char *name);
 /* Undo hp__link_init's allocations (for a backend's failed open). */
 void hp__link_fini(struct hp_link *l);
 
@@ -115,7 +115,8 @@ unsigned hp__frame_iov(const struct hp_buf *b, struct iovec *iov, unsigned max);
 /* Copy a chain of more segments than a backend's iovec array into *bounce
  * (grown with realloc as needed; the backend frees it on close) and
  * describe it as one iovec. false when there is no memory for it. */
-bool hp__gather(unsigned char **bounce, uint32_t *bounce_len, const struct hp_buf *b, struct iovec *iov);
+bool hp__gather(unsigned char **bounce, uint32_t *bounce_len, const struct hp_buf *b,
+                struct iovec *iov);
 
 /* Backends' constructors, called by hp_link_open. */
 struct hp_link *hp__tap_open(const struct hp_link_config *cfg);

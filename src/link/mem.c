@@ -28,7 +28,7 @@ struct mem_wake {
 /* What both ends share: the two wires, the wake-up state and, maybe, the
  * pool. The last end closed frees it. */
 struct mem_shared {
-    struct mem_wake wake[2];  /* wake[s]: end s's */
+    struct mem_wake wake[2]; /* wake[s]: end s's */
     _Alignas(64) _Atomic int refs;
     struct hp_pool *pool;
     bool own_pool;

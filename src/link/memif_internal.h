@@ -12,11 +12,11 @@
 #include "memif_proto.h"
 
 #define MEMIF_DEFAULT_SOCKET "/run/vpp/memif.sock"
-#define MEMIF_DEFAULT_BSIZE 2048u
-#define MEMIF_DEFAULT_LOG2 10    /* client: 1024 entries per ring */
-#define MEMIF_HANDSHAKE_MS 3000  /* a peer that has not finished its handshake by then is dropped */
-#define MEMIF_SERVICE_NS 1000000 /* busy pollers look at the control channel every millisecond */
-#define MEMIF_SETUP_MAX (1 + HP__MEMIF_MAX_REGIONS + 2 * HP__MEMIF_MAX_QUEUES + 1)
+#define MEMIF_DEFAULT_BSIZE  2048u
+#define MEMIF_DEFAULT_LOG2   10   /* client: 1024 entries per ring */
+#define MEMIF_HANDSHAKE_MS   3000 /* a peer that has not finished its handshake by then is dropped */
+#define MEMIF_SERVICE_NS     1000000 /* busy pollers look at the control channel every millisecond */
+#define MEMIF_SETUP_MAX      (1 + HP__MEMIF_MAX_REGIONS + 2 * HP__MEMIF_MAX_QUEUES + 1)
 
 /*
  * One ring as this end uses it. Our own indices are private copies: what

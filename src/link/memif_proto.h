@@ -33,15 +33,15 @@
  * checked against DPDK 22.11's packed structures.
  */
 
-#define HP__MEMIF_COOKIE 0x3E31F20u
-#define HP__MEMIF_VERSION 0x0200u /* 2.0 */
-#define HP__MEMIF_MSG_SIZE 128
-#define HP__MEMIF_NAME_LEN 32
-#define HP__MEMIF_SECRET_LEN 24
-#define HP__MEMIF_REASON_LEN 96
-#define HP__MEMIF_MAX_LOG2 14   /* DPDK's limit; head and tail are 16 bits */
-#define HP__MEMIF_MAX_REGIONS 8 /* what we accept from a client */
-#define HP__MEMIF_MAX_QUEUES 16 /* rings per direction we set up or accept */
+#define HP__MEMIF_COOKIE          0x3E31F20u
+#define HP__MEMIF_VERSION         0x0200u /* 2.0 */
+#define HP__MEMIF_MSG_SIZE        128
+#define HP__MEMIF_NAME_LEN        32
+#define HP__MEMIF_SECRET_LEN      24
+#define HP__MEMIF_REASON_LEN      96
+#define HP__MEMIF_MAX_LOG2        14 /* DPDK's limit; head and tail are 16 bits */
+#define HP__MEMIF_MAX_REGIONS     8  /* what we accept from a client */
+#define HP__MEMIF_MAX_QUEUES      16 /* rings per direction we set up or accept */
 #define HP__MEMIF_MAX_REGION_SIZE (1ull << 40)
 
 enum {
@@ -58,16 +58,16 @@ enum {
 
 #define HP__MEMIF_RING_FLAG_C2S 1 /* ADD_RING: the ring carries client to server */
 #define HP__MEMIF_RING_MASK_INT 1 /* ring flags: the receiver polls, no interrupt */
-#define HP__MEMIF_DESC_NEXT 1     /* descriptor flags: the frame goes on in the next */
+#define HP__MEMIF_DESC_NEXT     1 /* descriptor flags: the frame goes on in the next */
 #define HP__MEMIF_MODE_ETHERNET 0
 
 /* The ring header, as laid out in shared memory (64-byte lines). */
 #define HP__MEMIF_RING_COOKIE_OFF 0
-#define HP__MEMIF_RING_FLAGS_OFF 4
-#define HP__MEMIF_RING_HEAD_OFF 6
-#define HP__MEMIF_RING_TAIL_OFF 64
-#define HP__MEMIF_RING_HDR 128
-#define HP__MEMIF_DESC_SIZE 16
+#define HP__MEMIF_RING_FLAGS_OFF  4
+#define HP__MEMIF_RING_HEAD_OFF   6
+#define HP__MEMIF_RING_TAIL_OFF   64
+#define HP__MEMIF_RING_HDR        128
+#define HP__MEMIF_DESC_SIZE       16
 
 struct hp__memif_ring {
     uint32_t cookie;

@@ -21,7 +21,7 @@
  * what we produced, or the link goes down (ring_errors).
  */
 
-#define TX_BATCH 64
+#define TX_BATCH            64
 #define MAX_DESCS_PER_FRAME 128
 
 /* Per burst: the slots each transmit ring has free, read once. */

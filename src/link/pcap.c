@@ -12,14 +12,14 @@
 /* The classic libpcap format (pcap-savefile(5)): a 24-byte file header, then
  * per frame a 16-byte record header and the frame's bytes. Fields are in the
  * writer's byte order; readers tell it from the magic number. */
-#define PCAP_MAGIC_US 0xa1b2c3d4u /* microsecond timestamps */
+#define PCAP_MAGIC_US      0xa1b2c3d4u /* microsecond timestamps */
 #define PCAP_VERSION_MAJOR 2
 #define PCAP_VERSION_MINOR 4
 /* tcpdump's and Wireshark's default snapshot length: frames longer than this
  * (only possible with long chains) are cut, with their real length kept. */
-#define PCAP_SNAPLEN 262144u
+#define PCAP_SNAPLEN           262144u
 #define PCAP_LINKTYPE_ETHERNET 1
-#define PCAP_REC_HDR 16
+#define PCAP_REC_HDR           16
 /* A large stdio buffer: one write(2) per MiB rather than per frame. */
 #define PCAP_IOBUF (1u << 20)
 
@@ -210,7 +210,8 @@ static const struct hp__link_ops pcap_ops = {
 HP_API struct hp_link *hp_link_pcap(struct hp_link *inner, const char *path)
 {
     if (!inner || !path || !*path)
-        return hp__link_fail_null(EINVAL, "pcap: %s", inner ? "no file name given" : "no link to wrap");
+        return hp__link_fail_null(EINVAL, "pcap: %s",
+                                  inner ? "no file name given" : "no link to wrap");
     struct pcap_link *p = calloc(1, sizeof *p);
     if (!p)
         return hp__link_fail_null(ENOMEM, "pcap %s: out of memory", path);
@@ -221,7 +222,8 @@ HP_API struct hp_link *hp_link_pcap(struct hp_link *inner, const char *path)
     if (!p->f) {
         int err = errno;
         free(p);
-        return hp__link_fail_null(err, "pcap %s: cannot create the file: %s", path, hp_strerror(err));
+        return hp__link_fail_null(err, "pcap %s: cannot create the file: %s", path,
+                                  hp_strerror(err));
     }
     p->iobuf = malloc(PCAP_IOBUF);
     /* Without our buffer stdio uses its own, smaller one: slower, not wrong. */

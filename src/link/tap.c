@@ -212,9 +212,11 @@ static int tap_set_mtu(struct hp_link *l, uint32_t mtu)
 {
     int rc = hp__if_set_mtu(l->name, mtu);
     if (rc == -EPERM || rc == -EACCES)
-        return hp__link_fail(EPERM, "tap %s: changing its MTU needs CAP_NET_ADMIN: run as root", l->name);
+        return hp__link_fail(EPERM, "tap %s: changing its MTU needs CAP_NET_ADMIN: run as root",
+                             l->name);
     if (rc < 0)
-        return hp__link_fail(-rc, "tap %s: cannot set its MTU to %u: %s", l->name, mtu, hp_strerror(-rc));
+        return hp__link_fail(-rc, "tap %s: cannot set its MTU to %u: %s", l->name, mtu,
+                             hp_strerror(-rc));
     return 0;
 }
 
@@ -260,10 +262,13 @@ static int open_clone_device(const char *what)
         return fd;
     int e = errno;
     if (e == ENOENT || e == ENXIO || e == ENODEV)
-        hp__link_fail_null(EOPNOTSUPP, "tap %s: cannot open %s (%s): this kernel has no TUN/TAP support (modprobe tun)",
-                           what, TAP_DEV, hp_strerror(e));
+        hp__link_fail_null(
+            EOPNOTSUPP,
+            "tap %s: cannot open %s (%s): this kernel has no TUN/TAP support (modprobe tun)", what,
+            TAP_DEV, hp_strerror(e));
     else if (e == EACCES || e == EPERM)
-        hp__link_fail_null(EPERM, "tap %s: cannot open %s: permission denied: run as root", what, TAP_DEV);
+        hp__link_fail_null(EPERM, "tap %s: cannot open %s: permission denied: run as root", what,
+                           TAP_DEV);
     else
         hp__link_fail_null(e, "tap %s: cannot open %s: %s", what, TAP_DEV, hp_strerror(e));
     return -1;
@@ -289,8 +294,10 @@ static int set_iff(int fd, const char *want, bool exists, char name[IFNAMSIZ])
     const char *what = want ? want : "a tap device";
     if (e == EPERM || e == EACCES) {
         if (exists)
-            hp__link_fail_null(EPERM, "tap: attaching to %s needs CAP_NET_ADMIN (or to own the device): run as root",
-                               what);
+            hp__link_fail_null(
+                EPERM,
+                "tap: attaching to %s needs CAP_NET_ADMIN (or to own the device): run as root",
+                what);
         else
             hp__link_fail_null(EPERM, "tap: creating %s needs CAP_NET_ADMIN: run as root", what);
     } else if (e == EINVAL && exists) {
@@ -298,7 +305,8 @@ static int set_iff(int fd, const char *want, bool exists, char name[IFNAMSIZ])
     } else if (e == EBUSY) {
         hp__link_fail_null(EBUSY, "tap: %s is already attached to another descriptor", what);
     } else {
-        hp__link_fail_null(e, "tap: cannot %s %s: %s", exists ? "attach to" : "create", what, hp_strerror(e));
+        hp__link_fail_null(e, "tap: cannot %s %s: %s", exists ? "attach to" : "create", what,
+                           hp_strerror(e));
     }
     return -1;
 }
@@ -313,24 +321,28 @@ static int setup_interface(struct hp_link *l, const struct hp_link_config *cfg)
         return hp__link_fail(-rc, "tap %s: cannot read its MTU: %s", l->name, hp_strerror(-rc));
     if (cfg->mtu) {
         if (cfg->mtu < 68)
-            return hp__link_fail(EINVAL, "tap %s: MTU %u is below IPv4's minimum of 68", l->name, cfg->mtu);
+            return hp__link_fail(EINVAL, "tap %s: MTU %u is below IPv4's minimum of 68", l->name,
+                                 cfg->mtu);
         if (cfg->mtu > limit)
-            return hp__link_fail(EMSGSIZE, "tap %s: MTU %u does not fit the pool's %u-byte buffers (at most %u)",
-                                 l->name, cfg->mtu, hp_pool_data_room(l->pool), limit);
+            return hp__link_fail(
+                EMSGSIZE, "tap %s: MTU %u does not fit the pool's %u-byte buffers (at most %u)",
+                l->name, cfg->mtu, hp_pool_data_room(l->pool), limit);
         if (cur != cfg->mtu && (rc = tap_set_mtu(l, cfg->mtu)) < 0)
             return rc;
         l->mtu = cfg->mtu;
     } else {
         if (cur > limit)
-            return hp__link_fail(EMSGSIZE,
-                                 "tap %s: its MTU %u does not fit the pool's %u-byte buffers (at most %u): "
-                                 "give cfg->mtu or a pool with larger buffers",
-                                 l->name, cur, hp_pool_data_room(l->pool), limit);
+            return hp__link_fail(
+                EMSGSIZE,
+                "tap %s: its MTU %u does not fit the pool's %u-byte buffers (at most %u): "
+                "give cfg->mtu or a pool with larger buffers",
+                l->name, cur, hp_pool_data_room(l->pool), limit);
         l->mtu = cur;
     }
     rc = hp__if_up(l->name);
     if (rc == -EPERM || rc == -EACCES)
-        return hp__link_fail(EPERM, "tap %s: bringing it up needs CAP_NET_ADMIN: run as root", l->name);
+        return hp__link_fail(EPERM, "tap %s: bringing it up needs CAP_NET_ADMIN: run as root",
+                             l->name);
     if (rc < 0)
         return hp__link_fail(-rc, "tap %s: cannot bring it up: %s", l->name, hp_strerror(-rc));
     return 0;
@@ -356,21 +368,26 @@ struct hp_link *hp__tap_open(const struct hp_link_config *cfg)
     const char *want = cfg->iface;
     unsigned allowed = HP_LINK_F_TX_COMPLETIONS | HP_LINK_F_TAP_ATTACH;
     if (cfg->flags & ~allowed)
-        return hp__link_fail_null(EINVAL, "tap: flags 0x%x are for other backends", cfg->flags & ~allowed);
+        return hp__link_fail_null(EINVAL, "tap: flags 0x%x are for other backends",
+                                  cfg->flags & ~allowed);
     if (want && (!*want || strlen(want) >= IFNAMSIZ))
-        return hp__link_fail_null(EINVAL, "tap: interface name '%s' is empty or longer than %d characters", want,
-                                  IFNAMSIZ - 1);
+        return hp__link_fail_null(EINVAL,
+                                  "tap: interface name '%s' is empty or longer than %d characters",
+                                  want, IFNAMSIZ - 1);
     bool attach = cfg->flags & HP_LINK_F_TAP_ATTACH;
     if (attach && !want)
-        return hp__link_fail_null(EINVAL, "tap: HP_LINK_F_TAP_ATTACH needs cfg->iface, the device to attach to");
+        return hp__link_fail_null(
+            EINVAL, "tap: HP_LINK_F_TAP_ATTACH needs cfg->iface, the device to attach to");
     /* Whether the device exists decides between attaching and creating.
      * Asked through a socket of the calling thread's network namespace,
      * which /sys/class/net does not follow after setns(). */
     unsigned idx;
     bool exists = want && hp__if_index(want, &idx) == 0;
     if (attach && !exists)
-        return hp__link_fail_null(ENODEV, "tap: no interface named %s to attach to (create it first: "
-                                          "ip tuntap add dev %s mode tap)", want, want);
+        return hp__link_fail_null(ENODEV,
+                                  "tap: no interface named %s to attach to (create it first: "
+                                  "ip tuntap add dev %s mode tap)",
+                                  want, want);
 
     int fd = open_clone_device(want ? want : "(new device)");
     if (fd < 0)

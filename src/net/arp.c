@@ -86,7 +86,8 @@ void hp__arp_input(struct hp__iface *ifc, struct hp_buf *b)
     /* A request. RFC 826 "Packet Reception": merge the sender into an
      * existing entry; if we are the target, add it when missing. */
     if (!probe)
-        hp__neigh_learn(ifc, HP_AF_INET4, r.spa, r.sha, for_us ? HP__LEARN_CREATE : HP__LEARN_MERGE);
+        hp__neigh_learn(ifc, HP_AF_INET4, r.spa, r.sha,
+                        for_us ? HP__LEARN_CREATE : HP__LEARN_MERGE);
     if (!for_us) {
         hp__ctr(s, HP_CTR_ARP_IN_NOT_FOR_US);
         hp_buf_free(b);

@@ -55,7 +55,7 @@ void hp__eth_input(struct hp__iface *ifc, struct hp_buf *b)
         return;
     }
     if (hp_eth_is_multicast(eth.dst) ? !listens_mcast(ifc, eth.dst)
-                                      : memcmp(eth.dst, ifc->mac, 6) != 0) {
+                                     : memcmp(eth.dst, ifc->mac, 6) != 0) {
         hp__ctr(s, HP_CTR_ETH_IN_OTHER_HOST);
         hp_buf_free(b);
         return;
@@ -87,7 +87,8 @@ void hp__eth_input(struct hp__iface *ifc, struct hp_buf *b)
     }
 }
 
-void hp__eth_output(struct hp__iface *ifc, const uint8_t dst[6], uint16_t ethertype, struct hp_buf *b)
+void hp__eth_output(struct hp__iface *ifc, const uint8_t dst[6], uint16_t ethertype,
+                    struct hp_buf *b)
 {
     uint8_t *h = hp_buf_prepend(b, HP_ETH_HDR_LEN);
     if (!h) {

@@ -216,7 +216,10 @@ void hp__icmp4_error(struct hp__iface *ifc, const struct hp_buf *orig, uint8_t t
     }
     memcpy(out + HP_ICMP_HDR_LEN, h, l3);
     (void)hp_buf_copy_out(orig, 0, (uint32_t)(q - l3), out + HP_ICMP_HDR_LEN + l3);
-    struct hp_icmp_repr m = {.type = type, .code = code, .data = out + HP_ICMP_HDR_LEN, .data_len = q};
+    struct hp_icmp_repr m = {.type = type,
+                             .code = code,
+                             .data = out + HP_ICMP_HDR_LEN,
+                             .data_len = q};
     if (type == HP_ICMP_PARAM_PROBLEM)
         m.pointer = (uint8_t)info;
     if (type == HP_ICMP_DEST_UNREACH && code == HP_ICMP_UNREACH_FRAG_NEEDED)

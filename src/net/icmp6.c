@@ -183,7 +183,10 @@ void hp__icmp6_error(struct hp__iface *ifc, const struct hp_buf *orig, uint8_t t
     }
     memcpy(out + HP_ICMP6_HDR_LEN, h, l3);
     (void)hp_buf_copy_out(orig, 0, (uint32_t)(q - l3), out + HP_ICMP6_HDR_LEN + l3);
-    struct hp_icmp6_repr m = {.type = type, .code = code, .data = out + HP_ICMP6_HDR_LEN, .data_len = q};
+    struct hp_icmp6_repr m = {.type = type,
+                              .code = code,
+                              .data = out + HP_ICMP6_HDR_LEN,
+                              .data_len = q};
     if (type == HP_ICMP6_PARAM_PROBLEM)
         m.pointer = info;
     if (type == HP_ICMP6_PACKET_TOO_BIG)

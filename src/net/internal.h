@@ -41,9 +41,9 @@
  */
 
 #define HP__MAX_IFACES 8
-#define HP__MAX_ADDRS 8
-#define HP__TX_BURST 32
-#define HP__RX_BURST 32
+#define HP__MAX_ADDRS  8
+#define HP__TX_BURST   32
+#define HP__RX_BURST   32
 
 /* ---- time and timers (timer.c) ------------------------------------------ */
 
@@ -128,9 +128,9 @@ struct hp__addr4 {
 struct hp__addr6 {
     uint8_t addr[16];
     uint8_t plen;
-    uint8_t state;           /* enum hp_addr_state */
-    uint8_t dad_left;        /* solicitations still to send */
-    struct hp__timer dad;    /* ndp.c */
+    uint8_t state;        /* enum hp_addr_state */
+    uint8_t dad_left;     /* solicitations still to send */
+    struct hp__timer dad; /* ndp.c */
     struct hp__iface *ifc;
     /* One line per address, as docs/cachelines/hp__iface.md has it (the
      * DAD timer shrank from 32 bytes to 8): an address never straddles
@@ -160,18 +160,18 @@ struct hp__addr6 {
 
 /* tx_ro: read by the transmit path only (buffer allocation, IP output). */
 #define HP__IFC_POOL_tx_ro struct hp_pool *pool; /* the link's: our packets come from it */
-#define HP__IFC_MTU_tx_ro uint32_t mtu;
+#define HP__IFC_MTU_tx_ro  uint32_t mtu;
 /* rxtx: read by both paths (poll, Ethernet filter and header, the IPv4
  * "is it ours / broadcast" checks, the neighbour hash, the flush). */
-#define HP__IFC_S_rxtx struct hp_stack *s;
+#define HP__IFC_S_rxtx     struct hp_stack *s;
 #define HP__IFC_INDEX_rxtx int index;
-#define HP__IFC_LINK_rxtx struct hp_link *link;
-#define HP__IFC_MAC_rxtx uint8_t mac[6];
-#define HP__IFC_V4_rxtx struct hp__addr4 v4[HP__MAX_ADDRS];
-#define HP__IFC_N4_rxtx int n4;
-#define HP__IFC_N6_rxtx int n6;
+#define HP__IFC_LINK_rxtx  struct hp_link *link;
+#define HP__IFC_MAC_rxtx   uint8_t mac[6];
+#define HP__IFC_V4_rxtx    struct hp__addr4 v4[HP__MAX_ADDRS];
+#define HP__IFC_N4_rxtx    int n4;
+#define HP__IFC_N6_rxtx    int n6;
 /* tx_rw: the transmit burst, written for every frame queued. */
-#define HP__IFC_TX_tx_rw struct hp_buf *tx[HP__TX_BURST];
+#define HP__IFC_TX_tx_rw  struct hp_buf *tx[HP__TX_BURST];
 #define HP__IFC_NTX_tx_rw unsigned ntx;
 /* addr6: IPv6 addresses, read by both paths for IPv6 only. */
 #define HP__IFC_V6_addr6 struct hp__addr6 v6[HP__MAX_ADDRS]; /* v6[0]: the link-local address */
@@ -179,58 +179,54 @@ struct hp__addr6 {
 struct hp__iface {
 #if defined(HP_LAYOUT_CHRONO) && HP_LAYOUT_CHRONO
     HP__IFC_S_rxtx HP__IFC_INDEX_rxtx HP__IFC_LINK_rxtx HP__IFC_POOL_tx_ro HP__IFC_MAC_rxtx
-    HP__IFC_MTU_tx_ro HP__IFC_V4_rxtx HP__IFC_N4_rxtx HP__IFC_V6_addr6 HP__IFC_N6_rxtx
-    HP__IFC_TX_tx_rw HP__IFC_NTX_tx_rw
+        HP__IFC_MTU_tx_ro HP__IFC_V4_rxtx HP__IFC_N4_rxtx HP__IFC_V6_addr6 HP__IFC_N6_rxtx
+            HP__IFC_TX_tx_rw HP__IFC_NTX_tx_rw
 #else
     /* Line 0: everything both IPv4 paths read, v4[0..2] included; mtu
      * and the ints between pool and s, so that no hole opens. */
     HP_CACHELINE_GROUP_BEGIN(tx_ro)
-    HP__IFC_POOL_tx_ro HP__IFC_MTU_tx_ro
-    HP_CACHELINE_GROUP_END(tx_ro)
-    HP_CACHELINE_GROUP_BEGIN(rxtx)
-    HP__IFC_INDEX_rxtx HP__IFC_N4_rxtx HP__IFC_N6_rxtx HP__IFC_S_rxtx HP__IFC_LINK_rxtx
-    HP__IFC_MAC_rxtx HP__IFC_V4_rxtx
-    HP_CACHELINE_GROUP_END(rxtx)
-    /* Line 1 on: ntx and the first slots of the burst share a line. */
-    HP_CACHELINE_GROUP_BEGIN(tx_rw)
-    HP__IFC_NTX_tx_rw HP__IFC_TX_tx_rw
-    HP_CACHELINE_GROUP_END(tx_rw)
-    /* Last, the largest: 64 bytes an address, the DAD state included. */
-    HP_CACHELINE_GROUP_BEGIN(addr6)
-    HP__IFC_V6_addr6
-    HP_CACHELINE_GROUP_END(addr6)
+    HP__IFC_POOL_tx_ro HP__IFC_MTU_tx_ro HP_CACHELINE_GROUP_END(tx_ro)
+        HP_CACHELINE_GROUP_BEGIN(rxtx) HP__IFC_INDEX_rxtx HP__IFC_N4_rxtx HP__IFC_N6_rxtx
+        HP__IFC_S_rxtx HP__IFC_LINK_rxtx HP__IFC_MAC_rxtx HP__IFC_V4_rxtx
+        HP_CACHELINE_GROUP_END(rxtx)
+        /* Line 1 on: ntx and the first slots of the burst share a line. */
+        HP_CACHELINE_GROUP_BEGIN(tx_rw) HP__IFC_NTX_tx_rw HP__IFC_TX_tx_rw
+        HP_CACHELINE_GROUP_END(tx_rw)
+        /* Last, the largest: 64 bytes an address, the DAD state included. */
+        HP_CACHELINE_GROUP_BEGIN(addr6) HP__IFC_V6_addr6 HP_CACHELINE_GROUP_END(addr6)
 #endif
 };
 
 /* Token bucket for ICMP errors (RFC 1812 4.3.2.8, RFC 4443 2.4(f)). */
 struct hp__bucket {
-    uint64_t tokens_milli;   /* thousandths of a token */
-    uint64_t last;           /* ns */
+    uint64_t tokens_milli; /* thousandths of a token */
+    uint64_t last;         /* ns */
 };
 
-struct hp__neigh_table;      /* neigh.c */
-struct hp__reasm;            /* reasm.c */
-struct hp__ipid;             /* ipid.c */
-struct hp__sock_state;       /* src/sock */
+struct hp__neigh_table; /* neigh.c */
+struct hp__reasm;       /* reasm.c */
+struct hp__ipid;        /* ipid.c */
+struct hp__sock_state;  /* src/sock */
 
 /* rx: read by the receive path only (the poll's clock, UDP / TCP input). */
-#define HP__STK_CLOCKFN_rx uint64_t (*clock_fn)(void *arg); /* tests: a clock of their own (NULL: hp__clock_ns) */
-#define HP__STK_SOCK_rx struct hp__sock_state *sock;
+/* tests: a clock of their own (NULL: hp__clock_ns) */
+#define HP__STK_CLOCKFN_rx uint64_t (*clock_fn)(void *arg);
+#define HP__STK_SOCK_rx    struct hp__sock_state *sock;
 /* tx: read by the transmit path only: IPv4's neighbour table (IPv6's and
  * the gateways, which only off-link UDP destinations read, are tx_more). */
-#define HP__STK_NEIGH4_tx struct hp__neigh_table *neigh4;
+#define HP__STK_NEIGH4_tx      struct hp__neigh_table *neigh4;
 #define HP__STK_NEIGH6_tx_more struct hp__neigh_table *neigh6;
-#define HP__STK_GW_tx_more uint8_t gw4[4], gw6[16];
-#define HP__STK_HASGW_tx_more bool has_gw4, has_gw6;
+#define HP__STK_GW_tx_more     uint8_t gw4[4], gw6[16];
+#define HP__STK_HASGW_tx_more  bool has_gw4, has_gw6;
 /* rw: written on the fast path: the clock (each poll), the timer heap
  * (TCP arms and cancels timers on both paths). */
-#define HP__STK_NOW_rw uint64_t now; /* ns, read at the start of each poll (and at create) */
-#define HP__STK_HEAP_rw struct hp__heap_ent *heap; /* timer.c */
-#define HP__STK_NHEAP_rw uint32_t nheap, heap_cap;
+#define HP__STK_NOW_rw    uint64_t now; /* ns, read at the start of each poll (and at create) */
+#define HP__STK_HEAP_rw   struct hp__heap_ent *heap; /* timer.c */
+#define HP__STK_NHEAP_rw  uint32_t nheap, heap_cap;
 #define HP__STK_INPOLL_rw bool in_poll; /* inside hp_stack_poll: frames wait for its flush */
 /* rxtx: read by both paths (the poll and its flush; UDP routes each send). */
 #define HP__STK_NIFACES_rxtx int nifaces;
-#define HP__STK_IFACES_rxtx struct hp__iface *ifaces[HP__MAX_IFACES];
+#define HP__STK_IFACES_rxtx  struct hp__iface *ifaces[HP__MAX_IFACES];
 /* ctr: the counters, written by both paths; cfg ends where they start, so
  * that cfg.default_ttl (IP output) shares the line of ctr[0..5]. */
 #define HP__STK_CFG_ctr struct hp_stack_config cfg; /* defaults filled in */
@@ -239,46 +235,37 @@ struct hp__sock_state;       /* src/sock */
 #define HP__STK_NAME_cold char name[32];
 /* IP identifications (ipid.c): read by IP output for every packet, but
  * line 0 has no room for it (docs/cachelines/hp_stack.md). */
-#define HP__STK_IPID_cold struct hp__ipid *ipid;
-#define HP__STK_REASM_cold struct hp__reasm *reasm;
-#define HP__STK_ICMP_cold struct hp__bucket icmp4_bucket, icmp6_bucket;
+#define HP__STK_IPID_cold     struct hp__ipid *ipid;
+#define HP__STK_REASM_cold    struct hp__reasm *reasm;
+#define HP__STK_ICMP_cold     struct hp__bucket icmp4_bucket, icmp6_bucket;
 #define HP__STK_CLOCKARG_cold void *clock_arg;
 
 struct hp_stack {
 #if defined(HP_LAYOUT_CHRONO) && HP_LAYOUT_CHRONO
     HP__STK_CFG_ctr HP__STK_NAME_cold HP__STK_NOW_rw HP__STK_IFACES_rxtx HP__STK_NIFACES_rxtx
-    HP__STK_GW_tx_more HP__STK_HASGW_tx_more HP__STK_INPOLL_rw HP__STK_IPID_cold
-    HP__STK_HEAP_rw HP__STK_NHEAP_rw HP__STK_NEIGH4_tx HP__STK_NEIGH6_tx_more HP__STK_REASM_cold
-    HP__STK_ICMP_cold HP__STK_SOCK_rx HP__STK_CLOCKFN_rx HP__STK_CLOCKARG_cold HP__STK_CTR_ctr
+        HP__STK_GW_tx_more HP__STK_HASGW_tx_more HP__STK_INPOLL_rw HP__STK_IPID_cold HP__STK_HEAP_rw
+            HP__STK_NHEAP_rw HP__STK_NEIGH4_tx HP__STK_NEIGH6_tx_more HP__STK_REASM_cold
+                HP__STK_ICMP_cold HP__STK_SOCK_rx HP__STK_CLOCKFN_rx HP__STK_CLOCKARG_cold
+                    HP__STK_CTR_ctr
 #else
     /* Line 0: all that either IPv4 path reads or writes but the counters
      * and cfg.default_ttl; ifaces last: only ifaces[0] is in line 0, the
      * other slots spill into line 1. */
     HP_CACHELINE_GROUP_BEGIN(rx)
-    HP__STK_CLOCKFN_rx HP__STK_SOCK_rx
-    HP_CACHELINE_GROUP_END(rx)
-    HP_CACHELINE_GROUP_BEGIN(tx)
-    HP__STK_NEIGH4_tx
-    HP_CACHELINE_GROUP_END(tx)
-    HP_CACHELINE_GROUP_BEGIN(rw)
-    HP__STK_NOW_rw HP__STK_HEAP_rw HP__STK_NHEAP_rw HP__STK_INPOLL_rw
-    HP_CACHELINE_GROUP_END(rw)
-    HP_CACHELINE_GROUP_BEGIN(rxtx)
-    HP__STK_NIFACES_rxtx HP__STK_IFACES_rxtx
-    HP_CACHELINE_GROUP_END(rxtx)
-    /* Lines 1-2: IPv6 transmit, gateways. */
-    HP_CACHELINE_GROUP_BEGIN(tx_more)
-    HP__STK_NEIGH6_tx_more HP__STK_GW_tx_more HP__STK_HASGW_tx_more
-    HP_CACHELINE_GROUP_END(tx_more)
-    /* cfg from 24 bytes into line 2, so that ctr starts 16 bytes into
+    HP__STK_CLOCKFN_rx HP__STK_SOCK_rx HP_CACHELINE_GROUP_END(rx)
+        HP_CACHELINE_GROUP_BEGIN(tx) HP__STK_NEIGH4_tx HP_CACHELINE_GROUP_END(tx)
+            HP_CACHELINE_GROUP_BEGIN(rw) HP__STK_NOW_rw HP__STK_HEAP_rw HP__STK_NHEAP_rw
+        HP__STK_INPOLL_rw HP_CACHELINE_GROUP_END(rw)
+            HP_CACHELINE_GROUP_BEGIN(rxtx) HP__STK_NIFACES_rxtx HP__STK_IFACES_rxtx
+        HP_CACHELINE_GROUP_END(rxtx)
+        /* Lines 1-2: IPv6 transmit, gateways. */
+        HP_CACHELINE_GROUP_BEGIN(tx_more) HP__STK_NEIGH6_tx_more HP__STK_GW_tx_more
+        HP__STK_HASGW_tx_more HP_CACHELINE_GROUP_END(tx_more)
+        /* cfg from 24 bytes into line 2, so that ctr starts 16 bytes into
      * line 3: the hot counters then fall in 3 lines (stack_layout.c). */
-    HP_CACHELINE_GROUP_BEGIN(ctr)
-    HP__STK_CFG_ctr HP__STK_CTR_ctr
-    HP_CACHELINE_GROUP_END(ctr)
-    HP_CACHELINE_GROUP_BEGIN(cold)
-    HP__STK_IPID_cold HP__STK_NAME_cold HP__STK_CLOCKARG_cold HP__STK_REASM_cold
-    HP__STK_ICMP_cold
-    HP_CACHELINE_GROUP_END(cold)
+        HP_CACHELINE_GROUP_BEGIN(ctr) HP__STK_CFG_ctr HP__STK_CTR_ctr HP_CACHELINE_GROUP_END(ctr)
+            HP_CACHELINE_GROUP_BEGIN(cold) HP__STK_IPID_cold HP__STK_NAME_cold HP__STK_CLOCKARG_cold
+        HP__STK_REASM_cold HP__STK_ICMP_cold HP_CACHELINE_GROUP_END(cold)
 #endif
 };
 
@@ -317,7 +304,8 @@ struct hp_buf *hp__alloc(struct hp__iface *ifc);
 void hp__eth_xmit(struct hp__iface *ifc, struct hp_buf *frame);
 /* Put an Ethernet header (dst, ifc's MAC, ethertype) in front of b and
  * queue it; b's data offset is at the L3 header. */
-void hp__eth_output(struct hp__iface *ifc, const uint8_t dst[6], uint16_t ethertype, struct hp_buf *b);
+void hp__eth_output(struct hp__iface *ifc, const uint8_t dst[6], uint16_t ethertype,
+                    struct hp_buf *b);
 /* Hand the queued frames to the link; what it does not take is freed and
  * counted (ETH_OUT_DROPS). */
 void hp__eth_flush(struct hp__iface *ifc);
@@ -340,7 +328,7 @@ bool hp__is_mcast_member6(const struct hp__iface *ifc, const uint8_t a[16]);
 /* ---- neighbours (neigh.c, arp.c, ndp.c) ---------------------------------- */
 
 int hp__neigh_init(struct hp_stack *s);
-void hp__neigh_fini(struct hp_stack *s);  /* frees queued packets */
+void hp__neigh_fini(struct hp_stack *s); /* frees queued packets */
 /* Send b (data offset at the IPv4 / IPv6 header) to nexthop on ifc:
  * resolve the MAC (ARP / NDP), queue b meanwhile (bounded: overflow and
  * resolution failure drop and count), then hp__eth_output. Broadcast and
@@ -403,24 +391,24 @@ void hp__ipv6_input(struct hp__iface *ifc, struct hp_buf *b);
  * fragments when larger than the MTU (IPv4: DF clear; IPv6: fragment
  * header, RFC 8200 4.5), then hp__neigh_output. Consumes b.
  * @return 0, or -ENOBUFS / -EMSGSIZE (counted). */
-int hp__ipv4_output(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[4], uint8_t proto,
-                    struct hp_buf *b);
-int hp__ipv6_output(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[16], uint8_t next,
-                    struct hp_buf *b);
+int hp__ipv4_output(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[4],
+                    uint8_t proto, struct hp_buf *b);
+int hp__ipv6_output(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[16],
+                    uint8_t next, struct hp_buf *b);
 /* The same with per-packet choices (TCP's): HP__IP_DF sends an IPv4 datagram
  * with Don't Fragment (RFC 1191; an atomic datagram, RFC 6864), refused with
  * -EMSGSIZE (counted IP_FRAG_FAILS) when larger than the MTU; HP__IP_ECT0
  * marks it ECN-capable, ECT(0) (RFC 3168 5). */
-#define HP__IP_DF 0x1u
+#define HP__IP_DF   0x1u
 #define HP__IP_ECT0 0x2u
 /* The next hop is a unicast address (TCP's: checked at connect and
  * accept), so that IPv4 output may take the MAC cached for it and write
  * both headers at once (ipv4.c, out_fast). */
 #define HP__IP_UNICAST 0x4u
-int hp__ipv4_output_x(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[4], uint8_t proto,
-                      unsigned xf, struct hp_buf *b);
-int hp__ipv6_output_x(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[16], uint8_t next,
-                      unsigned xf, struct hp_buf *b);
+int hp__ipv4_output_x(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[4],
+                      uint8_t proto, unsigned xf, struct hp_buf *b);
+int hp__ipv6_output_x(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[16],
+                      uint8_t next, unsigned xf, struct hp_buf *b);
 
 int hp__reasm_init(struct hp_stack *s);
 void hp__reasm_fini(struct hp_stack *s);

@@ -40,7 +40,7 @@
  * key with the last flow, and its bucket).
  */
 
-#define NBUCKETS 4096u
+#define NBUCKETS  4096u
 #define NS_PER_MS 1000000ull
 
 /* The key and the last flow's hash in one cache line (what a packet to

@@ -39,7 +39,8 @@ bool hp__ipv4_is_bcast(const struct hp__iface *ifc, const uint8_t a[4])
 }
 
 /* The longest connected prefix holding a; NULL when none. */
-static const struct hp__addr4 *connected4(struct hp_stack *s, const uint8_t a[4], struct hp__iface **out)
+static const struct hp__addr4 *connected4(struct hp_stack *s, const uint8_t a[4],
+                                          struct hp__iface **out)
 {
     const struct hp__addr4 *best = NULL;
     for (int i = 0; i < s->nifaces; i++) {
@@ -238,14 +239,14 @@ static bool out_fast(const struct hp__route *r, const struct hp_ipv4_repr *ip, s
     return true;
 }
 
-int hp__ipv4_output(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[4], uint8_t proto,
-                    struct hp_buf *b)
+int hp__ipv4_output(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[4],
+                    uint8_t proto, struct hp_buf *b)
 {
     return hp__ipv4_output_x(s, r, dst, proto, 0, b);
 }
 
-int hp__ipv4_output_x(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[4], uint8_t proto,
-                      unsigned xf, struct hp_buf *b)
+int hp__ipv4_output_x(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[4],
+                      uint8_t proto, unsigned xf, struct hp_buf *b)
 {
     hp__ctr(s, HP_CTR_IP_OUT_REQUESTS);
     uint32_t len = b->pkt_len;

@@ -262,7 +262,8 @@ void hp__ipv6_input(struct hp__iface *ifc, struct hp_buf *b)
     if (rc < 0) {
         hp__ctr(s, rc == -HP_WIRE_TRUNCATED ? HP_CTR_IP6_IN_TRUNCATED : HP_CTR_IP6_IN_HDR_ERRORS);
         if (rc != -HP_WIRE_TRUNCATED && rc != -HP_WIRE_BAD_ADDRESS && rc != -HP_WIRE_BAD_VERSION &&
-            (hp__is_local6(ifc, hp_ipv6_dst_ptr(p)) || hp__is_mcast_member6(ifc, hp_ipv6_dst_ptr(p))))
+            (hp__is_local6(ifc, hp_ipv6_dst_ptr(p)) ||
+             hp__is_mcast_member6(ifc, hp_ipv6_dst_ptr(p))))
             hdr_problem(ifc, b, rc);
         hp_buf_free(b);
         return;
@@ -272,7 +273,8 @@ void hp__ipv6_input(struct hp__iface *ifc, struct hp_buf *b)
         (void)hp_buf_trim(b, b->data_len - total);
     bool frag = ip.has_frag && (ip.mf || ip.frag_off);
     uint8_t proto = ip.next_header;
-    bool ours = hp__is_local6(ifc, ip.dst) || is_all_nodes(ip.dst) || hp__is_mcast_member6(ifc, ip.dst);
+    bool ours =
+        hp__is_local6(ifc, ip.dst) || is_all_nodes(ip.dst) || hp__is_mcast_member6(ifc, ip.dst);
     if (!ours) {
         /* A tentative address still receives Neighbor Discovery, which
          * duplicate address detection needs (RFC 4862 5.4.3). */
@@ -326,7 +328,8 @@ void hp__ipv6_input(struct hp__iface *ifc, struct hp_buf *b)
         size_t field = 6;
         if (hp__ipv6_walk(h, b->l3_len, HP_IPV6_HDR_LEN, h[6], &pr, &field) < 0)
             field = 6;
-        hp__icmp6_error(ifc, b, HP_ICMP6_PARAM_PROBLEM, HP_ICMP6_PARAM_NEXT_HEADER, (uint32_t)field);
+        hp__icmp6_error(ifc, b, HP_ICMP6_PARAM_PROBLEM, HP_ICMP6_PARAM_NEXT_HEADER,
+                        (uint32_t)field);
         hp_buf_free(b);
         return;
     }
@@ -387,14 +390,14 @@ static int fragment6(struct hp_stack *s, const struct hp__route *r, struct hp_ip
     return 0;
 }
 
-int hp__ipv6_output(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[16], uint8_t next,
-                    struct hp_buf *b)
+int hp__ipv6_output(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[16],
+                    uint8_t next, struct hp_buf *b)
 {
     return hp__ipv6_output_x(s, r, dst, next, 0, b);
 }
 
-int hp__ipv6_output_x(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[16], uint8_t next,
-                      unsigned xf, struct hp_buf *b)
+int hp__ipv6_output_x(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[16],
+                      uint8_t next, unsigned xf, struct hp_buf *b)
 {
     hp__ctr(s, HP_CTR_IP6_OUT_REQUESTS);
     uint32_t len = b->pkt_len;

@@ -19,7 +19,8 @@ static bool ndp_send(struct hp__iface *ifc, const uint8_t src[16], const uint8_t
     if (!b)
         return false;
     uint8_t *p = hp_buf_append(b, (uint32_t)(HP_IPV6_HDR_LEN + mlen));
-    struct hp_ipv6_repr ip = {.next_header = HP_IPPROTO_ICMPV6, .hop_limit = 255,
+    struct hp_ipv6_repr ip = {.next_header = HP_IPPROTO_ICMPV6,
+                              .hop_limit = 255,
                               .payload_len = (uint16_t)mlen};
     memcpy(ip.src, src, 16);
     memcpy(ip.dst, dst, 16);
@@ -40,8 +41,10 @@ static bool ndp_send(struct hp__iface *ifc, const uint8_t src[16], const uint8_t
 static void send_na(struct hp__iface *ifc, const uint8_t target[16], const uint8_t dst[16],
                     const uint8_t *dst_mac, bool solicited)
 {
-    struct hp_ndp_repr r = {.type = HP_NDP_NEIGHBOR_ADVERT, .solicited = solicited,
-                            .override = true, .has_tll = true};
+    struct hp_ndp_repr r = {.type = HP_NDP_NEIGHBOR_ADVERT,
+                            .solicited = solicited,
+                            .override = true,
+                            .has_tll = true};
     memcpy(r.target, target, 16);
     memcpy(r.tll, ifc->mac, 6);
     if (ndp_send(ifc, target, dst, dst_mac, &r))
@@ -68,7 +71,8 @@ static bool on_prefix(const struct hp__addr6 *a, const uint8_t x[16])
  * packet's source when it is ours, else an address of ours on the target's
  * prefix, else the link-local address; only preferred addresses (RFC 4862
  * 5.4: a tentative address is not used). */
-static const uint8_t *ns_source(struct hp__iface *ifc, const uint8_t target[16], const uint8_t *hint)
+static const uint8_t *ns_source(struct hp__iface *ifc, const uint8_t target[16],
+                                const uint8_t *hint)
 {
     if (hint && hp__is_local6(ifc, hint))
         return hint;
@@ -169,7 +173,8 @@ void hp__ndp_start_dad(struct hp__iface *ifc, struct hp__addr6 *a)
         dad_done(ifc, a); /* no memory for a timer: optimistic (RFC 4429) rather than stuck */
 }
 
-static void ns_input(struct hp__iface *ifc, const struct hp_ipv6_repr *ip, const struct hp_ndp_repr *r)
+static void ns_input(struct hp__iface *ifc, const struct hp_ipv6_repr *ip,
+                     const struct hp_ndp_repr *r)
 {
     struct hp__addr6 *a = hp__find6(ifc, r->target);
     if (!a)
@@ -199,7 +204,8 @@ static void ns_input(struct hp__iface *ifc, const struct hp_ipv6_repr *ip, const
     send_na(ifc, a->addr, ip->src, r->has_sll ? r->sll : NULL, true);
 }
 
-static void na_input(struct hp__iface *ifc, const struct hp_ipv6_repr *ip, const struct hp_ndp_repr *r)
+static void na_input(struct hp__iface *ifc, const struct hp_ipv6_repr *ip,
+                     const struct hp_ndp_repr *r)
 {
     (void)ip;
     struct hp__addr6 *a = hp__find6(ifc, r->target);

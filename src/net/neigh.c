@@ -10,13 +10,13 @@
  * gc_stale_time; RFC 4861 7.3.2 leaves garbage collection to the
  * implementation). */
 #define STALE_GC_NS (60ull * 1000000000u)
-#define MS (1000000ull)
+#define MS          (1000000ull)
 
 struct neigh {
     uint8_t addr[16];
     uint8_t mac[6];
-    uint8_t state;          /* enum hp__neigh_state, 0 when free */
-    uint8_t sent;           /* requests / probes sent in this state */
+    uint8_t state; /* enum hp__neigh_state, 0 when free */
+    uint8_t sent;  /* requests / probes sent in this state */
     struct hp__iface *ifc;
     struct hp__neigh_table *tab;
     struct hp__timer timer; /* retransmission, reachable -> stale, or GC */
@@ -27,17 +27,17 @@ struct neigh {
      * while the stack holds the buffer, so queueing allocates nothing. */
     struct hp_buf *qhead, *qtail;
     uint32_t qlen;
-    int32_t next;           /* hash chain, or the free list */
+    int32_t next; /* hash chain, or the free list */
 };
 
 struct hp__neigh_table {
     struct hp_stack *s;
-    int family;             /* 4 or 6 */
-    unsigned alen;          /* 4 or 16 */
+    int family;    /* 4 or 6 */
+    unsigned alen; /* 4 or 16 */
     uint16_t ethertype;
-    uint32_t max, mask;     /* mask: buckets - 1 */
+    uint32_t max, mask; /* mask: buckets - 1 */
     int32_t free_head;
-    int32_t last;           /* the entry lookup found last (a hint: checked like any entry), or -1 */
+    int32_t last; /* the entry lookup found last (a hint: checked like any entry), or -1 */
     int32_t *buckets;
     struct neigh *ents;
 };

@@ -20,23 +20,23 @@ struct frag {
 /* A datagram in reassembly. */
 struct fq {
     bool used;
-    bool dead;           /* refused (overlap): later fragments dropped until the timer */
-    bool first;          /* the fragment at offset 0 is here */
-    bool has_last;       /* the fragment without More Fragments is here */
+    bool dead;     /* refused (overlap): later fragments dropped until the timer */
+    bool first;    /* the fragment at offset 0 is here */
+    bool has_last; /* the fragment without More Fragments is here */
     uint8_t family, proto;
     uint8_t src[16], dst[16];
     uint32_t id;
     struct hp__iface *ifc;
-    struct frag *f;      /* sorted by offset, no overlaps */
+    struct frag *f; /* sorted by offset, no overlaps */
     uint32_t nf, cap;
-    uint32_t total;      /* datagram data length, once has_last */
-    uint32_t max_end;    /* largest offset + length seen */
-    uint32_t have;       /* data bytes held */
-    uint64_t held;       /* buffer bytes held (what counts against the bound) */
-    uint64_t seq;        /* creation order, for eviction */
-    uint16_t hdr_len;    /* first fragment: bytes before its data */
-    uint16_t unfrag;     /* IPv6 first fragment: bytes before its Fragment header */
-    uint8_t frag_next;   /* IPv6: the Fragment header's Next Header */
+    uint32_t total;    /* datagram data length, once has_last */
+    uint32_t max_end;  /* largest offset + length seen */
+    uint32_t have;     /* data bytes held */
+    uint64_t held;     /* buffer bytes held (what counts against the bound) */
+    uint64_t seq;      /* creation order, for eviction */
+    uint16_t hdr_len;  /* first fragment: bytes before its data */
+    uint16_t unfrag;   /* IPv6 first fragment: bytes before its Fragment header */
+    uint8_t frag_next; /* IPv6: the Fragment header's Next Header */
     struct hp__timer timer;
 };
 
@@ -50,9 +50,9 @@ struct hp__reasm {
 struct fam_ctr {
     enum hp_stack_ctr reqds, oks, fails, timeouts, overlaps, oversize, mem_drops;
 };
-static const struct fam_ctr ctr4 = {HP_CTR_IP_REASM_REQDS,     HP_CTR_IP_REASM_OKS,
-                                    HP_CTR_IP_REASM_FAILS,     HP_CTR_IP_REASM_TIMEOUTS,
-                                    HP_CTR_IP_REASM_OVERLAPS,  HP_CTR_IP_REASM_OVERSIZE,
+static const struct fam_ctr ctr4 = {HP_CTR_IP_REASM_REQDS,    HP_CTR_IP_REASM_OKS,
+                                    HP_CTR_IP_REASM_FAILS,    HP_CTR_IP_REASM_TIMEOUTS,
+                                    HP_CTR_IP_REASM_OVERLAPS, HP_CTR_IP_REASM_OVERSIZE,
                                     HP_CTR_IP_REASM_MEM_DROPS};
 static const struct fam_ctr ctr6 = {HP_CTR_IP6_REASM_REQDS,    HP_CTR_IP6_REASM_OKS,
                                     HP_CTR_IP6_REASM_FAILS,    HP_CTR_IP6_REASM_TIMEOUTS,
@@ -132,7 +132,8 @@ void hp__reasm_timer(struct hp_stack *s, struct hp__timer *t)
                 if (q->family == HP_AF_INET4)
                     hp__icmp4_error(q->ifc, fb, HP_ICMP_TIME_EXCEEDED, HP_ICMP_TIME_REASSEMBLY, 0);
                 else
-                    hp__icmp6_error(q->ifc, fb, HP_ICMP6_TIME_EXCEEDED, HP_ICMP6_TIME_REASSEMBLY, 0);
+                    hp__icmp6_error(q->ifc, fb, HP_ICMP6_TIME_EXCEEDED, HP_ICMP6_TIME_REASSEMBLY,
+                                    0);
             }
         }
     }
@@ -184,11 +185,11 @@ struct fkey {
     uint8_t family, proto;
     const uint8_t *src, *dst;
     uint32_t id;
-    uint32_t off, len;   /* in the datagram's data */
-    uint32_t hdr;        /* bytes in front of the data in b */
+    uint32_t off, len; /* in the datagram's data */
+    uint32_t hdr;      /* bytes in front of the data in b */
     bool mf;
-    uint16_t unfrag;     /* IPv6 */
-    uint8_t frag_next;   /* IPv6 */
+    uint16_t unfrag;   /* IPv6 */
+    uint8_t frag_next; /* IPv6 */
 };
 
 static struct fq *lookup(struct hp_stack *s, const struct fkey *k)
@@ -269,7 +270,8 @@ static struct hp_buf *finish6(struct hp_stack *s, struct fq *q, uint8_t *proto)
     /* The unfragmentable headers were walked by the wire parser when this
      * fragment arrived: they lie within unfrag. */
     while (pos < q->unfrag) {
-        size_t len = next == HP_IPPROTO_AH ? ((size_t)p[pos + 1] + 2) * 4 : ((size_t)p[pos + 1] + 1) * 8;
+        size_t len =
+            next == HP_IPPROTO_AH ? ((size_t)p[pos + 1] + 2) * 4 : ((size_t)p[pos + 1] + 1) * 8;
         field = pos;
         next = p[pos];
         pos += len;
@@ -298,7 +300,8 @@ static struct hp_buf *finish6(struct hp_stack *s, struct fq *q, uint8_t *proto)
     return h;
 }
 
-static struct hp_buf *reasm(struct hp__iface *ifc, struct hp_buf *b, const struct fkey *k, uint8_t *proto)
+static struct hp_buf *reasm(struct hp__iface *ifc, struct hp_buf *b, const struct fkey *k,
+                            uint8_t *proto)
 {
     struct hp_stack *s = ifc->s;
     const struct fam_ctr *fc = k->family == HP_AF_INET4 ? &ctr4 : &ctr6;
@@ -326,7 +329,10 @@ static struct hp_buf *reasm(struct hp__iface *ifc, struct hp_buf *b, const struc
     if (k->family == HP_AF_INET4)
         over = (q->first ? q->hdr_len : k->off == 0 ? k->hdr : HP_IPV4_HDR_LEN) + max_end;
     else
-        over = (q->first ? q->unfrag : k->off == 0 ? k->unfrag : HP_IPV6_HDR_LEN) - HP_IPV6_HDR_LEN + max_end;
+        over = (q->first      ? q->unfrag
+                : k->off == 0 ? k->unfrag
+                              : HP_IPV6_HDR_LEN) -
+               HP_IPV6_HDR_LEN + max_end;
     if (over > 65535u) {
         hp_buf_free(b);
         fq_fail(s, q, fc->oversize);

@@ -9,8 +9,8 @@
 
 /* Upper bounds on the configuration, so that a typo cannot ask for
  * gigabytes: each is far above any sensible setting. */
-#define NEIGH_MAX_LIMIT (1u << 20)
-#define NEIGH_QUEUE_LIMIT 4096u
+#define NEIGH_MAX_LIMIT     (1u << 20)
+#define NEIGH_QUEUE_LIMIT   4096u
 #define NEIGH_RETRIES_LIMIT 100u
 
 static int fill_config(struct hp_stack *s, const struct hp_stack_config *in)
@@ -238,7 +238,8 @@ HP_API int hp_stack_add_addr(struct hp_stack *s, int ifindex, int family, const 
     if (ifindex < 0 || ifindex >= s->nifaces)
         return -ENODEV;
     struct hp__iface *ifc = s->ifaces[ifindex];
-    return family == HP_AF_INET4 ? add_addr4(ifc, addr, prefix_len) : add_addr6(ifc, addr, prefix_len);
+    return family == HP_AF_INET4 ? add_addr4(ifc, addr, prefix_len)
+                                 : add_addr6(ifc, addr, prefix_len);
 }
 
 HP_API enum hp_addr_state hp_stack_addr_state(const struct hp_stack *s, int ifindex, int family,
@@ -302,7 +303,7 @@ bool hp__addr_is_ours(struct hp_stack *s, int family, const uint8_t *a)
  * bound UDP sockets (hp__udp_early_on), it is skipped: with the blocks in
  * the cache the peek costs more than it hides.
  */
-#define PEEK_AHEAD 8 /* frames: a bucket's load has this long */
+#define PEEK_AHEAD     8 /* frames: a bucket's load has this long */
 #define UDP_STEP_AHEAD 4 /* frames: the chain head's load, then the socket's */
 static void rx_peek(struct hp_stack *s, const struct hp_buf *b, unsigned k, bool tcp, bool udp)
 {
@@ -553,7 +554,8 @@ bool hp__is_bcast4(const struct hp__iface *ifc, const uint8_t a[4])
             continue;
         uint32_t hostmask = 0xFFFFFFFFu >> plen; /* plen <= 30 */
         /* In the prefix, with every host bit set (words: no byte loop). */
-        if ((d | hostmask) == (hp_get_be32(ifc->v4[i].addr) | hostmask) && (d & hostmask) == hostmask)
+        if ((d | hostmask) == (hp_get_be32(ifc->v4[i].addr) | hostmask) &&
+            (d & hostmask) == hostmask)
             return true;
     }
     return false;

@@ -5,12 +5,13 @@
 /* The line of a field's first and of its last byte. Both structures are
  * allocated on a line boundary (zalloc_lines in stack.c), so these are
  * lines in memory too. */
-#define LINE(T, m) (offsetof(T, m) / HP_CACHELINE_SIZE)
+#define LINE(T, m)     (offsetof(T, m) / HP_CACHELINE_SIZE)
 #define LINE_END(T, m) ((offsetof(T, m) + sizeof(((T *)0)->m) - 1) / HP_CACHELINE_SIZE)
 /* Through one more macro, so that the messages name the struct, not T. */
-#define GROUP_LINES(T_, g, n) HP_CACHELINE_ASSERT_GROUP_LINES(T_, g, n)
+#define GROUP_LINES(T_, g, n)  HP_CACHELINE_ASSERT_GROUP_LINES(T_, g, n)
 #define GROUP_MEMBER(T_, g, m) HP_CACHELINE_ASSERT_GROUP_MEMBER(T_, g, m)
-#define BEFORE(T, a, b) _Static_assert(offsetof(T, a) < offsetof(T, b), #T ": " #a " must come before " #b)
+#define BEFORE(T, a, b)                                                                            \
+    _Static_assert(offsetof(T, a) < offsetof(T, b), #T ": " #a " must come before " #b)
 
 #if defined(HP_LAYOUT_CHRONO) && HP_LAYOUT_CHRONO
 
@@ -88,9 +89,11 @@ _Static_assert(LINE(T, ntx) == 1 && LINE(T, tx[0]) == 1 && LINE_END(T, tx[3]) ==
  * before dad_left) must not straddle two lines. */
 GROUP_LINES(T, addr6, 9);
 GROUP_MEMBER(T, addr6, v6);
-_Static_assert(sizeof(struct hp__addr6) == HP_CACHELINE_SIZE,
-               "hp__addr6 is no longer 64 bytes: check addr6's placement (docs/cachelines/hp__iface.md)");
-_Static_assert(offsetof(T, v6) % HP_CACHELINE_SIZE + offsetof(struct hp__addr6, dad_left) <= HP_CACHELINE_SIZE,
+_Static_assert(
+    sizeof(struct hp__addr6) == HP_CACHELINE_SIZE,
+    "hp__addr6 is no longer 64 bytes: check addr6's placement (docs/cachelines/hp__iface.md)");
+_Static_assert(offsetof(T, v6) % HP_CACHELINE_SIZE + offsetof(struct hp__addr6, dad_left) <=
+                   HP_CACHELINE_SIZE,
                "hp__iface: an IPv6 address's addr, plen and state must sit in one line");
 
 _Static_assert(HP__GROUP_END_OFF(T, tx_ro) <= HP__GROUP_BEGIN_OFF(T, rxtx) &&
@@ -150,7 +153,8 @@ GROUP_MEMBER(T, ctr, cfg);
 GROUP_MEMBER(T, ctr, ctr);
 _Static_assert(offsetof(T, cfg) + sizeof(struct hp_stack_config) == offsetof(T, ctr),
                "hp_stack: cfg must end where ctr starts");
-_Static_assert(offsetof(T, ctr) % HP_CACHELINE_SIZE == 16, "hp_stack: ctr must start 16 bytes into a line");
+_Static_assert(offsetof(T, ctr) % HP_CACHELINE_SIZE == 16,
+               "hp_stack: ctr must start 16 bytes into a line");
 _Static_assert(LINE(T, cfg.default_ttl) == LINE(T, ctr[0]),
                "hp_stack: cfg.default_ttl must share the line of ctr[0]");
 _Static_assert(LINE(T, ctr[HP_CTR_ETH_IN_FRAMES]) == LINE(T, ctr[HP_CTR_ETH_OUT_FRAMES]),

@@ -37,15 +37,15 @@ struct hp__tcp_state;
 
 struct hp__sock_state {
     struct hp__sock_ev *ready, *ready_tail; /* the ready list, oldest first */
-    struct hp_udp_sock **udp_hash;   /* bound sockets, by local port: udp_mask + 1 chains */
-    uint32_t udp_mask, udp_bound;    /* udp_bound: sockets in the table */
+    struct hp_udp_sock **udp_hash;          /* bound sockets, by local port: udp_mask + 1 chains */
+    uint32_t udp_mask, udp_bound;           /* udp_bound: sockets in the table */
     /* Early demultiplexing (udp.c): frame k's destination port + 1 while a
      * peeked UDP frame waits for its step (0: none). */
     uint32_t udp_early_port[HP__RX_BURST];
-    uint64_t udp_early_prefetches;   /* sockets prefetched (tests) */
-    struct hp_udp_sock *all;         /* every open UDP socket (for fini) */
-    uint16_t ephemeral_next;         /* where the search for a free port starts */
-    struct hp__tcp_state *tcp;       /* tcp.c */
+    uint64_t udp_early_prefetches; /* sockets prefetched (tests) */
+    struct hp_udp_sock *all;       /* every open UDP socket (for fini) */
+    uint16_t ephemeral_next;       /* where the search for a free port starts */
+    struct hp__tcp_state *tcp;     /* tcp.c */
 };
 
 /* Raise events on a socket: added to the ready list if not there. */

@@ -10,25 +10,25 @@
 #include "tcp_isn.h"
 
 /* Bounds of the configuration and of the matching socket options. */
-#define BUF_MIN 2048u
-#define BUF_MAX (1u << 30)     /* RFC 7323 2.3: the largest window is 2^30 */
-#define KEEPIDLE_MAX 32767u    /* Linux's bounds for the keepalive knobs */
-#define KEEPINTVL_MAX 32767u
-#define KEEPCNT_MAX 127u
-#define MSS_MIN 88u
-#define MSS_MAX 65495u         /* 65535 - 40 */
+#define BUF_MIN        2048u
+#define BUF_MAX        (1u << 30) /* RFC 7323 2.3: the largest window is 2^30 */
+#define KEEPIDLE_MAX   32767u     /* Linux's bounds for the keepalive knobs */
+#define KEEPINTVL_MAX  32767u
+#define KEEPCNT_MAX    127u
+#define MSS_MIN        88u
+#define MSS_MAX        65495u   /* 65535 - 40 */
 #define RTO_MAX_MS_MAX 4294967u /* the RTO is kept in us in 32 bits */
-#define WSCALE_MAX 14u         /* RFC 7323 2.3 */
+#define WSCALE_MAX     14u      /* RFC 7323 2.3 */
 
 /* ---- configuration ----------------------------------------------------------- */
 
 /* Zeroed fields get their defaults (include/hotpath/tcp.h, docs/knobs.md). */
 static void fill_defaults(struct hp_tcp_config *c)
 {
-#define DEF(field, v)                                                                               \
-    do {                                                                                            \
-        if (!c->field)                                                                              \
-            c->field = (v);                                                                         \
+#define DEF(field, v)                                                                              \
+    do {                                                                                           \
+        if (!c->field)                                                                             \
+            c->field = (v);                                                                        \
     } while (0)
     DEF(max_conns, 65536u);
     DEF(sndbuf, 262144u);
@@ -40,8 +40,9 @@ static void fill_defaults(struct hp_tcp_config *c)
     DEF(rto_max_ms, HP__TCP_RTO_MAX_US / 1000u);
     /* A larger minimum raises the default initial RTO with it, so that
      * setting rto_min_ms alone is a valid configuration. */
-    DEF(rto_initial_ms, c->rto_min_ms > HP__TCP_RTO_INITIAL_US / 1000u ? c->rto_min_ms
-                                                                       : HP__TCP_RTO_INITIAL_US / 1000u);
+    DEF(rto_initial_ms, c->rto_min_ms > HP__TCP_RTO_INITIAL_US / 1000u
+                            ? c->rto_min_ms
+                            : HP__TCP_RTO_INITIAL_US / 1000u);
     DEF(syn_retries, 7u); /* gives up after 183 s: RFC 9293 3.8.3 MUST-23 asks >= 3 min for a SYN */
     DEF(synack_retries, 5u); /* Linux's: 1 + 2 + 4 + 8 + 16 + 32 = 63 s */
     DEF(data_retries, 15u);
@@ -379,8 +380,8 @@ void hp__tcp_set_state(struct hp_tcp_sock *c, enum hp_tcp_state st)
     /* The per-connection state trace (issue 25): one line per change at
      * HP_LOG_DEBUG, read with hp_set_log_level / hp_set_log_fn. */
     if (hp__log_enabled(HP_LOG_DEBUG))
-        hp__log(HP_LOG_DEBUG, "tcp", "%p port %u > %u: %s -> %s", (void *)c, c->key.lport, c->key.rport,
-                hp_tcp_state_name(old), hp_tcp_state_name(st));
+        hp__log(HP_LOG_DEBUG, "tcp", "%p port %u > %u: %s -> %s", (void *)c, c->key.lport,
+                c->key.rport, hp_tcp_state_name(old), hp_tcp_state_name(st));
 }
 
 /* ---- debug checks (HP_DEBUG builds) ------------------------------------------------------ */
@@ -451,7 +452,8 @@ static void sb_check(const struct hp_tcp_sock *c)
         if (e->flags & HP__TXS_RETRANS)
             rtx += len;
     }
-    HP_ASSERT(sacked == sb->sacked && lost == sb->lost && rtx == sb->rtx_out && nsacked == sb->nsacked);
+    HP_ASSERT(sacked == sb->sacked && lost == sb->lost && rtx == sb->rtx_out &&
+              nsacked == sb->nsacked);
     HP_ASSERT(!(c->flags & HP__TCPF_SB) == !sb->cap);
     HP_ASSERT(!(sacked || lost || rtx) || (c->flags & HP__TCPF_SB_LOSS));
 }
@@ -477,7 +479,8 @@ void hp__tcp_check(const struct hp_tcp_sock *c)
 #endif
 }
 
-#define INHERITED_FLAGS (HP__TCPF_NODELAY | HP__TCPF_KEEPALIVE | HP__TCPF_QUICKACK | HP__TCPF_LINGER0)
+#define INHERITED_FLAGS                                                                            \
+    (HP__TCPF_NODELAY | HP__TCPF_KEEPALIVE | HP__TCPF_QUICKACK | HP__TCPF_LINGER0)
 
 /* A passive connection takes its listener's options, as with Linux's
  * accept(): set on the listener, they apply to every connection it makes. */
@@ -517,7 +520,8 @@ int hp__tcp_established(struct hp_tcp_sock *c)
     if (c->state < HP_TCP_ESTABLISHED) {
         /* RFC 9293 3.10.4: a CLOSE in SYN-RECEIVED queued our FIN "for
          * processing after entering ESTABLISHED state". */
-        hp__tcp_set_state(c, (c->flags & HP__TCPF_FIN_QUEUED) ? HP_TCP_FIN_WAIT_1 : HP_TCP_ESTABLISHED);
+        hp__tcp_set_state(c, (c->flags & HP__TCPF_FIN_QUEUED) ? HP_TCP_FIN_WAIT_1
+                                                              : HP_TCP_ESTABLISHED);
     }
     bool syn_lost = (c->flags & HP__TCPF_SYN_LOST) != 0;
     hp__tcp_cc_init(&c->cc, c->mss_eff, c->iss, syn_lost);

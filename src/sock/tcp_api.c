@@ -7,8 +7,8 @@
 
 #include "tcp_internal.h"
 
-#define EPH_LO 49152u /* RFC 6335 6: the dynamic ports */
-#define EPH_N 16384u
+#define EPH_LO  49152u /* RFC 6335 6: the dynamic ports */
+#define EPH_N   16384u
 #define BUF_MIN 2048L
 #define BUF_MAX (1L << 30)
 
@@ -177,7 +177,8 @@ static void fill_addr(struct hp_sockaddr *out, int family, const uint8_t *addr, 
     memcpy(out->addr, addr, alen(family));
 }
 
-HP_API struct hp_tcp_sock *hp_tcp_accept(struct hp_tcp_sock *listener, void *user, struct hp_sockaddr *peer)
+HP_API struct hp_tcp_sock *hp_tcp_accept(struct hp_tcp_sock *listener, void *user,
+                                         struct hp_sockaddr *peer)
 {
     if (!listener || listener->state != HP_TCP_LISTEN || !listener->lq) {
         errno = EINVAL;

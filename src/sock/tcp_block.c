@@ -25,7 +25,7 @@
  * free of a connection is still reported.
  */
 
-#define CHUNK (2u << 20)
+#define CHUNK     (2u << 20)
 #define HUGE_FROM 4u /* chunks (8 MiB: Zen 3's second-level DTLB with 4 KiB pages) */
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -37,10 +37,10 @@
 #endif
 #ifdef HP__ASAN
 #include <sanitizer/asan_interface.h>
-#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define POISON(p, n)   ASAN_POISON_MEMORY_REGION((p), (n))
 #define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
 #else
-#define POISON(p, n) ((void)(p), (void)(n))
+#define POISON(p, n)   ((void)(p), (void)(n))
 #define UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
@@ -71,7 +71,8 @@ void hp__tcp_blocks_init(struct hp__tcp_blocks *b, size_t size)
  * advised for huge pages when `huge`. */
 static void *chunk_map(bool huge)
 {
-    uint8_t *m = mmap(NULL, 2 * (size_t)CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    uint8_t *m =
+        mmap(NULL, 2 * (size_t)CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
         return NULL;
     uintptr_t a = ((uintptr_t)m + CHUNK - 1) & ~(uintptr_t)(CHUNK - 1);

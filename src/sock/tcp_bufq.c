@@ -118,7 +118,8 @@ void hp__tcp_bufq_push_small(struct hp__tcp_bufq *q, struct hp_buf *b, uint32_t 
     hp__tcp_bufq_push(q, b);
 }
 
-uint32_t hp__tcp_bufq_append(struct hp__tcp_bufq *q, struct hp_pool *pool, const void *data, uint32_t len)
+uint32_t hp__tcp_bufq_append(struct hp__tcp_bufq *q, struct hp_pool *pool, const void *data,
+                             uint32_t len)
 {
     const uint8_t *p = data;
     uint32_t done = 0;
@@ -198,8 +199,8 @@ void hp__tcp_bufq_drop(struct hp__tcp_bufq *q, uint32_t n)
         q->tail = NULL;
 }
 
-void hp__tcp_bufq_copy(const struct hp__tcp_bufq *q, struct hp__tcp_bufq_cur *cur, uint64_t off, uint32_t len,
-                       void *dst)
+void hp__tcp_bufq_copy(const struct hp__tcp_bufq *q, struct hp__tcp_bufq_cur *cur, uint64_t off,
+                       uint32_t len, void *dst)
 {
     if (!len)
         return;

@@ -51,7 +51,8 @@ void hp__tcp_cc_init(struct hp__tcp_cc *cc, uint32_t smss, uint32_t iss, bool sy
     };
 }
 
-void hp__tcp_cc_set_algo(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, unsigned algo, uint32_t snd_max)
+void hp__tcp_cc_set_algo(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, unsigned algo,
+                         uint32_t snd_max)
 {
     cc->algo = HP__TCP_CC_NEWRENO;
     cc->hs = HP__HS_OFF;
@@ -82,7 +83,8 @@ static void open_window(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, uint32_t
         uint32_t inc = ss_inc(cc, acked, smss);
         /* HyStart++ needs N_RTT_SAMPLE (8) segments in a round; smaller
          * flights skip it (tcp_cubic.c). */
-        if (cc->hs != HP__HS_OFF && (ev->flight >= 8u * smss || cc->hs == HP__HS_CSS) && cubic(cc, x))
+        if (cc->hs != HP__HS_OFF && (ev->flight >= 8u * smss || cc->hs == HP__HS_CSS) &&
+            cubic(cc, x))
             inc = hp__tcp_hystart_ack(cc, x, inc, ev);
         cc->cwnd = grow(cc->cwnd, inc);
         if (cc->cwnd >= cc->ssthresh)
@@ -133,8 +135,8 @@ unsigned hp__tcp_cc_ack(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, uint32_t
     return HP__TCP_CC_NONE;
 }
 
-unsigned hp__tcp_cc_on_ack(struct hp__tcp_cc *cc, uint32_t acked, uint32_t snd_una, uint32_t snd_max,
-                           uint32_t smss)
+unsigned hp__tcp_cc_on_ack(struct hp__tcp_cc *cc, uint32_t acked, uint32_t snd_una,
+                           uint32_t snd_max, uint32_t smss)
 {
     struct hp__tcp_cc_ev ev = {.snd_una = snd_una, .snd_max = snd_max, .smss = smss};
     return hp__tcp_cc_ack(cc, NULL, acked, &ev);
@@ -150,7 +152,8 @@ static void save(const struct hp__tcp_cc *cc, struct hp__tcp_cubic *x)
     x->prior_w_max = x->w_max;
 }
 
-uint32_t hp__tcp_cc_reduce(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, const struct hp__tcp_cc_ev *ev)
+uint32_t hp__tcp_cc_reduce(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x,
+                           const struct hp__tcp_cc_ev *ev)
 {
     save(cc, x);
     cc->hs = HP__HS_OFF;
@@ -167,13 +170,15 @@ void hp__tcp_cc_undo(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x)
     if (!x || !x->prior_cwnd)
         return;
     cc->cwnd = max32(cc->cwnd, x->prior_cwnd);
-    cc->ssthresh = x->prior_ssthresh == UINT32_MAX ? UINT32_MAX : max32(cc->ssthresh, x->prior_ssthresh);
+    cc->ssthresh =
+        x->prior_ssthresh == UINT32_MAX ? UINT32_MAX : max32(cc->ssthresh, x->prior_ssthresh);
     x->w_max = max32(x->w_max, x->prior_w_max);
     x->prior_cwnd = 0;
     cc->in_recovery = false;
 }
 
-unsigned hp__tcp_cc_dupack(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, const struct hp__tcp_cc_ev *ev)
+unsigned hp__tcp_cc_dupack(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x,
+                           const struct hp__tcp_cc_ev *ev)
 {
     uint32_t smss = ev->smss;
     if (cc->in_recovery) {
@@ -197,14 +202,15 @@ unsigned hp__tcp_cc_dupack(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, const
     return HP__TCP_CC_RETRANSMIT;
 }
 
-unsigned hp__tcp_cc_on_dupack(struct hp__tcp_cc *cc, uint32_t snd_una, uint32_t snd_max, uint32_t smss)
+unsigned hp__tcp_cc_on_dupack(struct hp__tcp_cc *cc, uint32_t snd_una, uint32_t snd_max,
+                              uint32_t smss)
 {
     struct hp__tcp_cc_ev ev = {.snd_una = snd_una, .snd_max = snd_max, .smss = smss};
     return hp__tcp_cc_dupack(cc, NULL, &ev);
 }
 
-void hp__tcp_cc_timeout(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, const struct hp__tcp_cc_ev *ev,
-                        bool repeated)
+void hp__tcp_cc_timeout(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x,
+                        const struct hp__tcp_cc_ev *ev, bool repeated)
 {
     if (!repeated)
         hp__tcp_cc_reduce(cc, x, ev);

@@ -54,7 +54,7 @@ enum {
 /* The algorithms (hp_tcp_config.cc and HP_TCP_OPT_CC use the public
  * HP_TCP_CC_* values, which are these). */
 #define HP__TCP_CC_NEWRENO 1u
-#define HP__TCP_CC_CUBIC 2u
+#define HP__TCP_CC_CUBIC   2u
 
 /* cwnd never grows past 1 GiB, the largest window RFC 7323 2.3 allows. */
 #define HP__TCP_CC_CWND_MAX (1u << 30)
@@ -63,21 +63,21 @@ enum {
 enum { HP__HS_OFF = 0, HP__HS_SS, HP__HS_CSS };
 
 struct hp__tcp_cc {
-    uint32_t cwnd;           /* congestion window */
-    uint32_t ssthresh;       /* slow start threshold */
-    uint32_t recover;        /* RFC 6582: highest sequence number sent when
+    uint32_t cwnd;         /* congestion window */
+    uint32_t ssthresh;     /* slow start threshold */
+    uint32_t recover;      /* RFC 6582: highest sequence number sent when
                               * the last fast retransmit or timeout happened */
-    uint32_t bytes_acked;    /* RFC 3465 2.1: octets acknowledged in congestion avoidance */
-    uint16_t dupacks;        /* consecutive duplicate ACKs (saturating) */
-    uint16_t partial_acks;   /* partial ACKs in this recovery (saturating) */
-    uint8_t ss_limit;        /* RFC 3465 L, in SMSS: 2 (default) or 1 */
-    bool in_recovery;        /* in NewReno fast recovery (RFC 6582) */
-    bool after_rto;          /* slow start after a timeout: L = 1 SMSS */
-    uint8_t algo;            /* HP__TCP_CC_NEWRENO or HP__TCP_CC_CUBIC */
-    uint8_t hs;              /* HyStart++ state, HP__HS_* */
-    uint8_t hs_css_rounds;   /* rounds spent in conservative slow start */
-    uint16_t hs_samples;     /* RTT samples in this round (saturating) */
-    uint32_t hs_round_end;   /* the round ends when snd_una passes this */
+    uint32_t bytes_acked;  /* RFC 3465 2.1: octets acknowledged in congestion avoidance */
+    uint16_t dupacks;      /* consecutive duplicate ACKs (saturating) */
+    uint16_t partial_acks; /* partial ACKs in this recovery (saturating) */
+    uint8_t ss_limit;      /* RFC 3465 L, in SMSS: 2 (default) or 1 */
+    bool in_recovery;      /* in NewReno fast recovery (RFC 6582) */
+    bool after_rto;        /* slow start after a timeout: L = 1 SMSS */
+    uint8_t algo;          /* HP__TCP_CC_NEWRENO or HP__TCP_CC_CUBIC */
+    uint8_t hs;            /* HyStart++ state, HP__HS_* */
+    uint8_t hs_css_rounds; /* rounds spent in conservative slow start */
+    uint16_t hs_samples;   /* RTT samples in this round (saturating) */
+    uint32_t hs_round_end; /* the round ends when snd_una passes this */
 };
 
 /* CUBIC's and HyStart++'s cold state, and what an undo restores. */
@@ -100,9 +100,9 @@ struct hp__tcp_cubic {
 struct hp__tcp_cc_ev {
     uint32_t snd_una, snd_max, smss;
     uint64_t now_ns;
-    uint32_t rtt_us;         /* an RTT sample from this ACK (0: none) */
-    uint32_t srtt_us;        /* the smoothed RTT (0: none yet) */
-    uint32_t flight;         /* bytes in flight before this ACK (HyStart++'s round) */
+    uint32_t rtt_us;  /* an RTT sample from this ACK (0: none) */
+    uint32_t srtt_us; /* the smoothed RTT (0: none yet) */
+    uint32_t flight;  /* bytes in flight before this ACK (HyStart++'s round) */
 };
 
 /**
@@ -137,7 +137,8 @@ void hp__tcp_cc_init(struct hp__tcp_cc *cc, uint32_t smss, uint32_t iss, bool sy
  * start (ssthresh UINT32_MAX) at round end iss (any value: the first ACK
  * starts a round). Unknown values leave NewReno.
  */
-void hp__tcp_cc_set_algo(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, unsigned algo, uint32_t snd_max);
+void hp__tcp_cc_set_algo(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, unsigned algo,
+                         uint32_t snd_max);
 
 /* CUBIC's state as it starts (no epoch, no W_max, no RTT measured), for a
  * connection's extension made after hp__tcp_cc_set_algo (tcp_internal.h). */
@@ -173,8 +174,8 @@ void hp__tcp_cubic_init_ext(struct hp__tcp_cubic *x);
 unsigned hp__tcp_cc_ack(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, uint32_t acked,
                         const struct hp__tcp_cc_ev *ev);
 /* hp__tcp_cc_ack for NewReno, without the context (tests). */
-unsigned hp__tcp_cc_on_ack(struct hp__tcp_cc *cc, uint32_t acked, uint32_t snd_una, uint32_t snd_max,
-                           uint32_t smss);
+unsigned hp__tcp_cc_on_ack(struct hp__tcp_cc *cc, uint32_t acked, uint32_t snd_una,
+                           uint32_t snd_max, uint32_t smss);
 
 /**
  * A duplicate ACK (snd_una = SEG.ACK = SND.UNA), for a connection without
@@ -193,8 +194,10 @@ unsigned hp__tcp_cc_on_ack(struct hp__tcp_cc *cc, uint32_t acked, uint32_t snd_u
  *
  * Returns a set of HP__TCP_CC_* bits.
  */
-unsigned hp__tcp_cc_dupack(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, const struct hp__tcp_cc_ev *ev);
-unsigned hp__tcp_cc_on_dupack(struct hp__tcp_cc *cc, uint32_t snd_una, uint32_t snd_max, uint32_t smss);
+unsigned hp__tcp_cc_dupack(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x,
+                           const struct hp__tcp_cc_ev *ev);
+unsigned hp__tcp_cc_on_dupack(struct hp__tcp_cc *cc, uint32_t snd_una, uint32_t snd_max,
+                              uint32_t smss);
 
 /**
  * A congestion event other than a timeout (a loss found by SACK / RACK, an
@@ -204,7 +207,8 @@ unsigned hp__tcp_cc_on_dupack(struct hp__tcp_cc *cc, uint32_t snd_una, uint32_t 
  * convergence 4.7) and ends slow start and HyStart++. cwnd is the
  * caller's (PRR lowers it towards ssthresh, RFC 6937). @return ssthresh.
  */
-uint32_t hp__tcp_cc_reduce(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, const struct hp__tcp_cc_ev *ev);
+uint32_t hp__tcp_cc_reduce(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x,
+                           const struct hp__tcp_cc_ev *ev);
 
 /**
  * The reduction turned out spurious (every retransmission of the episode
@@ -224,8 +228,8 @@ void hp__tcp_cc_undo(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x);
  * held (RFC 5681 3.1, after equation 4). The caller retransmits the
  * first unacknowledged segment itself and backs off the RTO (tcp_rtt.h).
  */
-void hp__tcp_cc_timeout(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, const struct hp__tcp_cc_ev *ev,
-                        bool repeated);
+void hp__tcp_cc_timeout(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x,
+                        const struct hp__tcp_cc_ev *ev, bool repeated);
 void hp__tcp_cc_on_timeout(struct hp__tcp_cc *cc, uint32_t snd_una, uint32_t snd_max, uint32_t smss,
                            bool repeated);
 

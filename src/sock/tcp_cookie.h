@@ -61,7 +61,7 @@
  */
 
 #define HP__TCP_COOKIE_SLOT_NS (64ull * 1000000000ull) /* 64-second slots */
-#define HP__TCP_COOKIE_NMSS 5
+#define HP__TCP_COOKIE_NMSS    5
 
 /* The MSS values a cookie can carry, smallest first: IPv4's default
  * (RFC 9293 3.7.1), IPv6's minimum (1280 - 60), common tunnels and

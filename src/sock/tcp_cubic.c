@@ -5,19 +5,19 @@
 
 /* RFC 9438 4.1: C = 0.4 (segments / s^3), beta = 0.7; alpha for W_est
  * (4.3) is 3 (1 - beta) / (1 + beta) = 9 / 17. */
-#define CUBIC_C 0.4
+#define CUBIC_C        0.4
 #define CUBIC_BETA_NUM 7u
 #define CUBIC_BETA_DEN 10u
-#define ALPHA_NUM 9u
-#define ALPHA_DEN 17u
+#define ALPHA_NUM      9u
+#define ALPHA_DEN      17u
 
 /* RFC 9406 4.3. */
-#define HS_MIN_RTT_THRESH_US 4000u
-#define HS_MAX_RTT_THRESH_US 16000u
-#define HS_MIN_RTT_DIVISOR 8u
-#define HS_N_RTT_SAMPLE 8u
+#define HS_MIN_RTT_THRESH_US  4000u
+#define HS_MAX_RTT_THRESH_US  16000u
+#define HS_MIN_RTT_DIVISOR    8u
+#define HS_N_RTT_SAMPLE       8u
 #define HS_CSS_GROWTH_DIVISOR 4u
-#define HS_CSS_ROUNDS 5u
+#define HS_CSS_ROUNDS         5u
 /* A round with fewer segments in flight cannot give N_RTT_SAMPLE samples:
  * HyStart++ skips it, so an application-limited request/response flow
  * never touches the cold state. */
@@ -122,7 +122,8 @@ uint32_t hp__tcp_cubic_reduce(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, ui
     /* RFC 9438 4.7, fast convergence: a flow whose W_max shrinks releases
      * bandwidth for newer flows. */
     if (w < x->w_max)
-        x->w_max = (uint32_t)((uint64_t)w * (CUBIC_BETA_DEN + CUBIC_BETA_NUM) / (2 * CUBIC_BETA_DEN));
+        x->w_max =
+            (uint32_t)((uint64_t)w * (CUBIC_BETA_DEN + CUBIC_BETA_NUM) / (2 * CUBIC_BETA_DEN));
     else
         x->w_max = w;
     x->epoch_ns = 0;
@@ -131,7 +132,8 @@ uint32_t hp__tcp_cubic_reduce(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, ui
 }
 
 /* A new epoch begins (RFC 9438 4.2): K from W_max and cwnd now. */
-static void epoch_start(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, const struct hp__tcp_cc_ev *ev)
+static void epoch_start(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x,
+                        const struct hp__tcp_cc_ev *ev)
 {
     x->epoch_ns = ev->now_ns ? ev->now_ns : 1;
     x->cwnd_epoch = cc->cwnd;

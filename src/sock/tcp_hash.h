@@ -31,7 +31,7 @@ struct hp__tcp_tuple {
 enum hp__tcp_hash_domain {
     HP__TCP_HASH_ISN = 1,
     HP__TCP_HASH_COOKIE = 2,
-    HP__TCP_HASH_TS = 3, /* a connection's timestamp clock offset (RFC 7323 7.1) */
+    HP__TCP_HASH_TS = 3,        /* a connection's timestamp clock offset (RFC 7323 7.1) */
     HP__TCP_HASH_CHALLENGE = 4, /* each second's challenge ACK budget (RFC 5961 7) */
 };
 

@@ -39,13 +39,13 @@
  */
 struct hp__tcp_seg {
     struct hp__iface *ifc;
-    struct hp_buf *b;          /* owned; NULL once queued or freed */
+    struct hp_buf *b; /* owned; NULL once queued or freed */
     int family;
-    const uint8_t *src, *dst;  /* the IP header's addresses (4 or 16 bytes) */
+    const uint8_t *src, *dst; /* the IP header's addresses (4 or 16 bytes) */
     struct hp_tcp_repr r;
     uint32_t seq;
     uint32_t off, len;
-    uint8_t flags;             /* HP_TCP_F_SYN / FIN cleared when trimmed away */
+    uint8_t flags; /* HP_TCP_F_SYN / FIN cleared when trimmed away */
 };
 
 static inline void hp__tcp_seg_free(struct hp__tcp_seg *sg)

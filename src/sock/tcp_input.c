@@ -341,7 +341,8 @@ static void ece_in(struct hp_tcp_sock *c)
  */
 static bool acceptable(const struct hp_tcp_sock *c, const struct hp__tcp_seg *sg, uint32_t wnd)
 {
-    uint32_t seglen = sg->len + ((sg->flags & HP_TCP_F_SYN) ? 1u : 0u) + ((sg->flags & HP_TCP_F_FIN) ? 1u : 0u);
+    uint32_t seglen =
+        sg->len + ((sg->flags & HP_TCP_F_SYN) ? 1u : 0u) + ((sg->flags & HP_TCP_F_FIN) ? 1u : 0u);
     if (sg->seq == c->rcv_nxt)
         return true;
     if (wnd == 0)
@@ -689,13 +690,14 @@ void hp__tcp_conn_input(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
         }
         /* TIME-WAIT: a retransmitted FIN (our ACK of it was lost) is
          * acknowledged again and restarts the 2 MSL wait. */
-        if (c->state == HP_TCP_TIME_WAIT && (fl & HP_TCP_F_FIN) && r->seq + sg->len + 1 == c->rcv_nxt)
+        if (c->state == HP_TCP_TIME_WAIT && (fl & HP_TCP_F_FIN) &&
+            r->seq + sg->len + 1 == c->rcv_nxt)
             hp__tcp_time_wait(c);
         /* Data we already have, sent again: a D-SACK tells the sender its
          * retransmission was not needed (RFC 2883 4.1). Only what lies
          * within a window below RCV.NXT: older is not plausible. */
-        if (sg->len && hp__seq_lt(sg->seq, c->rcv_nxt) && hp__seq_le(sg->seq + sg->len, c->rcv_nxt) &&
-            c->rcv_nxt - sg->seq <= c->rcvbuf)
+        if (sg->len && hp__seq_lt(sg->seq, c->rcv_nxt) &&
+            hp__seq_le(sg->seq + sg->len, c->rcv_nxt) && c->rcv_nxt - sg->seq <= c->rcvbuf)
             hp__tcp_dsack_note(c, sg->seq, sg->seq + sg->len);
         ack_and_drop(c, sg);
         return;
@@ -887,7 +889,8 @@ void hp__tcp_input(struct hp__iface *ifc, struct hp_buf *b, int family, const ui
     unsigned pf = (b->ol_flags & HP_BUF_OL_L4_CKSUM_GOOD) ? 0u : HP_WIRE_VERIFY_CKSUM;
     int rc = hp_tcp_parse(hp_buf_data(b), b->data_len, &a, &sg.r, pf);
     if (rc < 0) {
-        hp__ctr(s, rc == -HP_WIRE_BAD_CHECKSUM ? HP_CTR_TCP_IN_CSUM_ERRORS : HP_CTR_TCP_IN_BAD_OPTIONS);
+        hp__ctr(s, rc == -HP_WIRE_BAD_CHECKSUM ? HP_CTR_TCP_IN_CSUM_ERRORS
+                                               : HP_CTR_TCP_IN_BAD_OPTIONS);
         hp__ctr(s, HP_CTR_TCP_IN_ERRS);
         hp_buf_free(b);
         return;
@@ -901,8 +904,8 @@ void hp__tcp_input(struct hp__iface *ifc, struct hp_buf *b, int family, const ui
     /* Unicast only, both ways (RFC 9293 3.9.1, RFC 1122 4.2.3.10); port
      * 0 is nobody's; a segment from our own address and port to itself
      * (a "land" packet) can only be forged: we have no loopback. */
-    if (not_unicast(ifc, family, dst) || not_unicast(ifc, family, src) || unspecified(family, src) ||
-        r->src_port == 0 || r->dst_port == 0 ||
+    if (not_unicast(ifc, family, dst) || not_unicast(ifc, family, src) ||
+        unspecified(family, src) || r->src_port == 0 || r->dst_port == 0 ||
         (r->src_port == r->dst_port && memcmp(src, dst, addr_len(family)) == 0)) {
         hp__ctr(s, HP_CTR_TCP_IN_ERRS);
         hp_buf_free(b);
@@ -927,8 +930,8 @@ void hp__tcp_input(struct hp__iface *ifc, struct hp_buf *b, int family, const ui
                 syn_sent(c, &sg);
                 return;
             }
-            if (c->state == HP_TCP_TIME_WAIT && (r->flags & (HP_TCP_F_SYN | HP_TCP_F_ACK)) == HP_TCP_F_SYN &&
-                time_wait_syn(c, &sg))
+            if (c->state == HP_TCP_TIME_WAIT &&
+                (r->flags & (HP_TCP_F_SYN | HP_TCP_F_ACK)) == HP_TCP_F_SYN && time_wait_syn(c, &sg))
                 return;
             hp__tcp_conn_input(c, &sg);
             return;

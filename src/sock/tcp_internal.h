@@ -121,14 +121,14 @@ struct hp__tcp_state;
  */
 struct hp__tcp_bufq {
     struct hp_buf *head, *tail;
-    uint32_t bytes;           /* queued bytes */
-    uint32_t nbufs;           /* buffers in the list */
-    uint64_t start;           /* stream offset of head's first byte */
+    uint32_t bytes; /* queued bytes */
+    uint32_t nbufs; /* buffers in the list */
+    uint64_t start; /* stream offset of head's first byte */
 };
 
 struct hp__tcp_bufq_cur {
-    struct hp_buf *b;         /* a buffer of the queue if off >= start, else stale */
-    uint64_t off;             /* stream offset of b's first byte */
+    struct hp_buf *b; /* a buffer of the queue if off >= start, else stale */
+    uint64_t off;     /* stream offset of b's first byte */
 };
 
 void hp__tcp_bufq_init(struct hp__tcp_bufq *q);
@@ -145,15 +145,16 @@ void hp__tcp_bufq_push_small(struct hp__tcp_bufq *q, struct hp_buf *b, uint32_t 
  * tailroom first (if not shared), then into new buffers from pool (whole
  * data room, data_off 0). @return bytes copied: fewer than len when the
  * pool ran out (0 if nothing). */
-uint32_t hp__tcp_bufq_append(struct hp__tcp_bufq *q, struct hp_pool *pool, const void *data, uint32_t len);
+uint32_t hp__tcp_bufq_append(struct hp__tcp_bufq *q, struct hp_pool *pool, const void *data,
+                             uint32_t len);
 /* Drop n bytes (at most q->bytes) from the front; freed buffers go back
  * to their pools. */
 void hp__tcp_bufq_drop(struct hp__tcp_bufq *q, uint32_t n);
 /* Copy len bytes starting at stream offset off (q->start <= off,
  * off + len <= q->start + q->bytes) to dst, using and moving the cursor
  * (NULL: walk from the head). */
-void hp__tcp_bufq_copy(const struct hp__tcp_bufq *q, struct hp__tcp_bufq_cur *cur, uint64_t off, uint32_t len,
-                       void *dst);
+void hp__tcp_bufq_copy(const struct hp__tcp_bufq *q, struct hp__tcp_bufq_cur *cur, uint64_t off,
+                       uint32_t len, void *dst);
 /* Copy len bytes from the front to dst and drop them (recv). len <= bytes. */
 void hp__tcp_bufq_read(struct hp__tcp_bufq *q, void *dst, uint32_t len);
 /* Detach the head buffer (recv_buf): the caller owns it (a one-segment
@@ -202,38 +203,45 @@ void hp__tcp_sndq_copy(const struct hp__tcp_sndq *sq, struct hp__tcp_bufq_cur *c
 /* ---- the connection block --------------------------------------------------- */
 
 /* c->flags */
-#define HP__TCPF_ACK_NOW       0x00000001u /* send an ACK at the next hp__tcp_output */
-#define HP__TCPF_DACK          0x00000002u /* an ACK is owed, delayed (until dack_due) */
-#define HP__TCPF_NODELAY       0x00000004u /* no Nagle */
-#define HP__TCPF_TS_OK         0x00000008u /* timestamps negotiated */
-#define HP__TCPF_WS_OK         0x00000010u /* window scaling negotiated */
-#define HP__TCPF_FIN_QUEUED    0x00000020u /* our FIN follows the send queue */
-#define HP__TCPF_FIN_SENT      0x00000040u /* snd_max covers our FIN */
-#define HP__TCPF_FIN_RCVD      0x00000080u /* the peer's FIN is in (rcv_nxt is past it) */
-#define HP__TCPF_SHUT_RD       0x00000100u /* received data is discarded */
-#define HP__TCPF_ORPHAN        0x00000200u /* the user closed the handle */
-#define HP__TCPF_COOKIE        0x00000400u /* made from a SYN cookie */
-#define HP__TCPF_SYN_LOST      0x00000800u /* our SYN / SYN-ACK was retransmitted */
-#define HP__TCPF_KEEPALIVE     0x00001000u /* keepalive probes on */
-#define HP__TCPF_QUICKACK      0x00002000u /* no delayed ACKs */
-#define HP__TCPF_LINGER0       0x00004000u /* close resets */
-#define HP__TCPF_IN_TABLE      0x00008000u /* key is in the connection map */
-#define HP__TCPF_LISTEN_KEY    0x00010000u /* key is in the listen map */
-#define HP__TCPF_WILDCARD      0x00020000u /* bound to the any address */
-#define HP__TCPF_BOUND         0x00040000u /* local port chosen */
-#define HP__TCPF_PERSIST       0x00080000u /* t_rtx is the persist (zero window probe) timer */
-#define HP__TCPF_RTT_TIMING    0x00100000u /* rtt_seq / rtt_start time one segment (no timestamps) */
-#define HP__TCPF_EOF_SEEN      0x00200000u /* the user read the end of stream */
-#define HP__TCPF_ACCEPTED      0x00400000u /* handed to the user by accept (or created by open) */
-#define HP__TCPF_SEND_SPACE    0x00800000u /* the user hit a full send buffer: raise OUT when room is back */
-#define HP__TCPF_ACCQ          0x01000000u /* on parent's accept queue (tcp.c); with a parent and without it: on the SYN queue if linked */
-#define HP__TCPF_DACK_PEND     0x02000000u /* on the stack's dack_pend list: t_dack armed at the next poll if still owed */
-#define HP__TCPF_SACK_OK       0x04000000u /* SACK negotiated (RFC 2018 2): we send blocks, the peer's are used */
-#define HP__TCPF_SB            0x08000000u /* the transmit log (tcp_sack.c) exists: sends go in it, ACKs update it */
-#define HP__TCPF_SB_LOSS       0x10000000u /* SACKed or lost segments, recovery, a probe out: the slow paths run */
-#define HP__TCPF_SACK_OUT      0x20000000u /* out-of-order data or a D-SACK to report: ACKs carry SACK blocks */
-#define HP__TCPF_ECN_OK        0x40000000u /* ECN negotiated (RFC 3168 6.1.1) */
-#define HP__TCPF_ECN_PEND      0x80000000u /* an ECE to echo or a CWR to send (c->ecn says which) */
+#define HP__TCPF_ACK_NOW    0x00000001u /* send an ACK at the next hp__tcp_output */
+#define HP__TCPF_DACK       0x00000002u /* an ACK is owed, delayed (until dack_due) */
+#define HP__TCPF_NODELAY    0x00000004u /* no Nagle */
+#define HP__TCPF_TS_OK      0x00000008u /* timestamps negotiated */
+#define HP__TCPF_WS_OK      0x00000010u /* window scaling negotiated */
+#define HP__TCPF_FIN_QUEUED 0x00000020u /* our FIN follows the send queue */
+#define HP__TCPF_FIN_SENT   0x00000040u /* snd_max covers our FIN */
+#define HP__TCPF_FIN_RCVD   0x00000080u /* the peer's FIN is in (rcv_nxt is past it) */
+#define HP__TCPF_SHUT_RD    0x00000100u /* received data is discarded */
+#define HP__TCPF_ORPHAN     0x00000200u /* the user closed the handle */
+#define HP__TCPF_COOKIE     0x00000400u /* made from a SYN cookie */
+#define HP__TCPF_SYN_LOST   0x00000800u /* our SYN / SYN-ACK was retransmitted */
+#define HP__TCPF_KEEPALIVE  0x00001000u /* keepalive probes on */
+#define HP__TCPF_QUICKACK   0x00002000u /* no delayed ACKs */
+#define HP__TCPF_LINGER0    0x00004000u /* close resets */
+#define HP__TCPF_IN_TABLE   0x00008000u /* key is in the connection map */
+#define HP__TCPF_LISTEN_KEY 0x00010000u /* key is in the listen map */
+#define HP__TCPF_WILDCARD   0x00020000u /* bound to the any address */
+#define HP__TCPF_BOUND      0x00040000u /* local port chosen */
+#define HP__TCPF_PERSIST    0x00080000u /* t_rtx is the persist (zero window probe) timer */
+#define HP__TCPF_RTT_TIMING 0x00100000u /* rtt_seq / rtt_start time one segment (no timestamps) */
+#define HP__TCPF_EOF_SEEN   0x00200000u /* the user read the end of stream */
+#define HP__TCPF_ACCEPTED   0x00400000u /* handed to the user by accept (or created by open) */
+/* the user hit a full send buffer: raise OUT when room is back */
+#define HP__TCPF_SEND_SPACE 0x00800000u
+/* on parent's accept queue (tcp.c); with a parent and without it: on the SYN queue if linked */
+#define HP__TCPF_ACCQ 0x01000000u
+/* on the stack's dack_pend list: t_dack armed at the next poll if still owed */
+#define HP__TCPF_DACK_PEND 0x02000000u
+/* SACK negotiated (RFC 2018 2): we send blocks, the peer's are used */
+#define HP__TCPF_SACK_OK 0x04000000u
+/* the transmit log (tcp_sack.c) exists: sends go in it, ACKs update it */
+#define HP__TCPF_SB 0x08000000u
+/* SACKed or lost segments, recovery, a probe out: the slow paths run */
+#define HP__TCPF_SB_LOSS 0x10000000u
+/* out-of-order data or a D-SACK to report: ACKs carry SACK blocks */
+#define HP__TCPF_SACK_OUT 0x20000000u
+#define HP__TCPF_ECN_OK   0x40000000u /* ECN negotiated (RFC 3168 6.1.1) */
+#define HP__TCPF_ECN_PEND 0x80000000u /* an ECE to echo or a CWR to send (c->ecn says which) */
 
 /*
  * The connection block's fields, in blocks of fields that share both their
@@ -344,32 +352,33 @@ struct hp__tcp_sndq {
 
 /* demux: the map entry, then what the receive path reads right after a hit
  * and the transmit path reads first. */
-#define HP__TCPS_ID_demux                                                                  \
-    struct hp__tcp_key key;      /* first: the map entry; key.family is 4 or 6 */         \
-    struct hp_stack *s;                                                                    \
-    uint32_t flags;              /* HP__TCPF_* */                                          \
-    uint8_t state;               /* enum hp_tcp_state */                                   \
-    uint8_t snd_wscale, rcv_wscale;                                                        \
-    uint8_t via_gw;              /* the next hop is the stack's gateway (else key.raddr) */ \
-    uint8_t ifx;                 /* the route's interface: s->ifaces[ifx - 1] (0: none) */
+#define HP__TCPS_ID_demux                                                                          \
+    struct hp__tcp_key key; /* first: the map entry; key.family is 4 or 6 */                       \
+    struct hp_stack *s;                                                                            \
+    uint32_t flags; /* HP__TCPF_* */                                                               \
+    uint8_t state;  /* enum hp_tcp_state */                                                        \
+    uint8_t snd_wscale, rcv_wscale;                                                                \
+    uint8_t via_gw; /* the next hop is the stack's gateway (else key.raddr) */                     \
+    uint8_t ifx;    /* the route's interface: s->ifaces[ifx - 1] (0: none) */
 
 /* send sequence space */
 #define HP__TCPS_ISS_cold uint32_t iss;
 #define HP__TCPS_SND_rxtx uint32_t snd_una, snd_nxt, snd_max, snd_wnd;
-#define HP__TCPS_SNDWL_rx                                                                  \
-    uint32_t snd_wl1, snd_wl2;                                                             \
-    uint32_t max_snd_wnd;        /* largest window the peer offered (RFC 5961 5.2; sender SWS, RFC 9293 3.8.6.2.1) */
-#define HP__TCPS_SMSS_rx uint16_t smss;
+#define HP__TCPS_SNDWL_rx                                                                          \
+    uint32_t snd_wl1, snd_wl2;                                                                     \
+    uint32_t                                                                                       \
+        max_snd_wnd; /* largest window the peer offered (RFC 5961 5.2; sender SWS, RFC 9293 3.8.6.2.1) */
+#define HP__TCPS_SMSS_rx     uint16_t smss;
 #define HP__TCPS_MSSEFF_rxtx uint16_t mss_eff;
-#define HP__TCPS_RMSS_rxtx uint16_t rmss;
-#define HP__TCPS_RTXCNT_rx                                                                 \
-    uint8_t rtx_count;           /* consecutive retransmissions by timer of the same segment (R2 counter) */ \
-    uint8_t ka_probes;           /* keepalive probes unanswered */
+#define HP__TCPS_RMSS_rxtx   uint16_t rmss;
+#define HP__TCPS_RTXCNT_rx                                                                         \
+    uint8_t rtx_count; /* consecutive retransmissions by timer of the same segment (R2 counter) */ \
+    uint8_t ka_probes; /* keepalive probes unanswered */
 
 /* receive sequence space */
-#define HP__TCPS_IRS_cold uint32_t irs;
+#define HP__TCPS_IRS_cold    uint32_t irs;
 #define HP__TCPS_RCVNXT_rxtx uint32_t rcv_nxt;
-#define HP__TCPS_RCVWND_tx uint32_t rcv_wnd;
+#define HP__TCPS_RCVWND_tx   uint32_t rcv_wnd;
 #define HP__TCPS_RCVADV_rxtx                                                                       \
     uint32_t rcv_adv;                                                                              \
     uint32_t last_ack_sent; /* RCV.NXT in the last segment we sent (RFC 7323 4.3 TS.Recent rule) */
@@ -377,42 +386,50 @@ struct hp__tcp_sndq {
     uint16_t segs_unacked; /* full-sized segments received since our last ACK */
 
 /* timestamps (RFC 7323) */
-#define HP__TCPS_TS_rxtx uint32_t ts_recent; uint32_t ts_offset;
+#define HP__TCPS_TS_rxtx                                                                           \
+    uint32_t ts_recent;                                                                            \
+    uint32_t ts_offset;
 #define HP__TCPS_TSS_rx                                                                            \
     uint32_t ts_recent_s; /* when ts_recent was set, s->now in seconds (PAWS idle rule, 5.5) */
 
 /* RTT and congestion control */
 #define HP__TCPS_RTT_rxtx struct hp__tcp_rtt rtt;
-#define HP__TCPS_CC_rxtx struct hp__tcp_cc cc;
+#define HP__TCPS_CC_rxtx  struct hp__tcp_cc cc;
 #define HP__TCPS_RTTSEQ_cold                                                                       \
     uint32_t rtt_seq;      /* without timestamps: the segment being timed ends here */             \
     uint32_t rtt_start_us; /* and was sent then (s->now in us, 32 bits: wraps in 71 minutes) */
-#define HP__TCPS_LASTSEND_tx uint64_t last_send_ns; /* last time we sent data (RFC 5681 4.1 restart after idle) */
-#define HP__TCPS_LASTRCV_rx uint64_t last_rcv_ns;   /* last time a segment arrived (keepalive idle) */
+/* last time we sent data (RFC 5681 4.1 restart after idle) */
+#define HP__TCPS_LASTSEND_tx uint64_t last_send_ns;
+#define HP__TCPS_LASTRCV_rx  uint64_t last_rcv_ns; /* last time a segment arrived (keepalive idle) */
 
 /* queues */
 #define HP__TCPS_SNDQ_rxtx                                                                         \
     struct hp__tcp_sndq sndq; /* unacknowledged user bytes, sent and unsent */
 #define HP__TCPS_RCVQ_rxtx struct hp__tcp_rcvq rcvq; /* in-order bytes not yet read */
-#define HP__TCPS_OOO_rx                                                                    \
-    struct hp_buf *ooo;          /* out-of-order segments, sorted by sequence, not overlapping; linked \
+#define HP__TCPS_OOO_rx                                                                            \
+    struct hp_buf *ooo; /* out-of-order segments, sorted by sequence, not overlapping; linked \
                                   * through next; each buffer's starting sequence number in its `reserved` field */
-#define HP__TCPS_OOON_cold uint32_t ooo_n;
+#define HP__TCPS_OOON_cold     uint32_t ooo_n;
 #define HP__TCPS_OOOBYTES_rxtx uint32_t ooo_bytes;
-#define HP__TCPS_SNDBUF_tx uint32_t sndbuf; /* limit in bytes on sndq.bytes */
-#define HP__TCPS_RCVBUF_rxtx uint32_t rcvbuf; /* limit in bytes on rcvq.bytes + ooo_bytes */
+#define HP__TCPS_SNDBUF_tx     uint32_t sndbuf; /* limit in bytes on sndq.bytes */
+#define HP__TCPS_RCVBUF_rxtx   uint32_t rcvbuf; /* limit in bytes on rcvq.bytes + ooo_bytes */
 
 /* timers (tcp_timer.c) */
 #define HP__TCPS_TIMERS_cold                                                                       \
     struct hp__timer t_rtx;  /* retransmission, SYN, or persist (HP__TCPF_PERSIST) */              \
     struct hp__timer t_dack; /* delayed ACK */                                                     \
     struct hp__timer t_misc; /* keepalive, FIN_WAIT_2, TIME_WAIT */
-#define HP__TCPS_RTXTDUE_tx uint64_t rtx_tdue;   /* due time of t_rtx's heap entry, 0 when not in the heap (tcp_timer.c) */
-#define HP__TCPS_DACKTDUE_rx uint64_t dack_tdue; /* due time of t_dack's heap entry, 0 when not in the heap */
+/* due time of t_rtx's heap entry, 0 when not in the heap (tcp_timer.c) */
+#define HP__TCPS_RTXTDUE_tx uint64_t rtx_tdue;
+/* due time of t_dack's heap entry, 0 when not in the heap */
+#define HP__TCPS_DACKTDUE_rx uint64_t dack_tdue;
 #define HP__TCPS_DACKDUE_rx                                                                        \
     uint64_t dack_due; /* when the pending delayed ACK is due: t_dack may be armed earlier (lazy) */
-#define HP__TCPS_RTXDUE_rxtx uint64_t rtx_due; /* when t_rtx should fire, 0 when stopped: t_rtx may be armed earlier or stale (lazy restart and stop) */
-#define HP__TCPS_PERSIST_rx uint8_t persist_shift; /* persist timer back-off (zeroed by every rtx_stop) */
+#define HP__TCPS_RTXDUE_rxtx                                                                       \
+    uint64_t                                                                                       \
+        rtx_due; /* when t_rtx should fire, 0 when stopped: t_rtx may be armed earlier or stale (lazy restart and stop) */
+/* persist timer back-off (zeroed by every rtx_stop) */
+#define HP__TCPS_PERSIST_rx uint8_t persist_shift;
 /* A passive embryo whose ISS is a SYN cookie (tcp_listen.c syn_iss); read
  * only in SYN_RECEIVED. A byte in a hole: after ka_cnt (grouped), after
  * persist_shift (chrono). */
@@ -435,7 +452,7 @@ struct hp__tcp_sndq {
 #define HP__TCPS_EXT_cold struct hp__tcp_ext *x; /* NULL until needed (above) */
 
 /* the user side */
-#define HP__TCPS_EV_rx struct hp__sock_ev ev;
+#define HP__TCPS_EV_rx  struct hp__sock_ev ev;
 #define HP__TCPS_ERR_tx int err; /* pending error (-errno), 0 if none */
 
 /* listener queues: a listener's own; a connection's links into its parent's */
@@ -447,7 +464,7 @@ struct hp__tcp_sndq {
 /* hp_tcp_get_info's counters, by the path that counts them (the rare ones
  * in the extension) */
 #define HP__TCPS_BYTESRX_rx uint64_t bytes_received; /* (bytes acknowledged: sndq.start) */
-#define HP__TCPS_SEGSIN_rx uint32_t segs_in;
+#define HP__TCPS_SEGSIN_rx  uint32_t segs_in;
 #define HP__TCPS_BYTESTX_tx uint64_t bytes_sent;
 #define HP__TCPS_SEGSOUT_tx uint32_t segs_out;
 
@@ -508,9 +525,9 @@ struct hp_tcp_sock {
 struct hp__tcp_listenq {
     uint32_t backlog;
     uint32_t nsyn, nacc;
-    struct hp_tcp_sock *syn_head, *syn_tail;   /* FIFO through qnext/qprev */
-    struct hp_tcp_sock *acc_head, *acc_tail;   /* FIFO through qnext/qprev */
-    uint64_t cookie_ns;                        /* when this listener last gave out a cookie
+    struct hp_tcp_sock *syn_head, *syn_tail; /* FIFO through qnext/qprev */
+    struct hp_tcp_sock *acc_head, *acc_tail; /* FIFO through qnext/qprev */
+    uint64_t cookie_ns;                      /* when this listener last gave out a cookie
                                                 * (a cookie SYN-ACK or a cookie ISS); 0: never */
 };
 
@@ -519,13 +536,13 @@ struct hp__tcp_listenq {
  * transparent huge pages, freed blocks reused LIFO, the chunks unmapped at
  * fini. */
 struct hp__tcp_blocks {
-    size_t size;              /* one block: sizeof(struct hp_tcp_sock), rounded up to 64 */
-    void *free;               /* freed blocks, linked through their first word */
-    uint8_t *next, *end;      /* the newest chunk's part never handed out */
+    size_t size;         /* one block: sizeof(struct hp_tcp_sock), rounded up to 64 */
+    void *free;          /* freed blocks, linked through their first word */
+    uint8_t *next, *end; /* the newest chunk's part never handed out */
     void **chunks;
     uint64_t **live; /* per chunk: a bit per block, set while handed out */
     uint32_t nchunks, cap;
-    uint32_t nlive;           /* blocks handed out and not freed */
+    uint32_t nlive; /* blocks handed out and not freed */
 };
 void hp__tcp_blocks_init(struct hp__tcp_blocks *b, size_t size);
 /* A block of b->size bytes, 64-byte aligned, contents undefined; NULL when
@@ -541,7 +558,7 @@ void hp__tcp_blocks_fini(struct hp__tcp_blocks *b);
 void *hp__tcp_block_next(const struct hp__tcp_blocks *b, const void *prev);
 
 struct hp__tcp_state {
-    struct hp_tcp_config cfg;     /* defaults filled in */
+    struct hp_tcp_config cfg;       /* defaults filled in */
     struct hp__tcp_rtt_cfg rtt_cfg; /* cfg's RTO bounds, for the estimators */
     struct hp__tcp_table *table;
     struct hp__tcp_secret secret; /* ISNs, cookies, timestamp offsets */
@@ -549,14 +566,14 @@ struct hp__tcp_state {
     uint32_t nexts;               /* extensions allocated (hp__tcp_ext_get) */
     /* RFC 5961 7: this second's stack-wide challenge ACK budget, drawn at
      * random (tcp_output.c challenge_allowed). */
-    uint64_t chack_sec;           /* the second it was drawn for (s->now / 1 s) */
+    uint64_t chack_sec; /* the second it was drawn for (s->now / 1 s) */
     uint32_t chack_left;
     /* Delayed ACKs owed since the last poll began (tcp_timer.c): armed at
      * the next one unless the application's reply carried them first. */
     struct hp_tcp_sock **dack_pend;
     uint32_t ndack_pend, dack_pend_cap;
-    uint64_t dack_pend_due; /* the first one's deadline, the earliest */
-    bool table_rekey;       /* the table asked for a new hash key (tcp_table.c) */
+    uint64_t dack_pend_due;       /* the first one's deadline, the earliest */
+    bool table_rekey;             /* the table asked for a new hash key (tcp_table.c) */
     struct hp__tcp_blocks blocks; /* every hp_tcp_sock of the stack */
     /* Early demultiplexing of the receive burst being processed
      * (tcp_input.c): the peeked tuples and their hashes, in burst order. */
@@ -725,7 +742,8 @@ static inline void hp__tcp_sb_sent(struct hp_tcp_sock *c, uint32_t seq, uint32_t
 
 /* What congestion control is told at an event of c (tcp_cc.h). rtt_us: a
  * sample from this ACK (0: none); flight: bytes outstanding before it. */
-static inline struct hp__tcp_cc_ev hp__tcp_cc_ev(const struct hp_tcp_sock *c, uint32_t rtt_us, uint32_t flight)
+static inline struct hp__tcp_cc_ev hp__tcp_cc_ev(const struct hp_tcp_sock *c, uint32_t rtt_us,
+                                                 uint32_t flight)
 {
     struct hp__tcp_cc_ev ev = {
         .snd_una = c->snd_una,
@@ -741,8 +759,8 @@ static inline struct hp__tcp_cc_ev hp__tcp_cc_ev(const struct hp_tcp_sock *c, ui
 
 /* ---- tcp.c: lifecycle -------------------------------------------------------- */
 
-int hp__tcp_init(struct hp_stack *s);      /* from hp__sock_init */
-void hp__tcp_fini(struct hp_stack *s);     /* from hp__sock_fini: frees every socket, sends nothing */
+int hp__tcp_init(struct hp_stack *s);  /* from hp__sock_init */
+void hp__tcp_fini(struct hp_stack *s); /* from hp__sock_fini: frees every socket, sends nothing */
 
 /* A new connection block for the stack: defaults from the config (buffers,
  * keepalive, rto via hp__tcp_rtt_init), timers initialised, on the `all`

@@ -2,7 +2,8 @@
 /* Initial sequence numbers: RFC 6528's M + F(tuple, secret) with SipHash as F. */
 #include "tcp_isn.h"
 
-uint32_t hp__tcp_isn(const struct hp__tcp_secret *secret, const struct hp__tcp_tuple *t, uint64_t now_ns)
+uint32_t hp__tcp_isn(const struct hp__tcp_secret *secret, const struct hp__tcp_tuple *t,
+                     uint64_t now_ns)
 {
     uint32_t m = (uint32_t)(now_ns / HP__TCP_ISN_TICK_NS); /* modulo 2^32 */
     uint32_t f = (uint32_t)hp__tcp_hash(secret, HP__TCP_HASH_ISN, t, 0, 0);

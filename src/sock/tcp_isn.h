@@ -23,6 +23,7 @@
  * section 1). now_ns: any monotonic clock in ns (the stack's s->now).
  * Pure; never fails.
  */
-uint32_t hp__tcp_isn(const struct hp__tcp_secret *secret, const struct hp__tcp_tuple *t, uint64_t now_ns);
+uint32_t hp__tcp_isn(const struct hp__tcp_secret *secret, const struct hp__tcp_tuple *t,
+                     uint64_t now_ns);
 
 #endif

@@ -30,6 +30,8 @@
  * (rtt.rto_us); a whole struct when the path's functions touch all of it.
  * The lists are X macros: X(member designator).
  */
+/* (the field lists stay one line per group) */
+// clang-format off
 #define HP__TCP_RX_FIELDS(X)                                                               \
     X(key.laddr) X(key.raddr) X(key.lport) X(key.rport) X(key.family) X(key.zero_)         \
     X(s) X(state) X(flags) X(snd_wscale) X(rcv_wscale)                                     \
@@ -46,17 +48,20 @@
     X(key.lport) X(key.rport) X(key.laddr) X(key.raddr) X(key.family) X(ts_offset)        \
     X(ts_recent) X(via_gw) X(rcv_wnd) X(last_ack_sent) X(segs_unacked)                     \
     X(bytes_sent) X(segs_out) X(rtx_tdue) X(rtx_due)
+// clang-format on
 
 /*
  * The lines either path touches, as a constant bit set (bit l: line l of the
  * block), for prefetching them all as soon as a segment's connection is
  * known (hp__tcp_prefetch_hot).
  */
-#define HP__TCP_LINES_OF(off, size)                                                        \
-    ((~0ull << ((off) / HP_CACHELINE_SIZE)) & (~0ull >> (63 - ((off) + (size)-1) / HP_CACHELINE_SIZE)))
-#define HP__TCP_FIELD_LINES(m)                                                             \
+#define HP__TCP_LINES_OF(off, size)                                                                \
+    ((~0ull << ((off) / HP_CACHELINE_SIZE)) &                                                      \
+     (~0ull >> (63 - ((off) + (size)-1) / HP_CACHELINE_SIZE)))
+#define HP__TCP_FIELD_LINES(m)                                                                     \
     | HP__TCP_LINES_OF(offsetof(struct hp_tcp_sock, m), sizeof(((struct hp_tcp_sock *)0)->m))
-#define HP__TCP_HOT_LINES (0ull HP__TCP_RX_FIELDS(HP__TCP_FIELD_LINES) HP__TCP_TX_FIELDS(HP__TCP_FIELD_LINES))
+#define HP__TCP_HOT_LINES                                                                          \
+    (0ull HP__TCP_RX_FIELDS(HP__TCP_FIELD_LINES) HP__TCP_TX_FIELDS(HP__TCP_FIELD_LINES))
 
 /* Start loading every line of c either path touches (for writing). */
 static inline void hp__tcp_prefetch_hot(const struct hp_tcp_sock *c)
@@ -72,7 +77,7 @@ struct hp__tcp_field_span {
     size_t off, size;
 };
 
-#define HP__TCP_FIELD_SPAN(m)                                                              \
+#define HP__TCP_FIELD_SPAN(m)                                                                      \
     {#m, offsetof(struct hp_tcp_sock, m), sizeof(((struct hp_tcp_sock *)0)->m)},
 
 /*
@@ -80,13 +85,13 @@ struct hp__tcp_field_span {
  * touch; lines (if not NULL, HP__TCP_MAX_LINES bits) gets the set.
  */
 #define HP__TCP_MAX_LINES 64
-static inline unsigned hp__tcp_lines_touched(const struct hp__tcp_field_span *f, size_t n, uint64_t *lines)
+static inline unsigned hp__tcp_lines_touched(const struct hp__tcp_field_span *f, size_t n,
+                                             uint64_t *lines)
 {
     uint64_t set = 0;
     for (size_t i = 0; i < n; i++)
-        for (size_t l = f[i].off / HP_CACHELINE_SIZE; l <= (f[i].off + f[i].size - 1) / HP_CACHELINE_SIZE &&
-                                                      l < HP__TCP_MAX_LINES;
-             l++)
+        for (size_t l = f[i].off / HP_CACHELINE_SIZE;
+             l <= (f[i].off + f[i].size - 1) / HP_CACHELINE_SIZE && l < HP__TCP_MAX_LINES; l++)
             set |= 1ull << l;
     if (lines)
         *lines = set;

@@ -98,7 +98,7 @@ static void syn_queue_add(struct hp_tcp_sock *l, struct hp_tcp_sock *c)
  * unacknowledged: 1 + 2 = 3 s after the SYN for an entry whose ISS is a
  * cookie (below), 1 + 2 + 4 = 7 s for one with an RFC 6528 ISS. */
 #define STALE_RTX_COOKIE 2
-#define STALE_RTX 3
+#define STALE_RTX        3
 
 static void tuple_of(const struct hp_tcp_sock *c, struct hp__tcp_tuple *t)
 {

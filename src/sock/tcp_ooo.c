@@ -238,7 +238,8 @@ struct pick {
 
 /* Insert [l, r) into the picked blocks, sorted by priority (lower first,
  * ties by sequence), keeping at most max (<= HP_TCP_MAX_SACK). */
-static unsigned pick_add(struct pick *pk, unsigned n, unsigned max, uint32_t l, uint32_t r, uint32_t p)
+static unsigned pick_add(struct pick *pk, unsigned n, unsigned max, uint32_t l, uint32_t r,
+                         uint32_t p)
 {
     unsigned at = n;
     while (at > 0 && pk[at - 1].pri > p)

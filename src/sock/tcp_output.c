@@ -199,8 +199,8 @@ static void ecn_flags(struct hp_tcp_sock *c, uint8_t *h, uint32_t len, bool rtx)
  * in 40 bytes); their option comes out of the payload (RFC 6691: the MSS
  * counts data and options), so *len may shrink (then FIN and PSH go).
  * @return the blocks' count; *hlen grows by the option. */
-static unsigned sack_room(struct hp_tcp_sock *c, bool ts, uint32_t (*blk)[2], uint32_t *hlen, uint32_t *len,
-                          uint8_t *fl)
+static unsigned sack_room(struct hp_tcp_sock *c, bool ts, uint32_t (*blk)[2], uint32_t *hlen,
+                          uint32_t *len, uint8_t *fl)
 {
     unsigned n = hp__tcp_sack_fill(c, blk, ts ? 3 : 4);
     if (!n)
@@ -210,7 +210,7 @@ static unsigned sack_room(struct hp_tcp_sock *c, bool ts, uint32_t (*blk)[2], ui
     uint32_t most = c->mss_eff > extra ? c->mss_eff - extra : 1;
     if (*len > most) {
         *len = most;
-        *fl &= (uint8_t)~(HP_TCP_F_FIN | HP_TCP_F_PSH);
+        *fl &= (uint8_t) ~(HP_TCP_F_FIN | HP_TCP_F_PSH);
     }
     return n;
 }
@@ -252,7 +252,7 @@ static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
     uint32_t room = hp_buf_tailroom(b);
     if (hlen + len > room) {
         len = room > hlen ? room - hlen : 0;
-        fl &= (uint8_t)~(HP_TCP_F_FIN | HP_TCP_F_PSH);
+        fl &= (uint8_t) ~(HP_TCP_F_FIN | HP_TCP_F_PSH);
     }
     uint32_t tot = hlen + len;
     uint8_t *h = hp_buf_append(b, tot);
@@ -291,7 +291,8 @@ static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
         ecn_flags(c, h, len, rtx);
     /* RFC 3168 6.1.4-6.1.6: ECT on new data only: not on pure ACKs, not
      * on retransmissions or window probes. */
-    if ((c->flags & HP__TCPF_ECN_OK) && len && !hp__seq_lt(seq, c->snd_max) && !(c->flags & HP__TCPF_PERSIST))
+    if ((c->flags & HP__TCPF_ECN_OK) && len && !hp__seq_lt(seq, c->snd_max) &&
+        !(c->flags & HP__TCPF_PERSIST))
         xf |= HP__IP_ECT0;
     uint32_t sum = c->key.family == 4
                        ? hp_cksum_pseudo_ipv4(c->key.laddr, c->key.raddr, 6, (uint16_t)tot)
@@ -306,7 +307,8 @@ static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
         return rc;
     if (fl & HP_TCP_F_ACK)
         acked_now(c, wnd_bytes);
-    if ((c->flags & HP__TCPF_SACK_OK) && (len || (fl & HP_TCP_F_FIN)) && !(c->flags & HP__TCPF_PERSIST))
+    if ((c->flags & HP__TCPF_SACK_OK) && (len || (fl & HP_TCP_F_FIN)) &&
+        !(c->flags & HP__TCPF_PERSIST))
         hp__tcp_sb_sent(c, seq, seq + len + ((fl & HP_TCP_F_FIN) ? 1u : 0u));
     c->segs_out++;
     c->bytes_sent += len;
@@ -350,7 +352,8 @@ static int resend_range(struct hp_tcp_sock *c, uint32_t seq, uint32_t end)
         uint32_t left = hp__seq_lt(seq, dend) ? dend - seq : 0;
         uint32_t len = min32(left, c->mss_eff);
         bool fin = fin_in && len == left;
-        uint8_t fl = HP_TCP_F_ACK | (fin ? HP_TCP_F_FIN : 0) | (len && seq + len == qend ? HP_TCP_F_PSH : 0);
+        uint8_t fl =
+            HP_TCP_F_ACK | (fin ? HP_TCP_F_FIN : 0) | (len && seq + len == qend ? HP_TCP_F_PSH : 0);
         int k = xmit(c, seq, len, fl);
         if (k < 0)
             return n ? n : k;
@@ -420,7 +423,9 @@ int hp__tcp_send_tlp(struct hp_tcp_sock *c, bool *rtx)
         /* New data the peer's window takes (RFC 8985 7.3 first choice). */
         uint32_t len = min32(min32(end - nxt, c->mss_eff), room);
         bool fin = fin_q && nxt + len == end;
-        int n = xmit(c, nxt, len, HP_TCP_F_ACK | (nxt + len == end ? HP_TCP_F_PSH : 0) | (fin ? HP_TCP_F_FIN : 0));
+        int n =
+            xmit(c, nxt, len,
+                 HP_TCP_F_ACK | (nxt + len == end ? HP_TCP_F_PSH : 0) | (fin ? HP_TCP_F_FIN : 0));
         if (n < 0)
             return n;
         c->snd_nxt = nxt + (uint32_t)n + (fin && (uint32_t)n == len ? 1u : 0u);
@@ -476,7 +481,8 @@ static int output(struct hp_tcp_sock *c, bool force)
 
     /* RFC 5681 4.1: after an idle period longer than the RTO, start again
      * from the restart window rather than send an old cwnd as one burst. */
-    if (pending && una == c->snd_max && now - c->last_send_ns > (uint64_t)hp__tcp_rtt_rto(&c->rtt) * 1000u)
+    if (pending && una == c->snd_max &&
+        now - c->last_send_ns > (uint64_t)hp__tcp_rtt_rto(&c->rtt) * 1000u)
         hp__tcp_cc_idle(&c->cc, hp__tcp_cubic_of(c, false), c->mss_eff);
 
     const uint32_t mss = c->mss_eff;
@@ -624,7 +630,8 @@ int hp__tcp_retransmit(struct hp_tcp_sock *c)
     bool fin = (c->flags & HP__TCPF_FIN_QUEUED) && seq + len == end && hp__seq_gt(c->snd_max, end);
     if (!len && !fin)
         return 0;
-    uint8_t fl = HP_TCP_F_ACK | (fin ? HP_TCP_F_FIN : 0) | (len && seq + len == end ? HP_TCP_F_PSH : 0);
+    uint8_t fl =
+        HP_TCP_F_ACK | (fin ? HP_TCP_F_FIN : 0) | (len && seq + len == end ? HP_TCP_F_PSH : 0);
     c->flags &= ~HP__TCPF_RTT_TIMING; /* Karn */
     int n = xmit(c, seq, len, fl);
     if (n < 0)
@@ -831,7 +838,8 @@ static int reply_route(struct hp_stack *s, int family, const uint8_t *src, const
 {
     /* Never to or from a multicast or limited broadcast address (RFC 1122
      * 4.2.3.10; directed broadcasts are left to the IP layer's delivery). */
-    bool group = family == 4 ? (src[0] >= 224 || dst[0] >= 224) : (src[0] == 0xff || dst[0] == 0xff);
+    bool group =
+        family == 4 ? (src[0] >= 224 || dst[0] >= 224) : (src[0] == 0xff || dst[0] == 0xff);
     if (group)
         return -EINVAL;
     int rc = family == 4 ? hp__route4(s, src, rt) : hp__route6(s, src, rt);

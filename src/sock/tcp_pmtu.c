@@ -6,12 +6,12 @@
 
 #include "tcp_in.h"
 
-#define PMTU_MIN4 552u     /* below this a "too big" is not believed (Linux's min_pmtu) */
-#define PMTU_MIN6 1280u    /* RFC 8200 5: every IPv6 link */
-#define BASE4 1024u        /* RFC 4821 7.2: the MTU to fall back to (base_mss's 1024 + headers) */
-#define BASE6 1280u
-#define SEARCH_DONE 16u    /* RFC 4821 7.3: stop when the range is this small */
-#define TS_LEN 12u
+#define PMTU_MIN4   552u  /* below this a "too big" is not believed (Linux's min_pmtu) */
+#define PMTU_MIN6   1280u /* RFC 8200 5: every IPv6 link */
+#define BASE4       1024u /* RFC 4821 7.2: the MTU to fall back to (base_mss's 1024 + headers) */
+#define BASE6       1280u
+#define SEARCH_DONE 16u /* RFC 4821 7.3: stop when the range is this small */
+#define TS_LEN      12u
 
 static uint32_t hdrs(const struct hp_tcp_sock *c)
 {
@@ -161,7 +161,8 @@ void hp__tcp_pmtu_on_ack(struct hp_tcp_sock *c)
             probe_done(c, true);
         return;
     }
-    if (p->high <= p->low + SEARCH_DONE || (c->flags & HP__TCPF_SB_LOSS) || c->state != HP_TCP_ESTABLISHED)
+    if (p->high <= p->low + SEARCH_DONE || (c->flags & HP__TCPF_SB_LOSS) ||
+        c->state != HP_TCP_ESTABLISHED)
         return;
     /* RFC 4821 7.5: a probe of the middle of the range, as new data, when
      * enough waits and the windows take it. */

@@ -38,7 +38,8 @@ static uint32_t clamp_rto(const struct hp__tcp_rtt_cfg *cfg, uint64_t rto)
 }
 
 /* One update with gains alpha / n and beta / n (n = 1: RFC 6298 2.3). */
-static void update(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg, uint32_t rtt_us, uint32_t n)
+static void update(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg, uint32_t rtt_us,
+                   uint32_t n)
 {
     if (rtt_us > HP__TCP_RTT_SAMPLE_MAX_US)
         rtt_us = HP__TCP_RTT_SAMPLE_MAX_US;
@@ -66,7 +67,8 @@ static void update(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg, uin
     r->backoff = 0; /* RFC 6298 section 5, after 5.7: a new sample collapses the back-off */
 }
 
-int hp__tcp_rtt_sample(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg, uint32_t rtt_us, bool retransmitted)
+int hp__tcp_rtt_sample(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg, uint32_t rtt_us,
+                       bool retransmitted)
 {
     if (retransmitted)
         return 0; /* Karn's algorithm, RFC 6298 section 3 */
@@ -74,8 +76,8 @@ int hp__tcp_rtt_sample(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg,
     return 1;
 }
 
-void hp__tcp_rtt_sample_ts(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg, uint32_t rtt_us, uint32_t flight,
-                           uint32_t smss)
+void hp__tcp_rtt_sample_ts(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg,
+                           uint32_t rtt_us, uint32_t flight, uint32_t smss)
 {
     uint32_t n = 1;
     if (smss) {
@@ -95,7 +97,8 @@ void hp__tcp_rtt_timeout(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cf
         r->backoff++;
 }
 
-void hp__tcp_rtt_established(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg, bool syn_timed_out)
+void hp__tcp_rtt_established(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg,
+                             bool syn_timed_out)
 {
     if (syn_timed_out) {
         r->rto_us = clamp_rto(cfg, HP__TCP_RTO_SYN_US);

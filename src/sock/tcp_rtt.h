@@ -31,13 +31,13 @@
  *    hp__tcp_rtt_sample, or every ACK with timestamps (below).
  */
 
-#define HP__TCP_RTO_MIN_US 200000u       /* Linux's minimum: 200 ms */
+#define HP__TCP_RTO_MIN_US     200000u   /* Linux's minimum: 200 ms */
 #define HP__TCP_RTO_MIN_RFC_US 1000000u  /* RFC 6298 section 2.4: 1 s */
-#define HP__TCP_RTO_MAX_US 60000000u     /* RFC 6298 section 2.5: >= 60 s */
+#define HP__TCP_RTO_MAX_US     60000000u /* RFC 6298 section 2.5: >= 60 s */
 #define HP__TCP_RTO_INITIAL_US 1000000u  /* RFC 6298 section 2.1: 1 s */
-#define HP__TCP_RTO_SYN_US 3000000u      /* RFC 6298 section 5.7: 3 s */
-#define HP__TCP_RTO_G_US 1000u           /* clock granularity G: 1 ms */
-#define HP__TCP_RTO_K 4u                 /* RFC 6298 section 2 */
+#define HP__TCP_RTO_SYN_US     3000000u  /* RFC 6298 section 5.7: 3 s */
+#define HP__TCP_RTO_G_US       1000u     /* clock granularity G: 1 ms */
+#define HP__TCP_RTO_K          4u        /* RFC 6298 section 2 */
 
 struct hp__tcp_rtt_cfg {
     uint32_t min_rto_us;     /* lower bound on RTO */
@@ -53,11 +53,11 @@ struct hp__tcp_rtt_cfg {
 /* 16 bytes: it sits in every connection's hot lines (tcp_internal.h). The
  * bounds and G are the configuration's (one per stack), passed to every call. */
 struct hp__tcp_rtt {
-    uint32_t srtt8;          /* SRTT, in 1/8 us */
-    uint32_t rttvar8;        /* RTTVAR, in 1/8 us */
-    uint32_t rto_us;         /* the RTO to arm the timer with (back-off included) */
-    uint16_t backoff;        /* timeouts since the last valid sample */
-    bool has_sample;         /* SRTT and RTTVAR hold a measurement */
+    uint32_t srtt8;   /* SRTT, in 1/8 us */
+    uint32_t rttvar8; /* RTTVAR, in 1/8 us */
+    uint32_t rto_us;  /* the RTO to arm the timer with (back-off included) */
+    uint16_t backoff; /* timeouts since the last valid sample */
+    bool has_sample;  /* SRTT and RTTVAR hold a measurement */
 };
 
 /* The defaults described above (min 200 ms, max 60 s, initial 1 s, G 1 ms). */
@@ -90,7 +90,8 @@ int hp__tcp_rtt_init(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg);
  *
  * Returns 1 when the sample was used, 0 when Karn's rule discarded it.
  */
-int hp__tcp_rtt_sample(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg, uint32_t rtt_us, bool retransmitted);
+int hp__tcp_rtt_sample(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg, uint32_t rtt_us,
+                       bool retransmitted);
 
 /**
  * A sample from the timestamps option (RFC 7323 section 4): rtt_us = now -
@@ -112,8 +113,8 @@ int hp__tcp_rtt_sample(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg,
  * smss: the sender MSS. ExpectedSamples is at least 1 (also for smss 0).
  * The first sample follows section 2.2 as above. Always used.
  */
-void hp__tcp_rtt_sample_ts(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg, uint32_t rtt_us, uint32_t flight,
-                           uint32_t smss);
+void hp__tcp_rtt_sample_ts(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg,
+                           uint32_t rtt_us, uint32_t flight, uint32_t smss);
 
 /**
  * The retransmission timer expired (RFC 6298 section 5.5): RTO doubles, up
@@ -129,7 +130,8 @@ void hp__tcp_rtt_timeout(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cf
  * rule is meant for initial RTOs below 3 s, which ours are. Otherwise no
  * change.
  */
-void hp__tcp_rtt_established(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg, bool syn_timed_out);
+void hp__tcp_rtt_established(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg,
+                             bool syn_timed_out);
 
 /* The RTO to arm the retransmission timer with, in us. */
 static inline uint32_t hp__tcp_rtt_rto(const struct hp__tcp_rtt *r)

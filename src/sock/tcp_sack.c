@@ -7,13 +7,13 @@
 
 #include "tcp_internal.h"
 
-#define LOG_CAP0 64u
-#define LOG_CAP_MAX (1u << 16) /* beyond: the last entry grows instead (coarser, never wrong) */
-#define DUPTHRESH 3u           /* RFC 6675 / RFC 8985 6.2 */
-#define WCDELACK_NS 200000000ull /* RFC 8985 7.2 WCDelAckT: a worst-case delayed ACK */
-#define PTO_MIN_NS 10000000ull   /* a floor under 2 SRTT on fast paths, as Linux */
+#define LOG_CAP0       64u
+#define LOG_CAP_MAX    (1u << 16) /* beyond: the last entry grows instead (coarser, never wrong) */
+#define DUPTHRESH      3u         /* RFC 6675 / RFC 8985 6.2 */
+#define WCDELACK_NS    200000000ull    /* RFC 8985 7.2 WCDelAckT: a worst-case delayed ACK */
+#define PTO_MIN_NS     10000000ull     /* a floor under 2 SRTT on fast paths, as Linux */
 #define MIN_RTT_WIN_NS 300000000000ull /* RACK.min_RTT's window (RFC 8985 6.1: "recent") */
-#define REO_PERSIST 16u          /* RFC 8985 6.2 step 4 */
+#define REO_PERSIST    16u             /* RFC 8985 6.2 step 4 */
 
 /* The scoreboard, in c's extension: only functions reached with one call
  * it (the entry points below check, or their flags imply one: HP__TCPF_SB
@@ -149,7 +149,7 @@ static void append(struct hp_tcp_sock *c, uint32_t seq, uint32_t end, uint64_t t
         acct(sb, l->flags, l->end - l->seq, -1);
         l->end = end;
         l->xmit_ns = t;
-        l->flags &= (uint8_t)~(HP__TXS_SACKED | HP__TXS_LOST);
+        l->flags &= (uint8_t) ~(HP__TXS_SACKED | HP__TXS_LOST);
         acct(sb, l->flags, l->end - l->seq, 1);
         return;
     }
@@ -295,7 +295,8 @@ static inline void rack_update(struct hp_tcp_sock *c, const struct hp__tcp_txseg
         sb->min_rtt_ns = rtt;
         sb->min_rtt_at = now;
     }
-    if (e->xmit_ns > sb->rack_xmit_ns || (e->xmit_ns == sb->rack_xmit_ns && hp__seq_gt(e->end, sb->rack_end))) {
+    if (e->xmit_ns > sb->rack_xmit_ns ||
+        (e->xmit_ns == sb->rack_xmit_ns && hp__seq_gt(e->end, sb->rack_end))) {
         sb->rack_xmit_ns = e->xmit_ns;
         sb->rack_end = e->end;
     }
@@ -515,7 +516,8 @@ static void dsack_in(struct hp_tcp_sock *c, uint32_t l, uint32_t r)
     sb->reordering_seen = true;
     if (sb->undo_retrans && --sb->undo_retrans == 0)
         undo(c);
-    if (sb->tlp_out && sb->tlp_is_rtx && hp__seq_le(r, sb->tlp_end) && hp__seq_ge(r, sb->tlp_end - c->mss_eff))
+    if (sb->tlp_out && sb->tlp_is_rtx && hp__seq_le(r, sb->tlp_end) &&
+        hp__seq_ge(r, sb->tlp_end - c->mss_eff))
         sb->tlp_out = false; /* the probe was a duplicate: the original had arrived */
 }
 
@@ -537,7 +539,8 @@ static uint32_t sack_block(struct hp_tcp_sock *c, uint32_t l, uint32_t r, uint64
         reorder_check(c, e, fack);
         if ((e->flags & HP__TXS_PROBE) && c->x->plp.probe_out)
             c->x->plp.probe_end = c->snd_una; /* the probe got through: success at the next check */
-        set_flags(sb, e, (uint8_t)((e->flags | HP__TXS_SACKED) & ~(HP__TXS_LOST | HP__TXS_RETRANS)));
+        set_flags(sb, e,
+                  (uint8_t)((e->flags | HP__TXS_SACKED) & ~(HP__TXS_LOST | HP__TXS_RETRANS)));
         if (hp__seq_gt(e->end, sb->fack))
             sb->fack = e->end;
     }
@@ -546,7 +549,8 @@ static uint32_t sack_block(struct hp_tcp_sock *c, uint32_t l, uint32_t r, uint64
 
 /* The ACK's SACK blocks. @return bytes newly SACKed; *dsack when it
  * carried one. */
-static uint32_t sack_blocks(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, uint64_t now, bool *dsack)
+static uint32_t sack_blocks(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, uint64_t now,
+                            bool *dsack)
 {
     uint32_t newly = 0;
     int i = 0;
@@ -571,7 +575,8 @@ static uint32_t sack_blocks(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, 
 }
 
 /* RFC 8985 7.4: what the ACK says about an outstanding tail loss probe. */
-static void tlp_ack(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, bool advanced, uint32_t newly)
+static void tlp_ack(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, bool advanced,
+                    uint32_t newly)
 {
     struct hp__tcp_sb *sb = sbp(c);
     if (!sb->tlp_out || hp__seq_lt(r->ack, sb->tlp_end))

@@ -31,52 +31,52 @@
  * is not lost (a tail loss probe) twice.
  */
 
-#define HP__TXS_SACKED 0x01u  /* the peer SACKed it */
-#define HP__TXS_LOST 0x02u    /* deemed lost: to retransmit (or retransmitted: RETRANS) */
+#define HP__TXS_SACKED  0x01u /* the peer SACKed it */
+#define HP__TXS_LOST    0x02u /* deemed lost: to retransmit (or retransmitted: RETRANS) */
 #define HP__TXS_RETRANS 0x04u /* a retransmission is in flight */
-#define HP__TXS_EVER 0x08u    /* retransmitted at least once (RACK's RTT ambiguity) */
-#define HP__TXS_PROBE 0x10u   /* an MTU probe (tcp_pmtu.c) */
+#define HP__TXS_EVER    0x08u /* retransmitted at least once (RACK's RTT ambiguity) */
+#define HP__TXS_PROBE   0x10u /* an MTU probe (tcp_pmtu.c) */
 
 struct hp__tcp_txseg {
     uint32_t seq, end;
-    uint64_t xmit_ns;     /* the latest transmission */
-    uint8_t flags;        /* HP__TXS_* */
+    uint64_t xmit_ns; /* the latest transmission */
+    uint8_t flags;    /* HP__TXS_* */
 };
 
 struct hp__tcp_sb {
-    struct hp__tcp_txseg *seg;   /* a ring of cap entries (a power of two), NULL until needed */
+    struct hp__tcp_txseg *seg; /* a ring of cap entries (a power of two), NULL until needed */
     uint32_t head, n, cap;
     uint32_t sacked, lost, rtx_out; /* bytes (see above) */
-    uint32_t nsacked;            /* entries SACKed */
-    uint32_t fack;               /* the highest end SACKed or acknowledged (RACK.fack) */
+    uint32_t nsacked;               /* entries SACKed */
+    uint32_t fack;                  /* the highest end SACKed or acknowledged (RACK.fack) */
     /* RACK (RFC 8985 6) */
-    uint64_t rack_xmit_ns;       /* RACK.xmit_ts: the latest sent of the segments delivered */
-    uint32_t rack_end;           /* RACK.end_seq */
-    uint64_t rack_rtt_ns;        /* RACK.rtt */
-    uint64_t min_rtt_ns;         /* RACK.min_RTT (windowed; 0: none yet) */
-    uint64_t min_rtt_at;         /* when it was taken */
-    uint64_t reo_due;            /* the reordering timer's deadline, 0: not armed */
-    uint32_t reo_mult;           /* RACK.reo_wnd_mult */
-    uint32_t reo_persist;        /* recoveries left before reo_mult goes back to 1 */
-    uint32_t dsack_round;        /* one reo_mult step per round trip: the round ends past this */
+    uint64_t rack_xmit_ns; /* RACK.xmit_ts: the latest sent of the segments delivered */
+    uint32_t rack_end;     /* RACK.end_seq */
+    uint64_t rack_rtt_ns;  /* RACK.rtt */
+    uint64_t min_rtt_ns;   /* RACK.min_RTT (windowed; 0: none yet) */
+    uint64_t min_rtt_at;   /* when it was taken */
+    uint64_t reo_due;      /* the reordering timer's deadline, 0: not armed */
+    uint32_t reo_mult;     /* RACK.reo_wnd_mult */
+    uint32_t reo_persist;  /* recoveries left before reo_mult goes back to 1 */
+    uint32_t dsack_round;  /* one reo_mult step per round trip: the round ends past this */
     bool dsack_round_on;
-    bool reordering_seen;        /* RACK.reordering_seen */
+    bool reordering_seen; /* RACK.reordering_seen */
     /* Recovery (RFC 6675 5, PRR RFC 6937) */
     bool in_recovery;
-    uint32_t recover;            /* RecoveryPoint: snd_max when it began */
+    uint32_t recover; /* RecoveryPoint: snd_max when it began */
     uint32_t prr_delivered, prr_out, recover_fs;
-    uint32_t undo_retrans;       /* retransmissions of the episode not yet reported spurious */
-    bool undo_ok;                /* a reduction an undo may reverse */
+    uint32_t undo_retrans; /* retransmissions of the episode not yet reported spurious */
+    bool undo_ok;          /* a reduction an undo may reverse */
     /* TLP (RFC 8985 7) */
     bool tlp_out;
     bool tlp_is_rtx;
     uint32_t tlp_end;
     /* For hp_tcp_info */
-    uint32_t reordering;         /* segments; 3 until more is seen */
-    uint64_t delivered;          /* bytes acknowledged or SACKed, ever */
+    uint32_t reordering;                /* segments; 3 until more is seen */
+    uint64_t delivered;                 /* bytes acknowledged or SACKed, ever */
     uint64_t round_delivered, round_ns; /* at the start of the rate's round */
     uint32_t round_end;
-    uint64_t rate;               /* bytes/s over the last round */
+    uint64_t rate; /* bytes/s over the last round */
 };
 
 struct hp_tcp_sock;

@@ -83,11 +83,11 @@
  * the load is 30-60%; memory is 64 bytes per 1.5-3 connections.
  */
 
-#define SLOTS 5u
+#define SLOTS           5u
 #define LOAD_PER_BUCKET 3u
-#define MIN_BUCKETS 16u
-#define MAX_ENTRIES (1u << 30)
-#define PERTURB_N 256u
+#define MIN_BUCKETS     16u
+#define MAX_ENTRIES     (1u << 30)
+#define PERTURB_N       256u
 /* An insert that probes this many buckets past its home asks for a new
  * key. At the loads the map keeps (at most 3 entries per 5-slot bucket)
  * a run of 8 full buckets from a home has odds of about 10^-9 with any
@@ -97,9 +97,9 @@
 
 struct bucket {
     HP_CACHELINE_GROUP_BEGIN(line)
-    uint32_t tag[SLOTS];                /* 0: empty */
-    uint32_t overflow;                  /* entries that probed past this bucket */
-    struct hp__tcp_key *ent[SLOTS];     /* NULL when the tag is 0 */
+    uint32_t tag[SLOTS];            /* 0: empty */
+    uint32_t overflow;              /* entries that probed past this bucket */
+    struct hp__tcp_key *ent[SLOTS]; /* NULL when the tag is 0 */
     HP_CACHELINE_GROUP_END(line)
 } __attribute__((aligned(HP_CACHELINE_SIZE)));
 
@@ -118,21 +118,21 @@ _Static_assert(sizeof(struct hp__tcp_key) == 40,
 
 struct map {
     struct bucket *b;
-    uint32_t mask;        /* buckets - 1 */
+    uint32_t mask; /* buckets - 1 */
     uint32_t count;
-    uint32_t grow_at;     /* count at which an insert doubles the map */
-    uint32_t max_mask;    /* mask at the largest size */
+    uint32_t grow_at;  /* count at which an insert doubles the map */
+    uint32_t max_mask; /* mask at the largest size */
     uint32_t max_entries;
 };
 
 struct hp__tcp_table {
     struct map conn, listen;
     uint64_t k[HASH_WORDS]; /* tuple hash key */
-    uint64_t hash_mask;   /* all ones but in tests */
-    bool rekey_wanted;    /* an insert probed REKEY_DIST buckets (see the hash) */
-    uint32_t since_rekey; /* inserts since the key was made */
+    uint64_t hash_mask;     /* all ones but in tests */
+    bool rekey_wanted;      /* an insert probed REKEY_DIST buckets (see the hash) */
+    uint32_t since_rekey;   /* inserts since the key was made */
     uint64_t rekeys;
-    uint64_t pk0, pk1;    /* port selection key (RFC 6056's secret_key) */
+    uint64_t pk0, pk1; /* port selection key (RFC 6056's secret_key) */
     uint64_t lookups, key_cmps, extra_buckets, grows;
     uint16_t eph_lo, eph_hi;
     uint16_t perturb[PERTURB_N]; /* RFC 6056 algorithm 4's table */
@@ -594,16 +594,16 @@ int hp__tcp_listen_insert(struct hp__tcp_table *t, struct hp__tcp_key *k)
     return map_insert(t, &t->listen, k);
 }
 
-struct hp__tcp_key *hp__tcp_listen_get(struct hp__tcp_table *t, int family,
-                                       const uint8_t *laddr, uint16_t lport)
+struct hp__tcp_key *hp__tcp_listen_get(struct hp__tcp_table *t, int family, const uint8_t *laddr,
+                                       uint16_t lport)
 {
     struct hp__tcp_key k;
     hp__tcp_key_init(&k, family, laddr, lport, NULL, 0);
     return map_find(t, &t->listen, &k, key_hash(t, &k));
 }
 
-struct hp__tcp_key *hp__tcp_listen_lookup(struct hp__tcp_table *t, int family,
-                                          const uint8_t *laddr, uint16_t lport)
+struct hp__tcp_key *hp__tcp_listen_lookup(struct hp__tcp_table *t, int family, const uint8_t *laddr,
+                                          uint16_t lport)
 {
     /* Most specific first: a socket bound to the address the SYN was sent
      * to, then one bound to the any address (as Linux, and as our UDP). */

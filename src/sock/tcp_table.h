@@ -56,12 +56,12 @@
  * words). A listen key has raddr all zero and rport 0.
  */
 struct hp__tcp_key {
-    uint8_t laddr[16];   /* IPv4: the first 4 bytes, the other 12 zero */
+    uint8_t laddr[16]; /* IPv4: the first 4 bytes, the other 12 zero */
     uint8_t raddr[16];
-    uint16_t lport;      /* host order */
+    uint16_t lport; /* host order */
     uint16_t rport;
-    uint8_t family;      /* 4 or 6 */
-    uint8_t zero_[3];    /* always zero (part of the compared words) */
+    uint8_t family;   /* 4 or 6 */
+    uint8_t zero_[3]; /* always zero (part of the compared words) */
 };
 
 /** Fill k: every byte is written (unused address bytes zero). raddr may be
@@ -171,12 +171,12 @@ uint32_t hp__tcp_conn_count(const struct hp__tcp_table *t);
 int hp__tcp_listen_insert(struct hp__tcp_table *t, struct hp__tcp_key *k);
 /** The listener for a SYN to (family, laddr, lport): one bound to laddr
  * exactly, else one bound to the any address, else NULL. */
-struct hp__tcp_key *hp__tcp_listen_lookup(struct hp__tcp_table *t, int family,
-                                          const uint8_t *laddr, uint16_t lport);
+struct hp__tcp_key *hp__tcp_listen_lookup(struct hp__tcp_table *t, int family, const uint8_t *laddr,
+                                          uint16_t lport);
 /** The listener bound to exactly (family, laddr or NULL for any, lport), no
  * fallback; NULL if none. */
-struct hp__tcp_key *hp__tcp_listen_get(struct hp__tcp_table *t, int family,
-                                       const uint8_t *laddr, uint16_t lport);
+struct hp__tcp_key *hp__tcp_listen_get(struct hp__tcp_table *t, int family, const uint8_t *laddr,
+                                       uint16_t lport);
 /** Remove listener k. @return 0, or -ENOENT. */
 int hp__tcp_listen_remove(struct hp__tcp_table *t, struct hp__tcp_key *k);
 /** Listeners in the map. */
@@ -208,7 +208,10 @@ struct hp__tcp_iter {
     uint32_t bucket;
     uint32_t slot;
 };
-#define HP__TCP_ITER_INIT {0, 0}
+#define HP__TCP_ITER_INIT                                                                          \
+    {                                                                                              \
+        0, 0                                                                                       \
+    }
 
 /**
  * The next connection, or NULL at the end. Removing entries (the returned
@@ -225,13 +228,13 @@ struct hp__tcp_key *hp__tcp_listen_next(struct hp__tcp_table *t, struct hp__tcp_
 
 /** Counters over both maps since creation. */
 struct hp__tcp_table_stats {
-    uint64_t lookups;      /* lookups of a tuple (insert's duplicate check included) */
-    uint64_t key_cmps;     /* entries read to compare a tuple (tag matched) */
-    uint64_t extra_buckets;/* buckets read past the home bucket */
-    uint64_t grows;        /* doublings */
-    uint64_t rekeys;       /* new hash keys (hp__tcp_table_rekey) */
-    uint32_t buckets;      /* buckets of the connection map now */
-    uint32_t max_buckets;  /* its limit */
+    uint64_t lookups;       /* lookups of a tuple (insert's duplicate check included) */
+    uint64_t key_cmps;      /* entries read to compare a tuple (tag matched) */
+    uint64_t extra_buckets; /* buckets read past the home bucket */
+    uint64_t grows;         /* doublings */
+    uint64_t rekeys;        /* new hash keys (hp__tcp_table_rekey) */
+    uint32_t buckets;       /* buckets of the connection map now */
+    uint32_t max_buckets;   /* its limit */
 };
 void hp__tcp_table_stats(const struct hp__tcp_table *t, struct hp__tcp_table_stats *out);
 

@@ -44,8 +44,8 @@
  * after those calls and touch nothing of c.
  */
 
-#define NS_PER_MS 1000000ull
-#define NS_PER_S 1000000000ull
+#define NS_PER_MS         1000000ull
+#define NS_PER_S          1000000000ull
 #define PERSIST_SHIFT_MAX 16 /* 2^16 RTOs: past any rto_max */
 
 static uint64_t rto_ns(const struct hp_tcp_sock *c)
@@ -412,7 +412,8 @@ void hp__tcp_timer_dack(struct hp_stack *s, struct hp__timer *t)
 
 static bool ka_applies(const struct hp_tcp_sock *c)
 {
-    return (c->flags & HP__TCPF_KEEPALIVE) && hp__tcp_synchronized(c) && c->state != HP_TCP_TIME_WAIT;
+    return (c->flags & HP__TCPF_KEEPALIVE) && hp__tcp_synchronized(c) &&
+           c->state != HP_TCP_TIME_WAIT;
 }
 
 static bool fw2_applies(const struct hp_tcp_sock *c)

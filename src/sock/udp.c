@@ -10,33 +10,33 @@
 #include "internal.h"
 #include "tcp_internal.h"
 
-#define UDP_MAX4 65507u /* 65535 - 20 (IPv4 header) - 8 */
-#define UDP_MAX6 65527u /* 65535 - 8: IPv6's payload length field does not count its header */
+#define UDP_MAX4     65507u /* 65535 - 20 (IPv4 header) - 8 */
+#define UDP_MAX6     65527u /* 65535 - 8: IPv6's payload length field does not count its header */
 #define RCVQ_DEFAULT 256u
 /* Receive queue entries inside the socket itself. The ring starts there and
  * doubles on the heap only when more datagrams wait, up to the bound: a
  * request/response flow never leaves them, so 30,000 sockets take 30,000
  * small blocks, not 30,000 rings of RCVQ_DEFAULT entries (8 KiB each, whose
  * rotating slot was a cold line per datagram). */
-#define RCVQ_INLINE 4u
-#define RCVQ_MAX 65536u
+#define RCVQ_INLINE  4u
+#define RCVQ_MAX     65536u
 #define EPHEMERAL_LO 49152u /* RFC 6335 6: the dynamic ports, 49152-65535 */
-#define EPHEMERAL_N 16384u
+#define EPHEMERAL_N  16384u
 
 struct rq_entry {
-    struct hp_buf *b;        /* data offset at the payload */
+    struct hp_buf *b; /* data offset at the payload */
     struct hp_sockaddr from;
 };
 
 struct hp_udp_sock {
-    struct hp__sock_ev ev;   /* readiness; first so the list can hold it */
+    struct hp__sock_ev ev; /* readiness; first so the list can hold it */
     struct hp_stack *s;
     struct hp_udp_sock *hnext;         /* port table chain (when bound) */
     struct hp_udp_sock *anext, *aprev; /* every socket of the stack */
     uint8_t family;
     bool bound, wildcard, connected, reuse;
     struct hp_sockaddr local, remote;
-    struct rq_entry *q;      /* ring of qcap entries: inl, or from the heap once it grew */
+    struct rq_entry *q; /* ring of qcap entries: inl, or from the heap once it grew */
     uint32_t qcap, qhead, qlen, qmax;
     struct rq_entry inl[RCVQ_INLINE];
 };
@@ -632,9 +632,11 @@ static int resolve(struct hp_udp_sock *u, const struct hp_sockaddr *to, struct d
         return rc;
     memcpy(d->dst, to->addr, n);
     d->dport = to->port;
-    rc = u->family == HP_AF_INET4 ? hp__route4(u->s, d->dst, &d->r) : hp__route6(u->s, d->dst, &d->r);
+    rc = u->family == HP_AF_INET4 ? hp__route4(u->s, d->dst, &d->r)
+                                  : hp__route6(u->s, d->dst, &d->r);
     if (rc < 0) {
-        hp__ctr(u->s, u->family == HP_AF_INET4 ? HP_CTR_IP_OUT_NO_ROUTES : HP_CTR_IP6_OUT_NO_ROUTES);
+        hp__ctr(u->s,
+                u->family == HP_AF_INET4 ? HP_CTR_IP_OUT_NO_ROUTES : HP_CTR_IP6_OUT_NO_ROUTES);
         return -EHOSTUNREACH;
     }
     if (!u->wildcard)
@@ -708,7 +710,8 @@ static struct hp_buf *copy_in(struct hp__iface *ifc, const uint8_t *data, size_t
     return head;
 }
 
-HP_API int hp_udp_sendto(struct hp_udp_sock *u, const void *data, size_t len, const struct hp_sockaddr *to)
+HP_API int hp_udp_sendto(struct hp_udp_sock *u, const void *data, size_t len,
+                         const struct hp_sockaddr *to)
 {
     if (!u || (!data && len))
         return -EINVAL;

@@ -8,7 +8,7 @@
 
 /* RFC 1812 4.3.2.3: an ICMP error datagram is at most 576 bytes. */
 #define ICMP_ERROR_MAX 576u
-#define IPV4_MIN_HDR 20u
+#define IPV4_MIN_HDR   20u
 
 HP_API int hp_icmp_check(const void *pkt, size_t len)
 {

@@ -8,7 +8,7 @@
 
 /* RFC 4443 2.4(c): an error packet must not exceed the minimum IPv6 MTU. */
 #define IPV6_MIN_MTU 1280u
-#define IPV6_HDR 40u
+#define IPV6_HDR     40u
 
 static bool family6(const struct hp_l4_addrs *a)
 {
@@ -126,12 +126,18 @@ HP_API size_t hp_icmp6_quote_len(size_t orig_len)
 static size_t ndp_fixed_len(uint8_t type)
 {
     switch (type) {
-    case HP_NDP_ROUTER_SOLICIT: return 8;
-    case HP_NDP_ROUTER_ADVERT: return 16;
-    case HP_NDP_NEIGHBOR_SOLICIT: return 24;
-    case HP_NDP_NEIGHBOR_ADVERT: return 24;
-    case HP_NDP_REDIRECT: return 40;
-    default: return 0;
+    case HP_NDP_ROUTER_SOLICIT:
+        return 8;
+    case HP_NDP_ROUTER_ADVERT:
+        return 16;
+    case HP_NDP_NEIGHBOR_SOLICIT:
+        return 24;
+    case HP_NDP_NEIGHBOR_ADVERT:
+        return 24;
+    case HP_NDP_REDIRECT:
+        return 40;
+    default:
+        return 0;
     }
 }
 
@@ -269,8 +275,8 @@ static int ndp_rules(const struct hp_ndp_repr *r, const struct hp_l4_addrs *a, b
     }
 }
 
-HP_API int hp_ndp_parse(const void *msg, size_t len, const struct hp_l4_addrs *a,
-                        uint8_t hop_limit, struct hp_ndp_repr *r, unsigned flags)
+HP_API int hp_ndp_parse(const void *msg, size_t len, const struct hp_l4_addrs *a, uint8_t hop_limit,
+                        struct hp_ndp_repr *r, unsigned flags)
 {
     if (len < HP_ICMP6_HDR_LEN)
         return -HP_WIRE_TRUNCATED;

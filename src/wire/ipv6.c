@@ -2,8 +2,8 @@
 /* IPv6 (RFC 8200): validation of the fixed header and a bounded walk of the extension headers, parsing and emission. */
 #include <hotpath/wire/ipv6.h>
 
-#define OPT_PAD1 0x00
-#define OPT_PADN 0x01
+#define OPT_PAD1  0x00
+#define OPT_PADN  0x01
 #define OPT_JUMBO 0xC2 /* Jumbo Payload (RFC 2675 section 2) */
 
 /* Every extension header walked here is a multiple of 8 bytes and at least
@@ -13,8 +13,7 @@
 /* With at most HP_IPV6_MAX_EXT_HDRS headers of at most 2048 bytes each
  * (Hdr Ext Len 255), the upper layer starts within 40 + 16 * 2048 bytes,
  * so l4_off and unfrag_len fit their 16 bits. */
-_Static_assert(HP_IPV6_HDR_LEN + HP_IPV6_MAX_EXT_HDRS * 2048u <= 65535u,
-               "l4_off must fit 16 bits");
+_Static_assert(HP_IPV6_HDR_LEN + HP_IPV6_MAX_EXT_HDRS * 2048u <= 65535u, "l4_off must fit 16 bits");
 
 /*
  * The options of a Hop-by-Hop or Destination Options header (RFC 8200

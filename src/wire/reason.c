@@ -8,7 +8,8 @@ HP_API const char *hp_wire_reason(int reason)
         "truncated",   "bad-version", "bad-length",  "bad-checksum", "bad-option",
         "bad-address", "bad-field",   "unsupported", "no-space",
     };
-    _Static_assert(HP_WIRE_NO_SPACE - HP_WIRE_REASON_BASE == HP_WIRE_NREASONS, "one name per reason");
+    _Static_assert(HP_WIRE_NO_SPACE - HP_WIRE_REASON_BASE == HP_WIRE_NREASONS,
+                   "one name per reason");
     if (reason < 0)
         reason = -reason;
     if (reason == HP_WIRE_OK)

@@ -126,8 +126,9 @@ HP_API int hp_tcp_parse(const void *pkt, size_t len, const struct hp_l4_addrs *a
     if (flags & HP_WIRE_VERIFY_CKSUM) {
         if (!hp_l4_addrs_valid(a))
             return -HP_WIRE_BAD_ADDRESS;
-        enum hp_cksum_result c = a->family == HP_AF_INET4 ? hp_cksum_tcp4_verify(a->src, a->dst, p, len)
-                                                : hp_cksum_tcp6_verify(a->src, a->dst, p, len);
+        enum hp_cksum_result c = a->family == HP_AF_INET4
+                                     ? hp_cksum_tcp4_verify(a->src, a->dst, p, len)
+                                     : hp_cksum_tcp6_verify(a->src, a->dst, p, len);
         if (c != HP_CKSUM_GOOD)
             return -HP_WIRE_BAD_CHECKSUM;
     }
@@ -244,7 +245,7 @@ HP_API int hp_tcp_emit(const struct hp_tcp_repr *r, const struct hp_l4_addrs *a,
     hp_put_be16(o + 18, r->urgent);
     write_options(&r->opt, o + HP_TCP_HDR_LEN);
     uint16_t c = a->family == HP_AF_INET4 ? hp_cksum_tcp4(a->src, a->dst, o, total)
-                                : hp_cksum_tcp6(a->src, a->dst, o, total);
+                                          : hp_cksum_tcp6(a->src, a->dst, o, total);
     memcpy(o + 16, &c, 2); /* already in network order */
     return (int)total;
 }

@@ -33,8 +33,9 @@ HP_API int hp_udp_parse(const void *pkt, size_t len, const struct hp_l4_addrs *a
         return -HP_WIRE_BAD_CHECKSUM; /* RFC 8200 section 8.1 */
     if (flags & HP_WIRE_VERIFY_CKSUM) {
         /* The checksum covers the length field's bytes only (RFC 768). */
-        enum hp_cksum_result c = a->family == HP_AF_INET4 ? hp_cksum_udp4_verify(a->src, a->dst, p, ulen)
-                                                : hp_cksum_udp6_verify(a->src, a->dst, p, ulen);
+        enum hp_cksum_result c = a->family == HP_AF_INET4
+                                     ? hp_cksum_udp4_verify(a->src, a->dst, p, ulen)
+                                     : hp_cksum_udp6_verify(a->src, a->dst, p, ulen);
         if (c == HP_CKSUM_BAD)
             return -HP_WIRE_BAD_CHECKSUM;
     }
@@ -61,7 +62,7 @@ static int write_header(const struct hp_udp_repr *r, const struct hp_l4_addrs *a
     hp_put_be16(o + 2, r->dst_port);
     hp_put_be16(o + 4, (uint16_t)ulen);
     uint16_t c = a->family == HP_AF_INET4 ? hp_cksum_udp4(a->src, a->dst, o, ulen)
-                                : hp_cksum_udp6(a->src, a->dst, o, ulen);
+                                          : hp_cksum_udp6(a->src, a->dst, o, ulen);
     memcpy(o + 6, &c, 2); /* already in network order */
     return (int)ulen;
 }
@@ -90,8 +91,8 @@ HP_API int hp_udp_emit(const struct hp_udp_repr *r, const struct hp_l4_addrs *a,
     return write_header(r, a, o, HP_UDP_HDR_LEN + r->payload_len);
 }
 
-HP_API int hp_udp_emit_header(const struct hp_udp_repr *r, const struct hp_l4_addrs *a,
-                              void *out, size_t cap)
+HP_API int hp_udp_emit_header(const struct hp_udp_repr *r, const struct hp_l4_addrs *a, void *out,
+                              size_t cap)
 {
     int rc = emit_check(r, a, cap);
     if (rc)

@@ -6,8 +6,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <stdbool.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,7 +104,8 @@ static int cmd_echo(size_t n)
         return 1;
     struct sockaddr_storage me, peer;
     socklen_t ml = sizeof me, pl = sizeof peer;
-    if (getsockname(fd, (struct sockaddr *)&me, &ml) < 0 || getpeername(fd, (struct sockaddr *)&peer, &pl) < 0)
+    if (getsockname(fd, (struct sockaddr *)&me, &ml) < 0 ||
+        getpeername(fd, (struct sockaddr *)&peer, &pl) < 0)
         return die("names");
     struct pollfd p = {.fd = fd, .events = POLLOUT};
     if (poll(&p, one_fd, 5000) != 1 || !(p.revents & POLLOUT))
@@ -167,7 +168,8 @@ static int cmd_epoll(int nconn, size_t n)
         if ((c[i].fd = dial(SOCK_NONBLOCK)) < 0)
             return 1;
         c[i].n = n;
-        e = (struct epoll_event){.events = EPOLLIN | EPOLLOUT | EPOLLET | EPOLLRDHUP, .data.u64 = (uint64_t)i};
+        e = (struct epoll_event){.events = EPOLLIN | EPOLLOUT | EPOLLET | EPOLLRDHUP,
+                                 .data.u64 = (uint64_t)i};
         if (epoll_ctl(ep, EPOLL_CTL_ADD, c[i].fd, &e) < 0)
             return die("epoll_ctl");
     }
@@ -291,7 +293,8 @@ int main(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "socket") == 0)
         return cmd_socket();
     if (argc < 4) {
-        fprintf(stderr, "usage: probe socket | echo|epoll|fork|threads|dup2 HOST PORT [N] [BYTES]\n");
+        fprintf(stderr,
+                "usage: probe socket | echo|epoll|fork|threads|dup2 HOST PORT [N] [BYTES]\n");
         return 2;
     }
     host = argv[2];
@@ -300,11 +303,13 @@ int main(int argc, char **argv)
     if (strcmp(c, "echo") == 0)
         return cmd_echo(argc > 4 ? strtoul(argv[4], NULL, 0) : 1000000);
     if (strcmp(c, "epoll") == 0)
-        return cmd_epoll(argc > 4 ? atoi(argv[4]) : 8, argc > 5 ? strtoul(argv[5], NULL, 0) : 200000);
+        return cmd_epoll(argc > 4 ? atoi(argv[4]) : 8,
+                         argc > 5 ? strtoul(argv[5], NULL, 0) : 200000);
     if (strcmp(c, "fork") == 0)
         return cmd_fork();
     if (strcmp(c, "threads") == 0)
-        return cmd_threads(argc > 4 ? atoi(argv[4]) : 4, argc > 5 ? strtoul(argv[5], NULL, 0) : 200000);
+        return cmd_threads(argc > 4 ? atoi(argv[4]) : 4,
+                           argc > 5 ? strtoul(argv[5], NULL, 0) : 200000);
     if (strcmp(c, "dup2") == 0)
         return cmd_dup2();
     fprintf(stderr, "probe: unknown command %s\n", c);

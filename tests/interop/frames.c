@@ -24,7 +24,8 @@ uint32_t tf_frame_len(uint32_t seq)
     return 60 + (seq * 97u) % (1514 - 60 + 1);
 }
 
-void tf_make_frame(uint8_t *f, uint32_t len, const uint8_t dst[6], const uint8_t src[6], uint32_t seq)
+void tf_make_frame(uint8_t *f, uint32_t len, const uint8_t dst[6], const uint8_t src[6],
+                   uint32_t seq)
 {
     memcpy(f, dst, 6);
     memcpy(f + 6, src, 6);
@@ -46,8 +47,8 @@ bool tf_is_test_frame(const uint8_t *f, size_t len)
 
 /* A buffer from pool holding frame seq; with segs > 1, a chain of that many
  * segments. NULL when the pool is empty. */
-struct hp_buf *tf_frame_buf(struct hp_pool *pool, uint32_t len, const uint8_t dst[6], const uint8_t src[6],
-                                uint32_t seq, unsigned segs)
+struct hp_buf *tf_frame_buf(struct hp_pool *pool, uint32_t len, const uint8_t dst[6],
+                            const uint8_t src[6], uint32_t seq, unsigned segs)
 {
     uint8_t f[2048];
     tf_make_frame(f, len, dst, src, seq);
@@ -115,8 +116,8 @@ int tf_raw_open(const char *ifname)
  * passed. They must come in order: the k-th is compared with frame
  * first + k; mismatches are counted in *bad. @return frames received.
  */
-unsigned tf_raw_receive(int fd, uint32_t first, unsigned want, const uint8_t dst[6], const uint8_t src[6],
-                            unsigned *bad)
+unsigned tf_raw_receive(int fd, uint32_t first, unsigned want, const uint8_t dst[6],
+                        const uint8_t src[6], unsigned *bad)
 {
     uint8_t got[2048], exp[2048];
     unsigned k = 0;
@@ -147,8 +148,8 @@ unsigned tf_raw_receive(int fd, uint32_t first, unsigned want, const uint8_t dst
  * or WAIT_MS passed, comparing them as raw_receive does. Other frames are
  * freed and counted in *stray. @return frames received.
  */
-unsigned tf_link_receive(struct hp_link *l, unsigned burst, uint32_t first, unsigned want, const uint8_t dst[6],
-                             const uint8_t src[6], unsigned *bad, unsigned *stray)
+unsigned tf_link_receive(struct hp_link *l, unsigned burst, uint32_t first, unsigned want,
+                         const uint8_t dst[6], const uint8_t src[6], unsigned *bad, unsigned *stray)
 {
     struct hp_buf *bufs[64];
     uint8_t exp[2048];
@@ -189,7 +190,8 @@ unsigned tf_link_receive(struct hp_link *l, unsigned burst, uint32_t first, unsi
 /* Transmit frames first .. first + count - 1 in bursts of up to 32, every
  * tenth as a chain of three segments; false when the link stops taking them
  * for WAIT_MS. */
-bool tf_link_send(struct hp_link *l, uint32_t first, unsigned count, const uint8_t dst[6], const uint8_t src[6])
+bool tf_link_send(struct hp_link *l, uint32_t first, unsigned count, const uint8_t dst[6],
+                  const uint8_t src[6])
 {
     struct hp_buf *bufs[32];
     unsigned done = 0;
@@ -198,7 +200,8 @@ bool tf_link_send(struct hp_link *l, uint32_t first, unsigned count, const uint8
         unsigned k = count - done < 32 ? count - done : 32;
         for (unsigned i = 0; i < k; i++) {
             uint32_t seq = first + done + i;
-            bufs[i] = tf_frame_buf(hp_link_pool(l), tf_frame_len(seq), dst, src, seq, seq % 10 == 0 ? 3 : 1);
+            bufs[i] = tf_frame_buf(hp_link_pool(l), tf_frame_len(seq), dst, src, seq,
+                                   seq % 10 == 0 ? 3 : 1);
             if (!bufs[i]) {
                 hp_buf_free_bulk(bufs, i);
                 return false;

@@ -14,16 +14,17 @@
 #include <hotpath/link.h>
 #include <hotpath/pool.h>
 
-#include "hp_test.h"
 #include "frames.h"
-#include "link/internal.h"
+#include "hp_test.h"
 #include "interop.h"
+#include "link/internal.h"
 
 #define N_FRAMES 1000
 
 /* Frame seq with an 802.1Q tag (VLAN 291, priority 5) inserted after the
  * addresses: len bytes in all. */
-static void make_tagged_frame(uint8_t *f, uint32_t len, const uint8_t dst[6], const uint8_t src[6], uint32_t seq)
+static void make_tagged_frame(uint8_t *f, uint32_t len, const uint8_t dst[6], const uint8_t src[6],
+                              uint32_t seq)
 {
     uint8_t plain[2048];
     tf_make_frame(plain, len - 4, dst, src, seq);
@@ -58,7 +59,7 @@ static bool raw_send(int fd, const uint8_t *f, uint32_t len)
  * itself), seen from side A where the test then stays. */
 struct pair {
     struct tool_netns n;
-    int fd_b;            /* packet socket on veth B, made inside B */
+    int fd_b; /* packet socket on veth B, made inside B */
     uint8_t mac_a[6], mac_b[6];
 };
 
@@ -80,8 +81,8 @@ static bool pair_up(struct pair *p)
     if (rc == 0 && hp__if_mac(p->n.ifname[0], p->mac_a) < 0)
         rc = -1;
     if (rc < 0 || p->fd_b < 0) {
-        hp_test_fail(__FILE__, __LINE__, "cannot set up the packet socket in %s or enter %s", p->n.ns[1],
-                     p->n.ns[0]);
+        hp_test_fail(__FILE__, __LINE__, "cannot set up the packet socket in %s or enter %s",
+                     p->n.ns[1], p->n.ns[0]);
         if (p->fd_b >= 0)
             close(p->fd_b);
         p->fd_b = -1;
@@ -104,7 +105,8 @@ static struct hp_link *open_afp(struct pair *p, struct hp_link_config *cfg, int 
     cfg->iface = p->n.ifname[0];
     struct hp_link *l = hp_link_open("afpacket", cfg);
     if (!l)
-        hp_test_fail(__FILE__, line, "hp_link_open(afpacket, %s): %s (errno %d)", cfg->iface, hp_link_error(), errno);
+        hp_test_fail(__FILE__, line, "hp_link_open(afpacket, %s): %s (errno %d)", cfg->iface,
+                     hp_link_error(), errno);
     return l;
 }
 
@@ -329,7 +331,8 @@ HP_TEST(afpacket_completions_return_exactly_the_sent_buffers)
     enum { N = 100, BIG = 41 };
     struct hp_buf *b[N], *sent[N], *c[2 * N];
     for (unsigned i = 0; i < N; i++) {
-        b[i] = tf_frame_buf(hp_link_pool(l), i == BIG ? 1600 : tf_frame_len(i), p.mac_b, p.mac_a, i, i % 10 == 0 ? 3 : 1);
+        b[i] = tf_frame_buf(hp_link_pool(l), i == BIG ? 1600 : tf_frame_len(i), p.mac_b, p.mac_a, i,
+                            i % 10 == 0 ? 3 : 1);
         HP_REQUIRE(b[i] != NULL);
         sent[i] = b[i];
     }

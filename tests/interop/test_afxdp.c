@@ -24,9 +24,9 @@
 
 /* IEEE 802 local experimental EtherType 1: nobody else sends it. */
 #define ETH_P_TEST 0x88B5
-#define NFRAMES 1000
-#define MAX_FRAME 1514
-#define WAIT_S 10.0 /* every wait is bounded by this */
+#define NFRAMES    1000
+#define MAX_FRAME  1514
+#define WAIT_S     10.0 /* every wait is bounded by this */
 
 static double now_s(void)
 {
@@ -49,7 +49,8 @@ static unsigned size_of(unsigned i)
 
 /* Ethernet header, EtherType 0x88B5, a 32-bit sequence number, then a
  * pattern that depends on both the sequence and the offset. */
-static void build(uint8_t *f, unsigned len, const uint8_t dst[6], const uint8_t src[6], uint32_t seq)
+static void build(uint8_t *f, unsigned len, const uint8_t dst[6], const uint8_t src[6],
+                  uint32_t seq)
 {
     memcpy(f, dst, 6);
     memcpy(f + 6, src, 6);
@@ -75,7 +76,7 @@ static long seq_of(const uint8_t *f, unsigned len)
 #define OPEN_OR_SKIP(l, cfg)                                                                       \
     do {                                                                                           \
         (l) = hp_link_open("afxdp", (cfg));                                                        \
-        if (!(l) && errno == EOPNOTSUPP && strstr(hp_link_error(), "not built in"))               \
+        if (!(l) && errno == EOPNOTSUPP && strstr(hp_link_error(), "not built in"))                \
             HP_SKIP("%s", hp_link_error());                                                        \
         if (!(l))                                                                                  \
             hp_test_fail(__FILE__, __LINE__, "hp_link_open(afxdp, %s): %s", (cfg)->iface,          \
@@ -107,7 +108,8 @@ static int raw_socket_b(const struct tool_netns *n, uint8_t mac[6])
         return -1;
     fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(ETH_P_TEST));
     if (fd >= 0) {
-        struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_TEST),
+        struct sockaddr_ll sll = {.sll_family = AF_PACKET,
+                                  .sll_protocol = htons(ETH_P_TEST),
                                   .sll_ifindex = (int)n->ifindex[1]};
         int big = 8 << 20;
         struct ifreq ifr;
@@ -385,7 +387,9 @@ HP_TEST(afxdp_completions_on_another_thread)
     static struct tool_netns n; /* outlives the test: the teardown removes it */
     if (!setup(&n))
         return;
-    struct hp_link_config cfg = {.iface = n.ifname[0], .ring_size = 256, .flags = HP_LINK_F_TX_COMPLETIONS};
+    struct hp_link_config cfg = {.iface = n.ifname[0],
+                                 .ring_size = 256,
+                                 .flags = HP_LINK_F_TX_COMPLETIONS};
     struct hp_link *l;
     OPEN_OR_SKIP(l, &cfg);
     HP_CHECK(hp_link_caps(l) & HP_LINK_CAP_TX_COMPLETIONS);
@@ -453,7 +457,9 @@ HP_TEST(afxdp_uncollected_completions_fill_the_ring)
     static struct tool_netns n; /* outlives the test: the teardown removes it */
     if (!setup(&n))
         return;
-    struct hp_link_config cfg = {.iface = n.ifname[0], .ring_size = 64, .n_frames = 512,
+    struct hp_link_config cfg = {.iface = n.ifname[0],
+                                 .ring_size = 64,
+                                 .n_frames = 512,
                                  .flags = HP_LINK_F_TX_COMPLETIONS | HP_LINK_F_COPY};
     struct hp_link *l;
     OPEN_OR_SKIP(l, &cfg);
@@ -601,7 +607,8 @@ HP_TEST(afxdp_oversize_and_runt_frames_are_dropped)
     hp_link_mac(l, src);
     struct hp_buf *b[4];
     HP_REQUIRE_EQ(hp_buf_alloc_bulk(pool, b, 4), 4);
-    unsigned lens[4] = {1500 + 18 + 1, 13, 60, 1500 + 18}; /* too long, too short, fine, the largest */
+    unsigned lens[4] = {1500 + 18 + 1, 13, 60,
+                        1500 + 18}; /* too long, too short, fine, the largest */
     for (int i = 0; i < 4; i++) {
         uint8_t *d = hp_buf_append(b[i], lens[i]);
         HP_REQUIRE(d != NULL);
@@ -769,20 +776,25 @@ HP_TEST(afxdp_modes_native_then_generic)
     struct hp_link_config cfg = {.iface = n.ifname[0]};
     struct hp_link *l;
     OPEN_OR_SKIP(l, &cfg);
-    HP_CHECK_EQ(tool_netns_sh(&n, 0, "ip link show %s | grep -q \"mtu [0-9]* xdp \"", n.ifname[0]), 0);
+    HP_CHECK_EQ(tool_netns_sh(&n, 0, "ip link show %s | grep -q \"mtu [0-9]* xdp \"", n.ifname[0]),
+                0);
     HP_CHECK_EQ(hp_link_close(l), 0);
     cfg.flags = HP_LINK_F_XDP_SKB;
     OPEN_OR_SKIP(l, &cfg);
-    HP_CHECK_EQ(tool_netns_sh(&n, 0, "ip link show %s | grep -q \"mtu [0-9]* xdpgeneric \"", n.ifname[0]), 0);
+    HP_CHECK_EQ(
+        tool_netns_sh(&n, 0, "ip link show %s | grep -q \"mtu [0-9]* xdpgeneric \"", n.ifname[0]),
+        0);
     HP_CHECK_EQ(hp_link_close(l), 0);
     /* ifb has no native XDP: the default falls back to generic mode. */
-    if (tool_netns_sh(&n, 0, "ip link add hpifb0 type ifb 2>/dev/null && ip link set hpifb0 up") != 0) {
+    if (tool_netns_sh(&n, 0, "ip link add hpifb0 type ifb 2>/dev/null && ip link set hpifb0 up") !=
+        0) {
         printf("    (no ifb device here: the fallback is not exercised)\n");
         return;
     }
     struct hp_link_config ifb = {.iface = "hpifb0", .ring_size = 64};
     OPEN_OR_SKIP(l, &ifb);
-    HP_CHECK_EQ(tool_netns_sh(&n, 0, "ip link show hpifb0 | grep -q \"mtu [0-9]* xdpgeneric \""), 0);
+    HP_CHECK_EQ(tool_netns_sh(&n, 0, "ip link show hpifb0 | grep -q \"mtu [0-9]* xdpgeneric \""),
+                0);
     HP_CHECK_EQ(hp_link_close(l), 0);
 }
 
@@ -793,9 +805,10 @@ HP_TEST(afxdp_someone_elses_xdp_program)
         return;
     /* Any XDP object will do; libxdp-dev's filter programs are at hand. */
     if (tool_netns_sh(&n, 0,
-                    "o=$(ls /usr/lib/*/bpf/xdpfilt_alw_all.o /usr/lib/bpf/xdpfilt_alw_all.o 2>/dev/null | head -1);"
-                    " [ -n \"$o\" ] && ip link set dev %s xdpgeneric obj $o sec xdp 2>/dev/null",
-                    n.ifname[0]) != 0)
+                      "o=$(ls /usr/lib/*/bpf/xdpfilt_alw_all.o /usr/lib/bpf/xdpfilt_alw_all.o "
+                      "2>/dev/null | head -1);"
+                      " [ -n \"$o\" ] && ip link set dev %s xdpgeneric obj $o sec xdp 2>/dev/null",
+                      n.ifname[0]) != 0)
         HP_SKIP("no XDP object file to attach (xdpfilt_alw_all.o from libxdp)");
     struct hp_link_config cfg = {.iface = n.ifname[0]};
     errno = 0;
@@ -823,7 +836,8 @@ HP_TEST(afxdp_without_privileges)
     HP_REQUIRE(pid >= 0);
     if (pid == 0) {
         /* nobody: every capability goes with the user id */
-        if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+        if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+            setresuid(65534, 65534, 65534) < 0)
             _exit(3);
         struct hp_link_config cfg = {.iface = n.ifname[0]};
         errno = 0;
@@ -854,7 +868,9 @@ HP_TEST(afxdp_kernel_drops_are_counted)
     uint8_t bmac[6], amac[6];
     int fd = raw_socket_b(&n, bmac);
     HP_REQUIRE(fd >= 0);
-    struct hp_link_config cfg = {.iface = n.ifname[0], .ring_size = 64, .n_frames = 128,
+    struct hp_link_config cfg = {.iface = n.ifname[0],
+                                 .ring_size = 64,
+                                 .n_frames = 128,
                                  .flags = HP_LINK_F_COPY};
     struct hp_link *l;
     OPEN_OR_SKIP(l, &cfg);
@@ -874,7 +890,8 @@ HP_TEST(afxdp_kernel_drops_are_counted)
         pause_us(1000);
         hp_link_stats(l, &st);
     } while (st.rx_dropped < 136 && now_s() < end);
-    printf("    rx_dropped %llu after 200 frames into 64 buffers\n", (unsigned long long)st.rx_dropped);
+    printf("    rx_dropped %llu after 200 frames into 64 buffers\n",
+           (unsigned long long)st.rx_dropped);
     HP_CHECK_EQ(st.rx_dropped, 136);
     struct hp_buf *b[64];
     unsigned got = 0;

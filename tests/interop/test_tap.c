@@ -16,10 +16,10 @@
 #include <hotpath/link.h>
 #include <hotpath/pool.h>
 
-#include "hp_test.h"
 #include "frames.h"
-#include "link/internal.h"
+#include "hp_test.h"
 #include "interop.h"
+#include "link/internal.h"
 
 #define N_FRAMES 1000
 #define TAP_NAME "hptap0"
@@ -36,7 +36,8 @@ static long long if_counter(const char *ifname, bool rx)
     if (getifaddrs(&all) < 0)
         return -1;
     for (a = all; a; a = a->ifa_next) {
-        if (a->ifa_addr && a->ifa_addr->sa_family == AF_PACKET && a->ifa_data && !strcmp(a->ifa_name, ifname)) {
+        if (a->ifa_addr && a->ifa_addr->sa_family == AF_PACKET && a->ifa_data &&
+            !strcmp(a->ifa_name, ifname)) {
             const struct rtnl_link_stats *s = a->ifa_data;
             v = rx ? s->rx_packets : s->tx_packets;
         }
@@ -73,8 +74,8 @@ static struct hp_link *open_tap(const struct hp_link_config *cfg, int line)
 {
     struct hp_link *l = hp_link_open("tap", cfg);
     if (!l)
-        hp_test_fail(__FILE__, line, "hp_link_open(tap, %s): %s (errno %d)", cfg->iface ? cfg->iface : "NULL",
-                     hp_link_error(), errno);
+        hp_test_fail(__FILE__, line, "hp_link_open(tap, %s): %s (errno %d)",
+                     cfg->iface ? cfg->iface : "NULL", hp_link_error(), errno);
     return l;
 }
 
@@ -336,7 +337,9 @@ HP_TEST(tap_completions_return_exactly_the_sent_buffers)
     static struct tool_netns n; /* outlives the test: the teardown removes it */
     if (!enter_quiet_namespace(&n))
         return;
-    struct hp_link_config cfg = {.iface = TAP_NAME, .flags = HP_LINK_F_TX_COMPLETIONS, .ring_size = 64};
+    struct hp_link_config cfg = {.iface = TAP_NAME,
+                                 .flags = HP_LINK_F_TX_COMPLETIONS,
+                                 .ring_size = 64};
     struct hp_link *l = open_tap(&cfg, __LINE__);
     if (!l)
         return;
@@ -349,7 +352,8 @@ HP_TEST(tap_completions_return_exactly_the_sent_buffers)
     enum { N = 100, BIG = 37 };
     struct hp_buf *b[N], *sent[N];
     for (unsigned i = 0; i < N; i++) {
-        b[i] = tf_frame_buf(hp_link_pool(l), i == BIG ? 1600 : tf_frame_len(i), kmac, lmac, i, i % 10 == 0 ? 3 : 1);
+        b[i] = tf_frame_buf(hp_link_pool(l), i == BIG ? 1600 : tf_frame_len(i), kmac, lmac, i,
+                            i % 10 == 0 ? 3 : 1);
         HP_REQUIRE(b[i] != NULL);
         sent[i] = b[i];
     }
@@ -386,7 +390,9 @@ HP_TEST(tap_completion_queue_bounds_what_tx_takes)
     if (!enter_quiet_namespace(&n))
         return;
     /* ring_size 8: a completion queue of 16. */
-    struct hp_link_config cfg = {.iface = TAP_NAME, .flags = HP_LINK_F_TX_COMPLETIONS, .ring_size = 8};
+    struct hp_link_config cfg = {.iface = TAP_NAME,
+                                 .flags = HP_LINK_F_TX_COMPLETIONS,
+                                 .ring_size = 8};
     struct hp_link *l = open_tap(&cfg, __LINE__);
     if (!l)
         return;

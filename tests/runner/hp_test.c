@@ -39,7 +39,7 @@ static struct {
     int (*hook)(void);
 } hooks[MAX_HOOKS];
 static int nhooks;
-static int failures;     /* failed checks in the current test */
+static int failures; /* failed checks in the current test */
 static bool skipped;
 static char skip_reason[256];
 static uint64_t seed;
@@ -198,7 +198,8 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--help") == 0) {
             printf("usage: %s [--list] [--no-fork] [NAME-SUBSTRING...]\n"
                    "env: HP_TEST_SEED=N, HP_TEST_TIMEOUT=SECONDS (default 600), "
-                   "HP_TEST_NOFORK=1\n", argv[0]);
+                   "HP_TEST_NOFORK=1\n",
+                   argv[0]);
             return 0;
         }
     }

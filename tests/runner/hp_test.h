@@ -47,33 +47,33 @@ static inline void hp_test_store32(void *p, uint32_t v)
     memcpy(p, &v, 4);
 }
 
-#define HP_TEST(name)                                                           \
-    static void hp_test_##name(void);                                           \
-    __attribute__((constructor)) static void hp_test_reg_##name(void)           \
-    {                                                                           \
-        hp_test_register(#name, __FILE__, hp_test_##name);                      \
-    }                                                                           \
+#define HP_TEST(name)                                                                              \
+    static void hp_test_##name(void);                                                              \
+    __attribute__((constructor)) static void hp_test_reg_##name(void)                              \
+    {                                                                                              \
+        hp_test_register(#name, __FILE__, hp_test_##name);                                         \
+    }                                                                                              \
     static void hp_test_##name(void)
 
-#define HP_CHECK(cond)                                                          \
-    do {                                                                        \
-        if (!(cond))                                                            \
-            hp_test_fail(__FILE__, __LINE__, "check failed: %s", #cond);        \
+#define HP_CHECK(cond)                                                                             \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            hp_test_fail(__FILE__, __LINE__, "check failed: %s", #cond);                           \
     } while (0)
 
 /* Integer comparisons: both sides are evaluated once and printed in
  * decimal and hex. */
-#define HP_CHECK_OP_(a, op, b, ret)                                             \
-    do {                                                                        \
-        long long hp_a_ = (long long)(a), hp_b_ = (long long)(b);               \
-        if (!(hp_a_ op hp_b_)) {                                                \
-            hp_test_fail(__FILE__, __LINE__,                                    \
-                         "expected %s " #op " %s\n      left:  %lld (0x%llx)\n" \
-                         "      right: %lld (0x%llx)",                          \
-                         #a, #b, hp_a_, (unsigned long long)hp_a_, hp_b_,       \
-                         (unsigned long long)hp_b_);                            \
-            ret;                                                                \
-        }                                                                       \
+#define HP_CHECK_OP_(a, op, b, ret)                                                                \
+    do {                                                                                           \
+        long long hp_a_ = (long long)(a), hp_b_ = (long long)(b);                                  \
+        if (!(hp_a_ op hp_b_)) {                                                                   \
+            hp_test_fail(__FILE__, __LINE__,                                                       \
+                         "expected %s " #op " %s\n      left:  %lld (0x%llx)\n"                    \
+                         "      right: %lld (0x%llx)",                                             \
+                         #a, #b, hp_a_, (unsigned long long)hp_a_, hp_b_,                          \
+                         (unsigned long long)hp_b_);                                               \
+            ret;                                                                                   \
+        }                                                                                          \
     } while (0)
 
 #define HP_CHECK_EQ(a, b) HP_CHECK_OP_(a, ==, b, (void)0)
@@ -83,45 +83,44 @@ static inline void hp_test_store32(void *p, uint32_t v)
 #define HP_CHECK_GT(a, b) HP_CHECK_OP_(a, >, b, (void)0)
 #define HP_CHECK_GE(a, b) HP_CHECK_OP_(a, >=, b, (void)0)
 /* REQUIRE: as CHECK, then return from the test on failure. */
-#define HP_REQUIRE(cond)                                                        \
-    do {                                                                        \
-        if (!(cond)) {                                                          \
-            hp_test_fail(__FILE__, __LINE__, "requirement failed: %s", #cond);  \
-            return;                                                             \
-        }                                                                       \
+#define HP_REQUIRE(cond)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            hp_test_fail(__FILE__, __LINE__, "requirement failed: %s", #cond);                     \
+            return;                                                                                \
+        }                                                                                          \
     } while (0)
-#define HP_REQUIRE_EQ(a, b) HP_CHECK_OP_(a, ==, b, return)
+#define HP_REQUIRE_EQ(a, b) HP_CHECK_OP_(a, ==, b, return )
 
-#define HP_CHECK_STREQ(a, b)                                                    \
-    do {                                                                        \
-        const char *hp_sa_ = (a), *hp_sb_ = (b);                                \
-        if (!hp_sa_ || !hp_sb_ || strcmp(hp_sa_, hp_sb_) != 0)                  \
-            hp_test_fail(__FILE__, __LINE__,                                    \
-                         "expected %s == %s\n      left:  \"%s\"\n"             \
-                         "      right: \"%s\"",                                 \
-                         #a, #b, hp_sa_ ? hp_sa_ : "(null)",                    \
-                         hp_sb_ ? hp_sb_ : "(null)");                           \
+#define HP_CHECK_STREQ(a, b)                                                                       \
+    do {                                                                                           \
+        const char *hp_sa_ = (a), *hp_sb_ = (b);                                                   \
+        if (!hp_sa_ || !hp_sb_ || strcmp(hp_sa_, hp_sb_) != 0)                                     \
+            hp_test_fail(__FILE__, __LINE__,                                                       \
+                         "expected %s == %s\n      left:  \"%s\"\n"                                \
+                         "      right: \"%s\"",                                                    \
+                         #a, #b, hp_sa_ ? hp_sa_ : "(null)", hp_sb_ ? hp_sb_ : "(null)");          \
     } while (0)
 
-#define HP_CHECK_MEMEQ(a, b, n)                                                 \
-    do {                                                                        \
-        if (memcmp((a), (b), (n)) != 0)                                         \
-            hp_test_fail(__FILE__, __LINE__, "expected %zu bytes of %s == %s",  \
-                         (size_t)(n), #a, #b);                                  \
+#define HP_CHECK_MEMEQ(a, b, n)                                                                    \
+    do {                                                                                           \
+        if (memcmp((a), (b), (n)) != 0)                                                            \
+            hp_test_fail(__FILE__, __LINE__, "expected %zu bytes of %s == %s", (size_t)(n), #a,    \
+                         #b);                                                                      \
     } while (0)
 
 /* Stop the test and mark it skipped, with the reason. */
-#define HP_SKIP(...)                                                            \
-    do {                                                                        \
-        hp_test_skip(__VA_ARGS__);                                              \
-        return;                                                                 \
+#define HP_SKIP(...)                                                                               \
+    do {                                                                                           \
+        hp_test_skip(__VA_ARGS__);                                                                 \
+        return;                                                                                    \
     } while (0)
 
 /* Stop the test after the first failed check (for loops over many cases). */
-#define HP_STOP_IF_FAILED()                                                     \
-    do {                                                                        \
-        if (hp_test_failed())                                                   \
-            return;                                                             \
+#define HP_STOP_IF_FAILED()                                                                        \
+    do {                                                                                           \
+        if (hp_test_failed())                                                                      \
+            return;                                                                                \
     } while (0)
 
 #endif

@@ -94,25 +94,25 @@
 
 #if defined(STRESS_TSAN)
 #define STRESS_DEFAULT_OPS 2e6
-#define WATCHDOG_S 120
+#define WATCHDOG_S         120
 #elif defined(STRESS_ASAN)
 #define STRESS_DEFAULT_OPS 1e7
-#define WATCHDOG_S 60
+#define WATCHDOG_S         60
 #else
 #define STRESS_DEFAULT_OPS 1e8
-#define WATCHDOG_S 30
+#define WATCHDOG_S         30
 #endif
 
-#define MAX_IDX 8      /* worker indices in one test */
-#define RING_SIZE 256  /* slots per ring (a power of two) */
-#define BULK_MAX 64    /* largest alloc, free or send */
+#define MAX_IDX        8   /* worker indices in one test */
+#define RING_SIZE      256 /* slots per ring (a power of two) */
+#define BULK_MAX       64  /* largest alloc, free or send */
 #define SCRIBBLE_BYTES 320
 
-#define TAG_TRANSIT 0xF000000000000000ull
+#define TAG_TRANSIT      0xF000000000000000ull
 #define HELD_TAG(t, seq) (((uint64_t)(t) + 1) << 32 | (uint32_t)(seq))
-#define OW_FREE 0u
-#define OW_HELD(t) ((uint32_t)(t) + 1)
-#define OW_TRANSIT(t) (0x80000000u | (uint32_t)(t))
+#define OW_FREE          0u
+#define OW_HELD(t)       ((uint32_t)(t) + 1)
+#define OW_TRANSIT(t)    (0x80000000u | (uint32_t)(t))
 
 enum { ROLE_PLAIN, ROLE_LEAVER, ROLE_STAYER, ROLE_NEWCOMER };
 enum { ST_IDLE, ST_RUN, ST_WAIT, ST_DONE };
@@ -155,14 +155,14 @@ struct worker {
 
 struct stress_cfg {
     const char *name;
-    int nthreads;      /* plain workers (ROLE_PLAIN) */
+    int nthreads; /* plain workers (ROLE_PLAIN) */
     uint32_t n_bufs;
     uint32_t cache_size, defer_max;
-    int policy;        /* initial alien policy, -1 for the default */
-    unsigned hold_cap; /* soft bound of buffers each worker holds */
-    double ops_scale;  /* fraction of HP_STRESS_OPS */
-    bool expect_dry;   /* the pool must run dry (-ENOMEM seen) */
-    bool scribble;     /* tag the first SCRIBBLE_BYTES of the data room too */
+    int policy;           /* initial alien policy, -1 for the default */
+    unsigned hold_cap;    /* soft bound of buffers each worker holds */
+    double ops_scale;     /* fraction of HP_STRESS_OPS */
+    bool expect_dry;      /* the pool must run dry (-ENOMEM seen) */
+    bool scribble;        /* tag the first SCRIBBLE_BYTES of the data room too */
     unsigned adaptive_ms; /* the controller leaves ADAPTIVE on this long (0: 1..4 ms like
                            * the others), so that its explorations finish */
 };
@@ -174,18 +174,18 @@ struct stress {
     struct hp_buf **sorted; /* every buffer of the pool, by address */
     uintptr_t base, stride; /* when the buffers are evenly spaced */
     _Atomic uint32_t *owner;
-    struct ring *rings;     /* [from * nidx + to] */
+    struct ring *rings; /* [from * nidx + to] */
     int nidx;
     struct worker w[MAX_IDX];
-    uint64_t budget;        /* ops before the workers stop (PH_MAIN, PH_A) */
-    uint64_t budget_b;      /* ops after every newcomer started (PH_B) */
+    uint64_t budget;   /* ops before the workers stop (PH_MAIN, PH_A) */
+    uint64_t budget_b; /* ops after every newcomer started (PH_B) */
     _Atomic uint64_t ops;
-    _Atomic int stop;       /* set on the first error */
+    _Atomic int stop; /* set on the first error */
     _Atomic int errors;
     _Atomic int printed;
     /* departing threads */
-    uint32_t mask_a;              /* destinations in phase A */
-    _Atomic uint32_t mask_b;      /* destinations in phase B */
+    uint32_t mask_a;         /* destinations in phase A */
+    _Atomic uint32_t mask_b; /* destinations in phase B */
     int stayers[MAX_IDX], n_stayers, n_newcomers;
     int n_leavers;
     _Atomic int leavers_done; /* left: called hp_thread_exit() */
@@ -205,8 +205,8 @@ struct stress {
 /* Worker threads do not call hp_test_fail (the runner is single-threaded):
  * they print the first problems, count them and stop every worker; the
  * main thread turns the count into a failure after the join. */
-__attribute__((format(printf, 2, 3))) static void stress_error(struct stress *s,
-                                                               const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void stress_error(struct stress *s, const char *fmt,
+                                                               ...)
 {
     char msg[512];
     va_list ap;
@@ -234,8 +234,8 @@ static const char *owner_str(uint32_t v, char *buf, size_t len)
 
 static int cmp_ptr(const void *a, const void *b)
 {
-    uintptr_t x = (uintptr_t)*(struct hp_buf *const *)a;
-    uintptr_t y = (uintptr_t)*(struct hp_buf *const *)b;
+    uintptr_t x = (uintptr_t) * (struct hp_buf *const *)a;
+    uintptr_t y = (uintptr_t) * (struct hp_buf *const *)b;
     return x < y ? -1 : x > y;
 }
 
@@ -271,18 +271,17 @@ static bool own_move(struct worker *w, struct hp_buf *b, uint32_t from, uint32_t
     struct stress *s = w->s;
     size_t i = buf_index(s, b);
     if (i == SIZE_MAX) {
-        stress_error(s, "thread %d: %s: %p is not a buffer of pool %s", w->idx, what,
-                     (void *)b, hp_pool_name(s->pool));
+        stress_error(s, "thread %d: %s: %p is not a buffer of pool %s", w->idx, what, (void *)b,
+                     hp_pool_name(s->pool));
         return false;
     }
     uint32_t seen = from;
-    if (atomic_compare_exchange_strong_explicit(&s->owner[i], &seen, to,
-                                                memory_order_relaxed, memory_order_relaxed))
+    if (atomic_compare_exchange_strong_explicit(&s->owner[i], &seen, to, memory_order_relaxed,
+                                                memory_order_relaxed))
         return true;
     char x[48], y[48];
-    stress_error(s, "thread %d: %s: buffer %p (#%zu) is %s, expected %s: two holders",
-                 w->idx, what, (void *)b, i, owner_str(seen, x, sizeof x),
-                 owner_str(from, y, sizeof y));
+    stress_error(s, "thread %d: %s: buffer %p (#%zu) is %s, expected %s: two holders", w->idx, what,
+                 (void *)b, i, owner_str(seen, x, sizeof x), owner_str(from, y, sizeof y));
     return false;
 }
 
@@ -321,8 +320,7 @@ static void count_ops(struct worker *w, uint64_t n)
 
 static void publish(struct worker *w)
 {
-    atomic_store_explicit(&w->progress,
-                          w->n_alloc + w->n_free + w->n_sent + w->n_recv + w->n_steps,
+    atomic_store_explicit(&w->progress, w->n_alloc + w->n_free + w->n_sent + w->n_recv + w->n_steps,
                           memory_order_relaxed);
     atomic_store_explicit(&w->held_pub, w->n_held, memory_order_relaxed);
 }
@@ -353,9 +351,8 @@ static void take_new(struct worker *w, struct hp_buf *b)
         stress_error(s,
                      "thread %d (tid %d): new buffer %p: pool %p (want %p), next %p, "
                      "refcnt %u, data_len %u, owner %u",
-                     w->idx, w->tid, (void *)b, (void *)b->pool, (void *)s->pool,
-                     (void *)b->next, (unsigned)hp_buf_refcnt(b), (unsigned)b->data_len,
-                     (unsigned)b->owner);
+                     w->idx, w->tid, (void *)b, (void *)b->pool, (void *)s->pool, (void *)b->next,
+                     (unsigned)hp_buf_refcnt(b), (unsigned)b->data_len, (unsigned)b->owner);
     if (b->tag != 0)
         stress_error(s, "thread %d: new buffer %p has tag %#llx, expected 0 (freed)", w->idx,
                      (void *)b, (unsigned long long)b->tag);
@@ -518,8 +515,7 @@ static unsigned recv_from(struct worker *w, int src, unsigned limit)
     size_t t = atomic_load_explicit(&r->tail, memory_order_acquire);
     size_t n = t - h;
     /* a stayer keeps what the leavers hand over apart, whatever it holds */
-    bool to_stash = w->role == ROLE_STAYER && w->phase == PH_B &&
-                    s->w[src].role == ROLE_LEAVER;
+    bool to_stash = w->role == ROLE_STAYER && w->phase == PH_B && s->w[src].role == ROLE_LEAVER;
     size_t space = limit > w->n_held ? limit - w->n_held : 0;
     if (to_stash)
         space = w->stash_max - w->n_stash;
@@ -530,9 +526,10 @@ static unsigned recv_from(struct worker *w, int src, unsigned limit)
         struct hp_buf *b = r->slot[(h + k) & (RING_SIZE - 1)];
         uint64_t tag = b->tag, stamp = data_stamp(b);
         if (tag != want || stamp != want) {
-            stress_error(s, "thread %d: buffer %p from thread %d has tag %#llx, data stamp "
-                         "%#llx, expected %#llx (in transit to me)", w->idx, (void *)b, src,
-                         (unsigned long long)tag, (unsigned long long)stamp,
+            stress_error(s,
+                         "thread %d: buffer %p from thread %d has tag %#llx, data stamp "
+                         "%#llx, expected %#llx (in transit to me)",
+                         w->idx, (void *)b, src, (unsigned long long)tag, (unsigned long long)stamp,
                          (unsigned long long)want);
             continue;
         }
@@ -628,9 +625,8 @@ static void run_loop(struct worker *w, int phase)
         }
         int dest = -1;
         if (r >> 63) {
-            uint32_t mask = phase == PH_B
-                                ? atomic_load_explicit(&s->mask_b, memory_order_relaxed)
-                                : s->mask_a;
+            uint32_t mask =
+                phase == PH_B ? atomic_load_explicit(&s->mask_b, memory_order_relaxed) : s->mask_a;
             dest = pick_dest(w, mask);
         }
         if (dest < 0 || !act_send(w, dest, n))
@@ -701,8 +697,7 @@ static void *leaver_main(void *arg)
     /* a few fresh buffers of its own, so that the hand-over surely
      * includes buffers this thread owns */
     uint64_t before = w->n_alloc;
-    for (int tries = 0; w->n_alloc == before && tries < 10000 && !atomic_load(&s->stop);
-         tries++) {
+    for (int tries = 0; w->n_alloc == before && tries < 10000 && !atomic_load(&s->stop); tries++) {
         if (w->n_held + 32 > w->held_max)
             act_free(w, BULK_MAX);
         act_alloc(w, 32); /* on -ENOMEM: frees half of what it holds, or yields */
@@ -799,8 +794,9 @@ static void *controller_main(void *arg)
         since[i] = t0;
     int pol = (int)hp_pool_alien_policy(s->pool);
     for (unsigned step = 0; !atomic_load(&s->ctl_stop); step++) {
-        long ms = pol == HP_ALIEN_ADAPTIVE && s->cfg->adaptive_ms ? (long)s->cfg->adaptive_ms
-                                                                  : (long)(1 + hp_test_rand(&rng) % 4);
+        long ms = pol == HP_ALIEN_ADAPTIVE && s->cfg->adaptive_ms
+                      ? (long)s->cfg->adaptive_ms
+                      : (long)(1 + hp_test_rand(&rng) % 4);
         struct timespec d = {ms / 1000, ms % 1000 * 1000000L};
         nanosleep(&d, NULL);
         int idx = step % 4 == 3 ? (int)(hp_test_rand(&rng) % 3) : (int)(step % 4);
@@ -1053,9 +1049,8 @@ static void report(struct stress *s, double secs)
            "(%.0f%%), deferred %llu, overflows %llu, taken back %llu; ENOMEM %llu; "
            "policy switches %llu (L %llu, D %llu, A %llu), adaptive: %llu explorations, "
            "%llu pair switches",
-           s->cfg->name, (unsigned long long)ops, secs, ops / secs / 1e6,
-           (unsigned long long)sent, (unsigned long long)st.frees,
-           (unsigned long long)st.alien_frees,
+           s->cfg->name, (unsigned long long)ops, secs, ops / secs / 1e6, (unsigned long long)sent,
+           (unsigned long long)st.frees, (unsigned long long)st.alien_frees,
            st.frees ? 100.0 * (double)st.alien_frees / (double)st.frees : 0.0,
            (unsigned long long)st.deferred, (unsigned long long)st.defer_overflows,
            (unsigned long long)st.defer_taken, (unsigned long long)enomem,
@@ -1214,8 +1209,15 @@ static void stress_plain(const struct stress_cfg *cfg)
 HP_TEST(pool_stress_2_threads)
 {
     static const struct stress_cfg cfg = {
-        .name = "stress-2t", .nthreads = 2, .n_bufs = 8192, .cache_size = 0,
-        .defer_max = 0, .policy = -1, .hold_cap = 512, .ops_scale = 1.0, .adaptive_ms = ADAPTIVE_MS,
+        .name = "stress-2t",
+        .nthreads = 2,
+        .n_bufs = 8192,
+        .cache_size = 0,
+        .defer_max = 0,
+        .policy = -1,
+        .hold_cap = 512,
+        .ops_scale = 1.0,
+        .adaptive_ms = ADAPTIVE_MS,
     };
     stress_plain(&cfg);
 }
@@ -1223,8 +1225,14 @@ HP_TEST(pool_stress_2_threads)
 HP_TEST(pool_stress_3_threads)
 {
     static const struct stress_cfg cfg = {
-        .name = "stress-3t", .nthreads = 3, .n_bufs = 8192, .cache_size = 64,
-        .defer_max = 256, .policy = HP_ALIEN_DEFER, .hold_cap = 384, .ops_scale = 1.0,
+        .name = "stress-3t",
+        .nthreads = 3,
+        .n_bufs = 8192,
+        .cache_size = 64,
+        .defer_max = 256,
+        .policy = HP_ALIEN_DEFER,
+        .hold_cap = 384,
+        .ops_scale = 1.0,
         .adaptive_ms = ADAPTIVE_MS,
     };
     stress_plain(&cfg);
@@ -1233,8 +1241,14 @@ HP_TEST(pool_stress_3_threads)
 HP_TEST(pool_stress_4_threads)
 {
     static const struct stress_cfg cfg = {
-        .name = "stress-4t", .nthreads = 4, .n_bufs = 8192, .cache_size = 128,
-        .defer_max = 32, .policy = HP_ALIEN_LOCAL, .hold_cap = 384, .ops_scale = 1.0,
+        .name = "stress-4t",
+        .nthreads = 4,
+        .n_bufs = 8192,
+        .cache_size = 128,
+        .defer_max = 32,
+        .policy = HP_ALIEN_LOCAL,
+        .hold_cap = 384,
+        .ops_scale = 1.0,
     };
     stress_plain(&cfg);
 }
@@ -1245,9 +1259,16 @@ HP_TEST(pool_stress_4_threads)
 HP_TEST(pool_stress_dry_pool)
 {
     static const struct stress_cfg cfg = {
-        .name = "stress-dry", .nthreads = 4, .n_bufs = 256, .cache_size = 32,
-        .defer_max = 16, .policy = -1, .hold_cap = 192, .ops_scale = 1.0,
-        .expect_dry = true, .scribble = true,
+        .name = "stress-dry",
+        .nthreads = 4,
+        .n_bufs = 256,
+        .cache_size = 32,
+        .defer_max = 16,
+        .policy = -1,
+        .hold_cap = 192,
+        .ops_scale = 1.0,
+        .expect_dry = true,
+        .scribble = true,
     };
     stress_plain(&cfg);
 }
@@ -1263,8 +1284,14 @@ HP_TEST(pool_stress_dry_pool)
 HP_TEST(pool_stress_thread_exit)
 {
     static const struct stress_cfg cfg = {
-        .name = "stress-exit", .nthreads = 4, .n_bufs = 4096, .cache_size = 64,
-        .defer_max = 32, .policy = HP_ALIEN_DEFER, .hold_cap = 256, .ops_scale = 0.25,
+        .name = "stress-exit",
+        .nthreads = 4,
+        .n_bufs = 4096,
+        .cache_size = 64,
+        .defer_max = 32,
+        .policy = HP_ALIEN_DEFER,
+        .hold_cap = 256,
+        .ops_scale = 0.25,
         .scribble = true,
     };
     enum { N_ORIG = 4, N_NEW = 2 };
@@ -1398,7 +1425,10 @@ HP_TEST(pool_thread_flush_order)
 {
     enum { N = 1024 };
     struct hp_pool_config pc = {
-        .name = "flush-order", .n_bufs = N, .data_room = 512, .cache_size = 64,
+        .name = "flush-order",
+        .n_bufs = N,
+        .data_room = 512,
+        .cache_size = 64,
         .alien_policy = HP_ALIEN_DEFER,
     };
     struct flush_order f = {.pool = hp_pool_create(&pc)};

@@ -114,7 +114,7 @@ double hb_median(const double *v, int n);
 
 /* ---- rounds of rows ---- */
 
-#define HB_MAX_REPS 64
+#define HB_MAX_REPS   64
 #define HB_MAX_VALUES 8
 
 /* One row (hotpath, or a peer): the values of every round kept, and per

@@ -14,7 +14,7 @@
 
 #include "netns.h"
 
-#define NS_DIR "/var/run/netns" /* where `ip netns` keeps its names */
+#define NS_DIR   "/var/run/netns" /* where `ip netns` keeps its names */
 #define MAX_LIVE 8
 
 /* The namespaces to remove at exit or on a signal: their paths are written

@@ -29,8 +29,8 @@
  * thousand connections' windows (a frame the ring cannot take is dropped,
  * as a switch would). */
 #define MEM_RING 16384
-#define STEP_NS 50000000ull /* the client's deadlines and stalls are looked at this often */
-#define LINGER_S 0.3        /* mem: for the last ACKs and FINs to cross after the end */
+#define STEP_NS  50000000ull /* the client's deadlines and stalls are looked at this often */
+#define LINGER_S 0.3         /* mem: for the last ACKs and FINs to cross after the end */
 
 struct connect_opts {
     struct net_opts n;

@@ -16,15 +16,15 @@
 #include <hotpath/common.h>
 #include <hotpath/cpu.h>
 
+#include "bench.h"
 #include "bench_apps.h"
 #include "bench_cksum.h"
 #include "bench_pool.h"
 #include "bench_txcomp.h"
-#include "bench.h"
 #include "cmd.h"
 #include "demo.h"
-#include "harness.h"
 #include "demo_peers.h"
+#include "harness.h"
 #include "tool.h"
 
 /* Open DIR/NAME for writing. */
@@ -47,7 +47,9 @@ static int exp_cksum(struct demo_ctx *d)
         return -ENOMEM;
     struct progress p;
     progress_init(&p, "cksum");
-    struct bench_opts o = {.quick = d->quick, .cpu = d->cpu, .progress = progress_update,
+    struct bench_opts o = {.quick = d->quick,
+                           .cpu = d->cpu,
+                           .progress = progress_update,
                            .progress_ctx = &p};
     int rc = cksum_report_run(r, &o);
     progress_done(&p);
@@ -64,10 +66,11 @@ static int exp_cksum(struct demo_ctx *d)
         FILE *f = outs[w];
         bool md = w == 1;
         if (md) {
-            fprintf(f, "## 1. The Internet checksum\n\n"
-                       "DPDK's `cksum_perf_autotest` method: %s per byte, median of %d "
-                       "repetitions, start offsets 0 and +1. The seed's table: DPDK's loop "
-                       "before, the unrolled patch's strategy, hotpath.\n\n```\n",
+            fprintf(f,
+                    "## 1. The Internet checksum\n\n"
+                    "DPDK's `cksum_perf_autotest` method: %s per byte, median of %d "
+                    "repetitions, start offsets 0 and +1. The seed's table: DPDK's loop "
+                    "before, the unrolled patch's strategy, hotpath.\n\n```\n",
                     tool_ticks_unit(), r->reps);
             cksum_report_print_header(r, f);
             fprintf(f, "```\n\n| size | offset | dpdk (before) | dpdk -march=native | unroll64 "
@@ -85,16 +88,17 @@ static int exp_cksum(struct demo_ctx *d)
                     fprintf(f, "| %zu | %d | %.3f | %.3f | %.3f | %.4f | %.1fx |\n", c->size,
                             c->offset, vd, vn, c->cpb[un], c->cpb[hp], vd / c->cpb[hp]);
                 else
-                    printf("%6zu %4d %14.3f %12.3f %10.3f %10.4f %9.1fx\n", c->size, c->offset,
-                           vd, vn, c->cpb[un], c->cpb[hp], vd / c->cpb[hp]);
+                    printf("%6zu %4d %14.3f %12.3f %10.3f %10.4f %9.1fx\n", c->size, c->offset, vd,
+                           vn, c->cpb[un], c->cpb[hp], vd / c->cpb[hp]);
             }
         fprintf(f, md ? "\nCode bytes (from the symbol table):" : "code bytes:");
         for (int k = 0; k < r->nimpls; k++)
             if (strcmp(r->impls[k].name, "hotpath") != 0)
                 fprintf(f, " %s %ld%s", r->impls[k].name, r->impls[k].code_bytes,
                         k + 1 < r->nimpls ? "," : "");
-        fprintf(f, "%s", md ? "\n\n![checksum: cycles/byte against size](cksum.png)\n\nGoals:\n\n"
-                            : "\ngoals:\n");
+        fprintf(f, "%s",
+                md ? "\n\n![checksum: cycles/byte against size](cksum.png)\n\nGoals:\n\n"
+                   : "\ngoals:\n");
         for (int i = 0; i < r->goals.n; i++)
             fprintf(f, md ? "- %s: %s\n" : "  [%s] %s\n", r->goals.g[i].met ? "met" : "MISSED",
                     r->goals.g[i].text);
@@ -122,7 +126,9 @@ static int exp_pool(struct demo_ctx *d)
     struct progress pr;
     progress_init(&pr, "pool");
     /* The benchmark pins its threads to d->cpu and the next CPU. */
-    struct bench_opts o = {.quick = d->quick, .cpu = d->cpu, .progress = progress_update,
+    struct bench_opts o = {.quick = d->quick,
+                           .cpu = d->cpu,
+                           .progress = progress_update,
                            .progress_ctx = &pr};
     int rc = pool_report_run(r, &o);
     progress_done(&pr);
@@ -138,9 +144,10 @@ static int exp_pool(struct demo_ctx *d)
         FILE *f = outs[w];
         bool md = w == 1;
         if (md) {
-            fprintf(f, "## 2. Where a buffer goes when another thread frees it\n\n"
-                       "Millions of buffers per second (and CPU ns per buffer), per scenario; "
-                       "median of %d repetitions, each thread pinned to its own core.\n\n```\n",
+            fprintf(f,
+                    "## 2. Where a buffer goes when another thread frees it\n\n"
+                    "Millions of buffers per second (and CPU ns per buffer), per scenario; "
+                    "median of %d repetitions, each thread pinned to its own core.\n\n```\n",
                     r->reps);
             pool_report_print_header(r, f);
             fprintf(f, "```\n\n| impl |");
@@ -151,7 +158,8 @@ static int exp_pool(struct demo_ctx *d)
                 fprintf(f, "---:|");
             fputc('\n', f);
         } else {
-            printf("\n== 2. Alien frees: Mbuf/s (CPU ns per buffer), the seed's table ==\n%-17s", "impl");
+            printf("\n== 2. Alien frees: Mbuf/s (CPU ns per buffer), the seed's table ==\n%-17s",
+                   "impl");
             for (int s = 0; s < POOL_NSCEN; s++)
                 printf(" %19s", pool_scenario_name(s));
             putchar('\n');
@@ -172,7 +180,8 @@ static int exp_pool(struct demo_ctx *d)
             fputc('\n', f);
         }
         pool_report_print_settled(r, f, md);
-        fprintf(f, md ? "\n![pool: rate per scenario and policy](pool.png)\n\nGoals:\n\n" : "goals:\n");
+        fprintf(f, md ? "\n![pool: rate per scenario and policy](pool.png)\n\nGoals:\n\n"
+                      : "goals:\n");
         for (int i = 0; i < r->ngoals; i++)
             fprintf(f, md ? "- %s: %s\n" : "  [%s] %s\n", r->goals[i].met ? "met" : "MISSED",
                     r->goals[i].text);
@@ -198,20 +207,24 @@ static int exp_txcomp(struct demo_ctx *d)
         return -ENOMEM;
     struct progress pr;
     progress_init(&pr, "txcomp");
-    struct bench_opts o = {.quick = d->quick, .cpu = d->cpu, .progress = progress_update,
+    struct bench_opts o = {.quick = d->quick,
+                           .cpu = d->cpu,
+                           .progress = progress_update,
                            .progress_ctx = &pr};
     txcomp_run(&o, r);
     progress_done(&pr);
-    printf("\n== 3. txonly with a completion thread: Mpps per alien policy (the seed's experiment) ==\n");
+    printf("\n== 3. txonly with a completion thread: Mpps per alien policy (the seed's experiment) "
+           "==\n");
     txcomp_print_header(r, stdout);
     txcomp_print_table(r, stdout);
     printf("goals:\n");
     txcomp_goals(r, stdout, false);
-    fprintf(d->md, "## 3. The seed's AF_XDP experiment: transmit completions freed on another thread\n\n"
-                   "`hotpath gen txonly --completion-thread`: one thread allocates and transmits "
-                   "64-byte frames, a second takes the completions and frees them, so every free "
-                   "is an alien free. Rows: the links; columns: the pool's alien policy, in the "
-                   "same run with rounds interleaved.\n\n```\n");
+    fprintf(d->md,
+            "## 3. The seed's AF_XDP experiment: transmit completions freed on another thread\n\n"
+            "`hotpath gen txonly --completion-thread`: one thread allocates and transmits "
+            "64-byte frames, a second takes the completions and frees them, so every free "
+            "is an alien free. Rows: the links; columns: the pool's alien policy, in the "
+            "same run with rounds interleaved.\n\n```\n");
     txcomp_print_header(r, d->md);
     fputc('\n', d->md);
     txcomp_print_table(r, d->md);
@@ -260,7 +273,8 @@ static size_t read_child(int fd, pid_t pid, double timeout_s, char *buf, bool *k
 }
 
 /* Why the child failed, from its exit status and standard error's first line. */
-static void child_error(FILE *errf, int st, bool killed, size_t len, double timeout_s, char *err, size_t errlen)
+static void child_error(FILE *errf, int st, bool killed, size_t len, double timeout_s, char *err,
+                        size_t errlen)
 {
     char line[200] = "";
     rewind(errf);
@@ -356,16 +370,21 @@ static int exp_apps(struct demo_ctx *d)
         return -ENOMEM;
     struct progress pr;
     progress_init(&pr, "apps");
-    struct bench_opts o = {.quick = d->quick, .cpu = d->cpu, .progress = progress_update, .progress_ctx = &pr};
+    struct bench_opts o = {.quick = d->quick,
+                           .cpu = d->cpu,
+                           .progress = progress_update,
+                           .progress_ctx = &pr};
     int rc = apps_report_run(r, &o);
     progress_done(&pr);
-    fprintf(d->md, "## Unmodified programs on hotpath\n\n"
-                   "`hotpath bench apps`: redis-benchmark GET and SET (50 connections, 3-byte values), wrk "
-                   "on a 1 KiB page (100 connections, keep-alive) and one iperf3 TCP stream over one veth "
-                   "pair, in one run: both ends on the kernel, the server on hotpath (`hotpath run`, "
-                   "libhotpath-posix.so), both ends on hotpath; redis GET on one host, both ends on the "
-                   "kernel over loopback and both on hotpath over memif; then the same TCP echo on "
-                   "hotpath's event loop and on POSIX calls through the layer (docs/apps.md).\n\n```\n");
+    fprintf(
+        d->md,
+        "## Unmodified programs on hotpath\n\n"
+        "`hotpath bench apps`: redis-benchmark GET and SET (50 connections, 3-byte values), wrk "
+        "on a 1 KiB page (100 connections, keep-alive) and one iperf3 TCP stream over one veth "
+        "pair, in one run: both ends on the kernel, the server on hotpath (`hotpath run`, "
+        "libhotpath-posix.so), both ends on hotpath; redis GET on one host, both ends on the "
+        "kernel over loopback and both on hotpath over memif; then the same TCP echo on "
+        "hotpath's event loop and on POSIX calls through the layer (docs/apps.md).\n\n```\n");
     if (rc == 2) {
         printf("\n== apps: skipped: %s ==\n", r->note);
         fprintf(d->md, "skipped: %s\n```\n\n", r->note);
@@ -399,13 +418,21 @@ static const struct {
     {"pool", "Buffer pools: where alien frees go, vs DPDK and malloc (SEEDS.md part 2)", exp_pool},
     {"txcomp", "AF_XDP txonly with a completion thread, per alien policy (SEEDS.md part 2)",
      exp_txcomp},
-    {"layout", "tcp_rr over many flows: hot structures grouped vs chrono layout, vs the kernel (SEEDS.md part 3)",
+    {"layout",
+     "tcp_rr over many flows: hot structures grouped vs chrono layout, vs the kernel (SEEDS.md "
+     "part 3)",
      exp_layout},
-    {"peers", "hotpath vs lwIP and smoltcp on one harness: rr, bulk, connections, UDP, idle memory (issue 23)",
+    {"peers",
+     "hotpath vs lwIP and smoltcp on one harness: rr, bulk, connections, UDP, idle memory (issue "
+     "23)",
      exp_peers},
-    {"apps", "redis, nginx/wrk, iperf3 unmodified: kernel vs server on hotpath vs both on hotpath (issue 20)",
+    {"apps",
+     "redis, nginx/wrk, iperf3 unmodified: kernel vs server on hotpath vs both on hotpath (issue "
+     "20)",
      exp_apps},
-    {"paths", "TCP through loss, reordering, ECN, a tail loss and a 1280-byte link: hotpath vs the kernel (issue 21)",
+    {"paths",
+     "TCP through loss, reordering, ECN, a tail loss and a 1280-byte link: hotpath vs the kernel "
+     "(issue 21)",
      exp_paths},
 };
 #define NEXP (sizeof experiments / sizeof experiments[0])
@@ -447,28 +474,29 @@ static void usage(FILE *f)
     fprintf(f, "\nThe paths experiment (root) is `hotpath bench paths`: about 20 minutes, 1 with\n"
                "--quick; --cpu N puts hotpath impair on CPU N and the senders and receivers on\n"
                "the CPU before it.\n");
-    fprintf(f, "\nThe layout experiment runs `hotpath rr --json` children: this binary (grouped\n"
-               "layout, and the kernel's TCP), and a chrono build (`make chrono`): X-chrono/hotpath\n"
-               "when this binary is X/hotpath (build/ -> build-chrono/), else build-chrono/hotpath\n"
-               "of the source tree; without one its column is skipped. Its sweep: flows 1k 10k 30k,\n"
-               "IPv4, 2 s per run, median of 3 (--quick: 1k 10k, 1 s, once; --full: 1k 5k 10k\n"
-               "20k 30k, IPv4 and IPv6, 3 s, median of 5, about 12 minutes). These change it:\n"
-               "  --full               the seed's whole sweep (use with --only layout)\n"
-               "  --chrono-binary P    the chrono build to run; 'none' skips the column\n"
-               "  --flows LIST         flow counts, e.g. 1k,10k,30000 (at most %d)\n"
-               "  --family 4|6|both    address families\n"
-               "  --duration S         measured seconds per run (0.1 to 60)\n"
-               "  --reps N             repetitions per cell, the median is reported (1 to %d)\n"
-               "  --early-demux N|off  passed to the hotpath runs (grouped and chrono): early\n"
-               "                       demultiplexing from N connections, or never\n"
-               "  --sim-duration S|off the simulated step: after the sweep, scripts/rr_cachesim.py\n"
-               "                       counts cache misses per transaction of each build under\n"
-               "                       valgrind at the sweep's largest flow count, over S seconds of\n"
-               "                       valgrind time (default 20 in the demo and full sweeps, not\n"
-               "                       run with --quick or when --flows/--family/--duration/--reps\n"
-               "                       change the sweep)\n"
-               "  --cpu N              client and server threads on the CPU before N and on N\n"
-               "                       (default: the last two CPUs; -1: not pinned)\n",
+    fprintf(f,
+            "\nThe layout experiment runs `hotpath rr --json` children: this binary (grouped\n"
+            "layout, and the kernel's TCP), and a chrono build (`make chrono`): X-chrono/hotpath\n"
+            "when this binary is X/hotpath (build/ -> build-chrono/), else build-chrono/hotpath\n"
+            "of the source tree; without one its column is skipped. Its sweep: flows 1k 10k 30k,\n"
+            "IPv4, 2 s per run, median of 3 (--quick: 1k 10k, 1 s, once; --full: 1k 5k 10k\n"
+            "20k 30k, IPv4 and IPv6, 3 s, median of 5, about 12 minutes). These change it:\n"
+            "  --full               the seed's whole sweep (use with --only layout)\n"
+            "  --chrono-binary P    the chrono build to run; 'none' skips the column\n"
+            "  --flows LIST         flow counts, e.g. 1k,10k,30000 (at most %d)\n"
+            "  --family 4|6|both    address families\n"
+            "  --duration S         measured seconds per run (0.1 to 60)\n"
+            "  --reps N             repetitions per cell, the median is reported (1 to %d)\n"
+            "  --early-demux N|off  passed to the hotpath runs (grouped and chrono): early\n"
+            "                       demultiplexing from N connections, or never\n"
+            "  --sim-duration S|off the simulated step: after the sweep, scripts/rr_cachesim.py\n"
+            "                       counts cache misses per transaction of each build under\n"
+            "                       valgrind at the sweep's largest flow count, over S seconds of\n"
+            "                       valgrind time (default 20 in the demo and full sweeps, not\n"
+            "                       run with --quick or when --flows/--family/--duration/--reps\n"
+            "                       change the sweep)\n"
+            "  --cpu N              client and server threads on the CPU before N and on N\n"
+            "                       (default: the last two CPUs; -1: not pinned)\n",
             LAYOUT_MAX_FLOWS, LAYOUT_MAX_REPS);
 }
 
@@ -487,8 +515,10 @@ static int parse_flows(struct layout_opts *o, const char *arg)
             end++;
         }
         if (!ok || (*end && *end != ',') || v < 1 || v > 200000 || o->nflows == LAYOUT_MAX_FLOWS)
-            return tool_usage_error("demo", "--flows wants up to %d flow counts from 1 to 200000 "
-                                            "(e.g. 1k,10k,30000), not '%s'", LAYOUT_MAX_FLOWS, arg);
+            return tool_usage_error("demo",
+                                    "--flows wants up to %d flow counts from 1 to 200000 "
+                                    "(e.g. 1k,10k,30000), not '%s'",
+                                    LAYOUT_MAX_FLOWS, arg);
         o->flows[o->nflows++] = (unsigned)v;
         if (!*end)
             return 0;
@@ -508,30 +538,40 @@ static int layout_option(int c, const char *arg, struct layout_opts *lo)
         return 0;
     case 'B':
         if (strcmp(arg, "none") != 0 && access(arg, X_OK) != 0)
-            return tool_usage_error("demo", "--chrono-binary '%s': %s (build it with `make chrono`, "
-                                            "or give 'none' to skip the chrono column)", arg, strerror(errno));
+            return tool_usage_error("demo",
+                                    "--chrono-binary '%s': %s (build it with `make chrono`, "
+                                    "or give 'none' to skip the chrono column)",
+                                    arg, strerror(errno));
         lo->chrono_bin = arg;
         return 0;
     case 'f':
         return parse_flows(lo, arg);
     case 'a':
-        lo->families = strcmp(arg, "4") == 0 ? 1 : strcmp(arg, "6") == 0 ? 2 : strcmp(arg, "both") == 0 ? 3 : 0;
-        return lo->families ? 0 : tool_usage_error("demo", "--family wants 4, 6 or both, not '%s'", arg);
+        lo->families = strcmp(arg, "4") == 0      ? 1
+                       : strcmp(arg, "6") == 0    ? 2
+                       : strcmp(arg, "both") == 0 ? 3
+                                                  : 0;
+        return lo->families
+                   ? 0
+                   : tool_usage_error("demo", "--family wants 4, 6 or both, not '%s'", arg);
     case 'd':
         lo->duration = strtod(arg, &end);
         if (!*arg || *end || errno || !(lo->duration >= 0.1 && lo->duration <= 60))
-            return tool_usage_error("demo", "--duration wants seconds from 0.1 to 60, not '%s'", arg);
+            return tool_usage_error("demo", "--duration wants seconds from 0.1 to 60, not '%s'",
+                                    arg);
         return 0;
     case 'r':
         lo->reps = (int)strtol(arg, &end, 10);
         if (!*arg || *end || errno || lo->reps < 1 || lo->reps > LAYOUT_MAX_REPS)
-            return tool_usage_error("demo", "--reps wants a number from 1 to %d, not '%s'", LAYOUT_MAX_REPS, arg);
+            return tool_usage_error("demo", "--reps wants a number from 1 to %d, not '%s'",
+                                    LAYOUT_MAX_REPS, arg);
         return 0;
     case 'E': {
         bool off = strcmp(arg, "off") == 0;
         unsigned long v = off ? 1 : strtoul(arg, &end, 10);
         if (!off && (!*arg || *end || errno || v < 1 || v > (1ul << 30)))
-            return tool_usage_error("demo", "--early-demux wants a number from 1 to %lu or 'off', not '%s'",
+            return tool_usage_error("demo",
+                                    "--early-demux wants a number from 1 to %lu or 'off', not '%s'",
                                     1ul << 30, arg);
         lo->early_demux = arg;
         return 0;
@@ -540,7 +580,8 @@ static int layout_option(int c, const char *arg, struct layout_opts *lo)
         bool off = strcmp(arg, "off") == 0;
         lo->sim_duration = off ? -1 : strtod(arg, &end);
         if (!off && (!*arg || *end || errno || !(lo->sim_duration >= 1 && lo->sim_duration <= 600)))
-            return tool_usage_error("demo", "--sim-duration wants seconds from 1 to 600 or 'off', not '%s'", arg);
+            return tool_usage_error(
+                "demo", "--sim-duration wants seconds from 1 to 600 or 'off', not '%s'", arg);
         return 0;
     }
     default:
@@ -552,13 +593,20 @@ static int layout_option(int c, const char *arg, struct layout_opts *lo)
 static int demo_options(int argc, char **argv, struct demo_ctx *d, const char **only)
 {
     static const struct option longopts[] = {
-        {"report", required_argument, NULL, 'o'},   {"quick", no_argument, NULL, 'q'},
-        {"only", required_argument, NULL, 'n'},     {"cpu", required_argument, NULL, 'c'},
-        {"full", no_argument, NULL, 'F'},           {"chrono-binary", required_argument, NULL, 'B'},
-        {"flows", required_argument, NULL, 'f'},    {"family", required_argument, NULL, 'a'},
-        {"duration", required_argument, NULL, 'd'}, {"reps", required_argument, NULL, 'r'},
-        {"early-demux", required_argument, NULL, 'E'}, {"sim-duration", required_argument, NULL, 'S'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+        {"report", required_argument, NULL, 'o'},
+        {"quick", no_argument, NULL, 'q'},
+        {"only", required_argument, NULL, 'n'},
+        {"cpu", required_argument, NULL, 'c'},
+        {"full", no_argument, NULL, 'F'},
+        {"chrono-binary", required_argument, NULL, 'B'},
+        {"flows", required_argument, NULL, 'f'},
+        {"family", required_argument, NULL, 'a'},
+        {"duration", required_argument, NULL, 'd'},
+        {"reps", required_argument, NULL, 'r'},
+        {"early-demux", required_argument, NULL, 'E'},
+        {"sim-duration", required_argument, NULL, 'S'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int c;
     optind = 1;

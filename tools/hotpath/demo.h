@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 #define LAYOUT_MAX_FLOWS 16
-#define LAYOUT_MAX_REPS 15
+#define LAYOUT_MAX_REPS  15
 
 /* Options of the layout experiment; 0 / NULL: the sweep's default. */
 struct layout_opts {

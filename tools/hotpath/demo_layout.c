@@ -43,8 +43,8 @@ static const struct layout_sweep {
 };
 
 /* The seed's goals (SEEDS.md part 3, the issue). */
-#define GOAL_LAYOUT 0.70 /* grouped / chrono, at LAYOUT_GOAL_MIN.. flows */
-#define GOAL_KERNEL 0.10 /* grouped / kernel, at every flow count */
+#define GOAL_LAYOUT     0.70 /* grouped / chrono, at LAYOUT_GOAL_MIN.. flows */
+#define GOAL_KERNEL     0.10 /* grouped / kernel, at every flow count */
 #define LAYOUT_GOAL_MIN 10000u
 #define LAYOUT_GOAL_MAX 30000u
 
@@ -54,7 +54,7 @@ static const struct layout_sweep {
  * nothing, which inflates CPU per transaction. Such a run is done again (up
  * to LAYOUT_RETRIES times); the medians use the undisturbed runs. */
 #define LAYOUT_MIN_BUSY 0.95
-#define LAYOUT_RETRIES 2
+#define LAYOUT_RETRIES  2
 
 struct layout_run {
     bool ok;
@@ -688,8 +688,8 @@ static void layout_free(struct layout_report *r)
  * window's edges) and prints the misses per transaction; this step runs it
  * for each build at the sweep's largest flow count. */
 
-#define SIM_L1 32768       /* a Zen 3 core's L1d, 8-way (the script's default) */
-#define SIM_LL (32u << 20) /* last level modelled: a Zen 3 CCX's L3, 32 MiB */
+#define SIM_L1       32768       /* a Zen 3 core's L1d, 8-way (the script's default) */
+#define SIM_LL       (32u << 20) /* last level modelled: a Zen 3 CCX's L3, 32 MiB */
 #define SIM_LL_ASSOC 16
 
 struct layout_sim_row {

@@ -21,7 +21,7 @@
 #include "tool.h"
 
 #define BURST 64
-#define RING 65536
+#define RING  65536
 
 static volatile sig_atomic_t stop_now;
 

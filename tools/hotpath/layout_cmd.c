@@ -25,12 +25,15 @@ int cmd_layout(int argc, char **argv)
     }
     self[n] = 0;
     char *slash = strrchr(self, '/');
-    snprintf(tool, sizeof tool, "%.*s/hotpath-layout", slash ? (int)(slash - self) : 1, slash ? self : ".");
+    snprintf(tool, sizeof tool, "%.*s/hotpath-layout", slash ? (int)(slash - self) : 1,
+             slash ? self : ".");
     if (access(tool, X_OK) != 0) {
-        fprintf(stderr,
-                "hotpath layout: %s is not there: the layout analyser is a developer tool, built by\n"
-                "`make build` in the source tree (devtools/layout) and not installed with the command\n",
-                tool);
+        fprintf(
+            stderr,
+            "hotpath layout: %s is not there: the layout analyser is a developer tool, built by\n"
+            "`make build` in the source tree (devtools/layout) and not installed with the "
+            "command\n",
+            tool);
         return 2;
     }
     setenv("HOTPATH_BINARY", self, 1);

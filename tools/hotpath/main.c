@@ -17,13 +17,17 @@ static const struct {
 } commands[] = {
     {"demo", cmd_demo, "run the experiments with progress, print tables, write report/"},
     {"gen", cmd_gen, "generate, receive or forward traffic on a link, like xdpsock"},
-    {"serve", cmd_serve, "run a stack on a link: ARP, NDP, ping, UDP echo, TCP echo/discard/source"},
-    {"connect", cmd_connect, "TCP connections to an echo server: send a pattern, verify every byte"},
+    {"serve", cmd_serve,
+     "run a stack on a link: ARP, NDP, ping, UDP echo, TCP echo/discard/source"},
+    {"connect", cmd_connect,
+     "TCP connections to an echo server: send a pattern, verify every byte"},
     {"run", cmd_run, "run an unmodified program on a hotpath stack (LD_PRELOAD; docs/apps.md)"},
     {"rr", cmd_rr, "request/response over many TCP or UDP flows, like neper tcp_rr / udp_rr"},
-    {"impair", cmd_impair, "bridge two interfaces with delay, rate, queue, ECN marks and loss, like netem"},
+    {"impair", cmd_impair,
+     "bridge two interfaces with delay, rate, queue, ECN marks and loss, like netem"},
     {"bench", cmd_bench, "run one benchmark against its peers (hotpath bench --help)"},
-    {"layout", cmd_layout, "hot structures from DWARF: size, holes, groups, lines per fast path; --check-docs"},
+    {"layout", cmd_layout,
+     "hot structures from DWARF: size, holes, groups, lines per fast path; --check-docs"},
 };
 
 static void usage(FILE *f)
@@ -47,7 +51,8 @@ static int take_alien_policy(int *argc, char **argv)
         const char *v = NULL;
         if (strcmp(argv[i], "--alien-policy") == 0) {
             if (i + 1 >= *argc) {
-                fprintf(stderr, "hotpath: --alien-policy needs a value: local, defer or adaptive\n");
+                fprintf(stderr,
+                        "hotpath: --alien-policy needs a value: local, defer or adaptive\n");
                 return 2;
             }
             v = argv[++i];
@@ -84,8 +89,8 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         char cpu[256];
         hp_cpu_describe(cpu, sizeof cpu);
-        printf("hotpath %s\ncpu: %s\ncompiler: %s\nlayout: %s\n", hp_version(), cpu, tool_compiler(),
-               hp_layout_name());
+        printf("hotpath %s\ncpu: %s\ncompiler: %s\nlayout: %s\n", hp_version(), cpu,
+               tool_compiler(), hp_layout_name());
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

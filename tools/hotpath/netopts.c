@@ -19,7 +19,8 @@ void netopt_init(struct net_opts *o)
     memifopt_init(&o->memif);
 }
 
-int netopt_parse_cidr(const char *cmd, const char *opt, const char *arg, int family, struct cidr *out)
+int netopt_parse_cidr(const char *cmd, const char *opt, const char *arg, int family,
+                      struct cidr *out)
 {
     char host[64];
     const char *slash = strchr(arg, '/');
@@ -30,11 +31,14 @@ int netopt_parse_cidr(const char *cmd, const char *opt, const char *arg, int fam
     char *end;
     errno = 0;
     long plen = strtol(slash + 1, &end, 10);
-    if (errno || *end || plen < 0 || plen > (family == HP_AF_INET4 ? 32 : 128) || slash[1] == '-' || slash[1] == '+')
-        return tool_usage_error(cmd, "%s '%s': the prefix length wants 0 to %d", opt, arg, family == HP_AF_INET4 ? 32 : 128);
+    if (errno || *end || plen < 0 || plen > (family == HP_AF_INET4 ? 32 : 128) || slash[1] == '-' ||
+        slash[1] == '+')
+        return tool_usage_error(cmd, "%s '%s': the prefix length wants 0 to %d", opt, arg,
+                                family == HP_AF_INET4 ? 32 : 128);
     memset(out->addr, 0, sizeof out->addr);
     if (inet_pton(family == HP_AF_INET4 ? AF_INET : AF_INET6, host, out->addr) != 1)
-        return tool_usage_error(cmd, "%s '%s': '%s' is not an IPv%d address", opt, arg, host, family);
+        return tool_usage_error(cmd, "%s '%s': '%s' is not an IPv%d address", opt, arg, host,
+                                family);
     out->family = family;
     out->plen = (uint8_t)plen;
     return 0;
@@ -58,7 +62,8 @@ int netopt_parse(const char *cmd, struct net_opts *o, int c, const char *arg)
     case '6':
         if (o->nip == NETOPT_MAX_ADDRS)
             return tool_usage_error(cmd, "at most %d addresses", NETOPT_MAX_ADDRS);
-        if (netopt_parse_cidr(cmd, c == '4' ? "--ip" : "--ip6", arg, c == '4' ? HP_AF_INET4 : HP_AF_INET6, &o->ip[o->nip]))
+        if (netopt_parse_cidr(cmd, c == '4' ? "--ip" : "--ip6", arg,
+                              c == '4' ? HP_AF_INET4 : HP_AF_INET6, &o->ip[o->nip]))
             return 2;
         o->nip++;
         return 0;
@@ -92,14 +97,16 @@ int netopt_check(const char *cmd, const struct net_opts *o)
         return tool_usage_error(cmd, "--link is required: afxdp, afpacket, tap, mem or memif");
     if (strcmp(o->link, "mem") && strcmp(o->link, "tap") && strcmp(o->link, "afpacket") &&
         strcmp(o->link, "afxdp") && strcmp(o->link, "memif"))
-        return tool_usage_error(cmd, "--link '%s': not afxdp, afpacket, tap, mem or memif", o->link);
+        return tool_usage_error(cmd, "--link '%s': not afxdp, afpacket, tap, mem or memif",
+                                o->link);
     bool mem = strcmp(o->link, "mem") == 0, memif = strcmp(o->link, "memif") == 0;
     if (!mem && !memif && !o->iface)
         return tool_usage_error(cmd, "--link %s needs --iface", o->link);
     if (mem && o->iface)
         return tool_usage_error(cmd, "--iface is for real links; mem makes its own pair");
     if (memif && o->iface)
-        return tool_usage_error(cmd, "--iface is for real links; memif names its peer with --memif-socket");
+        return tool_usage_error(
+            cmd, "--iface is for real links; memif names its peer with --memif-socket");
     return memifopt_check(cmd, o->link, &o->memif) ? 2 : 0;
 }
 
@@ -158,8 +165,9 @@ int netopt_open_link(const char *cmd, const struct net_opts *o, const struct hp_
     return 0;
 }
 
-int netopt_setup_stack(const char *cmd, const struct net_opts *o, const struct cidr *ips, int nip, bool gw,
-                       struct hp_link *link, const char *name, unsigned flags, struct hp_stack **out)
+int netopt_setup_stack(const char *cmd, const struct net_opts *o, const struct cidr *ips, int nip,
+                       bool gw, struct hp_link *link, const char *name, unsigned flags,
+                       struct hp_stack **out)
 {
     struct hp_stack_config sc = {.name = name, .flags = flags};
     struct hp_stack *s = hp_stack_create(&sc);
@@ -175,7 +183,8 @@ int netopt_setup_stack(const char *cmd, const struct net_opts *o, const struct c
     (void)hp_tcp_configure(s, &tc);
     int ifx = hp_stack_add_iface(s, link);
     if (ifx < 0) {
-        fprintf(stderr, "hotpath %s: cannot add %s: %s\n", cmd, hp_link_name(link), hp_strerror(ifx));
+        fprintf(stderr, "hotpath %s: cannot add %s: %s\n", cmd, hp_link_name(link),
+                hp_strerror(ifx));
         return 1;
     }
     for (int i = 0; i < nip; i++) {
@@ -183,7 +192,8 @@ int netopt_setup_stack(const char *cmd, const struct net_opts *o, const struct c
         if (rc < 0) {
             char a[64];
             inet_ntop(ips[i].family == HP_AF_INET4 ? AF_INET : AF_INET6, ips[i].addr, a, sizeof a);
-            fprintf(stderr, "hotpath %s: cannot add %s/%u: %s\n", cmd, a, ips[i].plen, hp_strerror(rc));
+            fprintf(stderr, "hotpath %s: cannot add %s/%u: %s\n", cmd, a, ips[i].plen,
+                    hp_strerror(rc));
             return 1;
         }
     }
@@ -197,7 +207,8 @@ int netopt_setup_stack(const char *cmd, const struct net_opts *o, const struct c
             if (ips[i].family != HP_AF_INET6)
                 continue;
             enum hp_addr_state st;
-            while ((st = hp_stack_addr_state(s, ifx, HP_AF_INET6, ips[i].addr)) == HP_ADDR_TENTATIVE) {
+            while ((st = hp_stack_addr_state(s, ifx, HP_AF_INET6, ips[i].addr)) ==
+                   HP_ADDR_TENTATIVE) {
                 clock_gettime(CLOCK_MONOTONIC, &t);
                 if (t.tv_sec - t0.tv_sec > 10)
                     break;
@@ -208,8 +219,9 @@ int netopt_setup_stack(const char *cmd, const struct net_opts *o, const struct c
                 char a[64];
                 inet_ntop(AF_INET6, ips[i].addr, a, sizeof a);
                 fprintf(stderr, "hotpath %s: %s: %s\n", cmd, a,
-                        st == HP_ADDR_DUPLICATE ? "duplicate address detected on the link"
-                                                : "duplicate address detection did not finish in 10 s");
+                        st == HP_ADDR_DUPLICATE
+                            ? "duplicate address detected on the link"
+                            : "duplicate address detection did not finish in 10 s");
                 return 1;
             }
         }

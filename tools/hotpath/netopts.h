@@ -39,10 +39,10 @@ struct net_opts {
  * command's table (their codes: l i 4 6 g G p c). */
 #define NETOPT_LONGOPTS                                                                            \
     {"link", required_argument, NULL, 'l'}, {"iface", required_argument, NULL, 'i'},               \
-    {"ip", required_argument, NULL, '4'}, {"ip6", required_argument, NULL, '6'},                   \
-    {"gw", required_argument, NULL, 'g'}, {"gw6", required_argument, NULL, 'G'},                   \
-    {"pcap", required_argument, NULL, 'p'}, {"cpu", required_argument, NULL, 'c'},                 \
-    {"cc", required_argument, NULL, 'C'}, MEMIFOPT_LONGOPTS
+        {"ip", required_argument, NULL, '4'}, {"ip6", required_argument, NULL, '6'},               \
+        {"gw", required_argument, NULL, 'g'}, {"gw6", required_argument, NULL, 'G'},               \
+        {"pcap", required_argument, NULL, 'p'}, {"cpu", required_argument, NULL, 'c'},             \
+        {"cc", required_argument, NULL, 'C'}, MEMIFOPT_LONGOPTS
 
 /* The help lines of those options. */
 #define NETOPT_HELP                                                                                \
@@ -51,9 +51,8 @@ struct net_opts {
     "  --ip6 A/LEN       an IPv6 address and prefix (repeatable)\n"                                \
     "  --gw A, --gw6 A   default gateways\n"                                                       \
     "  --pcap FILE       write every frame to FILE\n"                                              \
-    "  --cpu N           pin to CPU N\n"                                                          \
-    "  --cc ALGO         TCP congestion control: cubic (default) or newreno\n"                   \
-    MEMIFOPT_HELP
+    "  --cpu N           pin to CPU N\n"                                                           \
+    "  --cc ALGO         TCP congestion control: cubic (default) or newreno\n" MEMIFOPT_HELP
 
 void netopt_init(struct net_opts *o);
 
@@ -71,7 +70,8 @@ int netopt_check(const char *cmd, const struct net_opts *o);
 
 /* Parse "198.18.0.2/24" (family 4) or "2001:2::2/64" (family 6) for option
  * opt. 0, or 2 after printing the error. */
-int netopt_parse_cidr(const char *cmd, const char *opt, const char *arg, int family, struct cidr *out);
+int netopt_parse_cidr(const char *cmd, const char *opt, const char *arg, int family,
+                      struct cidr *out);
 
 /* Whether a and b (family f) share their first plen bits. */
 bool netopt_same_prefix(int family, const uint8_t *a, const uint8_t *b, unsigned plen);
@@ -88,7 +88,8 @@ int netopt_open_link(const char *cmd, const struct net_opts *o, const struct hp_
  * gw is set, o's gateways; flags: hp_stack_config.flags. *out is set as
  * soon as the stack exists (destroy it on failure too). 0, or 1 after
  * printing the reason. */
-int netopt_setup_stack(const char *cmd, const struct net_opts *o, const struct cidr *ips, int nip, bool gw,
-                       struct hp_link *link, const char *name, unsigned flags, struct hp_stack **out);
+int netopt_setup_stack(const char *cmd, const struct net_opts *o, const struct cidr *ips, int nip,
+                       bool gw, struct hp_link *link, const char *name, unsigned flags,
+                       struct hp_stack **out);
 
 #endif

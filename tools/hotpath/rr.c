@@ -29,23 +29,23 @@
 #if defined(__has_include)
 #if __has_include(<valgrind/callgrind.h>)
 #include <valgrind/callgrind.h>
-#define RR_CG_WINDOW_OPEN() CALLGRIND_ZERO_STATS
+#define RR_CG_WINDOW_OPEN()  CALLGRIND_ZERO_STATS
 #define RR_CG_WINDOW_CLOSE() CALLGRIND_DUMP_STATS_AT("hotpath rr: measured window")
 #endif
 #endif
 #ifndef RR_CG_WINDOW_OPEN
-#define RR_CG_WINDOW_OPEN() ((void)0)
+#define RR_CG_WINDOW_OPEN()  ((void)0)
 #define RR_CG_WINDOW_CLOSE() ((void)0)
 #endif
 
-#define CMD "rr"
-#define MAX_FLOWS 200000u
-#define MAX_MSG (1u << 20)
-#define TCP_PORT0 5001  /* listeners: 5001, 5002, ... */
-#define UDP_PORT0 1024  /* UDP flow i: port 1024 + i on both sides */
-#define SETUP_BATCH 512 /* handshakes in flight per stack pair */
-#define EV_BATCH 256
-#define SCRATCH (64 * 1024)
+#define CMD         "rr"
+#define MAX_FLOWS   200000u
+#define MAX_MSG     (1u << 20)
+#define TCP_PORT0   5001 /* listeners: 5001, 5002, ... */
+#define UDP_PORT0   1024 /* UDP flow i: port 1024 + i on both sides */
+#define SETUP_BATCH 512  /* handshakes in flight per stack pair */
+#define EV_BATCH    256
+#define SCRATCH     (64 * 1024)
 
 static const uint8_t CLI4[4] = {198, 18, 0, 1}, SRV4[4] = {198, 18, 0, 2};
 static const uint8_t CLI6[16] = {0x20, 0x01, 0, 2, [15] = 1},

@@ -16,27 +16,28 @@
 #include "harness.h"
 
 #define RR_MAX_THREADS 64
-#define RR_MAX_CPUS 256
+#define RR_MAX_CPUS    256
 
 struct rr_opts {
-    bool udp;             /* --proto udp */
+    bool udp; /* --proto udp */
     bool ipv6;
     bool json;
-    const char *link;     /* "mem", "memif", "afxdp", "afpacket", "tap" or "kernel" */
-    struct memif_opts memif; /* memif: --memif-socket (a base path), --memif-id */
-    const char *iface;    /* --iface: the client stack's existing interface (real links) */
-    const char *peer_iface; /* --peer-iface: the server stack's */
-    unsigned flows;       /* --flows */
-    unsigned threads;     /* --threads */
+    const char *link;           /* "mem", "memif", "afxdp", "afpacket", "tap" or "kernel" */
+    struct memif_opts memif;    /* memif: --memif-socket (a base path), --memif-id */
+    const char *iface;          /* --iface: the client stack's existing interface (real links) */
+    const char *peer_iface;     /* --peer-iface: the server stack's */
+    unsigned flows;             /* --flows */
+    unsigned threads;           /* --threads */
     uint32_t request, response; /* bytes per message */
-    double duration;      /* measured seconds */
-    double warm;          /* unmeasured seconds after every flow is up */
-    uint32_t sockbuf;     /* hotpath TCP: sndbuf and rcvbuf of every connection */
-    uint32_t early_demux; /* hotpath TCP: hp_tcp_config.early_demux_conns (0: default, UINT32_MAX: off) */
-    uint32_t rto_min_ms;  /* hotpath TCP: hp_tcp_config.rto_min_ms (0: the library's) */
-    int cc;               /* hotpath TCP: --cc, enum hp_tcp_cc (0: the library's) */
+    double duration;            /* measured seconds */
+    double warm;                /* unmeasured seconds after every flow is up */
+    uint32_t sockbuf;           /* hotpath TCP: sndbuf and rcvbuf of every connection */
+    uint32_t
+        early_demux; /* hotpath TCP: hp_tcp_config.early_demux_conns (0: default, UINT32_MAX: off) */
+    uint32_t rto_min_ms; /* hotpath TCP: hp_tcp_config.rto_min_ms (0: the library's) */
+    int cc;              /* hotpath TCP: --cc, enum hp_tcp_cc (0: the library's) */
     int cpus[RR_MAX_CPUS];
-    int ncpus;            /* 0: no pinning */
+    int ncpus; /* 0: no pinning */
 };
 
 /* Whether the run uses hotpath stacks (every link but kernel). */
@@ -65,7 +66,7 @@ static inline unsigned rr_flows_of(unsigned n, unsigned t, unsigned k)
 /* Latency in ticks (tool_ticks), log-linear: 16 linear buckets per power of
  * two (about 6% resolution). One per thread, no allocation per sample. */
 #define RR_HIST_SUB 16
-#define RR_HIST_N ((64 - 3) * RR_HIST_SUB)
+#define RR_HIST_N   ((64 - 3) * RR_HIST_SUB)
 struct rr_hist {
     uint64_t n[RR_HIST_N];
 };
@@ -96,13 +97,13 @@ enum { RR_TXNS, RR_TIMEOUTS };
 struct rr_result {
     unsigned flows_reached;
     uint64_t txns, served, timeouts;
-    double seconds;       /* measured window */
+    double seconds; /* measured window */
     double cpu_client_s, cpu_server_s;
-    double setup_s;       /* to establish every flow */
+    double setup_s; /* to establish every flow */
     double ticks_per_us;
     struct rr_hist hist;
-    char note[400];       /* why fewer flows, or a failure */
-    bool unavailable;     /* the failure is that the link cannot be used here (no root,
+    char note[400];   /* why fewer flows, or a failure */
+    bool unavailable; /* the failure is that the link cannot be used here (no root,
                            * not built in, unsupported): exit code 2 */
     /* configuration reported (hotpath stacks) */
     uint32_t pool_bufs, ring_size, listen_ports, max_conns;
@@ -134,9 +135,9 @@ int rr_kernel_run(const struct rr_opts *o, struct rr_result *r);
  * --iface A --peer-iface B: those interfaces, in the current namespace.
  */
 struct rr_net {
-    bool own;             /* a namespace of ours */
+    bool own; /* a namespace of ours */
     char ns[48];
-    int ns_fd, home_fd;   /* ours and the one to come back to; -1 */
+    int ns_fd, home_fd; /* ours and the one to come back to; -1 */
     unsigned pairs;
     char ifname[RR_MAX_THREADS][2][16]; /* [pair][0: client, 1: server] */
 };
@@ -149,8 +150,8 @@ int rr_net_up(const struct rr_opts *o, unsigned max_flows, struct rr_net *n, str
  * namespace. afpacket and tap receive into *pool, made here and shared by
  * both; afxdp links have their UMEM pools (*pool stays NULL). 0, or -1 with
  * r->note (and r->unavailable) set; what was opened is in e and *pool. */
-int rr_net_open(const struct rr_opts *o, struct rr_net *net, unsigned k, unsigned n, struct hp_link *e[2],
-                struct hp_pool **pool, struct rr_result *r);
+int rr_net_open(const struct rr_opts *o, struct rr_net *net, unsigned k, unsigned n,
+                struct hp_link *e[2], struct hp_pool **pool, struct rr_result *r);
 /* Close links opened by rr_net_open (inside the namespace: closing an
  * afxdp link detaches its XDP program by interface index). */
 void rr_net_close(struct rr_net *net, struct hp_link *e[2]);

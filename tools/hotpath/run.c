@@ -22,44 +22,46 @@ struct run_opts {
     const char *fallback; /* --fallback kernel|none */
     long queue, bufs, busy_us;
     bool stats, no_dad;
-    char **argv;          /* the command */
+    char **argv; /* the command */
 };
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: hotpath run --link afxdp|afpacket|tap --iface IF --ip A/LEN [--ip6 A/LEN] [--gw A]\n"
-            "                   [--gw6 A] [--queue N] [--stats] [OPTIONS] -- COMMAND [ARGS...]\n"
-            "       hotpath run --link memif --memif-socket PATH [--memif-role client|server]\n"
-            "                   [--memif-id N] --ip A/LEN [OPTIONS] -- COMMAND [ARGS...]\n\n"
-            "Run an unmodified program on a hotpath stack: its AF_INET / AF_INET6 TCP and UDP\n"
-            "sockets live on hotpath (libhotpath-posix.so, preloaded), everything else stays\n"
-            "with the kernel. The interface must be hotpath's: no kernel address of the same\n"
-            "IP on it (docs/apps.md). Sets LD_PRELOAD and the HOTPATH_* variables below, which\n"
-            "also work without this command.\n\n"
-            "  --link KIND       afxdp, afpacket, tap (an existing device) or memif (shared\n"
-            "                    memory with another process)                  HOTPATH_LINK\n"
-            "  --iface IF        the interface (not memif)                     HOTPATH_IFACE\n"
-            "  --memif-socket P  memif: the control socket (@NAME: abstract;\n"
-            "                    server: made here)                     HOTPATH_MEMIF_SOCKET\n"
-            "  --memif-role R    memif: client (the default; waits for the\n"
-            "                    server HOTPATH_MEMIF_WAIT_MS) or server     HOTPATH_MEMIF_ROLE\n"
-            "  --memif-id N      memif: the interface id (default 0)           HOTPATH_MEMIF_ID\n"
-            "  --ip A/LEN        IPv4 address (repeatable)                     HOTPATH_IP\n"
-            "  --ip6 A/LEN       IPv6 address (repeatable)                     HOTPATH_IP6\n"
-            "  --gw A, --gw6 A   default gateways                       HOTPATH_GW, HOTPATH_GW6\n"
-            "  --queue N         afxdp: the interface queue (default 0)        HOTPATH_QUEUE\n"
-            "  --pcap FILE       write every frame to FILE                     HOTPATH_PCAP\n"
-            "  --bufs N          packet buffers (afxdp: UMEM frames; 32768)    HOTPATH_BUFS\n"
-            "  --busy-poll US    spin this long before sleeping (50; 0 never)  HOTPATH_BUSY_POLL_US\n"
-            "  --no-dad          IPv6 addresses usable at once, without duplicate address\n"
-            "                    detection (a link nobody else uses)           HOTPATH_NO_DAD=1\n"
-            "  --fallback kernel when the stack cannot be made, inet sockets go to the\n"
-            "                    kernel instead of failing                     HOTPATH_FALLBACK\n"
-            "  --stats           print the stack's counters when the program exits\n"
-            "                    (stderr; the layer writes them to HOTPATH_STATS=FILE)\n"
-            "  --lib PATH        the layer (default: beside this binary, then the install)\n\n"
-            "Exit status: the program's (128 + N when signal N ended it).\n");
+    fprintf(
+        f,
+        "usage: hotpath run --link afxdp|afpacket|tap --iface IF --ip A/LEN [--ip6 A/LEN] [--gw "
+        "A]\n"
+        "                   [--gw6 A] [--queue N] [--stats] [OPTIONS] -- COMMAND [ARGS...]\n"
+        "       hotpath run --link memif --memif-socket PATH [--memif-role client|server]\n"
+        "                   [--memif-id N] --ip A/LEN [OPTIONS] -- COMMAND [ARGS...]\n\n"
+        "Run an unmodified program on a hotpath stack: its AF_INET / AF_INET6 TCP and UDP\n"
+        "sockets live on hotpath (libhotpath-posix.so, preloaded), everything else stays\n"
+        "with the kernel. The interface must be hotpath's: no kernel address of the same\n"
+        "IP on it (docs/apps.md). Sets LD_PRELOAD and the HOTPATH_* variables below, which\n"
+        "also work without this command.\n\n"
+        "  --link KIND       afxdp, afpacket, tap (an existing device) or memif (shared\n"
+        "                    memory with another process)                  HOTPATH_LINK\n"
+        "  --iface IF        the interface (not memif)                     HOTPATH_IFACE\n"
+        "  --memif-socket P  memif: the control socket (@NAME: abstract;\n"
+        "                    server: made here)                     HOTPATH_MEMIF_SOCKET\n"
+        "  --memif-role R    memif: client (the default; waits for the\n"
+        "                    server HOTPATH_MEMIF_WAIT_MS) or server     HOTPATH_MEMIF_ROLE\n"
+        "  --memif-id N      memif: the interface id (default 0)           HOTPATH_MEMIF_ID\n"
+        "  --ip A/LEN        IPv4 address (repeatable)                     HOTPATH_IP\n"
+        "  --ip6 A/LEN       IPv6 address (repeatable)                     HOTPATH_IP6\n"
+        "  --gw A, --gw6 A   default gateways                       HOTPATH_GW, HOTPATH_GW6\n"
+        "  --queue N         afxdp: the interface queue (default 0)        HOTPATH_QUEUE\n"
+        "  --pcap FILE       write every frame to FILE                     HOTPATH_PCAP\n"
+        "  --bufs N          packet buffers (afxdp: UMEM frames; 32768)    HOTPATH_BUFS\n"
+        "  --busy-poll US    spin this long before sleeping (50; 0 never)  HOTPATH_BUSY_POLL_US\n"
+        "  --no-dad          IPv6 addresses usable at once, without duplicate address\n"
+        "                    detection (a link nobody else uses)           HOTPATH_NO_DAD=1\n"
+        "  --fallback kernel when the stack cannot be made, inet sockets go to the\n"
+        "                    kernel instead of failing                     HOTPATH_FALLBACK\n"
+        "  --stats           print the stack's counters when the program exits\n"
+        "                    (stderr; the layer writes them to HOTPATH_STATS=FILE)\n"
+        "  --lib PATH        the layer (default: beside this binary, then the install)\n\n"
+        "Exit status: the program's (128 + N when signal N ended it).\n");
 }
 
 static int parse_num(const char *opt, const char *arg, long lo, long hi, long *out)
@@ -77,10 +79,15 @@ static int parse(int argc, char **argv, struct run_opts *o)
 {
     static const struct option longopts[] = {
         NETOPT_LONGOPTS,
-        {"queue", required_argument, NULL, 'q'}, {"stats", no_argument, NULL, 's'},
-        {"lib", required_argument, NULL, 'L'}, {"fallback", required_argument, NULL, 'F'},
-        {"bufs", required_argument, NULL, 'b'}, {"busy-poll", required_argument, NULL, 'B'},
-        {"no-dad", no_argument, NULL, 'D'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+        {"queue", required_argument, NULL, 'q'},
+        {"stats", no_argument, NULL, 's'},
+        {"lib", required_argument, NULL, 'L'},
+        {"fallback", required_argument, NULL, 'F'},
+        {"bufs", required_argument, NULL, 'b'},
+        {"busy-poll", required_argument, NULL, 'B'},
+        {"no-dad", no_argument, NULL, 'D'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
     netopt_init(&o->n);
@@ -95,19 +102,34 @@ static int parse(int argc, char **argv, struct run_opts *o)
             return 2;
         rc = 0;
         switch (c) {
-        case 'q': rc = parse_num("--queue", optarg, 0, 4095, &o->queue); break;
-        case 'b': rc = parse_num("--bufs", optarg, 1024, 1L << 22, &o->bufs); break;
-        case 'B': rc = parse_num("--busy-poll", optarg, 0, 1000000, &o->busy_us); break;
-        case 's': o->stats = true; break;
-        case 'D': o->no_dad = true; break;
-        case 'L': o->lib = optarg; break;
+        case 'q':
+            rc = parse_num("--queue", optarg, 0, 4095, &o->queue);
+            break;
+        case 'b':
+            rc = parse_num("--bufs", optarg, 1024, 1L << 22, &o->bufs);
+            break;
+        case 'B':
+            rc = parse_num("--busy-poll", optarg, 0, 1000000, &o->busy_us);
+            break;
+        case 's':
+            o->stats = true;
+            break;
+        case 'D':
+            o->no_dad = true;
+            break;
+        case 'L':
+            o->lib = optarg;
+            break;
         case 'F':
             if (strcmp(optarg, "kernel") && strcmp(optarg, "none"))
                 return tool_usage_error("run", "--fallback '%s': not kernel or none", optarg);
             o->fallback = optarg;
             break;
-        case 'h': usage(stdout); exit(0);
-        default: return 2;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            return 2;
         }
         if (rc)
             return 2;
@@ -152,8 +174,11 @@ static int find_lib(const char *given, char *out, size_t cap)
     snprintf(out, cap, "%s/libhotpath-posix.so", HP_LIB_DIR);
     if (access(out, R_OK) == 0)
         return 0;
-    fprintf(stderr, "hotpath run: libhotpath-posix.so is neither beside %s nor in %s: build it (make build) "
-                    "or give --lib PATH\n", n > 0 ? self : "this binary", HP_LIB_DIR);
+    fprintf(
+        stderr,
+        "hotpath run: libhotpath-posix.so is neither beside %s nor in %s: build it (make build) "
+        "or give --lib PATH\n",
+        n > 0 ? self : "this binary", HP_LIB_DIR);
     return 1;
 }
 
@@ -240,15 +265,20 @@ static void print_stats(const char *path)
     json_error_t err;
     json_t *root = json_load_file(path, 0, &err);
     if (!root) {
-        fprintf(stderr, "hotpath run: no statistics (%s): the program opened no hotpath socket, or "
-                        "ended without exiting (a signal)\n", err.text);
+        fprintf(stderr,
+                "hotpath run: no statistics (%s): the program opened no hotpath socket, or "
+                "ended without exiting (a signal)\n",
+                err.text);
         return;
     }
-    fprintf(stderr, "hotpath run: stack of process %lld on %s %s: %lld polls, %lld buffer(s) in use at exit\n",
-            (long long)json_integer_value(json_object_get(root, "pid")),
-            json_string_value(json_object_get(root, "link")), json_string_value(json_object_get(root, "iface")),
-            (long long)json_integer_value(json_object_get(root, "polls")),
-            (long long)json_integer_value(json_object_get(root, "buffers_in_use")));
+    fprintf(
+        stderr,
+        "hotpath run: stack of process %lld on %s %s: %lld polls, %lld buffer(s) in use at exit\n",
+        (long long)json_integer_value(json_object_get(root, "pid")),
+        json_string_value(json_object_get(root, "link")),
+        json_string_value(json_object_get(root, "iface")),
+        (long long)json_integer_value(json_object_get(root, "polls")),
+        (long long)json_integer_value(json_object_get(root, "buffers_in_use")));
     const char *key;
     json_t *v;
     json_object_foreach(json_object_get(root, "counters"), key, v)
@@ -257,9 +287,8 @@ static void print_stats(const char *path)
         fprintf(stderr, "  link.%-23s %lld\n", key, (long long)json_integer_value(v));
     /* memif's life, where something happened (a counter named *errors* at 0
      * would read as an error to a script grepping for one). */
-    json_object_foreach(json_object_get(root, "memif"), key, v)
-        if (json_integer_value(v))
-            fprintf(stderr, "  memif.%-22s %lld\n", key, (long long)json_integer_value(v));
+    json_object_foreach(json_object_get(root, "memif"), key, v) if (json_integer_value(v))
+        fprintf(stderr, "  memif.%-22s %lld\n", key, (long long)json_integer_value(v));
     json_decref(root);
 }
 

@@ -26,8 +26,8 @@
  * pool is its UMEM): a thousand connections each holding a window of data
  * would exhaust the links' default 4096 buffers. */
 #define TCP_POOL_BUFS 32768
-#define NS_PER_S 1000000000ull
-#define EV_BATCH 64
+#define NS_PER_S      1000000000ull
+#define EV_BATCH      64
 
 struct tcp_port {
     int mode;
@@ -525,7 +525,8 @@ static int serve_run(const struct serve_opts *o)
     if (server_close(&v)) {
         rc = rc ? rc : 1;
     } else if (o->json) {
-        apploop_print_json(json_pack("{s:s, s:i, s:b}", "event", "buffers", "in_use", 0, "all_back", 1));
+        apploop_print_json(
+            json_pack("{s:s, s:i, s:b}", "event", "buffers", "in_use", 0, "all_back", 1));
     } else {
         printf("serve: every buffer came back (0 in use at exit)\n");
     }

@@ -13,8 +13,8 @@
 #include "tcp_app.h"
 #include "tool.h"
 
-#define CHUNK 65536      /* bytes per client send / recv call */
-#define SRC_CHUNK 16384  /* bytes per source-server send call */
+#define CHUNK     65536 /* bytes per client send / recv call */
+#define SRC_CHUNK 16384 /* bytes per source-server send call */
 
 enum { OBJ_LISTENER = 0x4c49u, OBJ_SCONN = 0x5343u, OBJ_CCONN = 0x4343u };
 
@@ -109,8 +109,8 @@ struct sconn {
     struct tcp_srv *v;
     struct hp_tcp_sock *t;
     struct sconn *prev, *next;
-    struct hp_buf *pend;     /* echo: received, not yet taken by the send queue */
-    uint64_t off;            /* source: stream offset of the next byte to send */
+    struct hp_buf *pend; /* echo: received, not yet taken by the send queue */
+    uint64_t off;        /* source: stream offset of the next byte to send */
     int mode;
     bool readable, writable, peer_fin;
 };
@@ -119,10 +119,10 @@ struct tcp_srv {
     struct hp_stack *s;
     struct slisten *l[MAX_LISTEN];
     int nl;
-    struct sconn *conns;     /* open connections, for tcp_srv_free */
-    struct sconn *spare;     /* allocated for the next accept */
+    struct sconn *conns; /* open connections, for tcp_srv_free */
+    struct sconn *spare; /* allocated for the next accept */
     struct tcp_srv_stats st;
-    bool copy_send;          /* hp_tcp_send_buf refused buffers: echo by copying */
+    bool copy_send; /* hp_tcp_send_buf refused buffers: echo by copying */
     uint8_t scratch[SRC_CHUNK];
 };
 
@@ -425,8 +425,8 @@ struct cconn {
     struct tcp_cli *c;
     struct hp_tcp_sock *t;
     uint64_t seed;
-    uint64_t target;         /* to send (echo, discard) or read (source); UINT64_MAX: timed */
-    double t0, last;         /* connect time, last progress */
+    uint64_t target; /* to send (echo, discard) or read (source); UINT64_MAX: timed */
+    double t0, last; /* connect time, last progress */
     struct tool_sha256 *hs, *hr;
     uint8_t st;
     bool readable, writable, wr_shut, eof;
@@ -446,7 +446,8 @@ struct tcp_cli {
 
 struct tcp_cli *tcp_cli_new(struct hp_stack *s, const struct tcp_cli_opts *o)
 {
-    if (!o->conns || (o->to.family != 4 && o->to.family != 6) || o->mode < 0 || o->mode >= TCP_NMODES) {
+    if (!o->conns || (o->to.family != 4 && o->to.family != 6) || o->mode < 0 ||
+        o->mode >= TCP_NMODES) {
         errno = EINVAL;
         return NULL;
     }
@@ -477,7 +478,8 @@ struct tcp_cli *tcp_cli_new(struct hp_stack *s, const struct tcp_cli_opts *o)
     return c;
 }
 
-static void cconn_end(struct cconn *k, bool ok, int err, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void cconn_end(struct cconn *k, bool ok, int err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 static void cconn_end(struct cconn *k, bool ok, int err, const char *fmt, ...)
 {
     struct tcp_cli *c = k->c;
@@ -683,8 +685,10 @@ static void cconn_event(struct cconn *k, uint32_t ev)
         k->writable = true;
     cconn_run(k);
     if (k->st == CC_OPEN && (ev & HP_EV_HUP))
-        cconn_end(k, false, hp_tcp_error(k->t), "the connection ended without the server's FIN (%" PRIu64
-                  " bytes sent, %" PRIu64 " received)", k->r.sent, k->r.received);
+        cconn_end(k, false, hp_tcp_error(k->t),
+                  "the connection ended without the server's FIN (%" PRIu64 " bytes sent, %" PRIu64
+                  " received)",
+                  k->r.sent, k->r.received);
 }
 
 void tcp_cli_step(struct tcp_cli *c, double now)
@@ -718,10 +722,11 @@ void tcp_cli_step(struct tcp_cli *c, double now)
         memset(&ti, 0, sizeof ti);
         hp_tcp_get_info(k->t, &ti);
         cconn_end(k, false, 0,
-                  "no progress for %.0f s in %s (%" PRIu64 " bytes sent, %" PRIu64 " received; unacked %u, "
+                  "no progress for %.0f s in %s (%" PRIu64 " bytes sent, %" PRIu64
+                  " received; unacked %u, "
                   "send window %u, cwnd %u, RTO %u ms)",
-                  c->o.stall_s, hp_tcp_state_name(ti.state), k->r.sent, k->r.received, ti.unacked, ti.snd_wnd,
-                  ti.cwnd, ti.rto_us / 1000);
+                  c->o.stall_s, hp_tcp_state_name(ti.state), k->r.sent, k->r.received, ti.unacked,
+                  ti.snd_wnd, ti.cwnd, ti.rto_us / 1000);
     }
 }
 

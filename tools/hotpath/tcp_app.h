@@ -51,10 +51,10 @@ bool tcp_app_event(void *user, uint32_t events);
 /* ---- servers ---------------------------------------------------------------- */
 
 struct tcp_srv_stats {
-    uint64_t open;      /* connections with a handle now */
-    uint64_t accepted;  /* since the start */
-    uint64_t closed;    /* closed in order (the peer's FIN seen, ours sent) */
-    uint64_t failed;    /* reset, timed out, or any other error */
+    uint64_t open;     /* connections with a handle now */
+    uint64_t accepted; /* since the start */
+    uint64_t closed;   /* closed in order (the peer's FIN seen, ours sent) */
+    uint64_t failed;   /* reset, timed out, or any other error */
     uint64_t bytes_in, bytes_out;
     uint64_t listeners;
 };
@@ -101,11 +101,11 @@ struct tcp_cli_opts {
 
 struct tcp_cli_conn {
     uint64_t sent, received;
-    double seconds;          /* from connect() to the end */
+    double seconds; /* from connect() to the end */
     uint16_t local_port;
     bool done, ok;
     char sha_sent[65], sha_received[65]; /* hex, "" without hashing */
-    char why[120];           /* on failure */
+    char why[120];                       /* on failure */
 };
 
 struct tcp_cli_totals {

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define LW_RING 1024  /* frames in flight per direction, as hotpath's mem ring */
+#define LW_RING  1024 /* frames in flight per direction, as hotpath's mem ring */
 #define LW_SLOTS 4096 /* frame buffers per direction: in the ring or held by the receiver */
 #define LW_FRAME 1536 /* bytes per slot: an Ethernet frame of MTU 1500 */
 

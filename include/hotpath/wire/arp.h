@@ -23,11 +23,11 @@ extern "C" {
  * functions are safe to call from any thread.
  */
 
-#define HP_ARP_LEN 28u         /**< an Ethernet/IPv4 ARP packet */
+#define HP_ARP_LEN         28u /**< an Ethernet/IPv4 ARP packet */
 #define HP_ARP_HTYPE_ETHER 1u  /**< ar$hrd for Ethernet (RFC 826; IANA) */
-#define HP_ARP_PTYPE_IPV4 0x0800u
-#define HP_ARP_OP_REQUEST 1u
-#define HP_ARP_OP_REPLY 2u
+#define HP_ARP_PTYPE_IPV4  0x0800u
+#define HP_ARP_OP_REQUEST  1u
+#define HP_ARP_OP_REPLY    2u
 
 /**
  * An ARP packet, parsed or to emit. op is host order; addresses are as on

@@ -31,16 +31,17 @@ extern "C" {
 #define HP_WIRE_REASON_BASE HP_ERR_WIRE_BASE
 enum hp_wire_reason {
     HP_WIRE_OK = 0,
-    HP_WIRE_TRUNCATED = HP_WIRE_REASON_BASE + 1, /* shorter than its header, or than a length field says */
-    HP_WIRE_BAD_VERSION,    /* IP version, ARP hardware/protocol type... */
-    HP_WIRE_BAD_LENGTH,     /* a length field that is impossible (too small, inconsistent) */
+    HP_WIRE_TRUNCATED =
+        HP_WIRE_REASON_BASE + 1, /* shorter than its header, or than a length field says */
+    HP_WIRE_BAD_VERSION,         /* IP version, ARP hardware/protocol type... */
+    HP_WIRE_BAD_LENGTH,          /* a length field that is impossible (too small, inconsistent) */
     HP_WIRE_BAD_CHECKSUM,
-    HP_WIRE_BAD_OPTION,     /* an option or extension header that runs past its bounds */
-    HP_WIRE_BAD_ADDRESS,    /* a source address that may not appear (multicast source...) */
-    HP_WIRE_BAD_FIELD,      /* any other field with a value the RFC forbids */
-    HP_WIRE_UNSUPPORTED,    /* well formed, but not something we handle */
-    HP_WIRE_NO_SPACE,       /* emit: the output buffer is too small */
-    HP_WIRE_END,            /* one past the last reason */
+    HP_WIRE_BAD_OPTION,  /* an option or extension header that runs past its bounds */
+    HP_WIRE_BAD_ADDRESS, /* a source address that may not appear (multicast source...) */
+    HP_WIRE_BAD_FIELD,   /* any other field with a value the RFC forbids */
+    HP_WIRE_UNSUPPORTED, /* well formed, but not something we handle */
+    HP_WIRE_NO_SPACE,    /* emit: the output buffer is too small */
+    HP_WIRE_END,         /* one past the last reason */
 };
 /** How many reasons there are besides HP_WIRE_OK. */
 #define HP_WIRE_NREASONS (HP_WIRE_END - HP_WIRE_REASON_BASE - 1)

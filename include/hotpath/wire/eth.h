@@ -25,12 +25,12 @@ extern "C" {
  * functions are safe to call from any thread.
  */
 
-#define HP_ETH_ALEN 6u          /**< bytes in a MAC address */
-#define HP_ETH_HDR_LEN 14u      /**< untagged header */
+#define HP_ETH_ALEN         6u  /**< bytes in a MAC address */
+#define HP_ETH_HDR_LEN      14u /**< untagged header */
 #define HP_ETH_VLAN_HDR_LEN 18u /**< header with one 802.1Q tag */
 
 #define HP_ETHERTYPE_IPV4 0x0800u
-#define HP_ETHERTYPE_ARP 0x0806u
+#define HP_ETHERTYPE_ARP  0x0806u
 #define HP_ETHERTYPE_VLAN 0x8100u /**< IEEE 802.1Q customer tag (C-TAG) TPID */
 #define HP_ETHERTYPE_QINQ 0x88A8u /**< IEEE 802.1ad service tag (S-TAG) TPID: not supported */
 #define HP_ETHERTYPE_IPV6 0x86DDu
@@ -39,7 +39,7 @@ extern "C" {
 #define HP_ETHERTYPE_MIN 0x0600u
 
 /** The VLAN identifier of a TCI (low 12 bits); 0 means "priority tag only". */
-#define HP_VLAN_VID(tci) ((uint16_t)((tci) & 0x0FFFu))
+#define HP_VLAN_VID(tci) ((uint16_t)((tci)&0x0FFFu))
 /** The priority code point of a TCI (top 3 bits). */
 #define HP_VLAN_PCP(tci) ((uint8_t)(((tci) >> 13) & 7u))
 /** VID 0xFFF is reserved and never sent in a tag (IEEE 802.1Q-2018 table 9-2). */

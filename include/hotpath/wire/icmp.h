@@ -16,23 +16,23 @@ extern "C" {
 #define HP_ICMP_HDR_LEN 8u
 
 /* Types we handle (RFC 792). */
-#define HP_ICMP_ECHO_REPLY 0u
-#define HP_ICMP_DEST_UNREACH 3u
-#define HP_ICMP_ECHO_REQUEST 8u
+#define HP_ICMP_ECHO_REPLY    0u
+#define HP_ICMP_DEST_UNREACH  3u
+#define HP_ICMP_ECHO_REQUEST  8u
 #define HP_ICMP_TIME_EXCEEDED 11u
 #define HP_ICMP_PARAM_PROBLEM 12u
 
 /* Destination unreachable codes (RFC 792; 6-15 from RFC 1122 3.2.2.1 and RFC 1812 5.2.7.1). */
-#define HP_ICMP_UNREACH_NET 0u
-#define HP_ICMP_UNREACH_HOST 1u
-#define HP_ICMP_UNREACH_PROTO 2u
-#define HP_ICMP_UNREACH_PORT 3u
+#define HP_ICMP_UNREACH_NET         0u
+#define HP_ICMP_UNREACH_HOST        1u
+#define HP_ICMP_UNREACH_PROTO       2u
+#define HP_ICMP_UNREACH_PORT        3u
 #define HP_ICMP_UNREACH_FRAG_NEEDED 4u /* carries the next-hop MTU (RFC 1191) */
-#define HP_ICMP_UNREACH_SRC_ROUTE 5u
-#define HP_ICMP_UNREACH_ADMIN 13u      /* communication administratively prohibited */
+#define HP_ICMP_UNREACH_SRC_ROUTE   5u
+#define HP_ICMP_UNREACH_ADMIN       13u /* communication administratively prohibited */
 
 /* Time exceeded codes (RFC 792). */
-#define HP_ICMP_TIME_TTL 0u
+#define HP_ICMP_TIME_TTL        0u
 #define HP_ICMP_TIME_REASSEMBLY 1u
 
 /* The smallest IPv4 header an error quotes; the quote is at least this. */

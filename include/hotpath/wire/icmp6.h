@@ -17,33 +17,33 @@ extern "C" {
 #define HP_ICMP6_HDR_LEN 8u
 
 /* Types (RFC 4443 section 2.1; 133-137 RFC 4861 section 4). */
-#define HP_ICMP6_DEST_UNREACH 1u
+#define HP_ICMP6_DEST_UNREACH   1u
 #define HP_ICMP6_PACKET_TOO_BIG 2u
-#define HP_ICMP6_TIME_EXCEEDED 3u
-#define HP_ICMP6_PARAM_PROBLEM 4u
-#define HP_ICMP6_ECHO_REQUEST 128u
-#define HP_ICMP6_ECHO_REPLY 129u
-#define HP_NDP_ROUTER_SOLICIT 133u
-#define HP_NDP_ROUTER_ADVERT 134u
+#define HP_ICMP6_TIME_EXCEEDED  3u
+#define HP_ICMP6_PARAM_PROBLEM  4u
+#define HP_ICMP6_ECHO_REQUEST   128u
+#define HP_ICMP6_ECHO_REPLY     129u
+#define HP_NDP_ROUTER_SOLICIT   133u
+#define HP_NDP_ROUTER_ADVERT    134u
 #define HP_NDP_NEIGHBOR_SOLICIT 135u
-#define HP_NDP_NEIGHBOR_ADVERT 136u
-#define HP_NDP_REDIRECT 137u
+#define HP_NDP_NEIGHBOR_ADVERT  136u
+#define HP_NDP_REDIRECT         137u
 
 /* Destination unreachable codes (RFC 4443 section 3.1). */
-#define HP_ICMP6_UNREACH_NO_ROUTE 0u
-#define HP_ICMP6_UNREACH_ADMIN 1u
+#define HP_ICMP6_UNREACH_NO_ROUTE     0u
+#define HP_ICMP6_UNREACH_ADMIN        1u
 #define HP_ICMP6_UNREACH_BEYOND_SCOPE 2u
-#define HP_ICMP6_UNREACH_ADDR 3u
-#define HP_ICMP6_UNREACH_PORT 4u
-#define HP_ICMP6_UNREACH_POLICY 5u
+#define HP_ICMP6_UNREACH_ADDR         3u
+#define HP_ICMP6_UNREACH_PORT         4u
+#define HP_ICMP6_UNREACH_POLICY       5u
 #define HP_ICMP6_UNREACH_REJECT_ROUTE 6u
 /* Time exceeded codes (RFC 4443 section 3.3). */
-#define HP_ICMP6_TIME_HOP_LIMIT 0u
+#define HP_ICMP6_TIME_HOP_LIMIT  0u
 #define HP_ICMP6_TIME_REASSEMBLY 1u
 /* Parameter problem codes (RFC 4443 section 3.4). */
-#define HP_ICMP6_PARAM_HEADER 0u
+#define HP_ICMP6_PARAM_HEADER      0u
 #define HP_ICMP6_PARAM_NEXT_HEADER 1u
-#define HP_ICMP6_PARAM_OPTION 2u
+#define HP_ICMP6_PARAM_OPTION      2u
 
 /* An error quotes at least the offending packet's IPv6 header. */
 #define HP_ICMP6_MIN_QUOTE 40u
@@ -164,11 +164,11 @@ HP_API size_t hp_icmp6_quote_len(size_t orig_len);
 /* ---- Neighbor Discovery (RFC 4861) ------------------------------------- */
 
 /* Option types (RFC 4861 section 4.6). */
-#define HP_NDP_OPT_SLL 1u
-#define HP_NDP_OPT_TLL 2u
-#define HP_NDP_OPT_PREFIX 3u
+#define HP_NDP_OPT_SLL        1u
+#define HP_NDP_OPT_TLL        2u
+#define HP_NDP_OPT_PREFIX     3u
 #define HP_NDP_OPT_REDIRECTED 4u
-#define HP_NDP_OPT_MTU 5u
+#define HP_NDP_OPT_MTU        5u
 
 /* Prefix information options kept from one Router Advertisement. */
 #define HP_NDP_MAX_PREFIX 4
@@ -258,8 +258,8 @@ struct hp_ndp_repr {
  *   -HP_WIRE_BAD_FIELD     NA with the Solicited flag sent to a multicast
  *                          address.
  */
-HP_API int hp_ndp_parse(const void *msg, size_t len, const struct hp_l4_addrs *a,
-                        uint8_t hop_limit, struct hp_ndp_repr *r, unsigned flags);
+HP_API int hp_ndp_parse(const void *msg, size_t len, const struct hp_l4_addrs *a, uint8_t hop_limit,
+                        struct hp_ndp_repr *r, unsigned flags);
 
 /**
  * Bytes hp_ndp_emit writes for r: the type's fixed part and its options;

@@ -24,7 +24,7 @@ extern "C" {
  * functions are safe to call from any thread.
  */
 
-#define HP_IPV4_HDR_LEN 20u     /**< without options */
+#define HP_IPV4_HDR_LEN     20u /**< without options */
 #define HP_IPV4_MAX_HDR_LEN 60u /**< IHL 15 */
 
 /* The Protocol field's values: HP_IPPROTO_ICMP, _TCP and _UDP are in

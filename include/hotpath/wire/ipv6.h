@@ -23,19 +23,19 @@ extern "C" {
  * functions are safe to call from any thread.
  */
 
-#define HP_IPV6_HDR_LEN 40u      /**< the fixed header */
+#define HP_IPV6_HDR_LEN      40u /**< the fixed header */
 #define HP_IPV6_FRAG_HDR_LEN 8u  /**< the Fragment header (RFC 8200 section 4.5) */
 /** The most extension headers check walks before giving up (see hp_ipv6_check). */
 #define HP_IPV6_MAX_EXT_HDRS 16u
 
 /* Next Header values (IANA) of the extension headers (ICMPv6, TCP and UDP: hotpath/common.h). */
-#define HP_IPPROTO_HOPOPTS 0   /**< Hop-by-Hop Options (RFC 8200 section 4.3) */
-#define HP_IPPROTO_ROUTING 43  /**< Routing (RFC 8200 section 4.4) */
+#define HP_IPPROTO_HOPOPTS  0  /**< Hop-by-Hop Options (RFC 8200 section 4.3) */
+#define HP_IPPROTO_ROUTING  43 /**< Routing (RFC 8200 section 4.4) */
 #define HP_IPPROTO_FRAGMENT 44 /**< Fragment (RFC 8200 section 4.5) */
-#define HP_IPPROTO_ESP 50      /**< Encapsulating Security Payload (RFC 4303) */
-#define HP_IPPROTO_AH 51       /**< Authentication Header (RFC 4302) */
-#define HP_IPPROTO_NONE 59     /**< No Next Header (RFC 8200 section 4.7) */
-#define HP_IPPROTO_DSTOPTS 60  /**< Destination Options (RFC 8200 section 4.6) */
+#define HP_IPPROTO_ESP      50 /**< Encapsulating Security Payload (RFC 4303) */
+#define HP_IPPROTO_AH       51 /**< Authentication Header (RFC 4302) */
+#define HP_IPPROTO_NONE     59 /**< No Next Header (RFC 8200 section 4.7) */
+#define HP_IPPROTO_DSTOPTS  60 /**< Destination Options (RFC 8200 section 4.6) */
 
 /**
  * An IPv6 header, parsed or to emit. Addresses are as on the wire; the

@@ -14,7 +14,7 @@
 extern "C" {
 #endif
 
-#define HP_TCP_HDR_LEN 20u     /* without options */
+#define HP_TCP_HDR_LEN     20u /* without options */
 #define HP_TCP_MAX_HDR_LEN 60u /* data offset 15 */
 #define HP_TCP_MAX_OPT_LEN 40u
 
@@ -29,13 +29,13 @@ extern "C" {
 #define HP_TCP_F_CWR 0x80u
 
 /* Option kinds (the byte on the wire; socket options are HP_TCP_OPT_* in tcp.h). */
-#define HP_TCP_KIND_EOL 0u
-#define HP_TCP_KIND_NOP 1u
-#define HP_TCP_KIND_MSS 2u       /* RFC 9293 3.2, length 4 */
-#define HP_TCP_KIND_WS 3u        /* RFC 7323 2.2, length 3 */
+#define HP_TCP_KIND_EOL       0u
+#define HP_TCP_KIND_NOP       1u
+#define HP_TCP_KIND_MSS       2u /* RFC 9293 3.2, length 4 */
+#define HP_TCP_KIND_WS        3u /* RFC 7323 2.2, length 3 */
 #define HP_TCP_KIND_SACK_PERM 4u /* RFC 2018 2, length 2 */
-#define HP_TCP_KIND_SACK 5u      /* RFC 2018 3, length 2 + 8n */
-#define HP_TCP_KIND_TS 8u        /* RFC 7323 3.2, length 10 */
+#define HP_TCP_KIND_SACK      5u /* RFC 2018 3, length 2 + 8n */
+#define HP_TCP_KIND_TS        8u /* RFC 7323 3.2, length 10 */
 
 /* RFC 7323 section 2.3: the largest window shift. */
 #define HP_TCP_MAX_WS 14u

@@ -121,8 +121,8 @@ HP_API int hp_udp_emit(const struct hp_udp_repr *r, const struct hp_l4_addrs *a,
  * @param cap  bytes available from out; must cover header and payload.
  * @return as hp_udp_emit.
  */
-HP_API int hp_udp_emit_header(const struct hp_udp_repr *r, const struct hp_l4_addrs *a,
-                              void *out, size_t cap);
+HP_API int hp_udp_emit_header(const struct hp_udp_repr *r, const struct hp_l4_addrs *a, void *out,
+                              size_t cap);
 
 #ifdef __cplusplus
 }

@@ -69,7 +69,9 @@ HP_TEST(px_epoll_level_edge_oneshot)
     HP_CHECK_EQ(n, 0);
     /* maxevents smaller than the ready set: the rest comes next time. */
     HP_CHECK_EQ(hp_tcp_send(p[0], "x", 1), 1);
-    HP_CHECK_EQ(hp__px_epoll_ctl(ep, EPOLL_CTL_MOD, c[1], &(struct epoll_event){.events = EPOLLIN, .data.u64 = 1}), 0);
+    HP_CHECK_EQ(hp__px_epoll_ctl(ep, EPOLL_CTL_MOD, c[1],
+                                 &(struct epoll_event){.events = EPOLLIN, .data.u64 = 1}),
+                0);
     fx_drive(5);
     HP_CHECK_EQ(ep_wait(ep, ev, 1, 0), 1);
     uint64_t first = ev[0].data.u64;
@@ -150,14 +152,17 @@ HP_TEST(px_epoll_mixed_kernel_fds)
     struct epoll_event e = {.events = EPOLLIN};
     HP_CHECK_EQ(PERR(hp__px_epoll_ctl(ep, EPOLL_CTL_ADD, pp[0], &e)), EEXIST);
     HP_CHECK_EQ(PERR(hp__px_epoll_ctl(ep, EPOLL_CTL_ADD, c, &e)), EEXIST);
-    HP_CHECK_EQ(PERR(hp__px_epoll_ctl(ep, EPOLL_CTL_MOD, pp[1], &e)), KERR(epoll_ctl(kep, EPOLL_CTL_MOD, pp[1], &e)));
+    HP_CHECK_EQ(PERR(hp__px_epoll_ctl(ep, EPOLL_CTL_MOD, pp[1], &e)),
+                KERR(epoll_ctl(kep, EPOLL_CTL_MOD, pp[1], &e)));
     int other = hp__px_socket(AF_INET, SOCK_STREAM, 0);
     HP_CHECK_EQ(PERR(hp__px_epoll_ctl(ep, EPOLL_CTL_MOD, other, &e)), ENOENT);
     HP_CHECK_EQ(PERR(hp__px_epoll_ctl(ep, EPOLL_CTL_DEL, other, NULL)), ENOENT);
     HP_CHECK_EQ(PERR(hp__px_epoll_ctl(ep, 99, c, &e)), KERR(epoll_ctl(kep, 99, pp[0], &e)));
-    HP_CHECK_EQ(PERR(hp__px_epoll_ctl(ep, EPOLL_CTL_ADD, ep, &e)), KERR(epoll_ctl(kep, EPOLL_CTL_ADD, kep, &e)));
+    HP_CHECK_EQ(PERR(hp__px_epoll_ctl(ep, EPOLL_CTL_ADD, ep, &e)),
+                KERR(epoll_ctl(kep, EPOLL_CTL_ADD, kep, &e)));
     /* A socket is not an epoll set. */
-    HP_CHECK_EQ(PERR(hp__px_epoll_ctl(c, EPOLL_CTL_ADD, pp[0], &e)), KERR(epoll_ctl(pp[0], EPOLL_CTL_ADD, pp[1], &e)));
+    HP_CHECK_EQ(PERR(hp__px_epoll_ctl(c, EPOLL_CTL_ADD, pp[0], &e)),
+                KERR(epoll_ctl(pp[0], EPOLL_CTL_ADD, pp[1], &e)));
     HP_CHECK_EQ(PERR(hp__px_epoll_pwait2(ep, ev, 0, NULL, NULL)), KERR(epoll_wait(kep, ev, 0, 0)));
     close(kep);
     close(pp[0]);

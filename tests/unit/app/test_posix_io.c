@@ -54,7 +54,10 @@ HP_TEST(px_tcp_data_both_ways)
     /* recvmsg on TCP gives no address. */
     struct sockaddr_in from;
     struct iovec one = {b, sizeof b};
-    struct msghdr m = {.msg_name = &from, .msg_namelen = sizeof from, .msg_iov = &one, .msg_iovlen = 1};
+    struct msghdr m = {.msg_name = &from,
+                       .msg_namelen = sizeof from,
+                       .msg_iov = &one,
+                       .msg_iovlen = 1};
     HP_CHECK_EQ(hp_tcp_send(p, "q", 1), 1);
     HP_CHECK_EQ(hp__px_recvmsg(c, &m, 0), 1);
     HP_CHECK_EQ(m.msg_namelen, 0u);

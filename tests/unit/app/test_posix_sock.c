@@ -65,18 +65,22 @@ HP_TEST(px_bind_errors_as_linux)
     HP_REQUIRE(fx_up() == 0);
     int h = hp__px_socket(AF_INET, SOCK_STREAM, 0), k = socket(AF_INET, SOCK_STREAM, 0);
     HP_REQUIRE(h >= 0 && k >= 0);
-    struct sockaddr_in a = fx_sin(0, 5000), lo = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in a = fx_sin(0, 5000),
+                       lo = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     struct sockaddr_in6 a6 = fx_sin6(0, 5000);
     /* Too short, then the wrong family. */
-    HP_CHECK_EQ(PERR(hp__px_bind(h, (struct sockaddr *)&a, sizeof a - 1)), KERR(bind(k, (struct sockaddr *)&lo, sizeof lo - 1)));
-    HP_CHECK_EQ(PERR(hp__px_bind(h, (struct sockaddr *)&a6, sizeof a6)), KERR(bind(k, (struct sockaddr *)&a6, sizeof a6)));
+    HP_CHECK_EQ(PERR(hp__px_bind(h, (struct sockaddr *)&a, sizeof a - 1)),
+                KERR(bind(k, (struct sockaddr *)&lo, sizeof lo - 1)));
+    HP_CHECK_EQ(PERR(hp__px_bind(h, (struct sockaddr *)&a6, sizeof a6)),
+                KERR(bind(k, (struct sockaddr *)&a6, sizeof a6)));
     /* Not one of ours. */
     struct sockaddr_in other = fx_sin(1, 5000);
     HP_CHECK_EQ(PERR(hp__px_bind(h, (struct sockaddr *)&other, sizeof other)), EADDRNOTAVAIL);
     /* Bound twice. */
     HP_CHECK_EQ(hp__px_bind(h, (struct sockaddr *)&a, sizeof a), 0);
     HP_CHECK_EQ(KERR(bind(k, (struct sockaddr *)&lo, sizeof lo)), 0);
-    HP_CHECK_EQ(PERR(hp__px_bind(h, (struct sockaddr *)&a, sizeof a)), KERR(bind(k, (struct sockaddr *)&lo, sizeof lo)));
+    HP_CHECK_EQ(PERR(hp__px_bind(h, (struct sockaddr *)&a, sizeof a)),
+                KERR(bind(k, (struct sockaddr *)&lo, sizeof lo)));
     /* The port of a listener is taken. */
     HP_CHECK_EQ(hp__px_listen(h, 8), 0);
     int h2 = hp__px_socket(AF_INET, SOCK_STREAM, 0);
@@ -108,13 +112,16 @@ HP_TEST(px_listen_accept_errors_as_linux)
     /* Listening again is allowed; connect on a listener is EISCONN. */
     HP_CHECK_EQ(PERR(hp__px_listen(h, 8)), KERR(listen(k, 8)));
     struct sockaddr_in b = fx_sin(1, 7);
-    HP_CHECK_EQ(PERR(hp__px_connect(h, (struct sockaddr *)&b, sizeof b)), KERR(connect(k, (struct sockaddr *)&lo, sizeof lo)));
+    HP_CHECK_EQ(PERR(hp__px_connect(h, (struct sockaddr *)&b, sizeof b)),
+                KERR(connect(k, (struct sockaddr *)&lo, sizeof lo)));
     /* A listener has no peer, nothing to send or receive. */
     char c = 0;
     socklen_t len = sizeof b;
-    HP_CHECK_EQ(PERR(hp__px_getpeername(h, (struct sockaddr *)&b, &len)), KERR(getpeername(k, (struct sockaddr *)&b, &len)));
+    HP_CHECK_EQ(PERR(hp__px_getpeername(h, (struct sockaddr *)&b, &len)),
+                KERR(getpeername(k, (struct sockaddr *)&b, &len)));
     HP_CHECK_EQ(PERR(hp__px_recvfrom(h, &c, 1, 0, NULL, NULL)), KERR(recv(k, &c, 1, 0)));
-    HP_CHECK_EQ(PERR(hp__px_sendto(h, &c, 1, MSG_NOSIGNAL, NULL, 0)), KERR(send(k, &c, 1, MSG_NOSIGNAL)));
+    HP_CHECK_EQ(PERR(hp__px_sendto(h, &c, 1, MSG_NOSIGNAL, NULL, 0)),
+                KERR(send(k, &c, 1, MSG_NOSIGNAL)));
     close(k);
     close(ku);
     fx_down();
@@ -213,7 +220,8 @@ HP_TEST(px_connect_address_errors)
     int h = hp__px_socket(AF_INET, SOCK_STREAM, 0), k = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in6 b6 = fx_sin6(1, 80);
     struct sockaddr_in b = fx_sin(1, 80);
-    HP_CHECK_EQ(PERR(hp__px_connect(h, (struct sockaddr *)&b, 2)), KERR(connect(k, (struct sockaddr *)&b, 2)));
+    HP_CHECK_EQ(PERR(hp__px_connect(h, (struct sockaddr *)&b, 2)),
+                KERR(connect(k, (struct sockaddr *)&b, 2)));
     HP_CHECK_EQ(PERR(hp__px_connect(h, (struct sockaddr *)&b6, sizeof b6)),
                 KERR(connect(k, (struct sockaddr *)&b6, sizeof b6)));
     /* An IPv6-only socket cannot reach an IPv4-mapped address. */
@@ -222,7 +230,8 @@ HP_TEST(px_connect_address_errors)
     HP_CHECK_EQ(hp__px_setsockopt(h6, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one), 0);
     HP_CHECK_EQ(setsockopt(k6, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one), 0);
     struct sockaddr_in6 m = fx_sin6_mapped(1, 80);
-    HP_CHECK_EQ(PERR(hp__px_connect(h6, (struct sockaddr *)&m, sizeof m)), KERR(connect(k6, (struct sockaddr *)&m, sizeof m)));
+    HP_CHECK_EQ(PERR(hp__px_connect(h6, (struct sockaddr *)&m, sizeof m)),
+                KERR(connect(k6, (struct sockaddr *)&m, sizeof m)));
     /* IPv6 options on an IPv4 socket. */
     HP_CHECK_EQ(PERR(hp__px_setsockopt(h, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one)),
                 KERR(setsockopt(k, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one)));
@@ -316,9 +325,12 @@ HP_TEST(px_options)
     HP_CHECK_EQ(hp__px_getsockopt(h, SOL_SOCKET, SO_SNDBUF, &got, &len), 0);
     HP_CHECK_EQ(got, 8192);
     /* Too short an int; an unknown option; an unknown level. */
-    HP_CHECK_EQ(PERR(hp__px_setsockopt(h, SOL_SOCKET, SO_KEEPALIVE, &v, 2)), KERR(setsockopt(k, SOL_SOCKET, SO_KEEPALIVE, &v, 2)));
-    HP_CHECK_EQ(PERR(hp__px_setsockopt(h, IPPROTO_TCP, 9999, &v, sizeof v)), KERR(setsockopt(k, IPPROTO_TCP, 9999, &v, sizeof v)));
-    HP_CHECK_EQ(PERR(hp__px_getsockopt(h, 9999, 1, &got, &len)), KERR(getsockopt(k, 9999, 1, &got, &len)));
+    HP_CHECK_EQ(PERR(hp__px_setsockopt(h, SOL_SOCKET, SO_KEEPALIVE, &v, 2)),
+                KERR(setsockopt(k, SOL_SOCKET, SO_KEEPALIVE, &v, 2)));
+    HP_CHECK_EQ(PERR(hp__px_setsockopt(h, IPPROTO_TCP, 9999, &v, sizeof v)),
+                KERR(setsockopt(k, IPPROTO_TCP, 9999, &v, sizeof v)));
+    HP_CHECK_EQ(PERR(hp__px_getsockopt(h, 9999, 1, &got, &len)),
+                KERR(getsockopt(k, 9999, 1, &got, &len)));
     /* TCP options on a UDP socket. */
     int hu = hp__px_socket(AF_INET, SOCK_DGRAM, 0), ku = socket(AF_INET, SOCK_DGRAM, 0);
     HP_CHECK_EQ(PERR(hp__px_setsockopt(hu, IPPROTO_TCP, TCP_NODELAY, &v, sizeof v)),

@@ -95,12 +95,11 @@ static void fill_random(unsigned char *p, size_t n, uint64_t *rs)
 /* A random incoming partial sum, often one of the values at carry edges. */
 static uint32_t pick_sum(uint64_t *rs)
 {
-    static const uint32_t edges[] = {1,          0xFFFE,     0xFFFF,     0x10000,
-                                     0x1FFFE,    0x7FFFFFFF, 0x80000000, 0xFFFF0000,
-                                     0xFFFFFFFE, 0xFFFFFFFF};
+    static const uint32_t edges[] = {1,          0xFFFE,     0xFFFF,     0x10000,    0x1FFFE,
+                                     0x7FFFFFFF, 0x80000000, 0xFFFF0000, 0xFFFFFFFE, 0xFFFFFFFF};
     uint64_t r = hp_test_rand(rs);
-    uint32_t s = (r & 3) == 0 ? edges[(r >> 8) % (sizeof edges / sizeof edges[0])]
-                              : (uint32_t)(r >> 32);
+    uint32_t s =
+        (r & 3) == 0 ? edges[(r >> 8) % (sizeof edges / sizeof edges[0])] : (uint32_t)(r >> 32);
     return s ? s : 1;
 }
 
@@ -119,8 +118,8 @@ static unsigned char *place(const void *src, size_t len, size_t off)
 
 /* Compare one result with the reference; on a mismatch report everything
  * needed to reproduce it and return false. */
-static bool check_sum(int line, const char *what, size_t len, size_t off, uint32_t in,
-                      uint32_t got, uint64_t ref)
+static bool check_sum(int line, const char *what, size_t len, size_t off, uint32_t in, uint32_t got,
+                      uint64_t ref)
 {
     if (hp_cksum_fold(got) == ref_fold(ref))
         return true;
@@ -210,7 +209,7 @@ static const size_t large_fixed[] = {
 };
 #define LARGE_RANDOM 48
 #define LARGE_NCASES (sizeof large_fixed / sizeof large_fixed[0] + LARGE_RANDOM)
-#define LARGE_SRC (2 * MIB + 64)
+#define LARGE_SRC    (2 * MIB + 64)
 
 struct large_case {
     size_t len, off;
@@ -260,17 +259,17 @@ static void large(const char *what, hp__cksum_fn fn)
 /* ---- all-0xFF and all-0x00 data: the carry paths -------------------------- */
 
 #define FILL_SMALL 1100
-#define FILL_BUF (16 * MIB + 33)
+#define FILL_BUF   (16 * MIB + 33)
 static const size_t fill_big[] = {
-    64 * KIB - 1, 64 * KIB, 64 * KIB + 1, 512 * KIB - 1, 512 * KIB, 512 * KIB + 1,
-    512 * KIB + 32, 1 * MIB - 1, 1 * MIB, 1 * MIB + 1, 2 * MIB, 2 * MIB + 33,
-    16 * MIB, 16 * MIB + 33,
+    64 * KIB - 1,  64 * KIB,       64 * KIB + 1, 512 * KIB - 1, 512 * KIB,
+    512 * KIB + 1, 512 * KIB + 32, 1 * MIB - 1,  1 * MIB,       1 * MIB + 1,
+    2 * MIB,       2 * MIB + 33,   16 * MIB,     16 * MIB + 33,
 };
 
 /* One fill length; the data ends at the end of buf (so an over-read is
  * caught by ASan) and starts at whatever alignment that gives. */
-static bool fill_case(const char *what, hp__cksum_fn fn, const unsigned char *buf,
-                      unsigned char v, size_t len, uint32_t in)
+static bool fill_case(const char *what, hp__cksum_fn fn, const unsigned char *buf, unsigned char v,
+                      size_t len, uint32_t in)
 {
     const unsigned char *p = buf + FILL_BUF - len;
     size_t off = (size_t)((uintptr_t)p % 64);
@@ -376,20 +375,20 @@ static void guard(const char *what, hp__cksum_fn fn)
 
 /* ---- one test per variant and aspect ---------------------------------------- */
 
-#define VARIANT_TEST(test, vname, body)                                                    \
-    HP_TEST(test)                                                                          \
-    {                                                                                      \
-        char why_[200];                                                                    \
-        hp__cksum_fn fn_ = find_variant(vname, why_, sizeof why_);                         \
-        if (!fn_)                                                                          \
-            HP_SKIP("%s", why_);                                                           \
-        body("variant " vname, fn_);                                                       \
+#define VARIANT_TEST(test, vname, body)                                                            \
+    HP_TEST(test)                                                                                  \
+    {                                                                                              \
+        char why_[200];                                                                            \
+        hp__cksum_fn fn_ = find_variant(vname, why_, sizeof why_);                                 \
+        if (!fn_)                                                                                  \
+            HP_SKIP("%s", why_);                                                                   \
+        body("variant " vname, fn_);                                                               \
     }
 
-#define VARIANT_TESTS(v)                                                                   \
-    VARIANT_TEST(variant_##v, #v, sweep)                                                   \
-    VARIANT_TEST(variant_##v##_large, #v, large)                                           \
-    VARIANT_TEST(variant_##v##_fill, #v, fill)                                             \
+#define VARIANT_TESTS(v)                                                                           \
+    VARIANT_TEST(variant_##v, #v, sweep)                                                           \
+    VARIANT_TEST(variant_##v##_large, #v, large)                                                   \
+    VARIANT_TEST(variant_##v##_fill, #v, fill)                                                     \
     VARIANT_TEST(variant_##v##_guard, #v, guard)
 
 VARIANT_TESTS(scalar)
@@ -404,12 +403,12 @@ VARIANT_TESTS(neon)
 /* The public hp_cksum_partial: short inputs summed inline, longer ones by
  * whichever variant is in use (the best one, unless HP_CKSUM_IMPL says
  * otherwise). */
-#define DISPATCHED_TEST(test, body)                                                        \
-    HP_TEST(test)                                                                          \
-    {                                                                                      \
-        char what_[64];                                                                    \
-        snprintf(what_, sizeof what_, "hp_cksum_partial (using %s)", hp_cksum_impl());      \
-        body(what_, hp_cksum_partial);                                                     \
+#define DISPATCHED_TEST(test, body)                                                                \
+    HP_TEST(test)                                                                                  \
+    {                                                                                              \
+        char what_[64];                                                                            \
+        snprintf(what_, sizeof what_, "hp_cksum_partial (using %s)", hp_cksum_impl());             \
+        body(what_, hp_cksum_partial);                                                             \
     }
 
 DISPATCHED_TEST(dispatched, sweep)
@@ -423,7 +422,8 @@ HP_TEST(variant_table)
     static const char *const tested[] = {
         "scalar",
 #ifdef HP_ARCH_X86
-        "avx2",   "avx512",
+        "avx2",
+        "avx512",
 #endif
 #ifdef HP_ARCH_ARM64
         "neon",
@@ -481,7 +481,7 @@ HP_TEST(iov_random)
     for (int iter = 0; iter < 20000 && !hp_test_failed(); iter++) {
         uint64_t r = hp_test_rand(&rs);
         int nseg = (int)(r % (IOV_MAX_SEGS + 1));
-        size_t len = nseg == 0 ? 0
+        size_t len = nseg == 0            ? 0
                      : (r >> 8) % 20 == 0 ? (size_t)(r >> 16) % (SRC + 1)
                      : (r >> 8) % 4 == 0  ? (size_t)(r >> 16) % 3001
                                           : (size_t)(r >> 16) % 301;
@@ -594,13 +594,20 @@ static uint16_t pick16(uint64_t *rs, uint16_t old)
 {
     uint64_t r = hp_test_rand(rs);
     switch (r % 10) {
-    case 0: return 0;
-    case 1: return 0xFFFF;
-    case 2: return old;
-    case 3: return (uint16_t)~old;
-    case 4: return mem16(0xFF, 0);
-    case 5: return mem16(0, 0xFF);
-    default: return (uint16_t)(r >> 32);
+    case 0:
+        return 0;
+    case 1:
+        return 0xFFFF;
+    case 2:
+        return old;
+    case 3:
+        return (uint16_t)~old;
+    case 4:
+        return mem16(0xFF, 0);
+    case 5:
+        return mem16(0, 0xFF);
+    default:
+        return (uint16_t)(r >> 32);
     }
 }
 
@@ -630,9 +637,8 @@ static size_t random_data(unsigned char *buf, size_t max, uint64_t *rs)
 /* Check an updated checksum against the full recomputation; the documented
  * exception: when the data has become all zeros both 0x0000 and 0xFFFF are
  * accepted. */
-static bool check_update(int line, const char *fn, const unsigned char *buf, size_t len,
-                         size_t c, size_t f, uint16_t hc, uint32_t old, uint32_t nv,
-                         uint16_t got)
+static bool check_update(int line, const char *fn, const unsigned char *buf, size_t len, size_t c,
+                         size_t f, uint16_t hc, uint32_t old, uint32_t nv, uint16_t got)
 {
     uint16_t want = recompute(buf, len, c);
     bool zero = data_all_zero(buf, len, c);
@@ -667,7 +673,8 @@ HP_TEST(update16_random)
         /* A chain of edits, each starting from the previous update. */
         for (int k = 0; k < 8 && !hp_test_failed(); k++) {
             size_t f = pick_field(&rs, len, c, 2);
-            uint16_t hc = hp_test_load16(buf + c), old = hp_test_load16(buf + f), nv = pick16(&rs, old);
+            uint16_t hc = hp_test_load16(buf + c), old = hp_test_load16(buf + f),
+                     nv = pick16(&rs, old);
             hp_test_store16(buf + f, nv);
             uint16_t got = hp_cksum_update16(hc, old, nv);
             check_update(__LINE__, "hp_cksum_update16", buf, len, c, f, hc, old, nv, got);
@@ -768,8 +775,8 @@ HP_TEST(update_minus_zero_random)
         HP_REQUIRE_EQ(recompute(buf, len, c), 0x0000);
         uint16_t got = wide ? hp_cksum_update32(hc, old, nv)
                             : hp_cksum_update16(hc, (uint16_t)old, (uint16_t)nv);
-        check_update(__LINE__, wide ? "hp_cksum_update32" : "hp_cksum_update16", buf, len, c, f,
-                     hc, old, nv, got);
+        check_update(__LINE__, wide ? "hp_cksum_update32" : "hp_cksum_update16", buf, len, c, f, hc,
+                     old, nv, got);
     }
 }
 
@@ -907,8 +914,8 @@ HP_TEST(add_edges)
         uint32_t a = pick_sum(&rs), b = (i & 1) ? pick_sum(&rs) : (uint32_t)hp_test_rand(&rs);
         uint32_t s = hp_cksum_add(a, b);
         if (s % 0xFFFF != ((uint64_t)a + b) % 0xFFFF || s == 0) {
-            hp_test_fail(__FILE__, __LINE__, "hp_cksum_add(0x%08" PRIx32 ", 0x%08" PRIx32
-                         ") = 0x%08" PRIx32, a, b, s);
+            hp_test_fail(__FILE__, __LINE__,
+                         "hp_cksum_add(0x%08" PRIx32 ", 0x%08" PRIx32 ") = 0x%08" PRIx32, a, b, s);
             return;
         }
     }
@@ -925,13 +932,13 @@ HP_TEST(fold_edges)
     HP_CHECK_EQ(hp_cksum_fold(0xFFFF0000), 0x0000);
     HP_CHECK_EQ(hp_cksum_fold(0xFFFFFFFE), 0x0001);
     HP_CHECK_EQ(hp_cksum_fold(0xFFFFFFFF), 0x0000);
-    HP_CHECK_EQ(hp_cksum_fold(0x12345678), (uint16_t)~(0x1234 + 0x5678));
+    HP_CHECK_EQ(hp_cksum_fold(0x12345678), (uint16_t) ~(0x1234 + 0x5678));
 
     /* For x != 0: ~(the value in [1, 0xFFFF] congruent to x). */
     uint64_t rs = hp_test_seed() ^ 0x464F4C44ull;
     for (int i = 0; i < 100000; i++) {
         uint32_t x = (i & 1) ? pick_sum(&rs) : (uint32_t)hp_test_rand(&rs);
-        uint16_t want = (uint16_t)~((x - 1) % 0xFFFF + 1);
+        uint16_t want = (uint16_t) ~((x - 1) % 0xFFFF + 1);
         if (x != 0 && hp_cksum_fold(x) != want) {
             hp_test_fail(__FILE__, __LINE__, "hp_cksum_fold(0x%08" PRIx32 ") = 0x%04x, want 0x%04x",
                          x, hp_cksum_fold(x), want);
@@ -954,7 +961,7 @@ HP_TEST(add_combines_partials)
         uint32_t a = hp_cksum_partial(buf, cut, in), b = hp_cksum_partial(buf + cut, len - cut, 0);
         check_sum(__LINE__, "hp_cksum_add of two partial sums", len, cut, in, hp_cksum_add(a, b),
                   ref_sum(buf, len, in, 0));
-        check_sum(__LINE__, "hp_cksum_add, odd last block first", len, cut, in,
-                  hp_cksum_add(b, a), ref_sum(buf, len, in, 0));
+        check_sum(__LINE__, "hp_cksum_add, odd last block first", len, cut, in, hp_cksum_add(b, a),
+                  ref_sum(buf, len, in, 0));
     }
 }

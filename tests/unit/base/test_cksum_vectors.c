@@ -10,31 +10,31 @@
 #include "hp_test.h"
 
 #define VECTORS_FILE HP_VECTORS_DIR "/cksum/vectors.txt"
-#define MAX_PKT 9000
-#define MAX_VECS 1000
+#define MAX_PKT      9000
+#define MAX_VECS     1000
 
 enum kind { K_IPV4, K_UDP4, K_TCP4, K_ICMP4, K_UDP6, K_TCP6, K_ICMP6, K_COUNT };
 
-static const char *const kind_names[K_COUNT] = {"ipv4", "udp4",  "tcp4", "icmp4",
+static const char *const kind_names[K_COUNT] = {"ipv4", "udp4", "tcp4", "icmp4",
                                                 "udp6", "tcp6", "icmp6"};
 
 struct vec {
     enum kind kind;
-    int line;       /* in vectors.txt */
-    size_t len;     /* of the whole IP packet */
+    int line;   /* in vectors.txt */
+    size_t len; /* of the whole IP packet */
     unsigned char *data;
     /* Located by locate(): */
-    size_t l4off;   /* the transport header (or the end of the IPv4 header) */
-    size_t ihl;     /* IPv4 header length; 0 for IPv6 */
-    size_t addr;    /* offset of the source address; the destination follows */
-    int ext;        /* number of IPv6 extension headers walked */
+    size_t l4off; /* the transport header (or the end of the IPv4 header) */
+    size_t ihl;   /* IPv4 header length; 0 for IPv6 */
+    size_t addr;  /* offset of the source address; the destination follows */
+    int ext;      /* number of IPv6 extension headers walked */
 };
 
 struct vecs {
     struct vec v[MAX_VECS];
     size_t n;
-    size_t lines;   /* lines that are neither comments nor blank */
-    long declared;  /* from "# packets: N", or -1 */
+    size_t lines;  /* lines that are neither comments nor blank */
+    long declared; /* from "# packets: N", or -1 */
 };
 
 static bool is_v6(enum kind k)
@@ -117,8 +117,7 @@ static bool locate(struct vec *v, char *why, size_t whylen)
             v->ext++;
         }
         if (off > v->len || next != proto_of(v->kind)) {
-            snprintf(why, whylen, "upper layer %u at %zu, not %s", next, off,
-                     kind_names[v->kind]);
+            snprintf(why, whylen, "upper layer %u at %zu, not %s", next, off, kind_names[v->kind]);
             return false;
         }
         v->l4off = off;
@@ -236,13 +235,20 @@ static struct vecs *load(void)
 static uint16_t compute(enum kind k, const void *src, const void *dst, const void *seg, size_t len)
 {
     switch (k) {
-    case K_UDP4: return hp_cksum_udp4(src, dst, seg, len);
-    case K_TCP4: return hp_cksum_tcp4(src, dst, seg, len);
-    case K_ICMP4: return hp_cksum_icmp4(seg, len);
-    case K_UDP6: return hp_cksum_udp6(src, dst, seg, len);
-    case K_TCP6: return hp_cksum_tcp6(src, dst, seg, len);
-    case K_ICMP6: return hp_cksum_icmp6(src, dst, seg, len);
-    default: return 0;
+    case K_UDP4:
+        return hp_cksum_udp4(src, dst, seg, len);
+    case K_TCP4:
+        return hp_cksum_tcp4(src, dst, seg, len);
+    case K_ICMP4:
+        return hp_cksum_icmp4(seg, len);
+    case K_UDP6:
+        return hp_cksum_udp6(src, dst, seg, len);
+    case K_TCP6:
+        return hp_cksum_tcp6(src, dst, seg, len);
+    case K_ICMP6:
+        return hp_cksum_icmp6(src, dst, seg, len);
+    default:
+        return 0;
     }
 }
 
@@ -250,13 +256,20 @@ static enum hp_cksum_result verify(enum kind k, const void *src, const void *dst
                                    size_t len)
 {
     switch (k) {
-    case K_UDP4: return hp_cksum_udp4_verify(src, dst, seg, len);
-    case K_TCP4: return hp_cksum_tcp4_verify(src, dst, seg, len);
-    case K_ICMP4: return hp_cksum_icmp4_verify(seg, len);
-    case K_UDP6: return hp_cksum_udp6_verify(src, dst, seg, len);
-    case K_TCP6: return hp_cksum_tcp6_verify(src, dst, seg, len);
-    case K_ICMP6: return hp_cksum_icmp6_verify(src, dst, seg, len);
-    default: return HP_CKSUM_BAD;
+    case K_UDP4:
+        return hp_cksum_udp4_verify(src, dst, seg, len);
+    case K_TCP4:
+        return hp_cksum_tcp4_verify(src, dst, seg, len);
+    case K_ICMP4:
+        return hp_cksum_icmp4_verify(seg, len);
+    case K_UDP6:
+        return hp_cksum_udp6_verify(src, dst, seg, len);
+    case K_TCP6:
+        return hp_cksum_tcp6_verify(src, dst, seg, len);
+    case K_ICMP6:
+        return hp_cksum_icmp6_verify(src, dst, seg, len);
+    default:
+        return HP_CKSUM_BAD;
     }
 }
 
@@ -321,8 +334,7 @@ HP_TEST(vectors_ipv4_header)
                              "line %d (%s, IHL %zu, alignment %zu): ok %d, computed 0x%04x, "
                              "stored 0x%04x",
                              v->line, kind_names[v->kind], v->ihl, aligns[a],
-                             hp_cksum_ipv4_hdr_ok(h, v->ihl), hp_cksum_ipv4_hdr(h, v->ihl),
-                             stored);
+                             hp_cksum_ipv4_hdr_ok(h, v->ihl), hp_cksum_ipv4_hdr(h, v->ihl), stored);
                 break;
             }
             /* Computed as if the field were zero, whatever it holds. */
@@ -367,8 +379,8 @@ static void corrupt_and_repair(const struct vec *v, unsigned char *pkt)
     const unsigned char *src = pkt + v->addr, *dst = src + (is_v6(k) ? 16 : 4);
     size_t len = v->len - v->l4off, co = csum_off(k);
     uint16_t stored = hp_test_load16(seg + co);
-    const size_t cand[] = {0, 1, co - 1, co + 2, min_l4(k) - 1, min_l4(k), len / 2, len - 2,
-                           len - 1};
+    const size_t cand[] = {0,         1,       co - 1,  co + 2, min_l4(k) - 1,
+                           min_l4(k), len / 2, len - 2, len - 1};
     for (size_t c = 0; c < sizeof cand / sizeof cand[0]; c++) {
         size_t pos = cand[c];
         if (pos >= len || (pos >= co && pos < co + 2))

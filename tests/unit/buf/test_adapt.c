@@ -139,8 +139,7 @@ HP_TEST(adapt_rule_follows_a_change)
     HP_CHECK_EQ(a.switches, 0);
     w.rate[1] = 125; /* DEFER now 14% faster */
     /* at worst: the current hold (HOLD_MAX) runs out, then two explorations */
-    route = run(&a, &w, route, HP__AD_HOLD_MAX + 2 * (HP__AD_HOLD_MIN + 12) + 8,
-                L, NULL);
+    route = run(&a, &w, route, HP__AD_HOLD_MAX + 2 * (HP__AD_HOLD_MIN + 12) + 8, L, NULL);
     HP_CHECK_EQ(a.cur, D);
     HP_CHECK_EQ(a.switches, 1);
     run(&a, &w, route, 5000, L, NULL);
@@ -224,8 +223,12 @@ HP_TEST(adapt_rule_schedule)
 
 static struct hp_pool *make_pool(const char *name, uint32_t n, int policy)
 {
-    struct hp_pool_config c = {.name = name, .n_bufs = n, .data_room = 512, .cache_size = 32,
-                               .alien_policy = policy, .flags = HP_POOL_F_NO_HUGEPAGES};
+    struct hp_pool_config c = {.name = name,
+                               .n_bufs = n,
+                               .data_room = 512,
+                               .cache_size = 32,
+                               .alien_policy = policy,
+                               .flags = HP_POOL_F_NO_HUGEPAGES};
     struct hp_pool *p = hp_pool_create(&c);
     if (!p)
         hp_test_fail(__FILE__, __LINE__, "hp_pool_create(%s): %s", name, strerror(errno));

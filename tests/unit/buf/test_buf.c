@@ -112,8 +112,8 @@ static struct hp_buf *seg_make(struct hp_pool *p, uint32_t len, uint64_t *rs, un
     struct hp_buf *b = hp_buf_alloc(p);
     if (!b)
         return NULL;
-    unsigned char *d = before && len <= hp_buf_headroom(b) ? hp_buf_prepend(b, len)
-                                                           : hp_buf_append(b, len);
+    unsigned char *d =
+        before && len <= hp_buf_headroom(b) ? hp_buf_prepend(b, len) : hp_buf_append(b, len);
     if (!d) {
         hp_buf_free(b);
         return NULL;
@@ -211,13 +211,13 @@ static void snap_take(struct snap *sn, struct hp_buf *b)
     }
 }
 
-#define SNAP_FIELD(f)                                                                      \
-    do {                                                                                   \
-        if (s->b->f != s->f) {                                                             \
-            hp_test_fail(__FILE__, line, "%s: segment %u: " #f " changed from %llu to %llu", \
-                         what, i, (unsigned long long)s->f, (unsigned long long)s->b->f);  \
-            bad++;                                                                         \
-        }                                                                                  \
+#define SNAP_FIELD(f)                                                                              \
+    do {                                                                                           \
+        if (s->b->f != s->f) {                                                                     \
+            hp_test_fail(__FILE__, line, "%s: segment %u: " #f " changed from %llu to %llu", what, \
+                         i, (unsigned long long)s->f, (unsigned long long)s->b->f);                \
+            bad++;                                                                                 \
+        }                                                                                          \
     } while (0)
 
 /* Compare the packet with its snapshot and release the snapshot; report
@@ -263,10 +263,10 @@ static bool snap_check_at(int line, struct snap *sn, const char *what)
 /* Every field a fresh buffer promises. */
 static void check_fresh_at(int line, const struct hp_buf *b, struct hp_pool *p, uint32_t headroom)
 {
-#define FRESH(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond))                                                                       \
-            hp_test_fail(__FILE__, line, "fresh buffer %p: %s", (const void *)b, #cond);   \
+#define FRESH(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            hp_test_fail(__FILE__, line, "fresh buffer %p: %s", (const void *)b, #cond);           \
     } while (0)
     FRESH(b != NULL);
     if (!b)
@@ -325,8 +325,7 @@ HP_TEST(buf_alloc_fresh_fields)
         /* The metadata and data room of one buffer never overlap another's. */
         for (int j = 0; j < i; j++) {
             const unsigned char *lo = (const unsigned char *)b[j], *hi = b[j]->base + b[j]->room;
-            HP_CHECK((const unsigned char *)b[i] >= hi ||
-                     b[i]->base + b[i]->room <= lo);
+            HP_CHECK((const unsigned char *)b[i] >= hi || b[i]->base + b[i]->room <= lo);
         }
     }
     HP_CHECK_EQ(hp_pool_in_use(p), 8);
@@ -731,8 +730,12 @@ HP_TEST(buf_append)
     /* Failures: one more than the tailroom; lengths that wrap 32 bits when
      * added to data_off + data_len. */
     uint32_t used = b->data_off + b->data_len;
-    const uint32_t too_big[] = {512 - 142 + 1, 512, UINT32_MAX, UINT32_MAX - used + 1,
-                                UINT32_MAX - used + 2, UINT32_MAX - b->data_len + 1};
+    const uint32_t too_big[] = {512 - 142 + 1,
+                                512,
+                                UINT32_MAX,
+                                UINT32_MAX - used + 1,
+                                UINT32_MAX - used + 2,
+                                UINT32_MAX - b->data_len + 1};
     for (size_t i = 0; i < sizeof too_big / sizeof too_big[0]; i++) {
         struct snap s;
         snap_take(&s, b);
@@ -1190,8 +1193,8 @@ static void copy_all_ranges(const struct hp_buf *b, const unsigned char *flat, u
                 ok = dst[k] == 0xEE;
             if (!ok) {
                 hp_test_fail(__FILE__, __LINE__,
-                             "hp_buf_copy_out(off %u, len %u) of a %u-byte packet: rc %d, %s",
-                             off, len, n, rc, rc ? "want 0" : "wrong bytes or wrote past len");
+                             "hp_buf_copy_out(off %u, len %u) of a %u-byte packet: rc %d, %s", off,
+                             len, n, rc, rc ? "want 0" : "wrong bytes or wrote past len");
                 return;
             }
         }
@@ -1221,8 +1224,15 @@ HP_TEST(buf_copy_out_all_ranges)
     /* Out of range: -EINVAL and dst untouched. */
     static const struct {
         uint32_t off, len;
-    } bad[] = {{0, 201},          {200, 1},      {201, 0},       {1, 200},       {199, 2},
-               {1, UINT32_MAX},   {UINT32_MAX, 1}, {UINT32_MAX, 0}, {100, UINT32_MAX - 99},
+    } bad[] = {{0, 201},
+               {200, 1},
+               {201, 0},
+               {1, 200},
+               {199, 2},
+               {1, UINT32_MAX},
+               {UINT32_MAX, 1},
+               {UINT32_MAX, 0},
+               {100, UINT32_MAX - 99},
                {0x80000000u, 0x80000000u}};
     unsigned char dst[64];
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -4,8 +4,8 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdatomic.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -281,12 +281,11 @@ static void expect_einval_at(int line, const struct hp_pool_config *c, const cha
         bool named = false;
         char names[128];
         snprintf(names, sizeof names, "%s", field);
-        for (char *save = NULL, *f = strtok_r(names, "|", &save); f;
-             f = strtok_r(NULL, "|", &save))
+        for (char *save = NULL, *f = strtok_r(names, "|", &save); f; f = strtok_r(NULL, "|", &save))
             named |= strstr(text, f) != NULL;
         if (!named)
-            hp_test_fail(__FILE__, line, "%s: hp_last_error() does not name the field %s: \"%s\"", what,
-                         field, text);
+            hp_test_fail(__FILE__, line, "%s: hp_last_error() does not name the field %s: \"%s\"",
+                         what, field, text);
     }
     free(text);
     if (hp_pools_in_use() != before)
@@ -904,8 +903,8 @@ static void *pipe_freer_main(void *arg)
 static void adaptive_pipeline(bool contended, struct hp_pool_stats *out)
 {
     enum { N = 1024, BATCH = 256, ROUNDS = 24 };
-    struct hp_pool_config c = cfg_of(contended ? "adaptive-contended" : "adaptive-quiet", N,
-                                     HP_ALIEN_ADAPTIVE);
+    struct hp_pool_config c =
+        cfg_of(contended ? "adaptive-contended" : "adaptive-quiet", N, HP_ALIEN_ADAPTIVE);
     c.cache_size = 32;
     struct hp_pool *p = MAKE(&c);
     HP_REQUIRE(p);
@@ -913,8 +912,8 @@ static void adaptive_pipeline(bool contended, struct hp_pool_stats *out)
     struct hp_buf *a[BATCH];
     pthread_barrier_t bar;
     pthread_barrier_init(&bar, NULL, 2);
-    struct pipe_freer f = {.p = p, .bufs = a, .n = BATCH, .rounds = ROUNDS,
-                           .contended = contended, .bar = &bar};
+    struct pipe_freer f =
+        {.p = p, .bufs = a, .n = BATCH, .rounds = ROUNDS, .contended = contended, .bar = &bar};
     pthread_t th;
     HP_REQUIRE_EQ(pthread_create(&th, NULL, pipe_freer_main, &f), 0);
     for (unsigned r = 0; r < ROUNDS; r++) {
@@ -1212,7 +1211,7 @@ HP_TEST(pool_thread_ids)
 /* Several threads allocate, pass buffers to each other and free them while
  * the policy changes under them; afterwards everything is accounted for. */
 #define STRESS_THREADS 4
-#define STRESS_SLOTS 64
+#define STRESS_SLOTS   64
 
 struct exchange {
     pthread_mutex_t lock;
@@ -1301,8 +1300,11 @@ HP_TEST(pool_stress_cross_thread)
     struct stresser s[STRESS_THREADS];
     pthread_t th[STRESS_THREADS];
     for (int i = 0; i < STRESS_THREADS; i++) {
-        s[i] = (struct stresser){.p = p, .x = &x, .stop = &stop,
-                                 .seed = hp_test_seed() * 31 + (uint64_t)i + 1, .id = i};
+        s[i] = (struct stresser){.p = p,
+                                 .x = &x,
+                                 .stop = &stop,
+                                 .seed = hp_test_seed() * 31 + (uint64_t)i + 1,
+                                 .id = i};
         HP_REQUIRE(pthread_create(&th[i], NULL, stress_main, &s[i]) == 0);
     }
     /* Switch the policy while they run, for about 300 ms. */
@@ -1439,7 +1441,10 @@ HP_TEST(pool_double_free)
         HP_REQUIRE(capture_begin(&cap));
         if (where >= 2) {
             struct hp_buf *twice[2] = {b, b};
-            struct freer f = {.p = p, .bufs = twice, .n = where == 2 ? 1 : 2, .flush = true,
+            struct freer f = {.p = p,
+                              .bufs = twice,
+                              .n = where == 2 ? 1 : 2,
+                              .flush = true,
                               .exit = true};
             run_thread(freer_main, &f);
         } else {
@@ -1523,8 +1528,8 @@ HP_TEST(pool_free_interior)
     unsigned char *room = b->base + 128; /* 64-byte aligned, inside the data */
     struct hp_buf *inside[3] = {
         (struct hp_buf *)((unsigned char *)b + 64), /* the second line of b's metadata */
-        (struct hp_buf *)room,                       /* b's data room, zeros */
-        (struct hp_buf *)room,                       /* b's data room, a copy of b */
+        (struct hp_buf *)room,                      /* b's data room, zeros */
+        (struct hp_buf *)room,                      /* b's data room, a copy of b */
     };
     for (int k = 0; k < 3; k++) {
         if (k == 1)

@@ -16,8 +16,12 @@
 static struct hp_pool *make_pool(const char *name, uint32_t n, int policy, uint32_t cache,
                                  uint32_t defer_max)
 {
-    struct hp_pool_config c = {.name = name, .n_bufs = n, .data_room = 512, .cache_size = cache,
-                               .defer_max = defer_max, .alien_policy = policy,
+    struct hp_pool_config c = {.name = name,
+                               .n_bufs = n,
+                               .data_room = 512,
+                               .cache_size = cache,
+                               .defer_max = defer_max,
+                               .alien_policy = policy,
                                .flags = HP_POOL_F_NO_HUGEPAGES};
     struct hp_pool *p = hp_pool_create(&c);
     if (!p)
@@ -71,16 +75,26 @@ HP_TEST(pool_bulk_free_mixed)
     struct hp_buf *a[40], *b[8];
     HP_REQUIRE_EQ(hp_buf_alloc_bulk(p, a, 40), 40);
     HP_REQUIRE_EQ(hp_buf_alloc_bulk(q, b, 8), 8);
-    HP_REQUIRE_EQ(hp_buf_chain(a[10], a[11]), 0);          /* a 2-segment chain */
-    struct hp_buf *clone = hp_buf_clone(a[12], q);         /* a clone, from q */
+    HP_REQUIRE_EQ(hp_buf_chain(a[10], a[11]), 0);  /* a 2-segment chain */
+    struct hp_buf *clone = hp_buf_clone(a[12], q); /* a clone, from q */
     HP_REQUIRE(clone);
-    HP_REQUIRE(hp_buf_ref(a[13]) == 2);                    /* shared: freed twice */
-    hp_buf_free(a[14]);                                    /* freed already */
+    HP_REQUIRE(hp_buf_ref(a[13]) == 2); /* shared: freed twice */
+    hp_buf_free(a[14]);                 /* freed already */
     static int foreign;
-    struct hp_buf *v[] = {a[0], a[1], NULL, a[2], b[0], b[1], a[3], a[10], a[4], clone, a[5],
-                          a[13], a[13], a[6], a[14], (struct hp_buf *)((char *)a[7] + 64), a[7],
-                          (struct hp_buf *)(void *)&foreign, b[2], b[3], b[4], b[5], b[6], b[7],
-                          a[8], a[9], a[12]};
+    struct hp_buf *v[] = {a[0],  a[1],
+                          NULL,  a[2],
+                          b[0],  b[1],
+                          a[3],  a[10],
+                          a[4],  clone,
+                          a[5],  a[13],
+                          a[13], a[6],
+                          a[14], (struct hp_buf *)((char *)a[7] + 64),
+                          a[7],  (struct hp_buf *)(void *)&foreign,
+                          b[2],  b[3],
+                          b[4],  b[5],
+                          b[6],  b[7],
+                          a[8],  a[9],
+                          a[12]};
     hp_buf_free_bulk(v, sizeof v / sizeof v[0]);
     hp_set_log_fn(NULL, NULL);
     HP_CHECK_EQ(logged, 3); /* the double free, the interior and the foreign pointer */

@@ -42,8 +42,12 @@ static void log_end(void)
 
 static struct hp_pool *make_pool(const char *name, uint32_t n, int policy)
 {
-    struct hp_pool_config c = {.name = name, .n_bufs = n, .data_room = 1024, .cache_size = 32,
-                               .alien_policy = policy, .flags = HP_POOL_F_NO_HUGEPAGES};
+    struct hp_pool_config c = {.name = name,
+                               .n_bufs = n,
+                               .data_room = 1024,
+                               .cache_size = 32,
+                               .alien_policy = policy,
+                               .flags = HP_POOL_F_NO_HUGEPAGES};
     struct hp_pool *p = hp_pool_create(&c);
     if (!p)
         hp_test_fail(__FILE__, __LINE__, "hp_pool_create(%s): %s", name, strerror(errno));

@@ -13,7 +13,7 @@
 
 #include "hp_test.h"
 
-#define N_STAT 100000u
+#define N_STAT  100000u
 #define MAX_LEN 260u
 /* A guard against a hang only: every loop below ends long before. */
 #define GUARD_NS (20ull * 1000000000ull)
@@ -236,8 +236,8 @@ static void check_rate_at(int line, const char *what, uint64_t obs, double p, ui
 {
     double mean = p * n, sd = sqrt(n * p * (1 - p));
     if (fabs((double)obs - mean) > 5 * sd + 1)
-        hp_test_fail(__FILE__, line, "%s: %llu of %u frames at rate %g (expected %.0f +- %.0f)", what,
-                     (unsigned long long)obs, n, p, mean, 5 * sd + 1);
+        hp_test_fail(__FILE__, line, "%s: %llu of %u frames at rate %g (expected %.0f +- %.0f)",
+                     what, (unsigned long long)obs, n, p, mean, 5 * sd + 1);
 }
 #define CHECK_RATE(what, obs, p, n) check_rate_at(__LINE__, what, obs, p, n)
 
@@ -246,14 +246,25 @@ static const double rates[] = {0.01, 0.05, 0.2};
 
 static void rate_case(enum kind k, double p, unsigned dir)
 {
-    struct hp_fault_config cfg = {.seed = 0x5eed + (uint64_t)k * 1000 + (uint64_t)(p * 100) + dir * 7,
+    struct hp_fault_config cfg = {.seed =
+                                      0x5eed + (uint64_t)k * 1000 + (uint64_t)(p * 100) + dir * 7,
                                   .delay_us = 100};
     switch (k) {
-    case K_DROP: cfg.drop = p; break;
-    case K_DUP: cfg.duplicate = p; break;
-    case K_CORRUPT: cfg.corrupt = p; break;
-    case K_REORDER: cfg.reorder = p; break;
-    case K_DELAY: cfg.delay = p; break;
+    case K_DROP:
+        cfg.drop = p;
+        break;
+    case K_DUP:
+        cfg.duplicate = p;
+        break;
+    case K_CORRUPT:
+        cfg.corrupt = p;
+        break;
+    case K_REORDER:
+        cfg.reorder = p;
+        break;
+    case K_DELAY:
+        cfg.delay = p;
+        break;
     }
     struct result r;
     run(&cfg, dir, N_STAT, k == K_CORRUPT, &r);
@@ -363,14 +374,18 @@ HP_TEST(fault_rate_zero_changes_nothing)
         HP_CHECK_EQ(r.distinct, 20000);
         HP_CHECK_EQ(r.ooo + r.dups + r.corrupted, 0);
         HP_CHECK_EQ(r.fs.seen, 20000);
-        HP_CHECK_EQ(r.fs.dropped + r.fs.duplicated + r.fs.corrupted + r.fs.reordered + r.fs.delayed, 0);
+        HP_CHECK_EQ(r.fs.dropped + r.fs.duplicated + r.fs.corrupted + r.fs.reordered + r.fs.delayed,
+                    0);
     }
     HP_CHECK_EQ(hp_pools_in_use(), 0);
 }
 
 HP_TEST(fault_same_seed_same_faults)
 {
-    struct hp_fault_config cfg = {.seed = 1234, .drop = 0.05, .duplicate = 0.05, .reorder = 0.05,
+    struct hp_fault_config cfg = {.seed = 1234,
+                                  .drop = 0.05,
+                                  .duplicate = 0.05,
+                                  .reorder = 0.05,
                                   .corrupt = 0.05};
     for (unsigned dir = HP_FAULT_TX; dir <= HP_FAULT_RX; dir++) {
         struct result a, b, c;
@@ -443,7 +458,11 @@ HP_TEST(fault_bad_config_is_refused)
     hp_buf_free(b);
 
     /* 0 and 1 are probabilities; NULL asks for no faults. */
-    struct hp_fault_config edge = {.drop = 1, .duplicate = 0, .reorder = 1, .corrupt = 1, .delay = 0};
+    struct hp_fault_config edge = {.drop = 1,
+                                   .duplicate = 0,
+                                   .reorder = 1,
+                                   .corrupt = 1,
+                                   .delay = 0};
     struct hp_link *f = hp_link_fault(e[0], &edge);
     HP_REQUIRE(f != NULL);
     struct hp_link *g = hp_link_fault(f, NULL);
@@ -566,8 +585,13 @@ HP_TEST(fault_full_inner_link_keeps_order_and_frames)
             unsigned char *seen = calloc(seq, 1);
             uint64_t *send_ns = calloc(seq, sizeof *send_ns);
             HP_REQUIRE(seen && send_ns);
-            struct rx_state st = {.res = &res, .n = seq, .seen = seen, .send_ns = send_ns,
-                                  .delay_ns = UINT64_MAX, .max_seq = -1, .last_seq = -1};
+            struct rx_state st = {.res = &res,
+                                  .n = seq,
+                                  .seen = seen,
+                                  .send_ns = send_ns,
+                                  .delay_ns = UINT64_MAX,
+                                  .max_seq = -1,
+                                  .last_seq = -1};
             uint64_t guard = now_ns() + GUARD_NS;
             while (res.received < seq + fs.duplicated && now_ns() < guard) {
                 HP_REQUIRE(hp_link_tx_burst(f, NULL, 0) >= 0);
@@ -747,7 +771,8 @@ static long pcap_seqs(const char *path, uint32_t *seqs, size_t max)
         return -1;
     unsigned char h[24], rh[16], d[MAX_LEN];
     long n = -1;
-    if (fread(h, 1, 24, fp) == 24 && hp_test_load32(h) == 0xa1b2c3d4u && hp_test_load32(h + 20) == 1) {
+    if (fread(h, 1, 24, fp) == 24 && hp_test_load32(h) == 0xa1b2c3d4u &&
+        hp_test_load32(h + 20) == 1) {
         n = 0;
         while (fread(rh, 1, 16, fp) == 16) {
             uint32_t incl = hp_test_load32(rh + 8);

@@ -29,7 +29,8 @@ static bool error_names(const char *what)
 
 /* Open a link expecting failure with errno `err` and a message naming
  * `name`; a link opened by mistake is closed. */
-static void expect_refusal(const char *kind, const struct hp_link_config *cfg, int err, const char *name, int line)
+static void expect_refusal(const char *kind, const struct hp_link_config *cfg, int err,
+                           const char *name, int line)
 {
     errno = 0;
     struct hp_link *l = hp_link_open(kind, cfg);
@@ -39,9 +40,11 @@ static void expect_refusal(const char *kind, const struct hp_link_config *cfg, i
         return;
     }
     if (errno != err)
-        hp_test_fail(__FILE__, line, "errno %d (%s), expected %d (%s)", errno, strerror(errno), err, strerror(err));
+        hp_test_fail(__FILE__, line, "errno %d (%s), expected %d (%s)", errno, strerror(errno), err,
+                     strerror(err));
     if (!error_names(name))
-        hp_test_fail(__FILE__, line, "the message \"%s\" does not name '%s'", hp_link_error(), name);
+        hp_test_fail(__FILE__, line, "the message \"%s\" does not name '%s'", hp_link_error(),
+                     name);
 }
 #define EXPECT_REFUSAL(kind, cfg, err, name) expect_refusal(kind, cfg, err, name, __LINE__)
 
@@ -109,7 +112,8 @@ static int child_expect_eperm(const char *kind, const struct hp_link_config *cfg
         rc = CHILD_FAIL;
     }
     if (!error_names(name) || !error_names("run as root")) {
-        fprintf(stderr, "    the message \"%s\" does not name '%s' and say \"run as root\"\n", hp_link_error(), name);
+        fprintf(stderr, "    the message \"%s\" does not name '%s' and say \"run as root\"\n",
+                hp_link_error(), name);
         rc = CHILD_FAIL;
     }
     if (hp_pools_in_use() != 0) {
@@ -261,7 +265,8 @@ static int tap_without_clone_device(void)
         rc = CHILD_FAIL;
     }
     if (!error_names("/dev/net/tun") || !error_names("modprobe tun")) {
-        fprintf(stderr, "    the message \"%s\" does not name /dev/net/tun and the fix\n", hp_link_error());
+        fprintf(stderr, "    the message \"%s\" does not name /dev/net/tun and the fix\n",
+                hp_link_error());
         rc = CHILD_FAIL;
     }
     return rc;

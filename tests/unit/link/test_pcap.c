@@ -15,8 +15,8 @@
 #include "hp_test.h"
 
 #define MAX_FRAME 1514u
-#define TAG_TX 'T'
-#define TAG_RX 'R'
+#define TAG_TX    'T'
+#define TAG_RX    'R'
 
 /* ---- frames ------------------------------------------------------------- */
 
@@ -40,7 +40,8 @@ static void frame_bytes(unsigned char *d, uint32_t len, char tag, uint32_t seq)
 }
 
 /* A frame of len bytes in nseg segments (each at least one byte). */
-static struct hp_buf *frame_new(struct hp_pool *p, char tag, uint32_t seq, uint32_t len, unsigned nseg)
+static struct hp_buf *frame_new(struct hp_pool *p, char tag, uint32_t seq, uint32_t len,
+                                unsigned nseg)
 {
     unsigned char d[MAX_FRAME];
     frame_bytes(d, len, tag, seq);
@@ -144,7 +145,8 @@ static size_t check_file(const struct pcap_file *pf, const struct rec *recs, siz
     uint32_t prev_sec = 0;
     while (off + 16 <= pf->len) {
         uint32_t sec = hp_test_load32(pf->data + off), usec = hp_test_load32(pf->data + off + 4);
-        uint32_t incl = hp_test_load32(pf->data + off + 8), orig = hp_test_load32(pf->data + off + 12);
+        uint32_t incl = hp_test_load32(pf->data + off + 8),
+                 orig = hp_test_load32(pf->data + off + 12);
         HP_CHECK_LT(usec, 1000000u);
         HP_CHECK_GT(sec, 1500000000u); /* a wall-clock time, not a monotonic one */
         HP_CHECK_GE(sec + 1, prev_sec);
@@ -173,7 +175,8 @@ static size_t count_tag(const struct pcap_file *pf, char tag)
     size_t n = 0;
     for (size_t off = 24; off + 16 <= pf->len;) {
         uint32_t incl = hp_test_load32(pf->data + off + 8);
-        if (incl >= 19 && off + 16 + incl <= pf->len && pf->data[off + 16 + 14] == (unsigned char)tag)
+        if (incl >= 19 && off + 16 + incl <= pf->len &&
+            pf->data[off + 16 + 14] == (unsigned char)tag)
             n++;
         off += 16 + incl;
     }
@@ -186,7 +189,8 @@ static size_t count_tag(const struct pcap_file *pf, char tag)
  * in bursts of 1..8 with lengths 19..1514 (room for the tag) and 1..3
  * segments, recording in
  * recs what the file should hold. */
-static void traffic(struct hp_link *p, struct hp_link *peer, unsigned n, struct rec *recs, size_t *nrecs)
+static void traffic(struct hp_link *p, struct hp_link *peer, unsigned n, struct rec *recs,
+                    size_t *nrecs)
 {
     struct hp_pool *pool = hp_link_pool(p);
     uint64_t rs = hp_test_seed() | 1;
@@ -231,7 +235,8 @@ static void traffic(struct hp_link *p, struct hp_link *peer, unsigned n, struct 
         uint32_t want_len[8];
         for (unsigned i = 0; i < k; i++) {
             want_len[i] = 19 + (uint32_t)(hp_test_rand(&rs) % (MAX_FRAME - 18));
-            b[i] = frame_new(pool, TAG_RX, seq_rx + i, want_len[i], 1 + (unsigned)(hp_test_rand(&rs) % 3));
+            b[i] = frame_new(pool, TAG_RX, seq_rx + i, want_len[i],
+                             1 + (unsigned)(hp_test_rand(&rs) % 3));
             HP_REQUIRE(b[i] != NULL);
             hp_buf_copy_out(b[i], 0, want_len[i], want[i]);
         }
@@ -406,7 +411,8 @@ HP_TEST(pcap_forwards_mtu_completions_and_close)
 HP_TEST(pcap_tshark_reads_file)
 {
     if (system("command -v tshark >/dev/null 2>&1") != 0)
-        HP_SKIP("tshark is not on PATH (apt-get install tshark): the file is checked by our reader only");
+        HP_SKIP("tshark is not on PATH (apt-get install tshark): the file is checked by our reader "
+                "only");
     const unsigned n = 100;
     const char *p0 = tmp_path("tshark.pcap");
     HP_REQUIRE(p0 != NULL);
@@ -425,8 +431,9 @@ HP_TEST(pcap_tshark_reads_file)
     HP_CHECK_EQ(hp_link_close(e[1]), 0);
 
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "tshark -n -r '%s' -T fields -e frame.len -e frame.cap_len -e _ws.malformed 2>'%s'", path,
-             errpath);
+    snprintf(cmd, sizeof cmd,
+             "tshark -n -r '%s' -T fields -e frame.len -e frame.cap_len -e _ws.malformed 2>'%s'",
+             path, errpath);
     FILE *out = popen(cmd, "r");
     HP_REQUIRE(out != NULL);
     char line[128];

@@ -128,8 +128,10 @@ HP_TEST(sleep_fault_held_frames)
 {
     struct hp_link *e[2];
     HP_REQUIRE_EQ(hp_link_mem_pair(NULL, e), 0);
-    struct hp_fault_config fc = {
-        .seed = 7, .delay = 1.0, .delay_us = 200000, .directions = HP_FAULT_RX};
+    struct hp_fault_config fc = {.seed = 7,
+                                 .delay = 1.0,
+                                 .delay_us = 200000,
+                                 .directions = HP_FAULT_RX};
     struct hp_link *f = hp_link_fault(e[1], &fc);
     HP_REQUIRE(f != NULL);
     HP_CHECK_EQ(hp_link_fd(f), hp_link_fd(e[1]));

@@ -27,7 +27,7 @@ struct ct_env {
     struct hp_pool *pool;
     struct hp_stack *s;
     struct hp__iface *ifc;
-    uint8_t mac[6];         /* the stack's MAC */
+    uint8_t mac[6]; /* the stack's MAC */
 };
 
 /* A stack with one interface on a mem pair; everything it sent while
@@ -156,7 +156,8 @@ static inline int ct_send_ndp(struct ct_env *e, const uint8_t dst_mac[6], const 
     uint8_t *p = ct_frame(e, dst_mac, HP_ETHERTYPE_IPV6, HP_IPV6_HDR_LEN + mlen, &b);
     if (!p)
         return -1;
-    struct hp_ipv6_repr ip = {.next_header = HP_IPPROTO_ICMPV6, .hop_limit = hl,
+    struct hp_ipv6_repr ip = {.next_header = HP_IPPROTO_ICMPV6,
+                              .hop_limit = hl,
                               .payload_len = (uint16_t)mlen};
     memcpy(ip.src, src, 16);
     memcpy(ip.dst, dst, 16);
@@ -176,7 +177,8 @@ static inline void ct_inject_ndp(struct ct_env *e, const uint8_t src[16], const 
     if (!b)
         return;
     uint8_t *p = hp_buf_append(b, (uint32_t)(HP_IPV6_HDR_LEN + mlen));
-    struct hp_ipv6_repr ip = {.next_header = HP_IPPROTO_ICMPV6, .hop_limit = hl,
+    struct hp_ipv6_repr ip = {.next_header = HP_IPPROTO_ICMPV6,
+                              .hop_limit = hl,
                               .payload_len = (uint16_t)mlen};
     memcpy(ip.src, src, 16);
     memcpy(ip.dst, dst, 16);
@@ -197,8 +199,8 @@ static inline void ct_inject_ndp(struct ct_env *e, const uint8_t src[16], const 
 /* A minimal IPv4 packet (20-byte header + n bytes of payload) from src to
  * dst, data offset at the IP header, as the IP module hands it to
  * hp__neigh_output4. */
-static inline struct hp_buf *ct_ip4_packet(struct ct_env *e, const uint8_t src[4], const uint8_t dst[4],
-                                           uint16_t n, uint8_t fill)
+static inline struct hp_buf *ct_ip4_packet(struct ct_env *e, const uint8_t src[4],
+                                           const uint8_t dst[4], uint16_t n, uint8_t fill)
 {
     struct hp_buf *b = hp_buf_alloc(e->pool);
     if (!b)
@@ -212,8 +214,8 @@ static inline struct hp_buf *ct_ip4_packet(struct ct_env *e, const uint8_t src[4
     return b;
 }
 
-static inline struct hp_buf *ct_ip6_packet(struct ct_env *e, const uint8_t src[16], const uint8_t dst[16],
-                                           uint16_t n, uint8_t fill)
+static inline struct hp_buf *ct_ip6_packet(struct ct_env *e, const uint8_t src[16],
+                                           const uint8_t dst[16], uint16_t n, uint8_t fill)
 {
     struct hp_buf *b = hp_buf_alloc(e->pool);
     if (!b)
@@ -237,8 +239,8 @@ static inline const uint8_t *ct_eth(const struct hp_buf *b, struct hp_eth_repr *
 }
 
 /* Parse a frame the stack sent as IPv6 + NDP; true on success. */
-static inline bool ct_parse_ndp(const struct hp_buf *b, struct hp_eth_repr *eth, struct hp_ipv6_repr *ip,
-                                struct hp_ndp_repr *r)
+static inline bool ct_parse_ndp(const struct hp_buf *b, struct hp_eth_repr *eth,
+                                struct hp_ipv6_repr *ip, struct hp_ndp_repr *r)
 {
     const uint8_t *p = ct_eth(b, eth);
     if (!p || eth->ethertype != HP_ETHERTYPE_IPV6)

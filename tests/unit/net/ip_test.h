@@ -21,7 +21,8 @@ static inline int it_open(struct ct_env *e, struct hp_stack_config *cfg)
     c.flags |= HP_STACK_F_NO_DAD;
     if (ct_open(e, &c) != 0)
         return -1;
-    if (hp_stack_add_addr(e->s, 0, 4, CT_OUR4, 24) != 0 || hp_stack_add_addr(e->s, 0, 6, CT_OUR6, 64) != 0)
+    if (hp_stack_add_addr(e->s, 0, 4, CT_OUR4, 24) != 0 ||
+        hp_stack_add_addr(e->s, 0, 6, CT_OUR6, 64) != 0)
         return -1;
     /* Created, then confirmed: REACHABLE, so no probe goes out with our answers. */
     hp__neigh_learn(e->ifc, 4, CT_PEER4, CT_PEER_MAC, HP__LEARN_CREATE);
@@ -80,15 +81,20 @@ static inline int it_send6(struct ct_env *e, struct hp_ipv6_repr *ip, const void
 }
 
 /* One IPv6 fragment from the peer: fixed + Fragment header + data. */
-static inline int it_send6_frag(struct ct_env *e, const uint8_t src[16], const uint8_t dst[16], uint32_t id,
-                                uint8_t next, uint16_t off, bool mf, const void *data, size_t n)
+static inline int it_send6_frag(struct ct_env *e, const uint8_t src[16], const uint8_t dst[16],
+                                uint32_t id, uint8_t next, uint16_t off, bool mf, const void *data,
+                                size_t n)
 {
     struct hp_buf *b;
     uint8_t *p = ct_frame(e, e->mac, HP_ETHERTYPE_IPV6, 48 + n, &b);
     if (!p)
         return -1;
-    struct hp_ipv6_repr ip = {.hop_limit = 64, .payload_len = (uint16_t)(8 + n), .frag_next = next,
-                              .frag_off = off, .mf = mf, .frag_id = id};
+    struct hp_ipv6_repr ip = {.hop_limit = 64,
+                              .payload_len = (uint16_t)(8 + n),
+                              .frag_next = next,
+                              .frag_off = off,
+                              .mf = mf,
+                              .frag_id = id};
     memcpy(ip.src, src, 16);
     memcpy(ip.dst, dst, 16);
     hp_ipv6_emit_frag(&ip, p, 48);
@@ -97,7 +103,8 @@ static inline int it_send6_frag(struct ct_env *e, const uint8_t src[16], const u
 }
 
 /* An ICMP(v6) echo message with payload byte i = i & 0xFF into out; its length. */
-static inline size_t it_echo4(uint8_t *out, size_t cap, uint8_t type, uint16_t id, uint16_t seq, size_t n)
+static inline size_t it_echo4(uint8_t *out, size_t cap, uint8_t type, uint16_t id, uint16_t seq,
+                              size_t n)
 {
     uint8_t *pl = malloc(n ? n : 1);
     for (size_t i = 0; i < n; i++)
@@ -107,8 +114,9 @@ static inline size_t it_echo4(uint8_t *out, size_t cap, uint8_t type, uint16_t i
     free(pl);
     return r < 0 ? 0 : (size_t)r;
 }
-static inline size_t it_echo6(uint8_t *out, size_t cap, const uint8_t src[16], const uint8_t dst[16],
-                              uint8_t type, uint16_t id, uint16_t seq, size_t n)
+static inline size_t it_echo6(uint8_t *out, size_t cap, const uint8_t src[16],
+                              const uint8_t dst[16], uint8_t type, uint16_t id, uint16_t seq,
+                              size_t n)
 {
     uint8_t *pl = malloc(n ? n : 1);
     for (size_t i = 0; i < n; i++)

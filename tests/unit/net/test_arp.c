@@ -158,7 +158,8 @@ HP_TEST(arp_resolution_queues_then_sends)
     struct ct_env e;
     HP_REQUIRE_EQ(open4(&e, NULL), 0);
     for (int i = 0; i < 3; i++)
-        hp__neigh_output4(e.ifc, CT_PEER4, ct_ip4_packet(&e, CT_OUR4, CT_PEER4, 30, (uint8_t)(0x40 + i)));
+        hp__neigh_output4(e.ifc, CT_PEER4,
+                          ct_ip4_packet(&e, CT_OUR4, CT_PEER4, 30, (uint8_t)(0x40 + i)));
     HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_QUEUED), 3);
     ct_step(&e);
     /* One broadcast request, not one per packet. */
@@ -433,7 +434,8 @@ HP_TEST(arp_many_neighbours_each_get_their_own_mac)
     }
     ct_step(&e);
     ct_drain(&e);
-    static const int order[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 15, 14, 3, 3, 3, 0, 0, 9, 1, 9};
+    static const int order[] = {0,  1,  2,  3,  4,  5, 6, 7, 8, 9, 10, 11, 12,
+                                13, 14, 15, 15, 14, 3, 3, 3, 0, 0, 9,  1,  9};
     int bad = 0, got = 0;
     for (size_t k = 0; k < sizeof order / sizeof order[0]; k++) {
         int i = order[k];
@@ -495,8 +497,8 @@ HP_TEST(arp_directed_broadcasts_of_every_prefix)
         uint8_t a[4];
         bool bcast;
     } cases[] = {
-        {{198, 18, 0, 255}, true},  {{198, 19, 7, 255}, true},  {{198, 19, 5, 255}, false},
-        {{198, 19, 4, 255}, false}, {{198, 19, 9, 1}, false},   {{198, 19, 10, 7}, false},
+        {{198, 18, 0, 255}, true},  {{198, 19, 7, 255}, true},    {{198, 19, 5, 255}, false},
+        {{198, 19, 4, 255}, false}, {{198, 19, 9, 1}, false},     {{198, 19, 10, 7}, false},
         {{198, 18, 1, 255}, false}, {{255, 255, 255, 255}, true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

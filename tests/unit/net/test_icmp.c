@@ -121,7 +121,10 @@ HP_TEST(icmp4_no_error_about_errors_or_broadcasts)
     memcpy(q.dst, CT_PEER4, 4);
     uint8_t quote[28] = {0};
     hp_ipv4_emit(&q, quote, 20);
-    struct hp_icmp_repr er = {.type = HP_ICMP_DEST_UNREACH, .code = 3, .data = quote, .data_len = 28};
+    struct hp_icmp_repr er = {.type = HP_ICMP_DEST_UNREACH,
+                              .code = 3,
+                              .data = quote,
+                              .data_len = 28};
     size_t n = (size_t)hp_icmp_emit(&er, m, sizeof m);
     ip.proto = HP_IPPROTO_ICMP;
     memcpy(ip.dst, CT_OUR4, 4);

@@ -188,7 +188,8 @@ HP_TEST(ipv4_route_lookup)
     struct ct_env e;
     HP_REQUIRE(it_open(&e, NULL) == 0);
     struct hp__route r;
-    static const uint8_t far[4] = {203, 0, 113, 9}, gw[4] = {198, 18, 0, 254}, offgw[4] = {10, 0, 0, 1};
+    static const uint8_t far[4] = {203, 0, 113, 9}, gw[4] = {198, 18, 0, 254},
+                         offgw[4] = {10, 0, 0, 1};
     HP_CHECK_EQ(hp__route4(e.s, far, &r), -ENETUNREACH);
     HP_REQUIRE_EQ(hp__route4(e.s, CT_PEER4, &r), 0);
     HP_CHECK(r.ifc == e.ifc);

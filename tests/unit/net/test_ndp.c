@@ -188,8 +188,10 @@ HP_TEST(ndp_bad_hop_limit_and_checksum_are_dropped)
     struct hp_l4_addrs a = {.family = 6, .src = CT_PEER6, .dst = sn};
     HP_REQUIRE(hp_ndp_emit(&ns, &a, p, mlen) > 0);
     p[2] ^= 0x55;
-    struct hp_ipv6_repr ip = {.next_header = HP_IPPROTO_ICMPV6, .hop_limit = 255,
-                              .payload_len = (uint16_t)mlen, .l4_off = 40};
+    struct hp_ipv6_repr ip = {.next_header = HP_IPPROTO_ICMPV6,
+                              .hop_limit = 255,
+                              .payload_len = (uint16_t)mlen,
+                              .l4_off = 40};
     memcpy(ip.src, CT_PEER6, 16);
     memcpy(ip.dst, sn, 16);
     hp__ndp_input(e.ifc, b, &ip);
@@ -260,7 +262,8 @@ HP_TEST(ndp_resolution_queues_then_sends)
     struct ct_env e;
     HP_REQUIRE_EQ(open6(&e, NULL), 0);
     for (int i = 0; i < 2; i++)
-        hp__neigh_output6(e.ifc, CT_PEER6, ct_ip6_packet(&e, CT_OUR6, CT_PEER6, 12, (uint8_t)(0x60 + i)));
+        hp__neigh_output6(e.ifc, CT_PEER6,
+                          ct_ip6_packet(&e, CT_OUR6, CT_PEER6, 12, (uint8_t)(0x60 + i)));
     HP_CHECK_EQ(hp_stack_counter(e.s, HP_CTR_NEIGH_QUEUED), 2);
     ct_step(&e);
     struct hp_eth_repr eth;
@@ -280,7 +283,9 @@ HP_TEST(ndp_resolution_queues_then_sends)
     HP_CHECK_MEMEQ(r.sll, e.mac, 6);
     HP_CHECK_EQ(ct_drain(&e), 0);
 
-    struct hp_ndp_repr na = {.type = HP_NDP_NEIGHBOR_ADVERT, .solicited = true, .override = true,
+    struct hp_ndp_repr na = {.type = HP_NDP_NEIGHBOR_ADVERT,
+                             .solicited = true,
+                             .override = true,
                              .has_tll = true};
     memcpy(na.target, CT_PEER6, 16);
     memcpy(na.tll, CT_PEER_MAC, 6);
@@ -450,7 +455,9 @@ static void resolve_peer6(struct ct_env *e)
 {
     hp__neigh_output6(e->ifc, CT_PEER6, ct_ip6_packet(e, CT_OUR6, CT_PEER6, 8, 0x01));
     ct_step(e);
-    struct hp_ndp_repr na = {.type = HP_NDP_NEIGHBOR_ADVERT, .solicited = true, .override = true,
+    struct hp_ndp_repr na = {.type = HP_NDP_NEIGHBOR_ADVERT,
+                             .solicited = true,
+                             .override = true,
                              .has_tll = true};
     memcpy(na.target, CT_PEER6, 16);
     memcpy(na.tll, CT_PEER_MAC, 6);
@@ -463,7 +470,9 @@ static void resolve_peer6(struct ct_env *e)
  * a forger sets what it likes). */
 static void na_claim(struct ct_env *e, const uint8_t mac[6])
 {
-    struct hp_ndp_repr na = {.type = HP_NDP_NEIGHBOR_ADVERT, .solicited = true, .override = true,
+    struct hp_ndp_repr na = {.type = HP_NDP_NEIGHBOR_ADVERT,
+                             .solicited = true,
+                             .override = true,
                              .has_tll = true};
     memcpy(na.target, CT_PEER6, 16);
     memcpy(na.tll, mac, 6);

@@ -7,16 +7,22 @@
 #define BIG 10000
 
 /* Send an IPv4 fragment of message m from the peer. */
-static void frag4d(struct ct_env *e, uint16_t id, uint32_t off, const uint8_t *data, uint32_t len, bool mf)
+static void frag4d(struct ct_env *e, uint16_t id, uint32_t off, const uint8_t *data, uint32_t len,
+                   bool mf)
 {
-    struct hp_ipv4_repr ip = {.proto = HP_IPPROTO_ICMP, .ttl = 64, .ident = id, .frag_off = (uint16_t)off, .mf = mf};
+    struct hp_ipv4_repr ip = {.proto = HP_IPPROTO_ICMP,
+                              .ttl = 64,
+                              .ident = id,
+                              .frag_off = (uint16_t)off,
+                              .mf = mf};
     memcpy(ip.src, CT_PEER4, 4);
     memcpy(ip.dst, CT_OUR4, 4);
     it_send4(e, &ip, data, len);
 }
 
 /* The piece [off, off + len) of message m. */
-static void frag4(struct ct_env *e, uint16_t id, const uint8_t *m, uint32_t off, uint32_t len, bool mf)
+static void frag4(struct ct_env *e, uint16_t id, const uint8_t *m, uint32_t off, uint32_t len,
+                  bool mf)
 {
     frag4d(e, id, off, m + off, len, mf);
 }
@@ -41,7 +47,8 @@ static long collect4(struct ct_env *e, uint8_t *out, size_t cap, struct hp_ipv4_
     return have == total ? total : -1;
 }
 
-static void check_echo_reply(const uint8_t *r, long n, uint8_t type, uint16_t id, uint16_t seq, size_t plen)
+static void check_echo_reply(const uint8_t *r, long n, uint8_t type, uint16_t id, uint16_t seq,
+                             size_t plen)
 {
     HP_CHECK_EQ(n, (long)(8 + plen));
     HP_CHECK_EQ(r[0], type);
@@ -93,9 +100,11 @@ HP_TEST(reasm6_large_ping_out_of_order_with_duplicates)
     for (uint32_t j = 0; j < nf; j++) {
         uint32_t i = (j * 3) % nf; /* a permutation: nf is not a multiple of 3 */
         uint32_t off = i * per, len = n - off < per ? (uint32_t)(n - off) : per;
-        it_send6_frag(&e, CT_PEER6, CT_OUR6, 0xABCDEF, HP_IPPROTO_ICMPV6, (uint16_t)off, off + len < n, m + off, len);
+        it_send6_frag(&e, CT_PEER6, CT_OUR6, 0xABCDEF, HP_IPPROTO_ICMPV6, (uint16_t)off,
+                      off + len < n, m + off, len);
         if (j == 2)
-            it_send6_frag(&e, CT_PEER6, CT_OUR6, 0xABCDEF, HP_IPPROTO_ICMPV6, (uint16_t)off, off + len < n, m + off, len);
+            it_send6_frag(&e, CT_PEER6, CT_OUR6, 0xABCDEF, HP_IPPROTO_ICMPV6, (uint16_t)off,
+                          off + len < n, m + off, len);
     }
     ct_step(&e);
     HP_CHECK_EQ(it_ctr(&e, HP_CTR_IP6_REASM_OKS), 1);
@@ -173,7 +182,11 @@ HP_TEST(reasm_past_65535_dropped)
     /* Within bounds for its own 20-byte header, but the first fragment has
      * 40 bytes of options: the datagram would be 65555 bytes. */
     frag4d(&e, 10, 65000, z, 515, false); /* 20 + 65515 = 65535 */
-    struct hp_ipv4_repr ip = {.proto = HP_IPPROTO_ICMP, .ttl = 64, .ident = 10, .mf = true, .payload_len = 64};
+    struct hp_ipv4_repr ip = {.proto = HP_IPPROTO_ICMP,
+                              .ttl = 64,
+                              .ident = 10,
+                              .mf = true,
+                              .payload_len = 64};
     memcpy(ip.src, CT_PEER4, 4);
     memcpy(ip.dst, CT_OUR4, 4);
     uint8_t f[104];

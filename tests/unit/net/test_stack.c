@@ -60,7 +60,7 @@ HP_TEST(stack_counter_names)
     HP_CHECK_STREQ(hp_stack_counter_name(HP_CTR_IP_IN_HDR_ERRORS), "IP_IN_HDR_ERRORS");
     HP_CHECK_STREQ(hp_stack_counter_name(HP_CTR_UDP_OUT_ERRORS), "UDP_OUT_ERRORS");
     HP_CHECK(hp_stack_counter_name(HP_STACK_NCOUNTERS) == NULL);
-    HP_CHECK(hp_stack_counter_name((enum hp_stack_ctr)-1) == NULL);
+    HP_CHECK(hp_stack_counter_name((enum hp_stack_ctr) - 1) == NULL);
     for (int c = 0; c < HP_STACK_NCOUNTERS; c++)
         HP_CHECK(hp_stack_counter_name((enum hp_stack_ctr)c) != NULL);
 

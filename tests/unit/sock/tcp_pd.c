@@ -17,7 +17,7 @@ static const uint8_t PEER4[4] = {198, 18, 0, 2};
 static const uint8_t OUR6[16] = {0x20, 0x01, 0x00, 0x02, [15] = 1};
 static const uint8_t PEER6[16] = {0x20, 0x01, 0x00, 0x02, [15] = 2};
 
-#define PD_T0_NS 1000000000000ull /* the virtual clock starts at 1000 s */
+#define PD_T0_NS          1000000000000ull /* the virtual clock starts at 1000 s */
 #define PD_MAX_COMPLAINTS 8
 
 /* ---- small helpers ------------------------------------------------------------- */
@@ -71,9 +71,11 @@ static const char *fam_name(const struct pd *h)
 
 static void flags_str(uint8_t f, char *out)
 {
-    static const struct { uint8_t bit; char ch; } map[] = {
-        {HP_TCP_F_SYN, 'S'}, {HP_TCP_F_FIN, 'F'}, {HP_TCP_F_RST, 'R'}, {HP_TCP_F_PSH, 'P'},
-        {HP_TCP_F_URG, 'U'}, {HP_TCP_F_ECE, 'E'}, {HP_TCP_F_CWR, 'W'}, {HP_TCP_F_ACK, '.'}};
+    static const struct {
+        uint8_t bit;
+        char ch;
+    } map[] = {{HP_TCP_F_SYN, 'S'}, {HP_TCP_F_FIN, 'F'}, {HP_TCP_F_RST, 'R'}, {HP_TCP_F_PSH, 'P'},
+               {HP_TCP_F_URG, 'U'}, {HP_TCP_F_ECE, 'E'}, {HP_TCP_F_CWR, 'W'}, {HP_TCP_F_ACK, '.'}};
     int n = 0;
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
         if (f & map[i].bit)
@@ -111,7 +113,8 @@ static void seg_str(const struct pd *h, const struct pd_seg *g, char *out, size_
     flags_str(g->flags, fl);
     const struct pd_conn *c = &h->conn[g->conn];
     opts_str(&g->opt, c->peer_isn, op, sizeof op);
-    snprintf(out, cap, "%s seq %u ack %u win %u <%s> len %u  (abs seq %u ack %u, port %u > %u, at %llu ms)",
+    snprintf(out, cap,
+             "%s seq %u ack %u win %u <%s> len %u  (abs seq %u ack %u, port %u > %u, at %llu ms)",
              fl, g->rseq, g->rack, g->win, op, g->len, g->seq, g->ack, g->sport, g->dport,
              (unsigned long long)g->at_ms);
 }
@@ -151,7 +154,8 @@ void pd__fail(struct pd *h, const char *file, int line, const char *fmt, ...)
 
 /* A broken invariant of a segment the stack sent: reported, not fatal. */
 __attribute__((format(printf, 4, 5))) static void complain(struct pd *h, struct pd_conn *c,
-                                                            const struct pd_seg *g, const char *fmt, ...)
+                                                           const struct pd_seg *g, const char *fmt,
+                                                           ...)
 {
     if (c && c->complaints++ >= PD_MAX_COMPLAINTS)
         return;
@@ -162,8 +166,9 @@ __attribute__((format(printf, 4, 5))) static void complain(struct pd *h, struct 
     va_end(ap);
     if (g)
         seg_str(h, g, s, sizeof s);
-    hp_test_fail(h->file ? h->file : __FILE__, h->line, "[%s %s] the stack sent a bad segment: %s\n      segment: %s",
-                 fam_name(h), h->script ? h->script : "", msg, s);
+    hp_test_fail(h->file ? h->file : __FILE__, h->line,
+                 "[%s %s] the stack sent a bad segment: %s\n      segment: %s", fam_name(h),
+                 h->script ? h->script : "", msg, s);
 }
 
 /* ---- connections ------------------------------------------------------------------ */
@@ -217,7 +222,8 @@ struct hp_sockaddr pd_our_addr(const struct pd *h, uint16_t port)
 
 /* ---- frames from the peer ------------------------------------------------------ */
 
-static void send_frame(struct pd *h, const uint8_t *dst_mac, uint16_t type, const void *l3, size_t len)
+static void send_frame(struct pd *h, const uint8_t *dst_mac, uint16_t type, const void *l3,
+                       size_t len)
 {
     struct hp_buf *b = hp_buf_alloc(h->pool);
     if (!b)
@@ -271,7 +277,9 @@ static void answer_ns(struct pd *h, const struct hp_ipv6_repr *ip, const uint8_t
     memcpy(na.tll, PEER_MAC, 6);
     uint8_t out[HP_IPV6_HDR_LEN + 64];
     size_t mlen = hp_ndp_repr_len(&na);
-    struct hp_ipv6_repr o = {.next_header = HP_IPPROTO_ICMPV6, .hop_limit = 255, .payload_len = (uint16_t)mlen};
+    struct hp_ipv6_repr o = {.next_header = HP_IPPROTO_ICMPV6,
+                             .hop_limit = 255,
+                             .payload_len = (uint16_t)mlen};
     memcpy(o.src, PEER6, 16);
     memcpy(o.dst, ip->src, 16);
     struct hp_l4_addrs oa = {.family = 6, .src = o.src, .dst = o.dst};
@@ -290,7 +298,7 @@ struct optspec {
     bool mss_any, ws_any, sack_any;
     int val_mode, ecr_mode;
     int64_t val_rel;
-    bool manual;              /* lay out by hand (raw / eol present) */
+    bool manual; /* lay out by hand (raw / eol present) */
     uint8_t bytes[64];
     size_t nbytes;
 };
@@ -439,16 +447,35 @@ static uint8_t parse_flags_opt(struct pd *h, const char *s, uint8_t *optional)
             continue;
         }
         switch (*s) {
-        case 'S': f |= HP_TCP_F_SYN; break;
-        case 'F': f |= HP_TCP_F_FIN; break;
-        case 'R': f |= HP_TCP_F_RST; break;
-        case 'P': f |= HP_TCP_F_PSH; break;
-        case '.': f |= HP_TCP_F_ACK; break;
-        case 'U': f |= HP_TCP_F_URG; break;
-        case 'E': f |= HP_TCP_F_ECE; break;
-        case 'W': f |= HP_TCP_F_CWR; break;
-        case '-': case ' ': break;
-        default: pd__fail(h, h->file, h->line, "bad flags \"%s\"", s);
+        case 'S':
+            f |= HP_TCP_F_SYN;
+            break;
+        case 'F':
+            f |= HP_TCP_F_FIN;
+            break;
+        case 'R':
+            f |= HP_TCP_F_RST;
+            break;
+        case 'P':
+            f |= HP_TCP_F_PSH;
+            break;
+        case '.':
+            f |= HP_TCP_F_ACK;
+            break;
+        case 'U':
+            f |= HP_TCP_F_URG;
+            break;
+        case 'E':
+            f |= HP_TCP_F_ECE;
+            break;
+        case 'W':
+            f |= HP_TCP_F_CWR;
+            break;
+        case '-':
+        case ' ':
+            break;
+        default:
+            pd__fail(h, h->file, h->line, "bad flags \"%s\"", s);
         }
         last = (uint8_t)(f & ~before);
     }
@@ -498,8 +525,14 @@ void pd__in(struct pd *h, const char *file, int line, const char *flags, int64_t
     for (uint32_t i = 0; i < len; i++)
         payload[i] = pd_pattern(1, (uint64_t)(rel0 + i));
     struct hp_tcp_repr r = {
-        .src_port = c->rport, .dst_port = c->lport, .seq = aseq, .ack = aack, .flags = fl,
-        .window = (uint16_t)win, .payload = payload, .payload_len = len,
+        .src_port = c->rport,
+        .dst_port = c->lport,
+        .seq = aseq,
+        .ack = aack,
+        .flags = fl,
+        .window = (uint16_t)win,
+        .payload = payload,
+        .payload_len = len,
     };
     if (!sp.manual)
         r.opt = sp.o;
@@ -540,13 +573,19 @@ void pd__in(struct pd *h, const char *file, int line, const char *flags, int64_t
     if (mut & PD_MUT_BAD_CKSUM)
         tcp[17] ^= 0x5A;
     if (h->family == 4) {
-        struct hp_ipv4_repr ip = {.proto = HP_IPPROTO_TCP, .ttl = 64, .ident = h->ip_ident++, .df = true,
-                                  .payload_len = (uint16_t)tl, .dscp_ecn = (mut & PD_MUT_CE) ? 3 : 0};
+        struct hp_ipv4_repr ip = {.proto = HP_IPPROTO_TCP,
+                                  .ttl = 64,
+                                  .ident = h->ip_ident++,
+                                  .df = true,
+                                  .payload_len = (uint16_t)tl,
+                                  .dscp_ecn = (mut & PD_MUT_CE) ? 3 : 0};
         memcpy(ip.src, PEER4, 4);
         memcpy(ip.dst, OUR4, 4);
         hp_ipv4_emit(&ip, pkt, HP_IPV4_HDR_LEN);
     } else {
-        struct hp_ipv6_repr ip = {.next_header = HP_IPPROTO_TCP, .hop_limit = 64, .payload_len = (uint16_t)tl,
+        struct hp_ipv6_repr ip = {.next_header = HP_IPPROTO_TCP,
+                                  .hop_limit = 64,
+                                  .payload_len = (uint16_t)tl,
                                   .traffic_class = (mut & PD_MUT_CE) ? 3 : 0};
         memcpy(ip.src, PEER6, 16);
         memcpy(ip.dst, OUR6, 16);
@@ -558,7 +597,8 @@ void pd__in(struct pd *h, const char *file, int line, const char *flags, int64_t
     trace(h, "in   %s seq %u ack %u win %u <%s%s> len %u%s  (port %u > %u)", fs, aseq - c->peer_isn,
           (uint32_t)ack, (unsigned)(uint16_t)win, os, sp.manual ? " by hand" : "", len,
           mut ? " MUTATED" : "", c->rport, c->lport);
-    send_frame(h, h->mac, h->family == 4 ? HP_ETHERTYPE_IPV4 : HP_ETHERTYPE_IPV6, pkt, iph + (size_t)tl);
+    send_frame(h, h->mac, h->family == 4 ? HP_ETHERTYPE_IPV4 : HP_ETHERTYPE_IPV6, pkt,
+               iph + (size_t)tl);
     free(payload);
     free(pkt);
     pd_pump(h);
@@ -574,8 +614,9 @@ static void check_invariants(struct pd *h, struct pd_conn *c, struct pd_seg *g)
     if (f & HP_TCP_F_URG)
         complain(h, c, g, "URG set: nothing urgent was sent");
     if (!(f & HP_TCP_F_SYN) && (g->opt.has_mss || g->opt.has_ws || g->opt.sack_perm))
-        complain(h, c, g, "MSS, window scale or SACK-permitted on a segment without SYN "
-                          "(RFC 9293 3.2, RFC 7323 2.2, RFC 2018 2)");
+        complain(h, c, g,
+                 "MSS, window scale or SACK-permitted on a segment without SYN "
+                 "(RFC 9293 3.2, RFC 7323 2.2, RFC 2018 2)");
     if ((f & HP_TCP_F_SYN) && (f & HP_TCP_F_ACK) && c->peer_syn_seen) {
         if (g->opt.has_ws && !c->peer_syn.has_ws)
             complain(h, c, g, "window scale in a SYN-ACK to a SYN without it (RFC 7323 2.2)");
@@ -587,7 +628,9 @@ static void check_invariants(struct pd *h, struct pd_conn *c, struct pd_seg *g)
     if ((f & HP_TCP_F_SYN) && (f & HP_TCP_F_FIN))
         complain(h, c, g, "SYN and FIN together");
     if (g->ecn && (!g->len || (f & (HP_TCP_F_SYN | HP_TCP_F_RST))))
-        complain(h, c, g, "ECN field %u on a segment without data, a SYN or a RST (RFC 3168 6.1.1, 6.1.4)", g->ecn);
+        complain(h, c, g,
+                 "ECN field %u on a segment without data, a SYN or a RST (RFC 3168 6.1.1, 6.1.4)",
+                 g->ecn);
     if (g->ecn == 3)
         complain(h, c, g, "CE set by the sender (RFC 3168 5: only routers set it)");
     if (g->opt.n_sack && c->peer_syn_seen && c->stack_syn_seen &&
@@ -597,7 +640,8 @@ static void check_invariants(struct pd *h, struct pd_conn *c, struct pd_seg *g)
         /* Every block but a D-SACK first block lies above the ACK (RFC 2018 3, RFC 2883 4). */
         for (int i = 0; i < g->opt.n_sack; i++) {
             bool dsack = i == 0 && !seq_lt(g->ack, g->opt.sack[0][1]);
-            if (!dsack && (seq_lt(g->opt.sack[i][0], g->ack) || !seq_lt(g->opt.sack[i][0], g->opt.sack[i][1])))
+            if (!dsack && (seq_lt(g->opt.sack[i][0], g->ack) ||
+                           !seq_lt(g->opt.sack[i][0], g->opt.sack[i][1])))
                 complain(h, c, g, "SACK block %d (%u:%u) is not above the ACK", i,
                          g->opt.sack[i][0] - c->peer_isn, g->opt.sack[i][1] - c->peer_isn);
         }
@@ -605,9 +649,12 @@ static void check_invariants(struct pd *h, struct pd_conn *c, struct pd_seg *g)
     if (!(f & (HP_TCP_F_SYN | HP_TCP_F_RST)) && !(f & HP_TCP_F_ACK))
         complain(h, c, g, "no ACK on a segment of a synchronized connection (RFC 9293 3.10.7.4)");
     if (!(f & HP_TCP_F_RST) && !(f & HP_TCP_F_SYN) && pd_ts_ok(c) && !g->opt.has_ts)
-        complain(h, c, g, "no timestamp option after timestamps were negotiated (RFC 7323 3.2 MUST)");
-    if (!(f & HP_TCP_F_SYN) && g->opt.has_ts && c->peer_syn_seen && c->stack_syn_seen && !pd_ts_ok(c))
-        complain(h, c, g, "timestamp option on a connection that did not negotiate them (RFC 7323 3.2)");
+        complain(h, c, g,
+                 "no timestamp option after timestamps were negotiated (RFC 7323 3.2 MUST)");
+    if (!(f & HP_TCP_F_SYN) && g->opt.has_ts && c->peer_syn_seen && c->stack_syn_seen &&
+        !pd_ts_ok(c))
+        complain(h, c, g,
+                 "timestamp option on a connection that did not negotiate them (RFC 7323 3.2)");
     if (g->opt.has_ts && !(f & HP_TCP_F_RST)) {
         /* Our TS clock ticks once a ms from a per-connection offset. A
          * passive connection's clock reads up to 63 ms behind while in
@@ -624,9 +671,10 @@ static void check_invariants(struct pd *h, struct pd_conn *c, struct pd_seg *g)
                      g->opt.ts_val, (int)d);
         if (!c->tsval_seen || (c->ts_offset_syn && d > 0 && d < 64))
             c->ts_offset = off;
-        if (c->tsval_seen && g->at_ms - c->last_ts_ms < 0x80000000u && seq_lt(g->opt.ts_val, c->last_tsval))
-            complain(h, c, g, "TSval went back from %u to %u (RFC 7323 5.4: monotonic)", c->last_tsval,
-                     g->opt.ts_val);
+        if (c->tsval_seen && g->at_ms - c->last_ts_ms < 0x80000000u &&
+            seq_lt(g->opt.ts_val, c->last_tsval))
+            complain(h, c, g, "TSval went back from %u to %u (RFC 7323 5.4: monotonic)",
+                     c->last_tsval, g->opt.ts_val);
         c->last_tsval = g->opt.ts_val;
         c->last_ts_ms = g->at_ms;
         c->tsval_seen = true;
@@ -634,11 +682,14 @@ static void check_invariants(struct pd *h, struct pd_conn *c, struct pd_seg *g)
     if (g->len && c->peer_syn_seen && !(f & HP_TCP_F_SYN)) {
         uint32_t mss = c->peer_syn.has_mss ? c->peer_syn.mss : (h->family == 4 ? 536u : 1220u);
         if (g->len + g->optlen > mss)
-            complain(h, c, g, "%u bytes of data and %u of options exceed the peer's MSS %u (RFC 9293 3.7.1, RFC 6691)",
+            complain(h, c, g,
+                     "%u bytes of data and %u of options exceed the peer's MSS %u (RFC 9293 3.7.1, "
+                     "RFC 6691)",
                      g->len, g->optlen, mss);
     }
     if (g->len > 1 && c->peer_edge_known && seq_lt(c->peer_edge, g->seq + g->len))
-        complain(h, c, g, "data up to %u beyond the peer's window, which ends at %u (RFC 9293 3.8.6)",
+        complain(h, c, g,
+                 "data up to %u beyond the peer's window, which ends at %u (RFC 9293 3.8.6)",
                  g->seq + g->len - c->our_isn, c->peer_edge - c->our_isn);
     if (g->len && c->check_payload && c->isn_known && !(f & HP_TCP_F_SYN) &&
         !seq_lt(g->seq, c->our_isn + 1) && !(f & HP_TCP_F_RST)) {
@@ -646,22 +697,26 @@ static void check_invariants(struct pd *h, struct pd_conn *c, struct pd_seg *g)
         uint64_t off = (uint32_t)(g->seq - c->our_isn - 1);
         for (uint32_t i = 0; i < g->len; i++) {
             if (g->payload[i] != pd_pattern(0, off + i)) {
-                complain(h, c, g, "payload byte %u (stream offset %llu) is 0x%02x, the application sent 0x%02x", i,
-                         (unsigned long long)(off + i), g->payload[i], pd_pattern(0, off + i));
+                complain(
+                    h, c, g,
+                    "payload byte %u (stream offset %llu) is 0x%02x, the application sent 0x%02x",
+                    i, (unsigned long long)(off + i), g->payload[i], pd_pattern(0, off + i));
                 break;
             }
         }
     }
     if ((f & HP_TCP_F_ACK) && !(f & (HP_TCP_F_SYN | HP_TCP_F_RST))) {
         if (c->ack_out_known && seq_lt(g->ack, c->last_ack_out))
-            complain(h, c, g, "ACK went back from %u to %u", c->last_ack_out - c->peer_isn, g->rack);
+            complain(h, c, g, "ACK went back from %u to %u", c->last_ack_out - c->peer_isn,
+                     g->rack);
         c->last_ack_out = g->ack;
         c->ack_out_known = true;
         unsigned shift = pd_ws_ok(c) ? c->stack_syn.ws : 0;
         uint32_t edge = g->ack + ((uint32_t)g->win << shift);
         uint32_t slack = (1u << shift) - 1;
         if (c->rwnd_edge_known && seq_lt(edge + slack, c->rwnd_edge))
-            complain(h, c, g, "the window shrank: right edge moved left by %u bytes (RFC 9293 3.8.6.2.2)",
+            complain(h, c, g,
+                     "the window shrank: right edge moved left by %u bytes (RFC 9293 3.8.6.2.2)",
                      c->rwnd_edge - edge);
         if (!c->rwnd_edge_known || seq_lt(c->rwnd_edge, edge))
             c->rwnd_edge = edge;
@@ -669,13 +724,15 @@ static void check_invariants(struct pd *h, struct pd_conn *c, struct pd_seg *g)
     }
 }
 
-static void capture_tcp(struct pd *h, const uint8_t *tcp, size_t len, const uint8_t *src, const uint8_t *dst)
+static void capture_tcp(struct pd *h, const uint8_t *tcp, size_t len, const uint8_t *src,
+                        const uint8_t *dst)
 {
     struct hp_l4_addrs a = {.family = (uint8_t)h->family, .src = src, .dst = dst};
     struct hp_tcp_repr r;
     int rc = hp_tcp_parse(tcp, len, &a, &r, HP_WIRE_VERIFY_CKSUM);
     if (rc != 0) {
-        complain(h, NULL, NULL, "a TCP segment that does not parse: %s (%zu bytes)", hp_wire_reason(rc), len);
+        complain(h, NULL, NULL, "a TCP segment that does not parse: %s (%zu bytes)",
+                 hp_wire_reason(rc), len);
         return;
     }
     struct pd_conn *c = conn_by_rport(h, r.dst_port);
@@ -931,12 +988,14 @@ static bool opts_match(struct pd *h, const struct pd_conn *c, const struct optsp
         if (sp->val_mode == TS_EXACT && o->ts_val != e->ts_val)
             return snprintf(why, cap, "TSval differs"), false;
         if (sp->val_mode == TS_REL && o->ts_val != prev_tsval + (uint32_t)sp->val_rel)
-            return snprintf(why, cap, "TSval %u is not the previous %u %+lld", o->ts_val, prev_tsval,
-                            (long long)sp->val_rel), false;
+            return snprintf(why, cap, "TSval %u is not the previous %u %+lld", o->ts_val,
+                            prev_tsval, (long long)sp->val_rel),
+                   false;
         if (sp->ecr_mode == TS_EXACT && o->ts_ecr != e->ts_ecr)
             return snprintf(why, cap, "TSecr differs"), false;
         if (sp->ecr_mode == TS_LAST_PEER && o->ts_ecr != c->last_peer_tsval)
-            return snprintf(why, cap, "TSecr %u is not the peer's last TSval %u", o->ts_ecr, c->last_peer_tsval),
+            return snprintf(why, cap, "TSecr %u is not the peer's last TSval %u", o->ts_ecr,
+                            c->last_peer_tsval),
                    false;
     }
     if (!sp->sack_any) {
@@ -961,7 +1020,8 @@ static void num_str(int64_t v, char *out, size_t cap)
 }
 
 const struct pd_seg *pd__expect(struct pd *h, const char *file, int line, const char *flags,
-                                int64_t seq, int64_t ack, int64_t win, int64_t len, const char *opts)
+                                int64_t seq, int64_t ack, int64_t win, int64_t len,
+                                const char *opts)
 {
     h->file = file;
     h->line = line;
@@ -973,10 +1033,12 @@ const struct pd_seg *pd__expect(struct pd *h, const char *file, int line, const 
     num_str(ack, as, sizeof as);
     num_str(win, ws, sizeof ws);
     num_str(len, ls, sizeof ls);
-    snprintf(es, sizeof es, "%s seq %s ack %s win %s <%s> len %s", fs, ss, as, ws, opts ? opts : "(any)", ls);
+    snprintf(es, sizeof es, "%s seq %s ack %s win %s <%s> len %s", fs, ss, as, ws,
+             opts ? opts : "(any)", ls);
     pd_pump(h);
     if (!h->qlen)
-        pd__fail(h, file, line, "expected a segment, the stack sent nothing\n      expected: %s", es);
+        pd__fail(h, file, line, "expected a segment, the stack sent nothing\n      expected: %s",
+                 es);
     struct pd_seg g = h->q[h->qhead];
     h->qhead = (h->qhead + 1) % h->qcap;
     h->qlen--;
@@ -998,17 +1060,20 @@ const struct pd_seg *pd__expect(struct pd *h, const char *file, int line, const 
         ok = false, snprintf(why, sizeof why, "length differs");
     else if (opts) {
         parse_opts(h, opts, false, &sp);
-        ok = opts_match(h, c, &sp, &g.opt, h->last.opt.has_ts ? h->last.opt.ts_val : 0, why, sizeof why);
+        ok = opts_match(h, c, &sp, &g.opt, h->last.opt.has_ts ? h->last.opt.ts_val : 0, why,
+                        sizeof why);
     }
     if (g.conn != (int)(h->c - h->conn) && ok)
-        ok = false, snprintf(why, sizeof why, "for another connection (peer port %u, the script is on %u)",
-                             g.dport, h->c->rport);
+        ok = false,
+        snprintf(why, sizeof why, "for another connection (peer port %u, the script is on %u)",
+                 g.dport, h->c->rport);
     char as2[400];
     seg_str(h, &g, as2, sizeof as2);
     trace(h, "expect ok: %s", es);
     if (!ok) {
         seg_free(&g);
-        pd__fail(h, file, line, "unexpected segment: %s\n      expected: %s\n      actual:   %s", why, es, as2);
+        pd__fail(h, file, line, "unexpected segment: %s\n      expected: %s\n      actual:   %s",
+                 why, es, as2);
     }
     seg_free(&h->last);
     h->last = g;
@@ -1023,7 +1088,9 @@ void pd__expect_none(struct pd *h, const char *file, int line)
     if (h->qlen) {
         char s[400];
         seg_str(h, &h->q[h->qhead], s, sizeof s);
-        pd__fail(h, file, line, "expected no segment, the stack sent (%u in all):\n      actual:   %s", h->qlen, s);
+        pd__fail(h, file, line,
+                 "expected no segment, the stack sent (%u in all):\n      actual:   %s", h->qlen,
+                 s);
     }
 }
 
@@ -1069,8 +1136,8 @@ struct hp_tcp_sock *pd_connect(struct pd *h, void *user)
     return t;
 }
 
-struct hp_tcp_sock *pd__passive_open(struct pd *h, const char *file, int line, struct hp_tcp_sock *listener,
-                                     const char *opts)
+struct hp_tcp_sock *pd__passive_open(struct pd *h, const char *file, int line,
+                                     struct hp_tcp_sock *listener, const char *opts)
 {
     pd__in(h, file, line, "S", 0, 0, 65535, 0, opts ? opts : PD_SYN_OPTS, 0);
     pd__expect(h, file, line, "S.", 0, 1, PD_ANY, 0, NULL);
@@ -1116,7 +1183,8 @@ long pd_read(struct pd *h, struct hp_tcp_sock *t, uint32_t len)
         if (buf[i] != pd_pattern(1, h->c->rx_off + (uint64_t)i)) {
             uint8_t got = buf[i];
             free(buf);
-            pd__fail(h, h->file, h->line, "received byte at stream offset %llu is 0x%02x, the peer sent 0x%02x",
+            pd__fail(h, h->file, h->line,
+                     "received byte at stream offset %llu is 0x%02x, the peer sent 0x%02x",
                      (unsigned long long)(h->c->rx_off + (uint64_t)i), got,
                      pd_pattern(1, h->c->rx_off + (uint64_t)i));
         }
@@ -1156,7 +1224,8 @@ int pd_open(struct pd *h, int family)
     h->t0_ns = h->now_ns = PD_T0_NS;
     hp__stack_set_clock(h->s, pd_clock, h);
     int ifx = hp_stack_add_iface(h->s, h->end[0]);
-    if (ifx < 0 || hp_stack_add_addr(h->s, ifx, 4, OUR4, 24) != 0 || hp_stack_add_addr(h->s, ifx, 6, OUR6, 64) != 0)
+    if (ifx < 0 || hp_stack_add_addr(h->s, ifx, 4, OUR4, 24) != 0 ||
+        hp_stack_add_addr(h->s, ifx, 6, OUR6, 64) != 0)
         return -1;
     hp_link_mac(h->end[0], h->mac);
     h->mss = (uint16_t)(hp_link_mtu(h->end[0]) - (family == 4 ? 40 : 60));
@@ -1207,7 +1276,8 @@ static void run_one(pd_script_fn fn, const char *name, int family)
     pd_close(h);
     long n = hp_pools_in_use();
     if (n != 0)
-        hp_test_fail(__FILE__, __LINE__, "[IPv%d %s] %ld buffers still in use after the stack and links are gone",
+        hp_test_fail(__FILE__, __LINE__,
+                     "[IPv%d %s] %ld buffers still in use after the stack and links are gone",
                      family, name, n);
     free(h);
 }
@@ -1243,13 +1313,17 @@ void pd_icmp_too_big(struct pd *h, uint32_t mtu, int64_t seq, uint32_t len)
     size_t iph = h->family == 4 ? HP_IPV4_HDR_LEN : HP_IPV6_HDR_LEN;
     /* The datagram we (the stack) sent: its IP header and TCP header. */
     if (h->family == 4) {
-        struct hp_ipv4_repr ip = {.proto = HP_IPPROTO_TCP, .ttl = 63, .df = true,
+        struct hp_ipv4_repr ip = {.proto = HP_IPPROTO_TCP,
+                                  .ttl = 63,
+                                  .df = true,
                                   .payload_len = (uint16_t)(20 + len)};
         memcpy(ip.src, OUR4, 4);
         memcpy(ip.dst, PEER4, 4);
         hp_ipv4_emit(&ip, quote, HP_IPV4_HDR_LEN);
     } else {
-        struct hp_ipv6_repr ip = {.next_header = HP_IPPROTO_TCP, .hop_limit = 63, .payload_len = (uint16_t)(20 + len)};
+        struct hp_ipv6_repr ip = {.next_header = HP_IPPROTO_TCP,
+                                  .hop_limit = 63,
+                                  .payload_len = (uint16_t)(20 + len)};
         memcpy(ip.src, OUR6, 16);
         memcpy(ip.dst, PEER6, 16);
         hp_ipv6_emit(&ip, quote, HP_IPV6_HDR_LEN);
@@ -1264,8 +1338,11 @@ void pd_icmp_too_big(struct pd *h, uint32_t mtu, int64_t seq, uint32_t len)
     uint8_t pkt[HP_IPV6_HDR_LEN + 8 + sizeof quote];
     size_t ml;
     if (h->family == 4) {
-        struct hp_icmp_repr m = {.type = HP_ICMP_DEST_UNREACH, .code = HP_ICMP_UNREACH_FRAG_NEEDED,
-                                 .next_hop_mtu = (uint16_t)mtu, .data = quote, .data_len = iph + 20};
+        struct hp_icmp_repr m = {.type = HP_ICMP_DEST_UNREACH,
+                                 .code = HP_ICMP_UNREACH_FRAG_NEEDED,
+                                 .next_hop_mtu = (uint16_t)mtu,
+                                 .data = quote,
+                                 .data_len = iph + 20};
         int n = hp_icmp_emit(&m, pkt + HP_IPV4_HDR_LEN, sizeof pkt - HP_IPV4_HDR_LEN);
         ml = n > 0 ? (size_t)n : 0;
         struct hp_ipv4_repr ip = {.proto = HP_IPPROTO_ICMP, .ttl = 64, .payload_len = (uint16_t)ml};
@@ -1274,11 +1351,16 @@ void pd_icmp_too_big(struct pd *h, uint32_t mtu, int64_t seq, uint32_t len)
         hp_ipv4_emit(&ip, pkt, HP_IPV4_HDR_LEN);
         send_frame(h, h->mac, HP_ETHERTYPE_IPV4, pkt, HP_IPV4_HDR_LEN + ml);
     } else {
-        struct hp_icmp6_repr m = {.type = HP_ICMP6_PACKET_TOO_BIG, .mtu = mtu, .data = quote, .data_len = iph + 20};
+        struct hp_icmp6_repr m = {.type = HP_ICMP6_PACKET_TOO_BIG,
+                                  .mtu = mtu,
+                                  .data = quote,
+                                  .data_len = iph + 20};
         struct hp_l4_addrs a = {.family = 6, .src = PEER6, .dst = OUR6};
         int n = hp_icmp6_emit(&m, &a, pkt + HP_IPV6_HDR_LEN, sizeof pkt - HP_IPV6_HDR_LEN);
         ml = n > 0 ? (size_t)n : 0;
-        struct hp_ipv6_repr ip = {.next_header = HP_IPPROTO_ICMPV6, .hop_limit = 64, .payload_len = (uint16_t)ml};
+        struct hp_ipv6_repr ip = {.next_header = HP_IPPROTO_ICMPV6,
+                                  .hop_limit = 64,
+                                  .payload_len = (uint16_t)ml};
         memcpy(ip.src, PEER6, 16);
         memcpy(ip.dst, OUR6, 16);
         hp_ipv6_emit(&ip, pkt, HP_IPV6_HDR_LEN);

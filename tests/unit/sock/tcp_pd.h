@@ -66,9 +66,9 @@
  * options (the invariants still apply).
  */
 
-#define PD_ANY INT64_MIN   /* a wildcard for seq, ack, win or len */
+#define PD_ANY       INT64_MIN /* a wildcard for seq, ack, win or len */
 #define PD_MAX_CONNS 64
-#define PD_TRACE 16
+#define PD_TRACE     16
 
 /* Options of a typical modern SYN from the peer (what Linux sends). */
 #define PD_SYN_OPTS "mss 1460,sackok,ts * 0,nop,ws 7"
@@ -76,28 +76,28 @@
 /* A TCP segment the stack sent. */
 struct pd_seg {
     uint8_t flags;
-    uint32_t seq, ack;        /* absolute */
-    uint32_t rseq, rack;      /* relative to the stack's ISN / the peer's ISN */
+    uint32_t seq, ack;   /* absolute */
+    uint32_t rseq, rack; /* relative to the stack's ISN / the peer's ISN */
     uint16_t win, sport, dport, urg;
     struct hp_tcp_opts opt;
-    uint32_t optlen;          /* bytes of options in the header */
-    uint32_t len;             /* payload bytes */
-    uint8_t *payload;         /* malloc'd copy, freed by the harness */
-    uint64_t at_ms;           /* when it was sent, ms since pd_open */
-    int conn;                 /* index in pd.conn */
-    uint8_t ecn;              /* the IP header's ECN field (RFC 3168 5: 2 is ECT(0), 3 CE) */
-    bool df;                  /* IPv4 Don't Fragment */
+    uint32_t optlen;  /* bytes of options in the header */
+    uint32_t len;     /* payload bytes */
+    uint8_t *payload; /* malloc'd copy, freed by the harness */
+    uint64_t at_ms;   /* when it was sent, ms since pd_open */
+    int conn;         /* index in pd.conn */
+    uint8_t ecn;      /* the IP header's ECN field (RFC 3168 5: 2 is ECT(0), 3 CE) */
+    bool df;          /* IPv4 Don't Fragment */
 };
 
 /* What the harness knows about one connection (keyed by the peer's port). */
 struct pd_conn {
-    uint16_t rport;           /* the peer's (the test's) port */
-    uint16_t lport;           /* the stack's port (learned from its SYN when it connects) */
+    uint16_t rport; /* the peer's (the test's) port */
+    uint16_t lport; /* the stack's port (learned from its SYN when it connects) */
     uint32_t peer_isn, our_isn;
     bool isn_known;
     bool peer_syn_seen, stack_syn_seen;
     struct hp_tcp_opts peer_syn, stack_syn; /* options of each side's SYN */
-    uint32_t last_tsval;      /* the last TSval the stack sent */
+    uint32_t last_tsval;                    /* the last TSval the stack sent */
     bool tsval_seen;
     uint32_t ts_offset;       /* the stack's TSval minus ms since pd_open */
     bool ts_offset_syn;       /* the stack sent a SYN-ACK: its clock may lag 63 ms (tcp_cookie.h) */
@@ -108,48 +108,51 @@ struct pd_conn {
     uint64_t rx_off;          /* the peer's stream: next offset pd_read expects */
     bool check_payload;       /* captured payloads must follow the pattern (default) */
     /* invariants */
-    uint32_t rwnd_edge;       /* right edge of the window the stack advertised */
+    uint32_t rwnd_edge; /* right edge of the window the stack advertised */
     bool rwnd_edge_known;
-    uint32_t last_ack_out;    /* the stack's last ACK */
+    uint32_t last_ack_out; /* the stack's last ACK */
     bool ack_out_known;
-    uint32_t peer_edge;       /* right edge of the window the peer advertised */
+    uint32_t peer_edge; /* right edge of the window the peer advertised */
     bool peer_edge_known;
-    unsigned complaints;      /* invariant failures reported (capped) */
+    unsigned complaints; /* invariant failures reported (capped) */
 };
 
 struct pd {
-    int family;               /* 4 or 6 */
+    int family; /* 4 or 6 */
     const char *script;
-    struct hp_link *end[2];   /* end[0]: the stack's; end[1]: the peer's */
+    struct hp_link *end[2]; /* end[0]: the stack's; end[1]: the peer's */
     struct hp_pool *pool;
     struct hp_stack *s;
-    uint8_t mac[6];           /* the stack's */
+    uint8_t mac[6]; /* the stack's */
     const uint8_t *our_ip, *peer_ip;
-    uint64_t t0_ns, now_ns;   /* the virtual clock */
-    uint16_t mss;             /* the MSS the stack announces (MTU - 40 / - 60) */
+    uint64_t t0_ns, now_ns; /* the virtual clock */
+    uint16_t mss;           /* the MSS the stack announces (MTU - 40 / - 60) */
     struct pd_conn conn[PD_MAX_CONNS];
     int nconn;
-    struct pd_conn *c;        /* the connection the script talks on */
-    struct pd_seg *q;         /* captured, not yet consumed */
+    struct pd_conn *c; /* the connection the script talks on */
+    struct pd_seg *q;  /* captured, not yet consumed */
     unsigned qhead, qlen, qcap;
-    struct pd_seg last;       /* the segment the last pd_expect matched (payload freed) */
+    struct pd_seg last; /* the segment the last pd_expect matched (payload freed) */
     uint16_t ip_ident;
     char trace[PD_TRACE][200];
     unsigned ntrace;
-    struct { void *user; uint32_t ev; } evs[64];
+    struct {
+        void *user;
+        uint32_t ev;
+    } evs[64];
     int nevs;
     uint64_t arp_answered, ns_answered, other_frames;
-    uint8_t cur_ecn;          /* of the frame being captured */
+    uint8_t cur_ecn; /* of the frame being captured */
     bool cur_df;
-    const char *file;         /* the script line being run, for messages */
+    const char *file; /* the script line being run, for messages */
     int line;
     jmp_buf *jb;
 };
 
 /* ---- running scripts ------------------------------------------------------- */
 
-#define PD_V4 1
-#define PD_V6 2
+#define PD_V4   1
+#define PD_V6   2
 #define PD_BOTH (PD_V4 | PD_V6)
 
 typedef void (*pd_script_fn)(struct pd *h);
@@ -159,12 +162,12 @@ typedef void (*pd_script_fn)(struct pd *h);
 void pd_run(pd_script_fn fn, const char *name, int families);
 
 /* A test whose body is a script run over IPv4 and then IPv6. */
-#define PD_TEST_F(name, families)                                               \
-    static void pd_script_##name(struct pd *h);                                 \
-    HP_TEST(name)                                                               \
-    {                                                                           \
-        pd_run(pd_script_##name, #name, families);                              \
-    }                                                                           \
+#define PD_TEST_F(name, families)                                                                  \
+    static void pd_script_##name(struct pd *h);                                                    \
+    HP_TEST(name)                                                                                  \
+    {                                                                                              \
+        pd_run(pd_script_##name, #name, families);                                                 \
+    }                                                                                              \
     static void pd_script_##name(struct pd *h)
 #define PD_TEST(name) PD_TEST_F(name, PD_BOTH)
 
@@ -174,22 +177,23 @@ void pd_close(struct pd *h);
 
 /* ---- the script's steps (macros record the caller's line) -------------------- */
 
-#define pd_in(h, fl, seq, ack, win, opts) pd__in(h, __FILE__, __LINE__, fl, seq, ack, win, 0, opts, 0)
-#define pd_in_data(h, fl, seq, ack, win, len, opts)                             \
+#define pd_in(h, fl, seq, ack, win, opts)                                                          \
+    pd__in(h, __FILE__, __LINE__, fl, seq, ack, win, 0, opts, 0)
+#define pd_in_data(h, fl, seq, ack, win, len, opts)                                                \
     pd__in(h, __FILE__, __LINE__, fl, seq, ack, win, len, opts, 0)
 /* Mutations of an injected segment. */
-#define PD_MUT_BAD_CKSUM 0x1u    /* flip the TCP checksum */
-#define PD_MUT_NO_REBASE 0x2u    /* a SYN that does not start a new incarnation (an attack, a stray) */
-#define PD_MUT_RESERVED 0x4u     /* set the three reserved header bits */
-#define PD_MUT_DOFF4 0x8u        /* a data offset of 4 words (below the header) */
-#define PD_MUT_CE 0x10u          /* the IP header marked CE, Congestion Experienced (RFC 3168 5) */
-#define pd_in_mut(h, fl, seq, ack, win, len, opts, mut)                         \
+#define PD_MUT_BAD_CKSUM 0x1u /* flip the TCP checksum */
+#define PD_MUT_NO_REBASE 0x2u /* a SYN that does not start a new incarnation (an attack, a stray) */
+#define PD_MUT_RESERVED  0x4u /* set the three reserved header bits */
+#define PD_MUT_DOFF4     0x8u /* a data offset of 4 words (below the header) */
+#define PD_MUT_CE        0x10u /* the IP header marked CE, Congestion Experienced (RFC 3168 5) */
+#define pd_in_mut(h, fl, seq, ack, win, len, opts, mut)                                            \
     pd__in(h, __FILE__, __LINE__, fl, seq, ack, win, len, opts, mut)
-#define pd_expect(h, fl, seq, ack, win, opts)                                   \
+#define pd_expect(h, fl, seq, ack, win, opts)                                                      \
     pd__expect(h, __FILE__, __LINE__, fl, seq, ack, win, 0, opts)
-#define pd_expect_data(h, fl, seq, ack, win, len, opts)                         \
+#define pd_expect_data(h, fl, seq, ack, win, len, opts)                                            \
     pd__expect(h, __FILE__, __LINE__, fl, seq, ack, win, len, opts)
-#define pd_expect_none(h) pd__expect_none(h, __FILE__, __LINE__)
+#define pd_expect_none(h)    pd__expect_none(h, __FILE__, __LINE__)
 #define pd_advance_ms(h, ms) pd__advance(h, __FILE__, __LINE__, ms)
 /* Fail the script (stops it) with a message. */
 #define pd_fail(h, ...) pd__fail(h, __FILE__, __LINE__, __VA_ARGS__)
@@ -243,10 +247,10 @@ struct hp_tcp_sock *pd_connect(struct pd *h, void *user);
 /* Handshakes to ESTABLISHED on h->c, every segment checked; NULL opts:
  * PD_SYN_OPTS. The returned socket belongs to the script. */
 #define pd_passive_open(h, l, opts) pd__passive_open(h, __FILE__, __LINE__, l, opts)
-#define pd_active_open(h, opts) pd__active_open(h, __FILE__, __LINE__, opts)
-#define pd_established(h, l) pd__passive_open(h, __FILE__, __LINE__, l, NULL)
-struct hp_tcp_sock *pd__passive_open(struct pd *h, const char *file, int line, struct hp_tcp_sock *listener,
-                                     const char *opts);
+#define pd_active_open(h, opts)     pd__active_open(h, __FILE__, __LINE__, opts)
+#define pd_established(h, l)        pd__passive_open(h, __FILE__, __LINE__, l, NULL)
+struct hp_tcp_sock *pd__passive_open(struct pd *h, const char *file, int line,
+                                     struct hp_tcp_sock *listener, const char *opts);
 struct hp_tcp_sock *pd__active_open(struct pd *h, const char *file, int line, const char *opts);
 
 /* Data. The byte at offset i of a stream is pd_pattern(dir, i): dir 0 for

@@ -9,8 +9,8 @@
 #include <hotpath/stack.h>
 #include <hotpath/tcp.h>
 
-#include "sock/tcp_internal.h"
 #include "hp_test.h"
+#include "sock/tcp_internal.h"
 
 static const uint8_t IP4[2][4] = {{198, 18, 0, 1}, {198, 18, 0, 2}};
 static const uint8_t IP6[2][16] = {{0x20, 0x01, 0, 2, [15] = 1}, {0x20, 0x01, 0, 2, [15] = 2}};
@@ -197,9 +197,9 @@ HP_TEST(tcp_api_null_and_bad_arguments)
 
 HP_TEST(tcp_api_state_names)
 {
-    static const char *const want[] = {"CLOSED",     "LISTEN",     "SYN_SENT",   "SYN_RECEIVED",
+    static const char *const want[] = {"CLOSED",      "LISTEN",     "SYN_SENT",   "SYN_RECEIVED",
                                        "ESTABLISHED", "FIN_WAIT_1", "FIN_WAIT_2", "CLOSE_WAIT",
-                                       "CLOSING",    "LAST_ACK",   "TIME_WAIT"};
+                                       "CLOSING",     "LAST_ACK",   "TIME_WAIT"};
     for (int i = 0; i < 11; i++)
         HP_CHECK_STREQ(hp_tcp_state_name(i), want[i]);
     HP_CHECK_EQ(HP_TCP_TIME_WAIT, 10);
@@ -377,7 +377,10 @@ HP_TEST(tcp_api_configure)
     HP_CHECK_MEMEQ(&now, &c, sizeof c);
 
     /* A good one; a larger minimum RTO alone raises the initial one. */
-    struct hp_tcp_config good = {.sndbuf = 65536, .rto_min_ms = 1500, .tw_reuse = true, .max_conns = 100};
+    struct hp_tcp_config good = {.sndbuf = 65536,
+                                 .rto_min_ms = 1500,
+                                 .tw_reuse = true,
+                                 .max_conns = 100};
     HP_CHECK_EQ(hp_tcp_configure(v.s, &good), 0);
     hp_tcp_get_config(v.s, &now);
     HP_CHECK_EQ(now.sndbuf, 65536);

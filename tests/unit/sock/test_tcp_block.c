@@ -7,8 +7,8 @@
 #include <hotpath/stack.h>
 #include <hotpath/tcp.h>
 
-#include "sock/tcp_internal.h"
 #include "hp_test.h"
+#include "sock/tcp_internal.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define ASAN_ON 1

@@ -6,15 +6,18 @@
 
 #include <hotpath/pool.h>
 
-#include "sock/tcp_internal.h"
 #include "hp_test.h"
+#include "sock/tcp_internal.h"
 
-#define ROOM 512u     /* data room of the test pool's buffers */
+#define ROOM     512u /* data room of the test pool's buffers */
 #define HEADROOM 64u  /* a pushed buffer's data starts here */
 
 static struct hp_pool *pool_new(uint32_t n)
 {
-    struct hp_pool_config pc = {.name = "bufq", .n_bufs = n, .data_room = ROOM, .headroom = HEADROOM};
+    struct hp_pool_config pc = {.name = "bufq",
+                                .n_bufs = n,
+                                .data_room = ROOM,
+                                .headroom = HEADROOM};
     return hp_pool_create(&pc);
 }
 
@@ -312,8 +315,8 @@ HP_TEST(tcp_bufq_append_pool_runs_out)
 }
 
 /* Buffers of assorted sizes (1 .. 448 bytes) holding src[0, total). */
-static uint32_t fill_assorted(struct hp__tcp_bufq *q, struct hp_pool *p, const uint8_t *src, uint32_t total,
-                              uint64_t *rng)
+static uint32_t fill_assorted(struct hp__tcp_bufq *q, struct hp_pool *p, const uint8_t *src,
+                              uint32_t total, uint64_t *rng)
 {
     uint32_t n = 0;
     while (n < total) {
@@ -394,7 +397,8 @@ HP_TEST(tcp_bufq_copy_arbitrary_offsets)
         memset(dst, 0xEE, len + 1);
         hp__tcp_bufq_copy(&q, &cur, off, len, dst);
         if (memcmp(dst, src + off, len) != 0)
-            hp_test_fail(__FILE__, __LINE__, "copy of [%llu, +%u) differs", (unsigned long long)off, len);
+            hp_test_fail(__FILE__, __LINE__, "copy of [%llu, +%u) differs", (unsigned long long)off,
+                         len);
         HP_CHECK_EQ(dst[len], 0xEE); /* nothing past the range */
         HP_CHECK_EQ(invariants(&q), 0);
         HP_STOP_IF_FAILED();
@@ -586,7 +590,8 @@ HP_TEST(tcp_sndq_inline_then_buffers)
     struct hp__tcp_sndq sq;
     hp__tcp_sndq_init(&sq);
     HP_CHECK_EQ(hp__tcp_sndq_append(&sq, p, src, 1), 1);
-    HP_CHECK_EQ(hp__tcp_sndq_append(&sq, p, src + 1, HP__TCP_SNDQ_INLINE - 1), HP__TCP_SNDQ_INLINE - 1);
+    HP_CHECK_EQ(hp__tcp_sndq_append(&sq, p, src + 1, HP__TCP_SNDQ_INLINE - 1),
+                HP__TCP_SNDQ_INLINE - 1);
     HP_CHECK_EQ(sq.nbufs, 0);
     HP_CHECK_EQ(sq.bytes, HP__TCP_SNDQ_INLINE);
     HP_CHECK_EQ(hp_pool_in_use(p), 0);

@@ -334,10 +334,16 @@ static void cubic_init(struct snd *s, struct hp__tcp_cubic *x, uint32_t iss)
     hp__tcp_cc_set_algo(&s->cc, x, HP__TCP_CC_CUBIC, s->max);
 }
 
-static struct hp__tcp_cc_ev ev_of(const struct snd *s, uint64_t now_ns, uint32_t rtt_us, uint32_t flight)
+static struct hp__tcp_cc_ev ev_of(const struct snd *s, uint64_t now_ns, uint32_t rtt_us,
+                                  uint32_t flight)
 {
-    struct hp__tcp_cc_ev ev = {.snd_una = s->una, .snd_max = s->max, .smss = SMSS, .now_ns = now_ns,
-                               .rtt_us = rtt_us, .srtt_us = 20000, .flight = flight};
+    struct hp__tcp_cc_ev ev = {.snd_una = s->una,
+                               .snd_max = s->max,
+                               .smss = SMSS,
+                               .now_ns = now_ns,
+                               .rtt_us = rtt_us,
+                               .srtt_us = 20000,
+                               .flight = flight};
     return ev;
 }
 

@@ -340,7 +340,8 @@ PD_TEST(tcp_close_out_of_order_fin)
     pd_in_data(h, "P.", 1, 1, 1000, 100, NULL);
     const struct pd_seg *g = pd_expect(h, ".", 1, PD_ANY, PD_ANY, NULL);
     if (g->rack != 102)
-        pd_fail(h, "the FIN held out of order was not taken when the hole filled (ack %u)", g->rack);
+        pd_fail(h, "the FIN held out of order was not taken when the hole filled (ack %u)",
+                g->rack);
     HP_CHECK_EQ(hp_tcp_state(t), HP_TCP_CLOSE_WAIT);
     HP_CHECK_EQ(pd_read(h, t, 1000), 100);
     HP_CHECK_EQ(hp_tcp_recv(t, (char[8]){0}, 8), 0);

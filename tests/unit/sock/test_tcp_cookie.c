@@ -16,16 +16,22 @@ static const struct hp__tcp_secret KEY2 = {0x0706050403020100ull, 0x0f0e0d0c0b0a
 static struct hp__tcp_tuple tuple4(void)
 {
     return (struct hp__tcp_tuple){
-        .family = 4, .lport = 80, .rport = 40000,
-        .laddr = {198, 18, 0, 1}, .raddr = {198, 18, 0, 2},
+        .family = 4,
+        .lport = 80,
+        .rport = 40000,
+        .laddr = {198, 18, 0, 1},
+        .raddr = {198, 18, 0, 2},
     };
 }
 
 static struct hp__tcp_tuple tuple6(void)
 {
     return (struct hp__tcp_tuple){
-        .family = 6, .lport = 443, .rport = 50000,
-        .laddr = {0x20, 0x01, 0, 2, [15] = 1}, .raddr = {0x20, 0x01, 0, 2, [15] = 2},
+        .family = 6,
+        .lport = 443,
+        .rport = 50000,
+        .laddr = {0x20, 0x01, 0, 2, [15] = 1},
+        .raddr = {0x20, 0x01, 0, 2, [15] = 2},
     };
 }
 

@@ -44,7 +44,8 @@ PD_TEST(tcp_state_trace)
     pd_expect(h, "F.", 1, 1, PD_ANY, NULL);
     hp_set_log_fn(NULL, NULL);
     hp_set_log_level(old);
-    HP_CHECK(has(&tr, "port 8080 > 40000: LISTEN -> SYN_RECEIVED") || has(&tr, "CLOSED -> SYN_RECEIVED"));
+    HP_CHECK(has(&tr, "port 8080 > 40000: LISTEN -> SYN_RECEIVED") ||
+             has(&tr, "CLOSED -> SYN_RECEIVED"));
     HP_CHECK(has(&tr, "SYN_RECEIVED -> ESTABLISHED"));
     HP_CHECK(has(&tr, "ESTABLISHED -> FIN_WAIT_1"));
     pd_in(h, ".", 1, 2, 1000, NULL);

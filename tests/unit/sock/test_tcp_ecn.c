@@ -5,7 +5,7 @@
 
 #include "tcp_pd.h"
 
-#define PORT 8080
+#define PORT      8080
 #define PEER_PORT 8080
 
 /* A passive connection from an ECN-setup SYN (ECE and CWR). */

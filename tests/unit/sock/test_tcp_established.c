@@ -215,9 +215,9 @@ PD_TEST(tcp_est_out_of_window_data)
     struct hp_tcp_sock *t = prime(h);
     pd_in_data(h, ".", B + 300000, 1, 1000, 100, NULL);
     pd_expect(h, ".", 1, B, PD_ANY, NULL);
-    pd_in_data(h, ".", 1, 1, 1000, 100, NULL);       /* all old */
+    pd_in_data(h, ".", 1, 1, 1000, 100, NULL); /* all old */
     pd_expect(h, ".", 1, B, PD_ANY, NULL);
-    pd_in_data(h, ".", 51, 1, 1000, 100, NULL);      /* half old, half new */
+    pd_in_data(h, ".", 51, 1, 1000, 100, NULL); /* half old, half new */
     pd_advance_ms(h, 40);
     pd_expect(h, ".", 1, B + 50, PD_ANY, NULL);
     HP_CHECK_EQ(pd_read(h, t, 1000), 50);
@@ -533,7 +533,7 @@ PD_TEST(tcp_est_ooo_queue_bounded)
     pd_configure(h, &cfg);
     struct hp_tcp_sock *t = prime(h);
     for (uint32_t k = 1; k <= 8; k++) {
-        pd_in_data(h, ".", B + k * 200, 1, 1000, 100, NULL);  /* each leaves a gap */
+        pd_in_data(h, ".", B + k * 200, 1, 1000, 100, NULL); /* each leaves a gap */
         pd_expect(h, ".", 1, B, PD_ANY, NULL);
     }
     HP_CHECK_LE(pd_info(h, t).ooo_segs, 4);
@@ -578,12 +578,12 @@ PD_TEST(tcp_est_send_after_reset)
 PD_TEST(tcp_est_paws_idle_24_days)
 {
     struct hp_tcp_sock *t = prime(h);
-    pd_in_data(h, "P.", B, 1, 1000, 10, "ts 1073741924 *");  /* 100 + 2^30 */
+    pd_in_data(h, "P.", B, 1, 1000, 10, "ts 1073741924 *"); /* 100 + 2^30 */
     pd_advance_ms(h, 40);
     pd_expect(h, ".", 1, B + 10, PD_ANY, "ts * 1073741924");
     pd_advance_ms(h, 25ull * 24 * 3600 * 1000);
     pd_discard(h);
-    pd_in_data(h, "P.", B + 10, 1, 1000, 10, "ts 5 *");     /* "older" modulo 2^32 */
+    pd_in_data(h, "P.", B + 10, 1, 1000, 10, "ts 5 *"); /* "older" modulo 2^32 */
     pd_advance_ms(h, 40);
     pd_expect(h, ".", 1, B + 20, PD_ANY, "ts * 5");
     HP_CHECK_EQ(pd_read(h, t, 100), 20);

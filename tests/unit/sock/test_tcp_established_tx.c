@@ -232,10 +232,10 @@ PD_TEST(tcp_est_fast_retransmit_newreno)
     for (uint32_t k = 0; k < 10; k++)
         pd_expect_data(h, ".", S + k * f, 1, PD_ANY, f, NULL);
     pd_advance_ms(h, 10);
-    pd_in(h, ".", 1, S + f, 1000, NULL);     /* the first segment arrived */
-    pd_in(h, ".", 1, S + f, 1000, NULL);     /* duplicates: the second was lost */
+    pd_in(h, ".", 1, S + f, 1000, NULL); /* the first segment arrived */
+    pd_in(h, ".", 1, S + f, 1000, NULL); /* duplicates: the second was lost */
     pd_in(h, ".", 1, S + f, 1000, NULL);
-    pd_expect_none(h);                       /* (nothing new to send: no limited transmit) */
+    pd_expect_none(h); /* (nothing new to send: no limited transmit) */
     pd_in(h, ".", 1, S + f, 1000, NULL);
     pd_expect_data(h, ".", S + f, 1, PD_ANY, f, NULL);
     HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_FAST_RETRANS), 1);
@@ -246,7 +246,7 @@ PD_TEST(tcp_est_fast_retransmit_newreno)
     HP_CHECK_LE(i.ssthresh, 9 * f / 2 + 1);
     HP_CHECK_GE(i.cwnd, i.ssthresh + 3 * f);
     HP_CHECK_LE(i.cwnd, i.ssthresh + 3 * smss);
-    pd_in(h, ".", 1, S + f, 1000, NULL);     /* more duplicates: nothing to send */
+    pd_in(h, ".", 1, S + f, 1000, NULL); /* more duplicates: nothing to send */
     pd_expect_none(h);
     pd_advance_ms(h, 10);
     pd_in(h, ".", 1, S + 4 * f, 1000, NULL); /* partial: the fifth was lost too */
@@ -438,7 +438,7 @@ PD_TEST(tcp_est_rto_initial_without_sample)
     pd_use(h, 41000, 1)->lport = PORT;
     pd_in(h, "S", 0, 0, 65535, "mss 1460");
     pd_expect(h, "S.", 0, 1, PD_ANY, NULL);
-    pd_use(h, 41001, 1)->lport = PORT;          /* the SYN queue is full: a cookie */
+    pd_use(h, 41001, 1)->lport = PORT; /* the SYN queue is full: a cookie */
     pd_in(h, "S", 0, 0, 65535, "mss 1460");
     pd_expect(h, "S.", 0, 1, PD_ANY, "mss *");
     pd_advance_ms(h, 50);

@@ -5,8 +5,8 @@
 
 #include <hotpath/common.h>
 
-#include "sock/tcp_layout.h"
 #include "hp_test.h"
+#include "sock/tcp_layout.h"
 
 /*
  * The field lists are those of src/sock/tcp_layout.h (and the table of
@@ -21,10 +21,10 @@
  */
 #define GROUPED_RX_LINES_MAX 6u
 #define GROUPED_TX_LINES_MAX 4u
-#define GROUPED_HOT_LINES 6
-#define CHRONO_RX_LINES 7u
-#define CHRONO_TX_LINES 7u
-#define CHRONO_HOT_LINES 7
+#define GROUPED_HOT_LINES    6
+#define CHRONO_RX_LINES      7u
+#define CHRONO_TX_LINES      7u
+#define CHRONO_HOT_LINES     7
 
 static const struct hp__tcp_field_span rx_fields[] = {HP__TCP_RX_FIELDS(HP__TCP_FIELD_SPAN)};
 static const struct hp__tcp_field_span tx_fields[] = {HP__TCP_TX_FIELDS(HP__TCP_FIELD_SPAN)};
@@ -86,7 +86,8 @@ static bool in_group(const struct hp__tcp_field_span *f, size_t begin, size_t en
 {
     return f->off >= begin && f->off + f->size <= end;
 }
-#define GROUP(g) HP__GROUP_BEGIN_OFF(struct hp_tcp_sock, g), HP__GROUP_END_OFF(struct hp_tcp_sock, g)
+#define GROUP(g)                                                                                   \
+    HP__GROUP_BEGIN_OFF(struct hp_tcp_sock, g), HP__GROUP_END_OFF(struct hp_tcp_sock, g)
 
 HP_TEST(tcp_layout_fields_in_their_groups)
 {

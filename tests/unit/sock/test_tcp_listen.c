@@ -91,7 +91,7 @@ PD_TEST(tcp_listen_peer_mss_bounds_segments)
     struct hp_tcp_sock *t = pd_passive_open(h, l, "mss 1000,sackok,ts * 0,nop,ws 7");
     HP_CHECK_EQ(hp_tcp_setopt(t, HP_TCP_OPT_NODELAY, 1), 0);
     HP_CHECK_EQ(pd_send(h, t, 2000), 2000);
-    pd_expect_data(h, ".", 1, 1, PD_ANY, 988, "ts * =");  /* 1000 - 12 (RFC 6691) */
+    pd_expect_data(h, ".", 1, 1, PD_ANY, 988, "ts * ="); /* 1000 - 12 (RFC 6691) */
     pd_expect_data(h, ".", 989, 1, PD_ANY, 988, NULL);
     hp_tcp_abort(t);
     pd_discard(h);
@@ -147,7 +147,7 @@ PD_TEST(tcp_closed_port_gets_rst)
     pd_expect(h, "R.", 0, 310, PD_ANY, "");
     pd_in(h, "F", 20, 0, 65535, "");
     pd_expect(h, "R.", 0, 21, PD_ANY, "");
-    pd_in(h, "S", 0x7FFFFFF0, 0, 65535, "");  /* a new incarnation: seq 0 relative to it */
+    pd_in(h, "S", 0x7FFFFFF0, 0, 65535, ""); /* a new incarnation: seq 0 relative to it */
     pd_expect(h, "R.", 0, 1, PD_ANY, "");
     pd_in(h, ".", 1, 777, 65535, "");
     pd_expect(h, "R", 777, PD_ANY, PD_ANY, "");
@@ -591,9 +591,9 @@ PD_TEST(tcp_listen_close_resets_queued)
     pd_use(h, 41000, 1)->lport = PORT;
     pd_in(h, "S", 0, 0, 65535, PD_SYN_OPTS);
     pd_expect(h, "S.", 0, 1, PD_ANY, NULL);
-    pd_in(h, ".", 1, 1, 1000, NULL);          /* established, not accepted */
+    pd_in(h, ".", 1, 1, 1000, NULL); /* established, not accepted */
     pd_use(h, 41001, 1)->lport = PORT;
-    pd_in(h, "S", 0, 0, 65535, PD_SYN_OPTS);  /* in SYN_RECEIVED */
+    pd_in(h, "S", 0, 0, 65535, PD_SYN_OPTS); /* in SYN_RECEIVED */
     pd_expect(h, "S.", 0, 1, PD_ANY, NULL);
     hp_tcp_close(l);
     int seen = 0;
@@ -620,9 +620,9 @@ PD_TEST(tcp_listen_bad_segments_dropped)
     pd_in_mut(h, "S", 0, 0, 65535, 0, PD_SYN_OPTS, PD_MUT_BAD_CKSUM);
     pd_expect_none(h);
     HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_IN_CSUM_ERRORS), 1);
-    pd_in(h, "S", 0, 0, 65535, "raw 02 05 05 b4 00");  /* MSS of length 5 */
-    pd_in(h, "S", 0, 0, 65535, "raw 01 01 08 00");     /* an option of length 0 */
-    pd_in(h, "S", 0, 0, 65535, "raw 08 0a 00 00");     /* timestamps past the header */
+    pd_in(h, "S", 0, 0, 65535, "raw 02 05 05 b4 00"); /* MSS of length 5 */
+    pd_in(h, "S", 0, 0, 65535, "raw 01 01 08 00");    /* an option of length 0 */
+    pd_in(h, "S", 0, 0, 65535, "raw 08 0a 00 00");    /* timestamps past the header */
     pd_expect_none(h);
     HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_IN_BAD_OPTIONS), 3);
     pd_in(h, "SF", 0, 0, 65535, PD_SYN_OPTS);
@@ -646,9 +646,9 @@ PD_TEST(tcp_listen_api)
     HP_REQUIRE(o != NULL);
     struct hp_sockaddr a = pd_our_addr(h, PORT);
     HP_CHECK_EQ(hp_tcp_bind(o, &a), -EADDRINUSE);
-    struct hp_sockaddr far = pd_peer_addr(h, 1);  /* not ours */
+    struct hp_sockaddr far = pd_peer_addr(h, 1); /* not ours */
     HP_CHECK_EQ(hp_tcp_bind(o, &far), -EADDRNOTAVAIL);
-    HP_CHECK_EQ(hp_tcp_listen(o, 4), 0);           /* an ephemeral port */
+    HP_CHECK_EQ(hp_tcp_listen(o, 4), 0); /* an ephemeral port */
     struct hp_sockaddr me;
     hp_tcp_local(o, &me);
     HP_CHECK(me.port != 0 && me.port != PORT);

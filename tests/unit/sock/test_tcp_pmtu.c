@@ -6,7 +6,7 @@
 #include "tcp_pd.h"
 
 #define PORT 8080
-#define S 101
+#define S    101
 
 static struct hp_tcp_sock *prime(struct pd *h)
 {

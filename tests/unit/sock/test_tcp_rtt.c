@@ -143,7 +143,7 @@ HP_TEST(tcp_rtt_backoff_doubles_and_caps)
     init_default(&r);
     hp__tcp_rtt_sample(&r, &cfg_, 100000, false); /* RTO 300 ms */
     /* RFC 6298 5.5: 0.6, 1.2, 2.4, 4.8, 9.6, 19.2, 38.4 s, then the 60 s cap. */
-    static const uint32_t want[] = {600000, 1200000, 2400000, 4800000, 9600000,
+    static const uint32_t want[] = {600000,   1200000,  2400000,  4800000,  9600000,
                                     19200000, 38400000, 60000000, 60000000, 60000000};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         hp__tcp_rtt_timeout(&r, &cfg_);
@@ -270,7 +270,8 @@ HP_TEST(tcp_rtt_extremes)
     HP_CHECK_EQ(hp__tcp_rtt_srtt_us(&r), HP__TCP_RTT_SAMPLE_MAX_US);
     hp__tcp_rtt_sample(&r, &cfg_, UINT32_MAX - 1, false);
     HP_CHECK_EQ(hp__tcp_rtt_srtt_us(&r), HP__TCP_RTT_SAMPLE_MAX_US);
-    HP_CHECK_EQ(hp__tcp_rtt_rttvar_us(&r), 187500000u); /* R/2, then 3/4 of it (RFC 6298 2.3, no error) */
+    HP_CHECK_EQ(hp__tcp_rtt_rttvar_us(&r),
+                187500000u); /* R/2, then 3/4 of it (RFC 6298 2.3, no error) */
     hp__tcp_rtt_sample(&r, &cfg_, 0, false);
     HP_CHECK_EQ(hp__tcp_rtt_rto(&r), 60000000);
     HP_CHECK_LT(hp__tcp_rtt_srtt_us(&r), HP__TCP_RTT_SAMPLE_MAX_US);

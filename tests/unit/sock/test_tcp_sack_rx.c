@@ -63,17 +63,17 @@ PD_TEST(tcp_sack_blocks_most_recent_first)
     snprintf(o, sizeof o, "ts * *,sack %u:%u %u:%u", B + 1000, B + 1500, B + 5000, B + 5500);
     pd_expect(h, ".", 1, B, PD_ANY, o);
     pd_in_data(h, ".", B + 2500, 1, 1000, 500, NULL);
-    snprintf(o, sizeof o, "ts * *,sack %u:%u %u:%u %u:%u", B + 2500, B + 3000, B + 1000, B + 1500, B + 5000,
-             B + 5500);
+    snprintf(o, sizeof o, "ts * *,sack %u:%u %u:%u %u:%u", B + 2500, B + 3000, B + 1000, B + 1500,
+             B + 5000, B + 5500);
     pd_expect(h, ".", 1, B, PD_ANY, o);
     pd_in_data(h, ".", B + 7000, 1, 1000, 500, NULL);
-    snprintf(o, sizeof o, "ts * *,sack %u:%u %u:%u %u:%u", B + 7000, B + 7500, B + 2500, B + 3000, B + 1000,
-             B + 1500);
+    snprintf(o, sizeof o, "ts * *,sack %u:%u %u:%u %u:%u", B + 7000, B + 7500, B + 2500, B + 3000,
+             B + 1000, B + 1500);
     pd_expect(h, ".", 1, B, PD_ANY, o);
     /* Filling the gap after 1000:1500 merges it with 2500:3000 ... */
     pd_in_data(h, ".", B + 1500, 1, 1000, 1000, NULL);
-    snprintf(o, sizeof o, "ts * *,sack %u:%u %u:%u %u:%u", B + 1000, B + 3000, B + 7000, B + 7500, B + 5000,
-             B + 5500);
+    snprintf(o, sizeof o, "ts * *,sack %u:%u %u:%u %u:%u", B + 1000, B + 3000, B + 7000, B + 7500,
+             B + 5000, B + 5500);
     pd_expect(h, ".", 1, B, PD_ANY, o);
     /* ... and the first hole's filler leaves only what is above. */
     pd_in_data(h, ".", B, 1, 1000, 1000, NULL);
@@ -90,8 +90,8 @@ PD_TEST(tcp_sack_four_blocks_without_timestamps)
     pd_discard(h);
     pd_in_data(h, ".", B + 12000, 1, 1000, 100, "");
     char o[96];
-    snprintf(o, sizeof o, "sack %u:%u %u:%u %u:%u %u:%u", B + 12000, B + 12100, B + 10000, B + 10100, B + 8000,
-             B + 8100, B + 6000, B + 6100);
+    snprintf(o, sizeof o, "sack %u:%u %u:%u %u:%u %u:%u", B + 12000, B + 12100, B + 10000,
+             B + 10100, B + 8000, B + 8100, B + 6000, B + 6100);
     pd_expect(h, ".", 1, B, PD_ANY, o);
 }
 

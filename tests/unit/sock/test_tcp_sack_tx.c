@@ -306,7 +306,9 @@ PD_TEST(tcp_sack_bad_blocks)
     /* A SACK option longer than the header can hold: the segment is
      * malformed and dropped whole (counted), the connection lives. */
     uint64_t bad = pd_ctr(h, HP_CTR_TCP_IN_BAD_OPTIONS);
-    pd_in(h, ".", 1, S, 1000, "nop,nop,raw 05 2a 00 00 00 01 00 00 00 02 00 00 00 03 00 00 00 04 00 00 00 05 00 00 00 06 00 00 00 07 00 00 00 08 00 00 00 09 00 00");
+    pd_in(h, ".", 1, S, 1000,
+          "nop,nop,raw 05 2a 00 00 00 01 00 00 00 02 00 00 00 03 00 00 00 04 00 00 00 05 00 00 00 "
+          "06 00 00 00 07 00 00 00 08 00 00 00 09 00 00");
     HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_IN_BAD_OPTIONS), bad + 1);
     HP_CHECK_EQ(hp_tcp_state(t), HP_TCP_ESTABLISHED);
     pd_discard(h);

@@ -8,7 +8,8 @@
 #include "sock/tcp_seq.h"
 
 /* Pairs (a, b) with a before b by d = b - a, placed all around the circle. */
-static const uint32_t BASES[] = {0, 1, 0x7fffffffu, 0x80000000u, 0x80000001u, 0xfffffff0u, 0xffffffffu, 12345};
+static const uint32_t BASES[] = {0,           1,           0x7fffffffu, 0x80000000u,
+                                 0x80000001u, 0xfffffff0u, 0xffffffffu, 12345};
 static const uint32_t DISTS[] = {1, 2, 16, 0x1000, 0x7ffffffeu, 0x7fffffffu};
 
 HP_TEST(tcp_seq_order_all_around)

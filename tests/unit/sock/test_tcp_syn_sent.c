@@ -326,7 +326,8 @@ PD_TEST(tcp_syn_sent_options_from_knobs)
     HP_CHECK_EQ(hp_tcp_connect(t, &to), -EINPROGRESS);
     pd_expect(h, "S", 0, PD_ANY, 65535, "mss *,sackok,ws 0,ts * 0");
     hp_tcp_abort(t);
-    HP_CHECK_EQ(hp_tcp_setopt(t = hp_tcp_open(h->s, h->family, NULL), HP_TCP_OPT_MAXSEG, 10), -EINVAL);
+    HP_CHECK_EQ(hp_tcp_setopt(t = hp_tcp_open(h->s, h->family, NULL), HP_TCP_OPT_MAXSEG, 10),
+                -EINVAL);
     hp_tcp_close(t);
 }
 

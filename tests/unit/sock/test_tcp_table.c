@@ -6,8 +6,8 @@
 
 #include <hotpath/pool.h>
 
-#include "sock/tcp_table.h"
 #include "hp_test.h"
+#include "sock/tcp_table.h"
 
 /* What a TCP connection will look like to the table: the key first. */
 struct conn {
@@ -17,17 +17,19 @@ struct conn {
 };
 
 /* A fixed secret: tests that depend on where tuples land are reproducible. */
-static const uint8_t SECRET[32] = {
-    0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f,
-    0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e, 0x1f};
+static const uint8_t SECRET[32] = {0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a,
+                                   0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15,
+                                   0x16, 0x17, 0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e, 0x1f};
 
 static const uint8_t A4[4] = {198, 18, 0, 2}, B4[4] = {198, 18, 0, 3}, P4[4] = {198, 19, 0, 1};
 static const uint8_t A6[16] = {0x20, 0x01, 0, 2, [15] = 2}, P6[16] = {0x20, 0x01, 0, 2, [15] = 1};
 
 static struct hp__tcp_table *table_fixed(uint32_t max, uint32_t initial, uint64_t hash_mask)
 {
-    struct hp__tcp_table_opts o = {
-        .max_entries = max, .initial_entries = initial, .secret = SECRET, .hash_mask = hash_mask};
+    struct hp__tcp_table_opts o = {.max_entries = max,
+                                   .initial_entries = initial,
+                                   .secret = SECRET,
+                                   .hash_mask = hash_mask};
     return hp__tcp_table_create_opts(&o);
 }
 
@@ -258,7 +260,7 @@ HP_TEST(tcp_table_30k_miss_reads_no_entry)
         HP_CHECK_EQ(hp__tcp_conn_insert(t, &c[i].key), 0);
     }
     struct hp__tcp_table_stats s0 = stats(t);
-    HP_CHECK_GE(s0.grows, 5);                      /* 16 buckets -> at least 10,000 */
+    HP_CHECK_GE(s0.grows, 5); /* 16 buckets -> at least 10,000 */
     HP_CHECK_GE((uint64_t)s0.buckets * 3, N);
     HP_CHECK_LE(s0.buckets, s0.max_buckets);
     /* Misses: tuple i with another remote port. */
@@ -611,7 +613,7 @@ HP_TEST(tcp_table_listen_wildcard)
     HP_CHECK(hp__tcp_listen_lookup(t, 4, A4, 80) == &a4.key);
     HP_CHECK(hp__tcp_listen_lookup(t, 4, B4, 80) == &any4.key);
     HP_CHECK(hp__tcp_listen_lookup(t, 4, A4, 81) == NULL);
-    HP_CHECK(hp__tcp_listen_get(t, 4, B4, 80) == NULL);   /* no fallback */
+    HP_CHECK(hp__tcp_listen_get(t, 4, B4, 80) == NULL); /* no fallback */
     HP_CHECK(hp__tcp_listen_get(t, 4, NULL, 80) == &any4.key);
     /* Families are apart: no v4 listener answers v6, nor the other way. */
     HP_CHECK(hp__tcp_listen_lookup(t, 6, A6, 80) == &a6.key);

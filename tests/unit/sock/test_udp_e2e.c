@@ -78,7 +78,8 @@ HP_TEST(udp_e2e_sizes_both_families)
     for (size_t i = 0; i < sizeof out; i++)
         out[i] = (uint8_t)(i * 131 + (i >> 8));
     for (int family = 4; family <= 6; family += 2) {
-        struct hp_udp_sock *c = hp_udp_open(p.s[0], family, NULL), *srv = hp_udp_open(p.s[1], family, NULL);
+        struct hp_udp_sock *c = hp_udp_open(p.s[0], family, NULL),
+                           *srv = hp_udp_open(p.s[1], family, NULL);
         HP_REQUIRE(c && srv);
         struct hp_sockaddr any = sa(family, -1, 7);
         HP_REQUIRE_EQ(hp_udp_bind(srv, &any), 0);
@@ -142,7 +143,8 @@ HP_TEST(udp_e2e_zero_copy_echo)
     HP_REQUIRE_EQ(pair_up(&p), 0);
     for (int family = 4; family <= 6; family += 2) {
         int tag = family;
-        struct hp_udp_sock *c = hp_udp_open(p.s[0], family, NULL), *srv = hp_udp_open(p.s[1], family, &tag);
+        struct hp_udp_sock *c = hp_udp_open(p.s[0], family, NULL),
+                           *srv = hp_udp_open(p.s[1], family, &tag);
         HP_REQUIRE(c && srv);
         struct hp_sockaddr any = sa(family, -1, 7), to = sa(family, 1, 7);
         HP_REQUIRE_EQ(hp_udp_bind(srv, &any), 0);
@@ -278,7 +280,8 @@ HP_TEST(udp_e2e_early_demux_bursts)
         HP_CHECK_EQ(hp_stack_counter(p.s[1], HP_CTR_UDP_NO_PORTS), 6u);
         uint64_t pre = p.s[1]->sock->udp_early_prefetches;
         if (on)
-            HP_CHECK_GE(pre, (uint64_t)(3 * 2 * N) / 2); /* most: the first frame of a burst is not peeked alone */
+            HP_CHECK_GE(pre, (uint64_t)(3 * 2 * N) /
+                                 2); /* most: the first frame of a burst is not peeked alone */
         else
             HP_CHECK_EQ(pre, 0u);
         for (int fam = 0; fam < 2; fam++)

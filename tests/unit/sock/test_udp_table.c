@@ -8,9 +8,9 @@
 #include <hotpath/pool.h>
 #include <hotpath/udp.h>
 
+#include "hp_test.h"
 #include "net/internal.h"
 #include "sock/internal.h"
-#include "hp_test.h"
 
 /* A stack built by hand around one interface: enough for the sock layer,
  * which only reads the interface's addresses and counters here. */
@@ -84,7 +84,8 @@ static struct hp_buf *dgram(struct fake *f, int family, const uint8_t *src, uint
     u[6] = u[7] = 0;
     memcpy(u + 8, payload, len);
     if (cksum) {
-        uint16_t c = family == 4 ? hp_cksum_udp4(src, dst, u, 8 + len) : hp_cksum_udp6(src, dst, u, 8 + len);
+        uint16_t c =
+            family == 4 ? hp_cksum_udp4(src, dst, u, 8 + len) : hp_cksum_udp6(src, dst, u, 8 + len);
         if (cksum == 2)
             c ^= 0x0101;
         memcpy(u + 6, &c, 2);
@@ -93,8 +94,8 @@ static struct hp_buf *dgram(struct fake *f, int family, const uint8_t *src, uint
     return b;
 }
 
-static void input(struct fake *f, int family, const uint8_t *src, uint16_t sport, const uint8_t *dst,
-                  uint16_t dport, const char *text, int cksum)
+static void input(struct fake *f, int family, const uint8_t *src, uint16_t sport,
+                  const uint8_t *dst, uint16_t dport, const char *text, int cksum)
 {
     struct hp_buf *b = dgram(f, family, src, sport, dst, dport, text, strlen(text), cksum);
     if (b)
@@ -122,12 +123,12 @@ HP_TEST(udp_open_bad_args)
     HP_CHECK_EQ(l.family, 4);
     HP_CHECK_EQ(l.port, 0);
     struct hp_sockaddr six = sa(6, NULL, 7);
-    HP_CHECK_EQ(hp_udp_bind(u, &six), -EINVAL);             /* wrong family */
+    HP_CHECK_EQ(hp_udp_bind(u, &six), -EINVAL); /* wrong family */
     struct hp_sockaddr other = sa(4, O4, 7);
-    HP_CHECK_EQ(hp_udp_bind(u, &other), -EADDRNOTAVAIL);    /* not ours */
+    HP_CHECK_EQ(hp_udp_bind(u, &other), -EADDRNOTAVAIL); /* not ours */
     struct hp_sockaddr any = sa(4, NULL, 7);
     HP_CHECK_EQ(hp_udp_bind(u, &any), 0);
-    HP_CHECK_EQ(hp_udp_bind(u, &any), -EINVAL);             /* already bound */
+    HP_CHECK_EQ(hp_udp_bind(u, &any), -EINVAL); /* already bound */
     HP_CHECK_EQ(hp_udp_set_rcvq(u, 0), -EINVAL);
     char buf[4];
     HP_CHECK_EQ(hp_udp_recvfrom(u, buf, sizeof buf, NULL), -EAGAIN);
@@ -337,7 +338,10 @@ HP_TEST(udp_chained_input)
     for (size_t i = 0; i < sizeof payload; i++)
         payload[i] = (uint8_t)(i * 7 + 3);
     /* Cut points; the rest goes in segments of at most 1800 bytes. */
-    static const uint32_t cuts[][3] = {{3, 1001, 1777}, {8, 9, 10}, {1000, 2001, 3501}, {4, 1500, 1501}};
+    static const uint32_t cuts[][3] = {{3, 1001, 1777},
+                                       {8, 9, 10},
+                                       {1000, 2001, 3501},
+                                       {4, 1500, 1501}};
     for (int spoil = 0; spoil < 2; spoil++)
         for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++) {
             /* Build the whole datagram, then split it. */
@@ -596,7 +600,8 @@ HP_TEST(udp_port_table_grows_with_the_sockets)
         }
     }
     HP_CHECK_EQ(f->s.sock->udp_bound, (uint32_t)N);
-    HP_CHECK_GE(f->s.sock->udp_mask + 1, (uint32_t)N); /* grown: at most one socket per bucket on average */
+    HP_CHECK_GE(f->s.sock->udp_mask + 1,
+                (uint32_t)N); /* grown: at most one socket per bucket on average */
     /* A second bind of a bound port and address clashes. */
     struct hp_udp_sock *dup = hp_udp_open(&f->s, 4, NULL);
     struct hp_sockaddr again = sa(4, A4, 2000);
@@ -611,8 +616,8 @@ HP_TEST(udp_port_table_grows_with_the_sockets)
             int fam = i % 3 == 2 ? 6 : 4;
             uint16_t port = (uint16_t)(2000 + (i % 50) * 1024 + i / 50);
             uint32_t v = (uint32_t)i;
-            struct hp_buf *b = dgram(f, fam, fam == 4 ? P4 : P6, (uint16_t)(7000 + i), fam == 4 ? A4 : A6, port,
-                                     &v, sizeof v, 1);
+            struct hp_buf *b = dgram(f, fam, fam == 4 ? P4 : P6, (uint16_t)(7000 + i),
+                                     fam == 4 ? A4 : A6, port, &v, sizeof v, 1);
             HP_REQUIRE(b != NULL);
             hp__udp_input(&f->ifc, b, fam, fam == 4 ? P4 : P6, fam == 4 ? A4 : A6);
             uint32_t got = 0;

@@ -98,7 +98,8 @@ struct l2l3_vecs *l2l3_load(const char *kind)
 {
     FILE *f = fopen(L2L3_VECTORS_FILE, "r");
     if (!f) {
-        hp_test_fail(__FILE__, __LINE__, "%s: %s (regenerate it with tests/vectors/wire/l2l3/gen.py)",
+        hp_test_fail(__FILE__, __LINE__,
+                     "%s: %s (regenerate it with tests/vectors/wire/l2l3/gen.py)",
                      L2L3_VECTORS_FILE, strerror(errno));
         return NULL;
     }

@@ -8,17 +8,17 @@
 #include <stdint.h>
 
 #define L2L3_VECTORS_FILE HP_VECTORS_DIR "/wire/l2l3/vectors.txt"
-#define L2L3_MAX_KV 24
+#define L2L3_MAX_KV       24
 
 /* One line: "<kind> <hex> key=value...". */
 struct l2l3_vec {
-    int line;                 /* in vectors.txt, for messages */
-    uint8_t *data;            /* the packet */
+    int line;      /* in vectors.txt, for messages */
+    uint8_t *data; /* the packet */
     size_t len;
-    int expect;               /* from expect=: 0 or -HP_WIRE_* */
+    int expect; /* from expect=: 0 or -HP_WIRE_* */
     int nkv;
     const char *key[L2L3_MAX_KV], *val[L2L3_MAX_KV];
-    char *text;               /* owns the strings above */
+    char *text; /* owns the strings above */
 };
 
 struct l2l3_vecs {

@@ -15,7 +15,7 @@
 #include "hp_test.h"
 
 #define L4V_FILE HP_VECTORS_DIR "/wire/l4/vectors.txt"
-#define L4V_MAX 400
+#define L4V_MAX  400
 
 /*
  * One line: "<kind> <hex of the IP packet> key=value ...". The transport
@@ -129,8 +129,7 @@ static inline struct l4v_set *l4v_load(const char *k1, const char *k2)
         v->ip_len = hlen / 2;
         v->ip = malloc(v->ip_len ? v->ip_len : 1);
         v->keys = strdup(h + hlen);
-        if (!v->ip || !v->keys || hlen % 2 || !l4v_unhex(h, v->ip, v->ip_len) ||
-            !l4v_locate(v)) {
+        if (!v->ip || !v->keys || hlen % 2 || !l4v_unhex(h, v->ip, v->ip_len) || !l4v_locate(v)) {
             hp_test_fail(__FILE__, __LINE__, "%s:%d: malformed line", L4V_FILE, lineno);
             free(v->ip);
             free(v->keys);

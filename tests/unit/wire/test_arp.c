@@ -192,9 +192,9 @@ HP_TEST(arp_emit)
                                 .tha = {0x02, 0x00, 0x5E, 0x10, 0x20, 0x30},
                                 .tpa = {198, 18, 0, 1}};
     HP_CHECK_EQ(hp_arp_emit(&reply, out + 3, sizeof out - 3), 28); /* unaligned */
-    const uint8_t want[28] = {0x00, 0x01, 0x08, 0x00, 6,    4,    0x00, 0x02, 0x02, 1,
-                              2,    3,    4,    5,    198,  18,   0,    2,    0x02, 0x00,
-                              0x5E, 0x10, 0x20, 0x30, 198,  18,   0,    1};
+    const uint8_t want[28] = {0x00, 0x01, 0x08, 0x00, 6,   4,  0x00, 0x02, 0x02, 1,
+                              2,    3,    4,    5,    198, 18, 0,    2,    0x02, 0x00,
+                              0x5E, 0x10, 0x20, 0x30, 198, 18, 0,    1};
     HP_CHECK_MEMEQ(out + 3, want, 28);
     struct hp_arp_repr r;
     HP_CHECK_EQ(hp_arp_parse(out + 3, 28, &r), 0);

@@ -15,8 +15,7 @@ static const uint8_t MAC_B[6] = {0x02, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE};
 static bool repr_eq(const struct hp_eth_repr *a, const struct hp_eth_repr *b)
 {
     return memcmp(a->dst, b->dst, 6) == 0 && memcmp(a->src, b->src, 6) == 0 &&
-           a->ethertype == b->ethertype && a->has_vlan == b->has_vlan &&
-           a->vlan_tci == b->vlan_tci;
+           a->ethertype == b->ethertype && a->has_vlan == b->has_vlan && a->vlan_tci == b->vlan_tci;
 }
 
 /* check on a tight copy of the first n bytes of pkt. */
@@ -109,8 +108,8 @@ HP_TEST(eth_truncated_every_length)
             int rc = check_prefix(v->data, n);
             int want = n < hlen ? -HP_WIRE_TRUNCATED : 0;
             if (rc != want) {
-                hp_test_fail(__FILE__, __LINE__, "line %d cut at %zu: %d, want %d", v->line, n,
-                             rc, want);
+                hp_test_fail(__FILE__, __LINE__, "line %d cut at %zu: %d, want %d", v->line, n, rc,
+                             want);
                 break;
             }
         }
@@ -142,8 +141,8 @@ HP_TEST(eth_ethertype_boundaries)
         build(f, HP_ETHERTYPE_VLAN, 5, refused[i]);
         HP_CHECK_EQ(hp_eth_check(f, 60), -HP_WIRE_UNSUPPORTED);
     }
-    const uint16_t accepted[] = {0x0600, HP_ETHERTYPE_IPV4, HP_ETHERTYPE_ARP, HP_ETHERTYPE_IPV6,
-                                 0x88B5, 0xFFFF};
+    const uint16_t accepted[] = {
+        0x0600, HP_ETHERTYPE_IPV4, HP_ETHERTYPE_ARP, HP_ETHERTYPE_IPV6, 0x88B5, 0xFFFF};
     for (size_t i = 0; i < sizeof accepted / sizeof accepted[0]; i++) {
         struct hp_eth_repr r;
         size_t h;

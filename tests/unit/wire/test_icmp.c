@@ -140,8 +140,12 @@ HP_TEST(icmp_bad_checksum)
     uint8_t data[56];
     for (int i = 0; i < 56; i++)
         data[i] = (uint8_t)(i * 5);
-    struct hp_icmp_repr r = {.type = HP_ICMP_ECHO_REQUEST, .ident = 0x4242, .seq = 7,
-                             .data = data, .data_len = sizeof data}, p;
+    struct hp_icmp_repr r = {.type = HP_ICMP_ECHO_REQUEST,
+                             .ident = 0x4242,
+                             .seq = 7,
+                             .data = data,
+                             .data_len = sizeof data},
+                        p;
     uint8_t d[64];
     HP_REQUIRE_EQ(hp_icmp_emit(&r, d, sizeof d), 64);
     HP_REQUIRE_EQ(hp_icmp_parse(d, 64, &p, HP_WIRE_VERIFY_CKSUM), 0);
@@ -161,9 +165,15 @@ HP_TEST(icmp_bad_checksum)
 HP_TEST(icmp_error_fields)
 {
     uint8_t quote[28] = {0x45};
-    struct hp_icmp_repr r = {.type = HP_ICMP_DEST_UNREACH, .code = HP_ICMP_UNREACH_FRAG_NEEDED,
-                             .next_hop_mtu = 1280, .pointer = 9, .ident = 1, .seq = 2,
-                             .data = quote, .data_len = sizeof quote}, p;
+    struct hp_icmp_repr r = {.type = HP_ICMP_DEST_UNREACH,
+                             .code = HP_ICMP_UNREACH_FRAG_NEEDED,
+                             .next_hop_mtu = 1280,
+                             .pointer = 9,
+                             .ident = 1,
+                             .seq = 2,
+                             .data = quote,
+                             .data_len = sizeof quote},
+                        p;
     uint8_t d[64];
     HP_REQUIRE_EQ(hp_icmp_emit(&r, d, sizeof d), 36);
     HP_CHECK_EQ(hp_get_be32(d + 4), 1280); /* pointer, ident, seq not written */
@@ -234,8 +244,12 @@ HP_TEST(icmp_echo_reply_in_place)
     uint8_t data[100];
     for (int i = 0; i < 100; i++)
         data[i] = (uint8_t)(255 - i);
-    struct hp_icmp_repr q = {.type = HP_ICMP_ECHO_REQUEST, .ident = 99, .seq = 1000,
-                             .data = data, .data_len = 100}, p;
+    struct hp_icmp_repr q = {.type = HP_ICMP_ECHO_REQUEST,
+                             .ident = 99,
+                             .seq = 1000,
+                             .data = data,
+                             .data_len = 100},
+                        p;
     uint8_t d[108];
     HP_REQUIRE_EQ(hp_icmp_emit(&q, d, sizeof d), 108);
     HP_REQUIRE_EQ(hp_icmp_parse(d, 108, &p, HP_WIRE_VERIFY_CKSUM), 0);

@@ -162,8 +162,12 @@ HP_TEST(icmp6_checksum_and_addresses)
     struct hp_l4_addrs a = addrs(global1, global2);
     uint8_t data[33];
     memset(data, 0xA5, sizeof data);
-    struct hp_icmp6_repr r = {.type = HP_ICMP6_ECHO_REQUEST, .ident = 1, .seq = 2,
-                              .data = data, .data_len = sizeof data}, p;
+    struct hp_icmp6_repr r = {.type = HP_ICMP6_ECHO_REQUEST,
+                              .ident = 1,
+                              .seq = 2,
+                              .data = data,
+                              .data_len = sizeof data},
+                         p;
     uint8_t d[64];
     HP_REQUIRE_EQ(hp_icmp6_emit(&r, &a, d, sizeof d), 41);
     HP_REQUIRE_EQ(hp_icmp6_parse(d, 41, &a, &p, HP_WIRE_VERIFY_CKSUM), 0);
@@ -194,8 +198,13 @@ HP_TEST(icmp6_error_fields)
 {
     struct hp_l4_addrs a = addrs(global1, global2);
     uint8_t quote[48] = {0x60};
-    struct hp_icmp6_repr r = {.type = HP_ICMP6_PACKET_TOO_BIG, .mtu = 1280, .pointer = 77,
-                              .ident = 5, .data = quote, .data_len = sizeof quote}, p;
+    struct hp_icmp6_repr r = {.type = HP_ICMP6_PACKET_TOO_BIG,
+                              .mtu = 1280,
+                              .pointer = 77,
+                              .ident = 5,
+                              .data = quote,
+                              .data_len = sizeof quote},
+                         p;
     uint8_t d[64];
     HP_REQUIRE_EQ(hp_icmp6_emit(&r, &a, d, sizeof d), 56);
     HP_CHECK_EQ(hp_icmp6_word(d), 1280);
@@ -238,12 +247,17 @@ HP_TEST(icmp6_quote_len)
 static size_t fixed_len(unsigned type)
 {
     switch (type) {
-    case 133: return 8;
-    case 134: return 16;
+    case 133:
+        return 8;
+    case 134:
+        return 16;
     case 135:
-    case 136: return 24;
-    case 137: return 40;
-    default: return 0;
+    case 136:
+        return 24;
+    case 137:
+        return 40;
+    default:
+        return 0;
     }
 }
 
@@ -253,10 +267,9 @@ static void check_ndp_equal(const struct hp_ndp_repr *x, const struct hp_ndp_rep
               x->router == y->router && x->solicited == y->solicited &&
               x->override == y->override && x->cur_hop_limit == y->cur_hop_limit &&
               x->managed == y->managed && x->other == y->other &&
-              x->router_lifetime == y->router_lifetime &&
-              x->reachable_time == y->reachable_time && x->retrans_timer == y->retrans_timer &&
-              x->has_sll == y->has_sll && x->has_tll == y->has_tll &&
-              (!x->has_sll || memcmp(x->sll, y->sll, 6) == 0) &&
+              x->router_lifetime == y->router_lifetime && x->reachable_time == y->reachable_time &&
+              x->retrans_timer == y->retrans_timer && x->has_sll == y->has_sll &&
+              x->has_tll == y->has_tll && (!x->has_sll || memcmp(x->sll, y->sll, 6) == 0) &&
               (!x->has_tll || memcmp(x->tll, y->tll, 6) == 0) && x->has_mtu == y->has_mtu &&
               x->mtu == y->mtu && x->n_prefix == y->n_prefix &&
               memcmp(x->redirect_dst, y->redirect_dst, 16) == 0;
@@ -407,11 +420,13 @@ HP_TEST(ndp_truncated_at_every_length)
             uint8_t *msg = l4v_tight(v->l4, l);
             struct hp_ndp_repr r;
             int rc = hp_ndp_parse(msg, l, &v->a, 255, &r, 0);
-            int want = l < 8 ? -HP_WIRE_TRUNCATED : l < fixed ? -HP_WIRE_BAD_LENGTH
-                     : boundary[l] ? 0 : -HP_WIRE_BAD_OPTION;
+            int want = l < 8         ? -HP_WIRE_TRUNCATED
+                       : l < fixed   ? -HP_WIRE_BAD_LENGTH
+                       : boundary[l] ? 0
+                                     : -HP_WIRE_BAD_OPTION;
             if (rc != want) {
-                hp_test_fail(__FILE__, __LINE__, "line %d cut at %zu: %d, want %d", v->line, l,
-                             rc, want);
+                hp_test_fail(__FILE__, __LINE__, "line %d cut at %zu: %d, want %d", v->line, l, rc,
+                             want);
                 free(msg);
                 break;
             }
@@ -457,9 +472,9 @@ HP_TEST(ndp_option_lengths)
     n = ns_with(d, one, 2, &a);
     HP_CHECK_EQ(hp_ndp_parse(d, n, &a, 255, &r, HP_WIRE_VERIFY_CKSUM), -HP_WIRE_BAD_OPTION);
     /* A valid SLL, an unknown option skipped, then the SLL again. */
-    static const uint8_t good[24] = {HP_NDP_OPT_SLL, 1, 1, 2, 3, 4, 5, 6,
-                                     200, 1, 9, 9, 9, 9, 9, 9,
-                                     HP_NDP_OPT_SLL, 1, 0xa, 0xb, 0xc, 0xd, 0xe, 0xf};
+    static const uint8_t good[24] = {
+        HP_NDP_OPT_SLL, 1, 1,   2,   3,   4,   5,   6,  200, 1, 9, 9, 9, 9, 9, 9,
+        HP_NDP_OPT_SLL, 1, 0xa, 0xb, 0xc, 0xd, 0xe, 0xf};
     n = ns_with(d, good, 24, &a);
     HP_REQUIRE_EQ(hp_ndp_parse(d, n, &a, 255, &r, HP_WIRE_VERIFY_CKSUM), 0);
     HP_CHECK(r.has_sll);
@@ -471,7 +486,7 @@ HP_TEST(ndp_option_lengths)
     HP_CHECK(!r.has_sll);
     /* Options that do not belong to an NS are ignored, whatever they hold. */
     static const uint8_t other[16] = {HP_NDP_OPT_PREFIX, 2, 200, 0, 0, 0, 0, 0,
-                                      HP_NDP_OPT_TLL, 1, 1, 2, 3, 4, 5, 6};
+                                      HP_NDP_OPT_TLL,    1, 1,   2, 3, 4, 5, 6};
     n = ns_with(d, other, 16, &a);
     HP_REQUIRE_EQ(hp_ndp_parse(d, n, &a, 255, &r, HP_WIRE_VERIFY_CKSUM), 0);
     HP_CHECK(!r.has_tll);
@@ -482,8 +497,11 @@ HP_TEST(ndp_option_lengths)
 /* An RA from ll1 with a prefix and an MTU option, then a mutation. */
 static size_t ra_with(uint8_t *d, const struct hp_l4_addrs *a)
 {
-    struct hp_ndp_repr r = {.type = HP_NDP_ROUTER_ADVERT, .cur_hop_limit = 64,
-                            .router_lifetime = 1800, .has_mtu = true, .mtu = 1500,
+    struct hp_ndp_repr r = {.type = HP_NDP_ROUTER_ADVERT,
+                            .cur_hop_limit = 64,
+                            .router_lifetime = 1800,
+                            .has_mtu = true,
+                            .mtu = 1500,
                             .n_prefix = 1};
     r.prefix[0].len = 64;
     r.prefix[0].onlink = r.prefix[0].autonomous = true;
@@ -551,14 +569,14 @@ HP_TEST(ndp_validation_rules)
 {
     struct rule_case c[24];
     int n = 0;
-#define CASE(w, s, d, exp)                                                                      \
-    do {                                                                                        \
-        memset(&c[n], 0, sizeof c[n]);                                                          \
-        c[n].what = (w);                                                                        \
-        c[n].src = (s);                                                                         \
-        c[n].dst = (d);                                                                         \
-        c[n].want = (exp);                                                                      \
-        n++;                                                                                    \
+#define CASE(w, s, d, exp)                                                                         \
+    do {                                                                                           \
+        memset(&c[n], 0, sizeof c[n]);                                                             \
+        c[n].what = (w);                                                                           \
+        c[n].src = (s);                                                                            \
+        c[n].dst = (d);                                                                            \
+        c[n].want = (exp);                                                                         \
+        n++;                                                                                       \
     } while (0)
     /* NS (7.1.1) */
     CASE("NS resolution", global1, snma2, 0);
@@ -681,10 +699,18 @@ HP_TEST(ndp_validation_rules)
 HP_TEST(ndp_emit_each_type)
 {
     for (unsigned t = 133; t <= 137; t++) {
-        struct hp_ndp_repr r = {.type = (uint8_t)t, .has_sll = true, .has_tll = true,
-                                .has_mtu = true, .mtu = 9000, .n_prefix = 4,
-                                .cur_hop_limit = 64, .managed = true, .router_lifetime = 600,
-                                .reachable_time = 1, .retrans_timer = 2, .router = true};
+        struct hp_ndp_repr r = {.type = (uint8_t)t,
+                                .has_sll = true,
+                                .has_tll = true,
+                                .has_mtu = true,
+                                .mtu = 9000,
+                                .n_prefix = 4,
+                                .cur_hop_limit = 64,
+                                .managed = true,
+                                .router_lifetime = 600,
+                                .reachable_time = 1,
+                                .retrans_timer = 2,
+                                .router = true};
         memcpy(r.sll, mac1, 6);
         memcpy(r.tll, mac1, 6);
         r.tll[5] = 0x99;

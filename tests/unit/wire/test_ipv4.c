@@ -14,9 +14,8 @@ static bool repr_eq(const struct hp_ipv4_repr *a, const struct hp_ipv4_repr *b, 
 {
     return memcmp(a->src, b->src, 4) == 0 && memcmp(a->dst, b->dst, 4) == 0 &&
            a->proto == b->proto && a->ttl == b->ttl && a->dscp_ecn == b->dscp_ecn &&
-           a->ident == b->ident && a->df == b->df && a->mf == b->mf &&
-           a->frag_off == b->frag_off && a->payload_len == b->payload_len &&
-           (!with_hdr_len || a->hdr_len == b->hdr_len);
+           a->ident == b->ident && a->df == b->df && a->mf == b->mf && a->frag_off == b->frag_off &&
+           a->payload_len == b->payload_len && (!with_hdr_len || a->hdr_len == b->hdr_len);
 }
 
 static int check_prefix(const uint8_t *pkt, size_t n)
@@ -114,9 +113,8 @@ HP_TEST(ipv4_vectors)
                 }
                 HP_CHECK(hp_cksum_ipv4_hdr_ok(out, 20));
                 struct hp_ipv4_repr r2;
-                HP_CHECK_EQ(hp_ipv4_parse(out, 20 + (size_t)r.payload_len, &r2,
-                                          HP_WIRE_VERIFY_CKSUM),
-                            0);
+                HP_CHECK_EQ(
+                    hp_ipv4_parse(out, 20 + (size_t)r.payload_len, &r2, HP_WIRE_VERIFY_CKSUM), 0);
                 HP_CHECK(repr_eq(&r, &r2, false));
                 HP_CHECK_EQ(r2.hdr_len, 20);
             }
@@ -154,8 +152,8 @@ HP_TEST(ipv4_truncated_every_length)
         for (size_t n = 0; n <= v->len; n++) {
             int rc = check_prefix(v->data, n), want = n < total ? -HP_WIRE_TRUNCATED : 0;
             if (rc != want) {
-                hp_test_fail(__FILE__, __LINE__, "line %d cut at %zu of %zu: %d, want %d",
-                             v->line, n, total, rc, want);
+                hp_test_fail(__FILE__, __LINE__, "line %d cut at %zu of %zu: %d, want %d", v->line,
+                             n, total, rc, want);
                 break;
             }
         }
@@ -327,9 +325,9 @@ HP_TEST(ipv4_fragments)
         HP_CHECK_EQ(check_frag(7, len), 0); /* a last fragment may end anywhere */
     }
     /* Reassembled datagram: offset + data + header <= 65535. */
-    HP_CHECK_EQ(check_frag(8189, 3), 0);     /* 65512 + 3 + 20 = 65535 */
+    HP_CHECK_EQ(check_frag(8189, 3), 0); /* 65512 + 3 + 20 = 65535 */
     HP_CHECK_EQ(check_frag(8189, 4), -HP_WIRE_BAD_LENGTH);
-    HP_CHECK_EQ(check_frag(0x1FFF, 0), -HP_WIRE_BAD_LENGTH); /* 65528 + 20 */
+    HP_CHECK_EQ(check_frag(0x1FFF, 0), -HP_WIRE_BAD_LENGTH);        /* 65528 + 20 */
     HP_CHECK_EQ(check_frag(0x2000 | 8188, 8), 0);                   /* 65504 + 8 + 20 */
     HP_CHECK_EQ(check_frag(0x2000 | 8189, 8), -HP_WIRE_BAD_LENGTH); /* 65512 + 8 + 20 */
     HP_CHECK_EQ(check_frag(0x1000, 65535 - 20), -HP_WIRE_BAD_LENGTH);
@@ -343,9 +341,17 @@ HP_TEST(ipv4_fragments)
 HP_TEST(ipv4_emit)
 {
     struct hp_ipv4_repr r = {
-        .src = {198, 18, 1, 2}, .dst = {198, 19, 3, 4}, .proto = HP_IPPROTO_TCP, .ttl = 63,
-        .dscp_ecn = 0xB9, .ident = 0xBEEF, .df = true, .mf = true, .frag_off = 1480,
-        .payload_len = 1480, .hdr_len = 60, /* ignored */
+        .src = {198, 18, 1, 2},
+        .dst = {198, 19, 3, 4},
+        .proto = HP_IPPROTO_TCP,
+        .ttl = 63,
+        .dscp_ecn = 0xB9,
+        .ident = 0xBEEF,
+        .df = true,
+        .mf = true,
+        .frag_off = 1480,
+        .payload_len = 1480,
+        .hdr_len = 60, /* ignored */
     };
     static uint8_t out[20 + 1480];
     for (size_t cap = 0; cap < 20; cap++) {

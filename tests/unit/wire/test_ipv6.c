@@ -241,8 +241,8 @@ HP_TEST(ipv6_truncated_every_length)
         for (size_t n = 0; n <= v->len; n++) {
             int rc = check_prefix(v->data, n), want = n < total ? -HP_WIRE_TRUNCATED : 0;
             if (rc != want) {
-                hp_test_fail(__FILE__, __LINE__, "line %d cut at %zu of %zu: %d, want %d",
-                             v->line, n, total, rc, want);
+                hp_test_fail(__FILE__, __LINE__, "line %d cut at %zu of %zu: %d, want %d", v->line,
+                             n, total, rc, want);
                 break;
             }
         }
@@ -301,8 +301,8 @@ HP_TEST(ipv6_each_extension_header)
         }
     }
     /* Everything at once, in the order RFC 8200 section 4.1 recommends. */
-    const uint8_t all[] = {HP_IPPROTO_HOPOPTS, HP_IPPROTO_DSTOPTS, HP_IPPROTO_ROUTING,
-                           HP_IPPROTO_FRAGMENT, HP_IPPROTO_AH, HP_IPPROTO_DSTOPTS};
+    const uint8_t all[] = {HP_IPPROTO_HOPOPTS,  HP_IPPROTO_DSTOPTS, HP_IPPROTO_ROUTING,
+                           HP_IPPROTO_FRAGMENT, HP_IPPROTO_AH,      HP_IPPROTO_DSTOPTS};
     size_t n = chain(buf, all, sizeof all, HP_IPPROTO_ICMPV6, 8);
     struct hp_ipv6_repr r;
     HP_CHECK_EQ(hp_ipv6_parse(buf, n, &r), 0);
@@ -436,8 +436,8 @@ HP_TEST(ipv6_options)
             int want = otype >> 6 == 0 ? 0 : -HP_WIRE_BAD_OPTION;
             int rc = check_options(t, o, 6);
             if (rc != want) {
-                hp_test_fail(__FILE__, __LINE__, "header %u, option type 0x%02x: %d, want %d",
-                             t, otype, rc, want);
+                hp_test_fail(__FILE__, __LINE__, "header %u, option type 0x%02x: %d, want %d", t,
+                             otype, rc, want);
                 break;
             }
         }
@@ -604,8 +604,11 @@ HP_TEST(ipv6_source_addresses)
 
 HP_TEST(ipv6_emit)
 {
-    struct hp_ipv6_repr r = {.next_header = UDP, .hop_limit = 255, .traffic_class = 0xE3,
-                             .flow_label = 0x12345, .payload_len = 1232};
+    struct hp_ipv6_repr r = {.next_header = UDP,
+                             .hop_limit = 255,
+                             .traffic_class = 0xE3,
+                             .flow_label = 0x12345,
+                             .payload_len = 1232};
     memcpy(r.src, SRC, 16);
     memcpy(r.dst, DST, 16);
     uint8_t out[64];
@@ -662,7 +665,8 @@ HP_TEST(ipv6_emit)
 HP_TEST(ipv6_address_helpers)
 {
     /* RFC 4291 section 2.7.1: 4037::01:800:200E:8C6C -> FF02::1:FF0E:8C6C. */
-    const uint8_t a[16] = {0x40, 0x37, 0, 0, 0, 0, 0, 0, 0, 0x01, 0x08, 0x00, 0x20, 0x0E, 0x8C, 0x6C};
+    const uint8_t a[16] = {0x40, 0x37, 0,    0,    0,    0,    0,    0,
+                           0,    0x01, 0x08, 0x00, 0x20, 0x0E, 0x8C, 0x6C};
     const uint8_t sn[16] = {0xFF, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0xFF, 0x0E, 0x8C, 0x6C};
     uint8_t out[16];
     hp_ipv6_solicited_node(a, out);
@@ -678,7 +682,8 @@ HP_TEST(ipv6_address_helpers)
     /* Modified EUI-64 (RFC 4291 appendix A): 00:1b:21:3c:4d:5e ->
      * fe80::21b:21ff:fe3c:4d5e; a locally administered MAC flips back to 0. */
     const uint8_t m1[6] = {0x00, 0x1B, 0x21, 0x3C, 0x4D, 0x5E};
-    const uint8_t ll1[16] = {0xFE, 0x80, 0, 0, 0, 0, 0, 0, 0x02, 0x1B, 0x21, 0xFF, 0xFE, 0x3C, 0x4D, 0x5E};
+    const uint8_t ll1[16] = {0xFE, 0x80, 0,    0,    0,    0,    0,    0,
+                             0x02, 0x1B, 0x21, 0xFF, 0xFE, 0x3C, 0x4D, 0x5E};
     hp_ipv6_eui64_link_local(m1, out);
     HP_CHECK_MEMEQ(out, ll1, 16);
     const uint8_t m2[6] = {0x02, 0, 0, 0, 0, 1};

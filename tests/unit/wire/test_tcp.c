@@ -226,8 +226,13 @@ HP_TEST(tcp_option_lengths)
     static const struct {
         uint8_t kind;
         int ok_len; /* -1: 2 + 8n for n 1..4; -2: any length >= 2 */
-    } kinds[] = {{HP_TCP_KIND_MSS, 4}, {HP_TCP_KIND_WS, 3}, {HP_TCP_KIND_SACK_PERM, 2},
-                 {HP_TCP_KIND_SACK, -1}, {HP_TCP_KIND_TS, 10}, {253, -2}, {30, -2}};
+    } kinds[] = {{HP_TCP_KIND_MSS, 4},
+                 {HP_TCP_KIND_WS, 3},
+                 {HP_TCP_KIND_SACK_PERM, 2},
+                 {HP_TCP_KIND_SACK, -1},
+                 {HP_TCP_KIND_TS, 10},
+                 {253, -2},
+                 {30, -2}};
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
         for (int len = 0; len <= 40; len++) {
             uint8_t o[40] = {0};
@@ -240,8 +245,8 @@ HP_TEST(tcp_option_lengths)
             struct hp_tcp_repr r;
             int rc = parse_opts(o, 40, &r);
             if (rc != (fits && right ? 0 : -HP_WIRE_BAD_OPTION)) {
-                hp_test_fail(__FILE__, __LINE__, "kind %u length %d: parse gave %d",
-                             kinds[k].kind, len, rc);
+                hp_test_fail(__FILE__, __LINE__, "kind %u length %d: parse gave %d", kinds[k].kind,
+                             len, rc);
                 return;
             }
             /* The same option at the very end of a shorter header runs past
@@ -262,12 +267,13 @@ HP_TEST(tcp_option_lengths)
 HP_TEST(tcp_option_values)
 {
     struct hp_tcp_repr r;
-    static const uint8_t all[] = {2, 4, 0x05, 0xb4,       /* MSS 1460 */
-                                  1, 3, 3, 9,             /* NOP WS 9 */
-                                  4, 2,                   /* SACK-permitted */
-                                  8, 10, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xfe, /* TS */
-                                  5, 18, 0, 0, 0, 10, 0, 0, 0, 20, 0xff, 0xff, 0xff, 0xf0,
-                                  0, 0, 0, 16}; /* 2 SACK blocks, the second wrapping */
+    static const uint8_t all[] = {
+        2,    4,    0x05, 0xb4,                                /* MSS 1460 */
+        1,    3,    3,    9,                                   /* NOP WS 9 */
+        4,    2,                                               /* SACK-permitted */
+        8,    10,   0,    0,    0, 1,  0xff, 0xff, 0xff, 0xfe, /* TS */
+        5,    18,   0,    0,    0, 10, 0,    0,    0,    20,
+        0xff, 0xff, 0xff, 0xf0, 0, 0,  0,    16}; /* 2 SACK blocks, the second wrapping */
     HP_REQUIRE_EQ(parse_opts(all, sizeof all, &r), 0);
     HP_CHECK(r.opt.has_mss);
     HP_CHECK_EQ(r.opt.mss, 1460);
@@ -359,8 +365,12 @@ HP_TEST(tcp_flags_and_reserved_bits)
 {
     struct hp_l4_addrs a = addrs(6);
     for (unsigned f = 0; f < 256; f++) {
-        struct hp_tcp_repr r = {.src_port = 1, .dst_port = 2, .seq = f, .flags = (uint8_t)f,
-                                .urgent = (uint16_t)(f * 3)}, p;
+        struct hp_tcp_repr r = {.src_port = 1,
+                                .dst_port = 2,
+                                .seq = f,
+                                .flags = (uint8_t)f,
+                                .urgent = (uint16_t)(f * 3)},
+                           p;
         uint8_t d[64];
         HP_REQUIRE_EQ(hp_tcp_emit(&r, &a, d, sizeof d), 20);
         HP_CHECK_EQ(d[12], 0x50);
@@ -384,8 +394,13 @@ HP_TEST(tcp_emit_option_combinations)
     int fitted = 0, refused = 0;
     for (unsigned m = 0; m < 16; m++) {
         for (int ns = 0; ns <= HP_TCP_MAX_SACK; ns++) {
-            struct hp_tcp_repr r = {.src_port = 80, .dst_port = 5555, .seq = 7, .ack = 9,
-                                    .flags = HP_TCP_F_ACK, .window = 100}, p;
+            struct hp_tcp_repr r = {.src_port = 80,
+                                    .dst_port = 5555,
+                                    .seq = 7,
+                                    .ack = 9,
+                                    .flags = HP_TCP_F_ACK,
+                                    .window = 100},
+                               p;
             r.opt.has_mss = m & 1;
             r.opt.mss = 1460;
             r.opt.has_ws = (m >> 1) & 1;
@@ -442,14 +457,17 @@ HP_TEST(tcp_emit_option_combinations)
 HP_TEST(tcp_emit_syn_layout)
 {
     struct hp_l4_addrs a = addrs(4);
-    struct hp_tcp_repr r = {.src_port = 0x1234, .dst_port = 80, .seq = 1, .flags = HP_TCP_F_SYN,
+    struct hp_tcp_repr r = {.src_port = 0x1234,
+                            .dst_port = 80,
+                            .seq = 1,
+                            .flags = HP_TCP_F_SYN,
                             .window = 64240};
     r.opt.has_mss = r.opt.has_ws = r.opt.sack_perm = r.opt.has_ts = true;
     r.opt.mss = 1460;
     r.opt.ws = 7;
     r.opt.ts_val = 0xAABBCCDD;
-    static const uint8_t want[20] = {2, 4, 0x05, 0xb4, 4, 2, 8, 10, 0xAA, 0xBB,
-                                     0xCC, 0xDD, 0, 0, 0, 0, 1, 3, 3, 7};
+    static const uint8_t want[20] = {2,    4,    0x05, 0xb4, 4, 2, 8, 10, 0xAA, 0xBB,
+                                     0xCC, 0xDD, 0,    0,    0, 0, 1, 3,  3,    7};
     uint8_t d[64];
     HP_REQUIRE_EQ(hp_tcp_emit(&r, &a, d, sizeof d), 40);
     HP_CHECK_EQ(d[12], 10 << 4);
@@ -461,8 +479,12 @@ HP_TEST(tcp_bad_checksum)
 {
     for (int fam = 4; fam <= 6; fam += 2) {
         struct hp_l4_addrs a = addrs(fam);
-        struct hp_tcp_repr r = {.src_port = 443, .dst_port = 50000, .seq = 0xdeadbeef,
-                                .flags = HP_TCP_F_ACK | HP_TCP_F_PSH, .window = 1024}, p;
+        struct hp_tcp_repr r = {.src_port = 443,
+                                .dst_port = 50000,
+                                .seq = 0xdeadbeef,
+                                .flags = HP_TCP_F_ACK | HP_TCP_F_PSH,
+                                .window = 1024},
+                           p;
         r.opt.has_ts = true;
         r.opt.ts_val = 5;
         uint8_t pl[37];

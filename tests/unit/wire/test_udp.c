@@ -108,8 +108,7 @@ HP_TEST(udp_truncated_at_every_length)
             struct hp_udp_repr r;
             HP_CHECK_EQ(hp_udp_check(seg, l), -HP_WIRE_TRUNCATED);
             HP_CHECK_EQ(hp_udp_parse(seg, l, &v->a, &r, 0), -HP_WIRE_TRUNCATED);
-            HP_CHECK_EQ(hp_udp_parse(seg, l, &v->a, &r, HP_WIRE_VERIFY_CKSUM),
-                        -HP_WIRE_TRUNCATED);
+            HP_CHECK_EQ(hp_udp_parse(seg, l, &v->a, &r, HP_WIRE_VERIFY_CKSUM), -HP_WIRE_TRUNCATED);
             free(seg);
         }
     }
@@ -209,8 +208,9 @@ HP_TEST(udp_bad_checksum)
                 if (!zero4)
                     HP_CHECK_EQ(rc, -HP_WIRE_BAD_CHECKSUM);
                 int rc0 = hp_udp_parse(d, n, &a, &r, 0);
-                HP_CHECK_EQ(rc0, zero6 ? -HP_WIRE_BAD_CHECKSUM
-                                 : hp_udp_dst_port(d) == 0 ? -HP_WIRE_BAD_FIELD : 0);
+                HP_CHECK_EQ(rc0, zero6                     ? -HP_WIRE_BAD_CHECKSUM
+                                 : hp_udp_dst_port(d) == 0 ? -HP_WIRE_BAD_FIELD
+                                                           : 0);
                 d[i] ^= (uint8_t)(1u << bit);
             }
         }
@@ -271,8 +271,11 @@ HP_TEST(udp_emit_overlapping_payload)
     uint8_t d[64], want[64];
     for (int i = 0; i < 40; i++)
         d[8 + i] = want[8 + i] = (uint8_t)(0x30 + i);
-    struct hp_udp_repr r = {.src_port = 1234, .dst_port = 4321, .payload = want + 8,
-                            .payload_len = 40}, p;
+    struct hp_udp_repr r = {.src_port = 1234,
+                            .dst_port = 4321,
+                            .payload = want + 8,
+                            .payload_len = 40},
+                       p;
     HP_REQUIRE_EQ(hp_udp_emit(&r, &a, want, sizeof want), 48);
     r.payload = d + 8; /* in place */
     HP_REQUIRE_EQ(hp_udp_emit(&r, &a, d, sizeof d), 48);

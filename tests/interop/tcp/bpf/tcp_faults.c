@@ -20,9 +20,9 @@
  * Only TCP is touched: ARP and NDP go through, so that faults never look
  * like a neighbour that went away.
  */
+#include <bpf/bpf_helpers.h>
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
-#include <bpf/bpf_helpers.h>
 
 #ifndef DROP_PPM
 #define DROP_PPM 0
@@ -34,8 +34,8 @@
 #define REORDER_PPM 0
 #endif
 
-#define COPY_MARK 0x68706475u   /* "hpdu": a duplicate we made */
-#define SLOW_CLASS 0x00010020u  /* HTB class 1:20 */
+#define COPY_MARK  0x68706475u /* "hpdu": a duplicate we made */
+#define SLOW_CLASS 0x00010020u /* HTB class 1:20 */
 
 static __always_inline int is_tcp(struct __sk_buff *skb)
 {
