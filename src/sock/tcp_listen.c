@@ -310,14 +310,13 @@ static void cookie_syn_opts(const struct hp_tcp_config *cfg, const struct hp_tcp
     *ecn = co.ecn;
 }
 
-/* A bare ACK (no data, no FIN) that failed the cookie check while this
- * listener's cookies of the last two slots could still be out: perhaps a
- * real client's, see cookie_ack. */
-static bool cookie_bare_ack_waits(const struct hp_tcp_sock *l, const struct hp__tcp_seg *sg)
+/* A segment that failed the cookie check while this listener's cookies of
+ * the last two slots could still be out: perhaps a real client's, see
+ * cookie_ack. */
+static bool cookie_fail_waits(const struct hp_tcp_sock *l)
 {
     const struct hp__tcp_listenq *q = l->lq;
-    return sg->len == 0 && !(sg->r.flags & HP_TCP_F_FIN) && q->cookie_ns &&
-           l->s->now - q->cookie_ns < 2 * HP__TCP_COOKIE_SLOT_NS;
+    return q->cookie_ns && l->s->now - q->cookie_ns < 2 * HP__TCP_COOKIE_SLOT_NS;
 }
 
 /*
@@ -345,13 +344,15 @@ static void cookie_ack(struct hp_tcp_sock *l, struct hp__tcp_seg *sg)
     int mss = hp__tcp_cookie_check(&ts->secret, &t, r->seq, r->ack, s->now);
     if (mss < 0) {
         /* Not one of ours: RFC 9293 3.10.7.2, an ACK at a listener gets a
-         * reset. Except a bare ACK while our cookies are live: a client
-         * whose entry went (stale, under a flood) after it had sent data
-         * acknowledges with its sequence number past its ISN + 1, which
-         * no cookie check can take; its data's retransmission, at ISN + 1,
-         * passes, so the bare ACK is dropped rather than reset. */
+         * reset. Except while our cookies are live: a real client whose
+         * ACK and first data were lost under a flood (rings overflow), or
+         * whose entry went stale meanwhile, sends segments past ISN + 1
+         * (later data, a duplicate ACK), which no cookie check can take;
+         * the retransmission of its first data, at ISN + 1, passes. So
+         * they are dropped (counted) rather than reset; a peer that really
+         * has no connection here gets its reset once the cookies are old. */
         hp__ctr(s, HP_CTR_TCP_SYNCOOKIES_FAILED);
-        if (!cookie_bare_ack_waits(l, sg))
+        if (!cookie_fail_waits(l))
             hp__tcp_send_rst_reply(s, sg->family, sg->src, sg->dst, r);
         hp__tcp_seg_free(sg);
         return;
