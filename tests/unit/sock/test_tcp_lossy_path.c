@@ -280,3 +280,17 @@ HP_TEST(tcp_lossy_path_sack_repairs_random_loss_without_rto)
         HP_STOP_IF_FAILED();
     }
 }
+
+/* Slow start ends before the bottleneck's queue (one BDP) overflows: the
+ * ACK train says when the flight fills the pipe (tcp_cubic.c); HyStart++'s
+ * delay test alone saw the queue only once it had overflowed (445 drops
+ * at the end of slow start in this transfer). */
+HP_TEST(tcp_lossy_path_slow_start_exits_before_the_queue_overflows)
+{
+    struct lp_result r;
+    lp_bulk(0, 7, 8u << 20, &BIG, &r);
+    HP_CHECK_EQ(r.got, 8u << 20);
+    HP_CHECK_EQ(r.queue_drops, 0);
+    HP_CHECK_EQ(r.retrans, 0);
+    HP_CHECK_EQ(r.timeouts, 0);
+}
