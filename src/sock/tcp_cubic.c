@@ -101,7 +101,13 @@ static bool hs_ack_train(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x,
                          const struct hp__tcp_cc_ev *ev)
 {
     uint64_t now = ev->now_ns;
-    if (!x->hs_round_ns || now < x->hs_last_ack_ns || now - x->hs_last_ack_ns > HS_ACK_DELTA_NS)
+    /* A gap up to a quarter of the minimum RTT still joins the train: a
+     * receive path that hands ACKs over in batches (afpacket's blocks, a
+     * loaded bridge running late) must not break it on a long path. */
+    uint64_t delta = x->hs_min_us == UINT32_MAX ? 0 : (uint64_t)x->hs_min_us * 1000u / 4;
+    if (delta < HS_ACK_DELTA_NS)
+        delta = HS_ACK_DELTA_NS;
+    if (!x->hs_round_ns || now < x->hs_last_ack_ns || now - x->hs_last_ack_ns > delta)
         return false;
     x->hs_last_ack_ns = now;
     if (x->hs_min_us == UINT32_MAX || cc->cwnd < HS_LOW_WINDOW * ev->smss)

@@ -465,7 +465,8 @@ HP_TEST(tcp_hystart_css_then_exit)
 /* The ACK train (Linux's HyStart): the ACKs of a round arriving back to
  * back for more than half the minimum RTT (plus 1 ms of slack) mean the
  * flight fills the pipe: slow start ends at once, ssthresh = cwnd, with
- * the RTT still flat. A gap of more than 2 ms breaks a train. */
+ * the RTT still flat. A gap of more than 2 ms or a quarter of the minimum
+ * RTT, whichever is larger (here 5 ms), breaks a train. */
 HP_TEST(tcp_hystart_ack_train_exit)
 {
     for (int gap = 0; gap < 2; gap++) {
@@ -484,8 +485,8 @@ HP_TEST(tcp_hystart_ack_train_exit)
                 uint32_t n = end - s.una < 2 * SMSS ? end - s.una : 2 * SMSS;
                 s.una += n;
                 /* 242 us: two segments at 100 Mbit/s; or every fourth
-                 * ACK after a 3 ms pause (gap). */
-                now += gap && k % 4 == 3 ? 3 * MS : 242000;
+                 * ACK after a 6 ms pause (gap). */
+                now += gap && k % 4 == 3 ? 6 * MS : 242000;
                 struct hp__tcp_cc_ev e = ev_of(&s, now, 20000, flight);
                 hp__tcp_cc_ack(&s.cc, &x, n, &e);
                 if (s.cc.ssthresh != UINT32_MAX && !exit_cwnd)

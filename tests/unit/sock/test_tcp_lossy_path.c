@@ -46,7 +46,13 @@ struct lpath {
     uint64_t rng;
     double loss;
     uint64_t drops_loss, drops_queue;
+    uint64_t batch_ns, batch; /* lp_batch_ns; the batch last handed over */
 };
+
+/* The bridge hands the delay line's frames over only once per this many ns
+ * (0: each when due): a loaded `hotpath impair` that runs late delivers
+ * in bunches, and the receiver's ACKs come in bunches. */
+static uint64_t lp_batch_ns;
 
 static uint64_t lp_clock(void *arg)
 {
@@ -65,6 +71,7 @@ static int lp_up(struct lpath *p, double loss, uint64_t seed, const struct hp_tc
 {
     memset(p, 0, sizeof *p);
     p->loss = loss;
+    p->batch_ns = lp_batch_ns;
     p->rng = seed * 0x9E3779B97F4A7C15ull + 1;
     struct hp_pool_config pc = {.name = "lossy", .n_bufs = 32768};
     p->pool = hp_pool_create(&pc);
@@ -131,6 +138,11 @@ static int lp_bridge(struct lpath *p)
             lp_push(p, v[i]);
         work += n;
     }
+    if (p->batch_ns) {
+        if (p->now / p->batch_ns == p->batch)
+            goto back;
+        p->batch = p->now / p->batch_ns;
+    }
     while (p->head != p->tail && p->ring[p->head % RING].deliver <= p->now) {
         struct slot *s = &p->ring[p->head % RING];
         if (p->queued == p->head)
@@ -144,6 +156,7 @@ static int lp_bridge(struct lpath *p)
             hp_buf_free(s->b);
         }
     }
+back:
     while ((n = hp_link_rx_burst(p->end[2], v, 64)) > 0) {
         int sent = hp_link_tx_burst(p->end[1], v, (unsigned)n);
         for (int i = sent < 0 ? 0 : sent; i < n; i++)
@@ -292,6 +305,15 @@ HP_TEST(tcp_lossy_path_slow_start_exits_before_the_queue_overflows)
     HP_CHECK_EQ(r.got, 8u << 20);
     HP_CHECK_EQ(r.queue_drops, 0);
     HP_CHECK_EQ(r.retrans, 0);
+    HP_CHECK_EQ(r.timeouts, 0);
+    /* The same with the data handed to the receiver in bunches every 3 ms:
+     * gaps in the ACK train under a quarter of the RTT do not break it
+     * (with Linux's fixed 2 ms: 460 drops here). */
+    lp_batch_ns = 3 * NS_PER_MS;
+    lp_bulk(0, 7, 8u << 20, &BIG, &r);
+    lp_batch_ns = 0;
+    HP_CHECK_EQ(r.got, 8u << 20);
+    HP_CHECK_LE(r.queue_drops, 4);
     HP_CHECK_EQ(r.timeouts, 0);
 }
 
