@@ -85,6 +85,9 @@ struct hp__tcp_cubic {
     uint32_t hs_cur_min_us;  /* HyStart++ currentRoundMinRTT (UINT32_MAX: none) */
     uint32_t hs_last_min_us; /* lastRoundMinRTT */
     uint32_t hs_css_base_us; /* cssBaselineMinRtt */
+    uint32_t hs_min_us;      /* the least RTT seen in slow start (the ACK train's yardstick) */
+    uint64_t hs_round_ns;    /* when this round's first ACK came (0: no round yet) */
+    uint64_t hs_last_ack_ns; /* the last ACK of this round's unbroken train */
     uint32_t w_max;          /* RFC 9438 W_max, bytes */
     uint32_t w_est;          /* RFC 9438 4.3 W_est (Reno-friendly), bytes */
     uint32_t cwnd_epoch;     /* cwnd when the epoch began */

@@ -22,6 +22,13 @@
  * HyStart++ skips it, so an application-limited request/response flow
  * never touches the cold state. */
 #define HS_MIN_FLIGHT_SEGS HS_N_RTT_SAMPLE
+/* The ACK train (below): ACKs at most this far apart belong to one train;
+ * a train counts from a window this large; its yardstick gets this much
+ * slack for ACKs that bunch up (delayed ACKs, a receive burst's batch), as
+ * Linux's hystart_ack_delay allows at most. */
+#define HS_ACK_DELTA_NS 2000000ull
+#define HS_LOW_WINDOW   16u
+#define HS_ACK_SLACK_US 1000u
 
 static uint32_t max32(uint32_t a, uint32_t b)
 {
@@ -48,6 +55,7 @@ void hp__tcp_cubic_init_ext(struct hp__tcp_cubic *x)
         .hs_cur_min_us = UINT32_MAX,
         .hs_last_min_us = UINT32_MAX,
         .hs_css_base_us = UINT32_MAX,
+        .hs_min_us = UINT32_MAX,
     };
 }
 
@@ -64,17 +72,48 @@ void hp__tcp_cubic_init(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, uint32_t
 /* ---- HyStart++ ------------------------------------------------------------------- */
 
 /* The round ended (RFC 9406 4.2: "At the start of each round"). */
-static void hs_new_round(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, uint32_t snd_max)
+static void hs_new_round(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, uint32_t snd_max,
+                         uint64_t now_ns)
 {
     x->hs_last_min_us = x->hs_cur_min_us;
     x->hs_cur_min_us = UINT32_MAX;
     cc->hs_samples = 0;
     cc->hs_round_end = snd_max;
+    x->hs_round_ns = x->hs_last_ack_ns = now_ns ? now_ns : 1;
     if (cc->hs == HP__HS_CSS && ++cc->hs_css_rounds >= HS_CSS_ROUNDS) {
         /* CSS_ROUNDS in conservative slow start: enter congestion avoidance. */
         cc->ssthresh = cc->cwnd;
         cc->hs = HP__HS_OFF;
     }
+}
+
+/*
+ * The ACK train (Linux's HyStart, Ha and Rhee 2011; RFC 9406 has only the
+ * delay test): the ACKs of one round come at the bottleneck's pace, so a
+ * train of them, unbroken, lasting over half the minimum RTT says the
+ * flight already fills the pipe. The delay test cannot see that yet: a
+ * round's first RTT samples are those of segments sent when the previous,
+ * smaller flight left no queue; and the next doubling needs a queue as
+ * large as the pipe (the one-BDP queue of `hotpath bench paths` overflowed
+ * by hundreds of segments). @return true when slow start is to end.
+ */
+static bool hs_ack_train(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x,
+                         const struct hp__tcp_cc_ev *ev)
+{
+    uint64_t now = ev->now_ns;
+    /* A gap up to a quarter of the minimum RTT still joins the train: a
+     * receive path that hands ACKs over in batches (afpacket's blocks, a
+     * loaded bridge running late) must not break it on a long path. */
+    uint64_t delta = x->hs_min_us == UINT32_MAX ? 0 : (uint64_t)x->hs_min_us * 1000u / 4;
+    if (delta < HS_ACK_DELTA_NS)
+        delta = HS_ACK_DELTA_NS;
+    if (!x->hs_round_ns || now < x->hs_last_ack_ns || now - x->hs_last_ack_ns > delta)
+        return false;
+    x->hs_last_ack_ns = now;
+    if (x->hs_min_us == UINT32_MAX || cc->cwnd < HS_LOW_WINDOW * ev->smss)
+        return false;
+    uint64_t half_ns = ((uint64_t)x->hs_min_us + HS_ACK_SLACK_US) * 1000u / 2;
+    return now - x->hs_round_ns > half_ns;
 }
 
 uint32_t hp__tcp_hystart_ack(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, uint32_t inc,
@@ -83,9 +122,16 @@ uint32_t hp__tcp_hystart_ack(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, uin
     if (ev->flight < HS_MIN_FLIGHT_SEGS * ev->smss)
         return cc->hs == HP__HS_CSS ? inc / HS_CSS_GROWTH_DIVISOR : inc;
     if (hp__seq_ge(ev->snd_una, cc->hs_round_end))
-        hs_new_round(cc, x, ev->snd_max);
+        hs_new_round(cc, x, ev->snd_max, ev->now_ns);
     if (cc->hs == HP__HS_OFF)
         return 0; /* slow start just ended: nothing more this ACK */
+    if (ev->rtt_us && ev->rtt_us < x->hs_min_us)
+        x->hs_min_us = ev->rtt_us;
+    if (hs_ack_train(cc, x, ev)) {
+        cc->ssthresh = cc->cwnd;
+        cc->hs = HP__HS_OFF;
+        return 0;
+    }
     if (ev->rtt_us) {
         if (ev->rtt_us < x->hs_cur_min_us)
             x->hs_cur_min_us = ev->rtt_us;

@@ -717,8 +717,10 @@ static bool tlp_allowed(const struct hp_tcp_sock *c)
             st == HP_TCP_CLOSING || st == HP_TCP_LAST_ACK);
 }
 
-uint64_t hp__tcp_sb_due(const struct hp_tcp_sock *c, uint64_t due)
+uint64_t hp__tcp_sb_due(struct hp_tcp_sock *c, uint64_t due)
 {
+    if (c->x)
+        sbp(c)->rto_due = due;
     if (c->flags & HP__TCPF_SB_LOSS) {
         uint64_t reo = sbp(c)->reo_due;
         return reo && reo < due ? reo : due;
@@ -741,6 +743,25 @@ uint64_t hp__tcp_sb_due(const struct hp_tcp_sock *c, uint64_t due)
     return now + pto;
 }
 
+/* The timer fired at a deadline that has moved since: the reordering
+ * timer's, which a later ACK pushed back or disarmed (rack_detect found
+ * nothing due), or a probe's no longer allowed. The RTO's own deadline
+ * (rto_due, from the last restart) decides: until then it is no timeout
+ * (RFC 6298 5.3 restarts it on each ACK of new data, and RACK, not the
+ * RTO, repairs a loss the ACKs point at). @return true when re-armed. */
+static bool rto_not_due(struct hp_tcp_sock *c)
+{
+    struct hp__tcp_sb *sb = sbp(c);
+    uint64_t now = c->s->now, due = sb->rto_due;
+    if (!due || now >= due)
+        return false;
+    if ((c->flags & HP__TCPF_SB_LOSS) && sb->reo_due && sb->reo_due < due)
+        due = sb->reo_due;
+    c->rtx_due = 0; /* fired: hp__tcp_rtx_at arms it anew */
+    hp__tcp_rtx_at(c, due);
+    return true;
+}
+
 bool hp__tcp_sb_timer(struct hp_tcp_sock *c)
 {
     /* A probe's state lives in the extension; without memory, no probe:
@@ -749,9 +770,7 @@ bool hp__tcp_sb_timer(struct hp_tcp_sock *c)
         return false;
     struct hp__tcp_sb *sb = sbp(c);
     uint64_t now = c->s->now;
-    if ((c->flags & HP__TCPF_SB_LOSS) && sb->reo_due) {
-        if (now < sb->reo_due)
-            return false;
+    if ((c->flags & HP__TCPF_SB_LOSS) && sb->reo_due && now >= sb->reo_due) {
         /* RFC 8985 6.3: the reordering timer. */
         sb->reo_due = 0;
         hp__ctr(c->s, HP_CTR_TCP_RACK_REO_TIMEOUTS);
@@ -767,8 +786,8 @@ bool hp__tcp_sb_timer(struct hp_tcp_sock *c)
         (void)hp__tcp_output(c);
         return true;
     }
-    if (!tlp_allowed(c))
-        return false;
+    if ((c->flags & HP__TCPF_SB_LOSS) || !tlp_allowed(c))
+        return rto_not_due(c);
     /* RFC 8985 7.3: the probe, then the RTO. */
     bool rtx = false;
     if (hp__tcp_send_tlp(c, &rtx) < 0)

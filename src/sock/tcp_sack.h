@@ -56,6 +56,7 @@ struct hp__tcp_sb {
     uint64_t min_rtt_ns;   /* RACK.min_RTT (windowed; 0: none yet) */
     uint64_t min_rtt_at;   /* when it was taken */
     uint64_t reo_due;      /* the reordering timer's deadline, 0: not armed */
+    uint64_t rto_due;      /* the RTO's own deadline at the last restart (rtx_due may be earlier) */
     uint32_t reo_mult;     /* RACK.reo_wnd_mult */
     uint32_t reo_persist;  /* recoveries left before reo_mult goes back to 1 */
     uint32_t dsack_round;  /* one reo_mult step per round trip: the round ends past this */
@@ -118,7 +119,7 @@ bool hp__tcp_sb_next_lost(const struct hp_tcp_sock *c, uint32_t *seq, uint32_t *
 /* The retransmission timer's deadline due, moved earlier when the
  * connection may send a tail loss probe (RFC 8985 7.2: PTO, never after
  * the RTO) or a reordering timer is armed. */
-uint64_t hp__tcp_sb_due(const struct hp_tcp_sock *c, uint64_t due);
+uint64_t hp__tcp_sb_due(struct hp_tcp_sock *c, uint64_t due);
 
 /* The retransmission timer fired at its deadline: the reordering timer's
  * work, or a tail loss probe. @return true when done (the RTO's work is

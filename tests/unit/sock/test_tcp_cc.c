@@ -440,10 +440,13 @@ HP_TEST(tcp_hystart_css_then_exit)
         if (round == 3)
             rtt = 40000; /* a queue builds */
         uint32_t before = s.cc.cwnd;
+        /* The ACKs 20 us apart: a train far shorter than half the RTT
+         * (the flight does not fill the pipe: no ACK train exit). */
+        now += (uint64_t)rtt * 1000u;
         while (s.una != end) {
             uint32_t n = end - s.una < 2 * SMSS ? end - s.una : 2 * SMSS;
             s.una += n;
-            now += MS;
+            now += 20000;
             struct hp__tcp_cc_ev e = ev_of(&s, now, rtt, flight);
             hp__tcp_cc_ack(&s.cc, &x, n, &e);
         }
@@ -457,6 +460,51 @@ HP_TEST(tcp_hystart_css_then_exit)
     HP_CHECK(s.cc.ssthresh != UINT32_MAX);
     HP_CHECK_EQ(s.cc.ssthresh, s.cc.cwnd);
     HP_CHECK_EQ(s.cc.hs, HP__HS_OFF);
+}
+
+/* The ACK train (Linux's HyStart): the ACKs of a round arriving back to
+ * back for more than half the minimum RTT (plus 1 ms of slack) mean the
+ * flight fills the pipe: slow start ends at once, ssthresh = cwnd, with
+ * the RTT still flat. A gap of more than 2 ms or a quarter of the minimum
+ * RTT, whichever is larger (here 5 ms), breaks a train. */
+HP_TEST(tcp_hystart_ack_train_exit)
+{
+    for (int gap = 0; gap < 2; gap++) {
+        struct snd s;
+        struct hp__tcp_cubic x;
+        cubic_init(&s, &x, 0);
+        s.cc.cwnd = 64 * SMSS;
+        uint64_t now = 0;
+        uint32_t exit_cwnd = 0;
+        for (int round = 0; round < 3 && !exit_cwnd; round++) {
+            uint32_t flight = s.cc.cwnd;
+            send_bytes(&s, flight);
+            uint32_t end = s.max;
+            now += 20 * MS;
+            for (int k = 0; s.una != end; k++) {
+                uint32_t n = end - s.una < 2 * SMSS ? end - s.una : 2 * SMSS;
+                s.una += n;
+                /* 242 us: two segments at 100 Mbit/s; or every fourth
+                 * ACK after a 6 ms pause (gap). */
+                now += gap && k % 4 == 3 ? 6 * MS : 242000;
+                struct hp__tcp_cc_ev e = ev_of(&s, now, 20000, flight);
+                hp__tcp_cc_ack(&s.cc, &x, n, &e);
+                if (s.cc.ssthresh != UINT32_MAX && !exit_cwnd)
+                    exit_cwnd = s.cc.cwnd;
+            }
+        }
+        if (gap) {
+            HP_CHECK_EQ(exit_cwnd, 0);
+            HP_CHECK_EQ(s.cc.hs, HP__HS_SS);
+            continue;
+        }
+        /* Round 0 starts the train's clock (the first ACK past the initial
+         * round end); round 1: 10.5 ms = 44 ACKs of 2 segments, on 128. */
+        HP_CHECK_EQ(s.cc.hs, HP__HS_OFF);
+        HP_CHECK_EQ(s.cc.ssthresh, exit_cwnd);
+        HP_CHECK_GT(exit_cwnd, 128 * SMSS);
+        HP_CHECK_LT(exit_cwnd, 256 * SMSS);
+    }
 }
 
 /* A stable RTT keeps slow start; a small flight (fewer than 8 segments)
