@@ -20,9 +20,11 @@
  * Only TCP is touched: ARP and NDP go through, so that faults never look
  * like a neighbour that went away.
  */
-#include <bpf/bpf_helpers.h>
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
+
+/* After linux/bpf.h, whose types it uses (a block of its own: not sorted). */
+#include <bpf/bpf_helpers.h>
 
 #ifndef DROP_PPM
 #define DROP_PPM 0
