@@ -26,7 +26,9 @@
  * SYNs and RSTs, rare, go through hp_tcp_emit.
  */
 
-#define TS_OPT_LEN 12u /* NOP NOP kind len TSval TSecr (RFC 7323 3.2, Appendix A) */
+#define TS_OPT_LEN 12u
+#define ACK_COALESCE_MAX                                                                           \
+    65536u /* bytes one coalesced ACK may cover (hp__tcp_ack_schedule) */ /* NOP NOP kind len TSval TSecr (RFC 7323 3.2, Appendix A) */
 
 static inline uint32_t min32(uint32_t a, uint32_t b)
 {
@@ -966,7 +968,17 @@ void hp__tcp_ack_schedule(struct hp_tcp_sock *c, uint32_t len, bool in_order, bo
     /* Every delack_segs full-sized segments; and, so that a peer sending
      * short segments (a smaller MSS than we announced) still gets its ACKs,
      * every delack_segs segments' worth of bytes. */
-    if (c->segs_unacked >= segs || c->rcv_nxt - c->last_ack_sent >= segs * full) {
+    uint32_t owed = c->rcv_nxt - c->last_ack_sent;
+    if (c->segs_unacked >= segs || owed >= segs * full) {
+        /* Within a receive burst, the ACK goes once at its end (the next
+         * poll's start, hp__tcp_ack_soon), for every segment the burst
+         * brought: what Linux's GRO does, one ACK per aggregate of up to
+         * 64 KiB. Bounded the same way, and by a quarter of our window, so
+         * that a sender with a small window still hears of it in time. */
+        if (c->s->in_poll && owed < ACK_COALESCE_MAX && owed < c->rcv_wnd / 4) {
+            hp__tcp_ack_soon(c);
+            return;
+        }
         c->flags |= HP__TCPF_ACK_NOW;
         return;
     }
