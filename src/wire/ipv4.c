@@ -124,10 +124,12 @@ HP_API int hp_ipv4_emit(const struct hp_ipv4_repr *r, void *out, size_t cap)
     memcpy(p + 12, r->src, 4);
     memcpy(p + 16, r->dst, 4);
     /* Summed from the values, not read back (hp_cksum_from_host16); the
-     * addresses through the pseudo header's sum with no protocol or length. */
+     * addresses as two 32-bit words, a partial sum as any other. */
     uint64_t acc = (uint64_t)w[0] + w[1] + w[2] + w[3] + w[4];
-    uint16_t c = hp_cksum_fold(
-        hp_cksum_add(hp_cksum_from_host16(acc), hp_cksum_pseudo_ipv4(r->src, r->dst, 0, 0)));
+    uint32_t a, d;
+    memcpy(&a, r->src, 4);
+    memcpy(&d, r->dst, 4);
+    uint16_t c = hp_cksum_fold(hp_cksum_add(hp_cksum_add(a, d), hp_cksum_from_host16(acc)));
     memcpy(p + 10, &c, 2);
     return (int)HP_IPV4_HDR_LEN;
 }
