@@ -63,6 +63,24 @@ static inline uint16_t hp_cksum_fold(uint32_t sum)
     return (uint16_t)~sum;
 }
 
+/**
+ * The partial sum (as hp_cksum_partial() returns it) of 16-bit words given as
+ * host-order values and added up in acc: header fields summed as they are
+ * written, instead of read back. A load of bytes that narrower stores have
+ * just written waits for those stores to reach the cache (store-to-load
+ * forwarding fails when a load spans several stores), and on the transmit
+ * paths that wait cost more than the sum itself (docs/experiments.md).
+ * acc may hold up to 2^48 such words without overflow.
+ */
+static inline uint32_t hp_cksum_from_host16(uint64_t acc)
+{
+    acc = (acc & 0xFFFFFFFFu) + (acc >> 32);
+    acc = (acc & 0xFFFF) + (acc >> 16);
+    acc = (acc & 0xFFFF) + (acc >> 16);
+    acc = (acc & 0xFFFF) + (acc >> 16);
+    return hp_hton16((uint16_t)acc);
+}
+
 /** hp_cksum_fold(hp_cksum_partial(buf, len, 0)). */
 HP_API uint16_t hp_cksum(const void *buf, size_t len);
 

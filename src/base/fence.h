@@ -36,4 +36,26 @@ static inline void hp__fence_seq_cst(void)
 }
 #endif
 
+/*
+ * Asymmetric barriers, where one side of such a handshake runs on every
+ * transmit burst and the other once per sleep: the frequent side then
+ * needs only a compiler barrier (hp__fence_light), and the rare side
+ * calls membarrier(2) (MEMBARRIER_CMD_PRIVATE_EXPEDITED, hp__fence_heavy),
+ * which makes every running thread of the process pass a full barrier, as
+ * if the light side had one. Only between threads of one process.
+ * hp__fence_asym_init() registers the process once and says whether the
+ * kernel offers it (Linux 4.14; not under TSan, qemu-user or a seccomp
+ * filter that refuses it). Whoever pairs the two decides once, before
+ * either side runs, and both sides keep to it; without it, both use
+ * hp__fence_seq_cst().
+ */
+#include <stdbool.h>
+
+bool hp__fence_asym_init(void);
+void hp__fence_heavy(void);
+static inline void hp__fence_light(void)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+}
+
 #endif

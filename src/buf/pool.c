@@ -261,7 +261,7 @@ struct geometry {
 static const char *check_config(const struct hp_pool_config *cfg, struct geometry *g)
 {
     g->headroom = cfg->headroom ? cfg->headroom : HP_BUF_HEADROOM;
-    g->cache = cfg->cache_size ? cfg->cache_size : 256;
+    g->cache = cfg->cache_size ? cfg->cache_size : HP_POOL_CACHE_DEFAULT;
     if (cfg->mem) {
         if ((uintptr_t)cfg->mem % HP_CACHELINE_SIZE)
             return "mem is not 64-byte aligned";

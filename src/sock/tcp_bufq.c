@@ -3,7 +3,17 @@
 #include <errno.h>
 #include <string.h>
 
+#include <hotpath/cksum.h>
+
 #include "tcp_internal.h"
+
+/* A partial sum of bytes paired the other way round, folded and swapped. */
+static inline uint32_t swap_sum(uint32_t p)
+{
+    p = (p & 0xFFFF) + (p >> 16);
+    p = (p & 0xFFFF) + (p >> 16);
+    return ((p & 0xFF) << 8) | (p >> 8);
+}
 
 /*
  * Invariants (checked by the unit tests, relied on everywhere here):
@@ -199,12 +209,13 @@ void hp__tcp_bufq_drop(struct hp__tcp_bufq *q, uint32_t n)
         q->tail = NULL;
 }
 
-void hp__tcp_bufq_copy(const struct hp__tcp_bufq *q, struct hp__tcp_bufq_cur *cur, uint64_t off,
-                       uint32_t len, void *dst)
+uint32_t hp__tcp_bufq_copy(const struct hp__tcp_bufq *q, struct hp__tcp_bufq_cur *cur, uint64_t off,
+                           uint32_t len, void *dst)
 {
     if (!len)
-        return;
+        return 0;
     uint8_t *d = dst;
+    uint32_t sum = 0;
     struct hp_buf *b;
     uint64_t pos;
     /* Start from the cursor when the range is at or past it: copying
@@ -228,6 +239,15 @@ void hp__tcp_bufq_copy(const struct hp__tcp_bufq *q, struct hp__tcp_bufq_cur *cu
         uint32_t n = b->data_len - skip;
         if (n > len)
             n = len;
+        /* Summed from the source, before the copy: the copy's stores
+         * (into a fresh, often cold buffer) drain meanwhile, where a sum
+         * read back from dst would wait for them. A piece starting at an
+         * odd offset of dst pairs its bytes the other way round: swap its
+         * sum (RFC 1071 2(B)). */
+        uint32_t ps = hp_cksum_partial(hp_buf_data(b) + skip, n, 0);
+        if ((d - (uint8_t *)dst) & 1)
+            ps = swap_sum(ps);
+        sum = hp_cksum_add(sum, ps);
         memcpy(d, hp_buf_data(b) + skip, n);
         d += n;
         len -= n;
@@ -248,6 +268,7 @@ void hp__tcp_bufq_copy(const struct hp__tcp_bufq *q, struct hp__tcp_bufq_cur *cu
         cur->b = b;
         cur->off = pos;
     }
+    return sum;
 }
 
 void hp__tcp_bufq_read(struct hp__tcp_bufq *q, void *dst, uint32_t len)
@@ -386,15 +407,17 @@ void hp__tcp_sndq_drop(struct hp__tcp_sndq *sq, uint32_t n)
         memmove(sq->u.inl, sq->u.inl + n, sq->bytes);
 }
 
-void hp__tcp_sndq_copy(const struct hp__tcp_sndq *sq, struct hp__tcp_bufq_cur *cur, uint64_t off,
-                       uint32_t len, void *dst)
+uint32_t hp__tcp_sndq_copy(const struct hp__tcp_sndq *sq, struct hp__tcp_bufq_cur *cur,
+                           uint64_t off, uint32_t len, void *dst)
 {
     if (sq->nbufs == 0) {
-        memcpy(dst, sq->u.inl + (off - sq->start), len);
-        return;
+        const uint8_t *src = sq->u.inl + (off - sq->start);
+        uint32_t sum = hp_cksum_partial(src, len, 0);
+        memcpy(dst, src, len);
+        return sum;
     }
     struct hp__tcp_bufq q = sq_q(sq);
-    hp__tcp_bufq_copy(&q, cur, off, len, dst);
+    return hp__tcp_bufq_copy(&q, cur, off, len, dst);
 }
 
 /* ---- the receive queue: a byte queue without its stream offset -------------------- */

@@ -152,9 +152,11 @@ uint32_t hp__tcp_bufq_append(struct hp__tcp_bufq *q, struct hp_pool *pool, const
 void hp__tcp_bufq_drop(struct hp__tcp_bufq *q, uint32_t n);
 /* Copy len bytes starting at stream offset off (q->start <= off,
  * off + len <= q->start + q->bytes) to dst, using and moving the cursor
- * (NULL: walk from the head). */
-void hp__tcp_bufq_copy(const struct hp__tcp_bufq *q, struct hp__tcp_bufq_cur *cur, uint64_t off,
-                       uint32_t len, void *dst);
+ * (NULL: walk from the head).
+ * @return the bytes' partial checksum (hp_cksum_partial's, as if dst were
+ *         at an even offset), summed from the source. */
+uint32_t hp__tcp_bufq_copy(const struct hp__tcp_bufq *q, struct hp__tcp_bufq_cur *cur, uint64_t off,
+                           uint32_t len, void *dst);
 /* Copy len bytes from the front to dst and drop them (recv). len <= bytes. */
 void hp__tcp_bufq_read(struct hp__tcp_bufq *q, void *dst, uint32_t len);
 /* Detach the head buffer (recv_buf): the caller owns it (a one-segment
@@ -197,8 +199,8 @@ uint32_t hp__tcp_sndq_append(struct hp__tcp_sndq *sq, struct hp_pool *pool, cons
 int hp__tcp_sndq_push(struct hp__tcp_sndq *sq, struct hp_pool *pool, struct hp_buf *b);
 void hp__tcp_sndq_drop(struct hp__tcp_sndq *sq, uint32_t n);
 /* As hp__tcp_bufq_copy; cur may be NULL. */
-void hp__tcp_sndq_copy(const struct hp__tcp_sndq *sq, struct hp__tcp_bufq_cur *cur, uint64_t off,
-                       uint32_t len, void *dst);
+uint32_t hp__tcp_sndq_copy(const struct hp__tcp_sndq *sq, struct hp__tcp_bufq_cur *cur,
+                           uint64_t off, uint32_t len, void *dst);
 
 /* ---- the connection block --------------------------------------------------- */
 

@@ -26,7 +26,9 @@
  * SYNs and RSTs, rare, go through hp_tcp_emit.
  */
 
-#define TS_OPT_LEN 12u /* NOP NOP kind len TSval TSecr (RFC 7323 3.2, Appendix A) */
+#define TS_OPT_LEN 12u
+#define ACK_COALESCE_MAX                                                                           \
+    65536u /* bytes one coalesced ACK may cover (hp__tcp_ack_schedule) */ /* NOP NOP kind len TSval TSecr (RFC 7323 3.2, Appendix A) */
 
 static inline uint32_t min32(uint32_t a, uint32_t b)
 {
@@ -215,17 +217,21 @@ static unsigned sack_room(struct hp_tcp_sock *c, bool ts, uint32_t (*blk)[2], ui
     return n;
 }
 
-/* NOP NOP SACK blocks (hp_tcp_emit's layout, 4-byte aligned blocks). */
-static void put_sack(uint8_t *o, uint32_t (*blk)[2], unsigned n)
+/* NOP NOP SACK blocks (hp_tcp_emit's layout, 4-byte aligned blocks).
+ * @return the sum of the option's 16-bit words as host-order values. */
+static uint64_t put_sack(uint8_t *o, uint32_t (*blk)[2], unsigned n)
 {
     o[0] = HP_TCP_KIND_NOP;
     o[1] = HP_TCP_KIND_NOP;
     o[2] = HP_TCP_KIND_SACK;
     o[3] = (uint8_t)(2 + 8 * n);
+    uint64_t sum = (HP_TCP_KIND_NOP << 8 | HP_TCP_KIND_NOP) + (HP_TCP_KIND_SACK << 8 | (2 + 8 * n));
     for (unsigned i = 0; i < n; i++) {
         hp_put_be32(o + 4 + 8 * i, blk[i][0]);
         hp_put_be32(o + 8 + 8 * i, blk[i][1]);
+        sum += (blk[i][0] >> 16) + (blk[i][0] & 0xFFFF) + (blk[i][1] >> 16) + (blk[i][1] & 0xFFFF);
     }
+    return sum;
 }
 
 /*
@@ -256,31 +262,42 @@ static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
     }
     uint32_t tot = hlen + len;
     uint8_t *h = hp_buf_append(b, tot);
+    /* The payload's sum comes from the send queue, the header's from the
+     * values written (hp_cksum_from_host16): neither is read back from the
+     * fresh buffer, where the loads would wait for the stores just made. */
+    uint32_t psum = 0;
     if (len)
-        hp__tcp_sndq_copy(&c->sndq, c->x ? &c->x->sndcur : NULL,
-                          c->sndq.start + (uint32_t)(seq - hp__tcp_sndq_seq(c)), len, h + hlen);
+        psum =
+            hp__tcp_sndq_copy(&c->sndq, c->x ? &c->x->sndcur : NULL,
+                              c->sndq.start + (uint32_t)(seq - hp__tcp_sndq_seq(c)), len, h + hlen);
 
     uint32_t wnd_bytes;
     uint16_t wnd = window_field(c, &wnd_bytes);
+    uint32_t ack = (fl & HP_TCP_F_ACK) ? c->rcv_nxt : 0;
     hp_put_be16(h, c->key.lport);
     hp_put_be16(h + 2, c->key.rport);
     hp_put_be32(h + 4, seq);
-    hp_put_be32(h + 8, (fl & HP_TCP_F_ACK) ? c->rcv_nxt : 0);
+    hp_put_be32(h + 8, ack);
     h[12] = (uint8_t)(hlen << 2); /* data offset hlen / 4 in the high nibble */
     h[13] = fl;
     hp_put_be16(h + 14, wnd);
     memset(h + 16, 0, 4); /* checksum (computed below), urgent pointer */
+    uint64_t hsum = (uint64_t)c->key.lport + c->key.rport + (seq >> 16) + (seq & 0xFFFF) +
+                    (ack >> 16) + (ack & 0xFFFF) + wnd;
     if (ts) {
         /* RFC 7323 3.2: TSval our clock, TSecr the TS.Recent we hold. */
+        uint32_t tsval = hp__tcp_ts_now(c);
         h[20] = HP_TCP_KIND_NOP;
         h[21] = HP_TCP_KIND_NOP;
         h[22] = HP_TCP_KIND_TS;
         h[23] = 10;
-        hp_put_be32(h + 24, hp__tcp_ts_now(c));
+        hp_put_be32(h + 24, tsval);
         hp_put_be32(h + 28, c->ts_recent);
+        hsum += (HP_TCP_KIND_NOP << 8 | HP_TCP_KIND_NOP) + (HP_TCP_KIND_TS << 8 | 10) +
+                (tsval >> 16) + (tsval & 0xFFFF) + (c->ts_recent >> 16) + (c->ts_recent & 0xFFFF);
     }
     if (nsack)
-        put_sack(h + HP_TCP_HDR_LEN + (ts ? TS_OPT_LEN : 0), blk, nsack);
+        hsum += put_sack(h + HP_TCP_HDR_LEN + (ts ? TS_OPT_LEN : 0), blk, nsack);
     /* Whether it repeats sequence space already sent; a pure ACK or a
      * keepalive (seq below snd_max, nothing in it) is not a retransmission,
      * nor is a zero window probe (counted on its own). */
@@ -297,7 +314,11 @@ static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
     uint32_t sum = c->key.family == 4
                        ? hp_cksum_pseudo_ipv4(c->key.laddr, c->key.raddr, 6, (uint16_t)tot)
                        : hp_cksum_pseudo_ipv6(c->key.laddr, c->key.raddr, 6, tot);
-    uint16_t ck = hp_cksum_fold(hp_cksum_partial(h, tot, sum));
+    /* h[12] and h[13] read back byte by byte (ecn_flags may have set
+     * flags): single-byte loads of single-byte stores forward. */
+    hsum += (uint32_t)h[12] << 8 | h[13];
+    sum = hp_cksum_add(hp_cksum_add(sum, psum), hp_cksum_from_host16(hsum));
+    uint16_t ck = hp_cksum_fold(sum);
     memcpy(h + 16, &ck, 2);
 
     struct hp__route rt;
@@ -947,7 +968,17 @@ void hp__tcp_ack_schedule(struct hp_tcp_sock *c, uint32_t len, bool in_order, bo
     /* Every delack_segs full-sized segments; and, so that a peer sending
      * short segments (a smaller MSS than we announced) still gets its ACKs,
      * every delack_segs segments' worth of bytes. */
-    if (c->segs_unacked >= segs || c->rcv_nxt - c->last_ack_sent >= segs * full) {
+    uint32_t owed = c->rcv_nxt - c->last_ack_sent;
+    if (c->segs_unacked >= segs || owed >= segs * full) {
+        /* Within a receive burst, the ACK goes once at its end (the next
+         * poll's start, hp__tcp_ack_soon), for every segment the burst
+         * brought: what Linux's GRO does, one ACK per aggregate of up to
+         * 64 KiB. Bounded the same way, and by a quarter of our window, so
+         * that a sender with a small window still hears of it in time. */
+        if (c->s->in_poll && owed < ACK_COALESCE_MAX && owed < c->rcv_wnd / 4) {
+            hp__tcp_ack_soon(c);
+            return;
+        }
         c->flags |= HP__TCPF_ACK_NOW;
         return;
     }

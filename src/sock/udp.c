@@ -648,13 +648,18 @@ static int resolve(struct hp_udp_sock *u, const struct hp_sockaddr *to, struct d
  * caller) with the checksum over the whole chain. */
 static void put_header(struct hp_udp_sock *u, const struct dest *d, struct hp_buf *b)
 {
+    /* The payload's sum first, then the header's from its values: read back
+     * just after its 16-bit stores, it would wait for them (see
+     * hp_cksum_from_host16). */
+    uint32_t ulen = b->pkt_len + HP_UDP_HDR_LEN;
+    uint32_t sum =
+        hp_cksum_add(pseudo_sum(u->family, d->r.src, d->dst, ulen), chain_sum(b, b->pkt_len));
     uint8_t *h = hp_buf_prepend(b, HP_UDP_HDR_LEN);
-    uint32_t ulen = b->pkt_len;
     hp_put_be16(h, u->local.port);
     hp_put_be16(h + 2, d->dport);
     hp_put_be16(h + 4, (uint16_t)ulen);
     h[6] = h[7] = 0;
-    uint32_t sum = hp_cksum_add(pseudo_sum(u->family, d->r.src, d->dst, ulen), chain_sum(b, ulen));
+    sum = hp_cksum_add(sum, hp_cksum_from_host16((uint64_t)u->local.port + d->dport + ulen));
     uint16_t c = hp_cksum_fold(sum);
     if (c == 0)
         c = 0xFFFF; /* RFC 768: 0 means "no checksum" */

@@ -965,3 +965,27 @@ HP_TEST(add_combines_partials)
                   ref_sum(buf, len, in, 0));
     }
 }
+
+/* Header fields summed as host-order values (hp_cksum_from_host16) give the
+ * partial sum of the same fields written big-endian: a few words, many
+ * all-ones words (carries in every fold), and none. */
+HP_TEST(from_host16_matches_the_written_words)
+{
+    uint64_t rs = hp_test_seed() ^ 0x48523136ull;
+    static uint16_t w[40000];
+    static unsigned char buf[2 * 40000];
+    static const size_t counts[] = {0, 1, 2, 5, 10, 30, 40000};
+    for (int iter = 0; iter < 3000 && !hp_test_failed(); iter++) {
+        size_t n = iter < 7 ? counts[iter] : (size_t)hp_test_rand(&rs) % 64;
+        uint64_t acc = 0;
+        for (size_t i = 0; i < n; i++) {
+            w[i] = (iter % 3 == 1) ? 0xFFFF : (uint16_t)hp_test_rand(&rs);
+            buf[2 * i] = (unsigned char)(w[i] >> 8);
+            buf[2 * i + 1] = (unsigned char)w[i];
+            acc += w[i];
+        }
+        uint32_t in = (iter & 1) ? pick_sum(&rs) : 0;
+        check_sum(__LINE__, "hp_cksum_from_host16", 2 * n, 0, in,
+                  hp_cksum_add(in, hp_cksum_from_host16(acc)), ref_sum(buf, 2 * n, in, 0));
+    }
+}

@@ -601,7 +601,8 @@ void pd__in(struct pd *h, const char *file, int line, const char *flags, int64_t
                iph + (size_t)tl);
     free(payload);
     free(pkt);
-    pd_pump(h);
+    if (!h->hold)
+        pd_pump(h);
 }
 
 /* ---- capturing ------------------------------------------------------------------------ */

@@ -144,6 +144,8 @@ struct pd {
     uint64_t arp_answered, ns_answered, other_frames;
     uint8_t cur_ecn; /* of the frame being captured */
     bool cur_df;
+    bool hold;        /* pd_in leaves its frame in the link: pd_pump then hands the
+                * frames held over in one receive burst */
     const char *file; /* the script line being run, for messages */
     int line;
     jmp_buf *jb;

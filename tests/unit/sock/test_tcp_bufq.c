@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <hotpath/cksum.h>
 #include <hotpath/pool.h>
 
 #include "hp_test.h"
@@ -395,20 +396,26 @@ HP_TEST(tcp_bufq_copy_arbitrary_offsets)
         if (off + len > total)
             len = (uint32_t)(total - off);
         memset(dst, 0xEE, len + 1);
-        hp__tcp_bufq_copy(&q, &cur, off, len, dst);
+        uint32_t sum = hp__tcp_bufq_copy(&q, &cur, off, len, dst);
         if (memcmp(dst, src + off, len) != 0)
             hp_test_fail(__FILE__, __LINE__, "copy of [%llu, +%u) differs", (unsigned long long)off,
                          len);
+        /* Its checksum, summed piece by piece from the queue's buffers
+         * (odd lengths among them), is the copy's. */
+        if (hp_cksum_fold(sum) != hp_cksum(dst, len))
+            hp_test_fail(__FILE__, __LINE__, "sum of [%llu, +%u): %04x, not %04x",
+                         (unsigned long long)off, len, hp_cksum_fold(sum), hp_cksum(dst, len));
         HP_CHECK_EQ(dst[len], 0xEE); /* nothing past the range */
         HP_CHECK_EQ(invariants(&q), 0);
         HP_STOP_IF_FAILED();
     }
     /* The whole queue, the last byte, nothing. */
-    hp__tcp_bufq_copy(&q, &cur, 0, total, dst);
+    uint32_t all = hp__tcp_bufq_copy(&q, &cur, 0, total, dst);
     HP_CHECK_MEMEQ(dst, src, total);
+    HP_CHECK_EQ(hp_cksum_fold(all), hp_cksum(src, total));
     hp__tcp_bufq_copy(&q, &cur, total - 1, 1, dst);
     HP_CHECK_EQ(dst[0], src[total - 1]);
-    hp__tcp_bufq_copy(&q, &cur, 5, 0, dst);
+    HP_CHECK_EQ(hp__tcp_bufq_copy(&q, &cur, 5, 0, dst), 0);
     HP_CHECK_EQ(invariants(&q), 0);
     hp__tcp_bufq_purge(&q);
     pool_done(p);

@@ -74,6 +74,48 @@ PD_TEST(tcp_est_ack_every_second_full_segment)
     HP_CHECK_EQ(pd_read(h, t, 100000), 5 * f);
 }
 
+/* Full-sized segments that arrive in one receive burst get one ACK, at the
+ * burst's end, for all of them (as Linux's GRO aggregates do); the data
+ * segments the peer sends in one go mostly arrive so. */
+PD_TEST(tcp_est_burst_acked_once)
+{
+    struct hp_tcp_sock *t = prime(h);
+    uint32_t f = pd_full(h);
+    h->hold = true;
+    for (uint32_t i = 0; i < 6; i++)
+        pd_in_data(h, ".", B + i * f, 1, 1000, f, NULL);
+    h->hold = false;
+    pd_pump(h);
+    pd_expect(h, ".", 1, B + 6 * f, PD_ANY, NULL);
+    pd_expect_none(h);
+    /* One by one, every second one is ACKed again. */
+    pd_in_data(h, ".", B + 6 * f, 1, 1000, f, NULL);
+    pd_expect_none(h);
+    pd_in_data(h, ".", B + 7 * f, 1, 1000, f, NULL);
+    pd_expect(h, ".", 1, B + 8 * f, PD_ANY, NULL);
+    HP_CHECK_EQ(pd_read(h, t, 100000), 8 * f);
+}
+
+/* ... but not beyond a quarter of the receive window: with a window of
+ * eight segments, every second segment of the burst is ACKed at once, so
+ * that a sender the window holds back hears of it in time. */
+PD_TEST(tcp_est_burst_small_window_acks_every_second)
+{
+    struct hp_tcp_config cfg = {.rcvbuf = 8 * (h->mss - 12u)};
+    pd_configure(h, &cfg);
+    struct hp_tcp_sock *t = prime(h);
+    uint32_t f = pd_full(h);
+    h->hold = true;
+    for (uint32_t i = 0; i < 6; i++)
+        pd_in_data(h, ".", B + i * f, 1, 1000, f, NULL);
+    h->hold = false;
+    pd_pump(h);
+    for (uint32_t k = 1; k <= 3; k++)
+        pd_expect(h, ".", 1, B + 2 * k * f, PD_ANY, NULL);
+    pd_expect_none(h);
+    HP_CHECK_EQ(pd_read(h, t, 100000), 6 * f);
+}
+
 /* delack_segs and QUICKACK. */
 PD_TEST(tcp_est_quickack_and_delack_knobs)
 {
