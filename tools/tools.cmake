@@ -113,13 +113,15 @@ endif()
 
 
 # Unit tests of the command's own engines (tests/tool: pure code with time
-# injected, like the impairment path), beside the library's unit tests.
+# injected, like the impairment path; the shared memif options), beside the
+# library's unit tests.
 if(HP_BUILD_TESTS)
   file(GLOB HP_TOOL_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/tool/*.c)
   if(HP_TOOL_TESTS)
-    add_executable(unit_tool ${HP_TOOL_TESTS} ${CMAKE_SOURCE_DIR}/tools/hotpath/impair_path.c)
+    add_executable(unit_tool ${HP_TOOL_TESTS} ${CMAKE_SOURCE_DIR}/tools/hotpath/impair_path.c
+                   ${CMAKE_SOURCE_DIR}/tools/hotpath/memifopt.c)
     set_target_properties(unit_tool PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
-    target_link_libraries(unit_tool PRIVATE hp_test_runner hotpath_static m)
+    target_link_libraries(unit_tool PRIVATE hp_test_runner hp_tool_common hotpath_static m)
     target_include_directories(unit_tool PRIVATE ${CMAKE_SOURCE_DIR}/tools/hotpath)
     add_test(NAME unit_tool COMMAND unit_tool)
   endif()

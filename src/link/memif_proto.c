@@ -241,6 +241,22 @@ static enum hp__memif_verdict refuse(const char **why, const char *reason)
     return HP__MEMIF_V_REFUSE;
 }
 
+/* Whether the peer's secret is ours, compared as DPDK compares it
+ * (strncmp over 24 bytes: up to the first NUL) but in a time that does not
+ * say how many bytes matched: the peer's copy is cut at its NUL and padded
+ * with zeros, as ours is, then all 24 bytes are compared. Only the peer's
+ * own length (strnlen) shows in the time. */
+static bool secret_matches(const uint8_t ours[HP__MEMIF_SECRET_LEN],
+                           const uint8_t theirs[HP__MEMIF_SECRET_LEN])
+{
+    uint8_t t[HP__MEMIF_SECRET_LEN] = {0};
+    memcpy(t, theirs, strnlen((const char *)theirs, HP__MEMIF_SECRET_LEN));
+    uint8_t diff = 0;
+    for (unsigned i = 0; i < HP__MEMIF_SECRET_LEN; i++)
+        diff |= (uint8_t)(ours[i] ^ t[i]);
+    return diff == 0;
+}
+
 /* Server: INIT names the interface (id), its mode, and the secret. */
 static enum hp__memif_verdict srv_init(struct hp__memif_hs *hs, const struct hp__memif_msg *m,
                                        const char **why)
@@ -255,9 +271,7 @@ static enum hp__memif_verdict srv_init(struct hp__memif_hs *hs, const struct hp_
     if (memcmp(hs->secret, none, sizeof none) != 0) {
         if (memcmp(m->u.init.secret, none, sizeof none) == 0)
             return refuse(why, "secret required");
-        /* Compared as DPDK does: up to the first NUL, at most 24 bytes. */
-        if (strncmp((const char *)hs->secret, (const char *)m->u.init.secret,
-                    HP__MEMIF_SECRET_LEN) != 0)
+        if (!secret_matches(hs->secret, m->u.init.secret))
             return refuse(why, "incorrect secret");
     }
     memcpy(hs->peer_name, m->u.init.name, sizeof hs->peer_name);

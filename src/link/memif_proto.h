@@ -215,7 +215,7 @@ struct hp__memif_hs {
     int state;
     /* ours */
     uint32_t id;
-    uint8_t secret[HP__MEMIF_SECRET_LEN]; /* all zero: none */
+    uint8_t secret[HP__MEMIF_SECRET_LEN]; /* zeros after the text; all zero: none */
     uint16_t queues;  /* rings per direction we offer (server) or want (client) */
     uint8_t log2;     /* ring size we offer (server: the largest we take) or want */
     uint16_t regions; /* client: the regions we add (1, or 2 in zero-copy) */

@@ -111,6 +111,13 @@ expect "run --stats: no socket, no statistics" 0 "no statistics"           -- "$
 expect "run --link memif needs --memif-socket" 2 "needs --memif-socket"    -- "$HP" run --link memif --ip 198.18.0.2/24 -- true
 expect "run --link memif takes no --iface"   2 "--iface is for real links" -- "$HP" run --link memif --memif-socket "$tmp/m.sock" --iface lo --ip 198.18.0.2/24 -- true
 expect "run --memif-role without memif"      2 "are for --link memif"      -- "$HP" run --link afpacket --iface lo --memif-role server --ip 198.18.0.2/24 -- true
+expect "run --memif-secret without memif"    2 "--memif-secret are for --link memif" -- "$HP" run --link afpacket --iface lo --memif-secret s3 --ip 198.18.0.2/24 -- true
+expect "run --memif-secret of 25 bytes"      2 "--memif-secret: wants 1 to 24 bytes, not 25" -- "$HP" run --link memif --memif-socket "$tmp/m.sock" --memif-secret 1234567890123456789012345 --ip 198.18.0.2/24 -- true
+expect "run --help: the secret's variable"   0 "HOTPATH_MEMIF_SECRET"      -- "$HP" run --help
+# The program gets the secret in HOTPATH_MEMIF_SECRET; without the option, one already in the
+# environment passes as it is (the way that keeps it out of ps).
+expect "run --memif-secret sets HOTPATH_MEMIF_SECRET" 0 "" -- "$HP" run --link memif --memif-socket "$tmp/m.sock" --memif-secret 's3 cret' --ip 198.18.0.2/24 -- sh -c 'test "$HOTPATH_MEMIF_SECRET" = "s3 cret"'
+expect "run keeps HOTPATH_MEMIF_SECRET from the environment" 0 "" -- env HOTPATH_MEMIF_SECRET=fromenv "$HP" run --link memif --memif-socket "$tmp/m.sock" --ip 198.18.0.2/24 -- sh -c 'test "$HOTPATH_MEMIF_SECRET" = fromenv'
 # No server on the socket: the first inet socket fails after HOTPATH_MEMIF_WAIT_MS, saying why (memif needs no privilege).
 expect "run memif client, no server: an error" 1 "no server took the connection.*no such socket file" -- env HOTPATH_MEMIF_WAIT_MS=200 "$HP" run --link memif --memif-socket "$tmp/none.sock" --ip 198.18.0.2/24 -- bash -c 'exec 3<>/dev/tcp/198.18.0.1/7'
 expect "connect mem: server off our prefix" 2 "on the prefix"             -- "$HP" connect --link mem --to 198.19.0.2:7 --bytes 10
@@ -562,6 +569,62 @@ else
   ko "gen txonly -> gen rxdrop over memif, two processes" "$(tail -2 "$tmp/rxd.err" "$tmp/txo.err" 2>&1)"
   kill "$rxd" 2>/dev/null
 fi
+
+# --memif-secret: the usage errors, then a serve holding a secret and clients with it, with a
+# wrong one and with none (refused: the client's log line and refusal count say why, and it gives
+# up after connect's 10 s wait, exit 1), every process bounded by --duration or timeout.
+expect "--memif-secret of 25 bytes is refused"     2 "--memif-secret: wants 1 to 24 bytes, not 25" -- "$HP" gen --link memif --memif-socket "$tmp/m.sock" --memif-secret 1234567890123456789012345
+expect "connect: an empty --memif-secret is refused" 2 "--memif-secret: wants 1 to 24 bytes, not 0" -- "$HP" connect --link memif --memif-socket "$tmp/m.sock" --memif-secret '' --ip 198.18.0.1/24 --to 198.18.0.2:7 --bytes 10
+expect "gen --memif-secret needs --link memif"     2 "--memif-secret are for --link memif" -- "$HP" gen --link mem --memif-secret s3 --duration 0.1
+expect "serve --memif-secret needs --link memif"   2 "--memif-secret are for --link memif" -- "$HP" serve --link mem --ip 198.18.0.2/24 --memif-secret s3
+expect "rr --memif-secret needs --link memif"      2 "--memif-secret are for --link memif" -- "$HP" rr --memif-secret s3 --duration 0.1
+for c in gen serve connect rr impair run; do
+  expect "$c --help lists --memif-secret"          0 "--memif-secret S"          -- "$HP" $c --help
+done
+expect "rr over memif with a secret"               0 "transactions"              -- "$HP" rr --link memif --memif-secret s3cret --duration 0.3
+ssock="$tmp/secret.sock"
+trap 'kill "$ssrv" 2>/dev/null; rm -rf "$tmp"' EXIT
+"$HP" serve --link memif --memif-socket "$ssock" --memif-role server --memif-secret 'open sesame' \
+  --ip 198.18.0.2/24 --tcp-echo 7 --duration 120 >"$tmp/ss.out" 2>"$tmp/ss.err" &
+ssrv=$!
+for _ in $(seq 100); do grep -q "^serve: memif" "$tmp/ss.out" && break; sleep 0.1; done
+# secret_client ARGS...: connect to the secret server (a 64 KiB echo), output in $tmp/sc.out.
+secret_client() {
+  timeout 60 "$HP" connect --link memif --memif-socket "$ssock" --ip 198.18.0.1/24 --to 198.18.0.2:7 \
+    --bytes 64Ki "$@" >"$tmp/sc.out" 2>&1
+}
+for c in "a wrong secret:--memif-secret:open sesamf:incorrect secret" "no secret:::secret required"; do
+  IFS=: read -r name opt val why <<<"$c"
+  secret_client ${opt:+"$opt" "$val"}; rc=$?
+  if [ $rc = 1 ] && grep -q "the peer refused the connection: $why" "$tmp/sc.out" \
+     && grep -qE "refused by the peer [1-9][0-9]* times, last: peer: $why" "$tmp/sc.out" \
+     && ! grep -q "verified     yes" "$tmp/sc.out" && grep -q "refused INIT from .*: $why" "$tmp/ss.err"; then
+    ok "memif secret: a client with $name is refused ($why), exit 1"
+  else
+    ko "memif secret: a client with $name is refused ($why), exit 1" "exit $rc: $(tail -3 "$tmp/sc.out")"
+  fi
+done
+if secret_client --memif-secret 'open sesame' && grep -q "verified     yes" "$tmp/sc.out"; then
+  ok "memif secret: serve --memif-secret and connect with the same one: 64 KiB echoed and verified"
+else
+  ko "memif secret: serve --memif-secret and connect with the same one" "$(tail -3 "$tmp/sc.out" "$tmp/ss.err")"
+fi
+# hotpath run (a program on the POSIX layer, a memif client): the secret from --memif-secret and
+# from the environment is taken; a wrong one is refused, and the program's socket says why.
+echo_py='import socket; s = socket.create_connection(("198.18.0.2", 7), timeout=10); s.sendall(b"sesame\n"); print("echo:", s.recv(64).decode().strip())'
+expect "memif secret: run --memif-secret, a program's TCP echo through serve" 0 "echo: sesame" \
+  -- timeout 60 "$HP" run --link memif --memif-socket "$ssock" --memif-secret 'open sesame' --ip 198.18.0.1/24 -- python3 -c "$echo_py"
+expect "memif secret: run with HOTPATH_MEMIF_SECRET in the environment" 0 "echo: sesame" \
+  -- env HOTPATH_MEMIF_SECRET='open sesame' timeout 60 "$HP" run --link memif --memif-socket "$ssock" --ip 198.18.0.1/24 -- python3 -c "$echo_py"
+expect "memif secret: run with a wrong one: refused, the socket fails saying why" 1 "no server took the connection.*peer: incorrect secret" \
+  -- env HOTPATH_MEMIF_WAIT_MS=1000 timeout 60 "$HP" run --link memif --memif-socket "$ssock" --memif-secret 'open sesamf' --ip 198.18.0.1/24 -- python3 -c "$echo_py"
+kill -INT "$ssrv" 2>/dev/null
+if wait "$ssrv" && grep -q "every buffer came back" "$tmp/ss.out"; then
+  ok "memif secret: the server took the right clients after refusing the others, exits with every buffer back"
+else
+  ko "memif secret: the server's exit" "$(tail -3 "$tmp/ss.out" "$tmp/ss.err")"
+fi
+trap 'rm -rf "$tmp"' EXIT
 
 expect "bench paths: HP_PATHS_ONLY naming no part is refused, names the parts" 1 "no part 'nope'.*pmtu" \
   -- env HP_PATHS_ONLY=loss2,nope "$HP" bench paths --quick

@@ -27,6 +27,8 @@ expect "impair without --link"           2 "--link wants afxdp, afpacket or memi
 expect "impair --link tap refused"       2 "--link wants afxdp, afpacket or memif" -- "$HP" impair --link tap --iface-a x0 --iface-b x1
 expect "impair --memif-socket refused"   2 "two sockets as --iface-a and --iface-b" -- "$HP" impair --link memif --iface-a a --iface-b b --memif-socket c
 expect "impair --memif-role needs memif" 2 "are for --link memif"              -- "$HP" impair "${I[@]}" --memif-role server
+expect "impair --memif-secret needs memif" 2 "--memif-secret are for --link memif" -- "$HP" impair "${I[@]}" --memif-secret s3
+expect "impair --memif-secret of 25 bytes" 2 "--memif-secret: wants 1 to 24 bytes" -- "$HP" impair --link memif --iface-a a --iface-b b --memif-secret 1234567890123456789012345
 expect "impair one interface"            2 "two different interfaces"         -- "$HP" impair --link afpacket --iface-a x0
 expect "impair the same interface twice" 2 "two different interfaces"         -- "$HP" impair --link afpacket --iface-a x0 --iface-b x0
 expect "impair --loss 1.5"               2 "--loss wants a probability.*'1.5'" -- "$HP" impair "${I[@]}" --loss 1.5
@@ -49,14 +51,15 @@ expect "impair stray argument"           2 "unexpected argument 'extra'"      --
 # A missing interface is a clear error, not a crash (no privileges needed to find out).
 expect "impair missing interface"        1 "nosuchif0"                        -- "$HP" impair --link afpacket --iface-a nosuchif0 --iface-b nosuchif1 --duration 0.1
 # Over memif (no privileges needed): gen txonly -> impair --loss 0.5 --a2b -> gen rxdrop, three
-# processes; about half the frames are lost, the rest arrive, every buffer comes back.
+# processes; about half the frames are lost, the rest arrive, every buffer comes back. Both gens
+# hold a secret: impair's --memif-secret reaches both of its sides, or nothing would pass.
 A=$tmp/a.sock B=$tmp/b.sock
-"$HP" gen txonly --link memif --memif-socket "$A" --memif-role server --duration 3 --json >"$tmp/tx.json" 2>"$tmp/tx.err" &
+"$HP" gen txonly --link memif --memif-socket "$A" --memif-role server --memif-secret s3 --duration 3 --json >"$tmp/tx.json" 2>"$tmp/tx.err" &
 txp=$!
-"$HP" gen rxdrop --link memif --memif-socket "$B" --memif-role server --duration 4 --json >"$tmp/rx.json" 2>"$tmp/rx.err" &
+"$HP" gen rxdrop --link memif --memif-socket "$B" --memif-role server --memif-secret s3 --duration 4 --json >"$tmp/rx.json" 2>"$tmp/rx.err" &
 rxp=$!
 sleep 0.3
-timeout 20 "$HP" impair --link memif --iface-a "$A" --iface-b "$B" --loss 0.5 --a2b --seed 3 --duration 5 \
+timeout 20 "$HP" impair --link memif --iface-a "$A" --iface-b "$B" --memif-secret s3 --loss 0.5 --a2b --seed 3 --duration 5 \
   --json-stats >"$tmp/imp.json" 2>"$tmp/imp.err"
 irc=$?
 wait $txp $rxp

@@ -26,7 +26,8 @@
 #  5. testpmd --forward-mode=macswap and io against memif_peer, both
 #     roles, zero-copy, chains, a file and an abstract socket, and DPDK's
 #     small buffers (bsize=1024: frames chained both ways): every frame
-#     comes back swapped (or as it was), byte for byte.
+#     comes back swapped (or as it was), byte for byte. The secret, both
+#     roles: the same one comes up, another is refused with the reason.
 #
 # Ends with "N passed, N failed, N skipped"; exits 1 when anything failed.
 set -u
@@ -230,6 +231,48 @@ else
   s=$(sock); pmd_case "hotpath server, io" client io ",socket-abstract=no" "$s" --size 60
   s=$(sock); pmd_case "DPDK's 1024-byte buffers" client macswap ",socket-abstract=no,bsize=1024,rsize=8" "$s" --size 1514
   s=$(sock); pmd_case "DPDK's 1024-byte buffers, zero-copy" server macswap ",socket-abstract=no,bsize=1024" "$s" --size 1514 --zero-copy
+  # The secret (DPDK's secret=), both ways: the same one is taken, another refused with the
+  # reason. testpmd as server: hotpath's client retries until connect gives up (10 s). testpmd
+  # as client: it does not retry, one refusal in serve's log; then the right one comes up.
+  s=$(sock)
+  testpmd server macswap "$s" ",socket-abstract=no,secret=hpm-s3cret"
+  if wait_for "$tmp/testpmd$n.log" "Port statistics" 20 \
+     && timeout 60 "$HP" gen txonly --link memif --memif-socket "$s" --memif-secret hpm-s3cret --duration 1 >"$tmp/sec$n.log" 2>&1 \
+     && grep -q "up 1 times" "$tmp/sec$n.log"; then
+    ok "secret: testpmd server secret=S, hotpath gen client --memif-secret S: up, $(grep -o '[0-9.]* Mpps' "$tmp/sec$n.log" | tail -1)"
+  else
+    ko "secret: testpmd server secret=S, hotpath gen client --memif-secret S" "$(show "$tmp/sec$n.log")"
+  fi
+  timeout 60 "$HP" connect --link memif --memif-socket "$s" --memif-secret hpm-s3cres --ip 198.18.0.1/24 \
+    --to 198.18.0.2:7 --bytes 1k >"$tmp/secbad$n.log" 2>&1
+  rc=$?
+  if [ $rc = 1 ] && grep -qE "refused by the peer [1-9][0-9]* times, last: peer: Incorrect secret" "$tmp/secbad$n.log"; then
+    ok "secret: testpmd server refuses a hotpath client with another secret (Incorrect secret), connect exits 1"
+  else
+    ko "secret: testpmd server refuses a hotpath client with another secret" "exit $rc: $(show "$tmp/secbad$n.log")"
+  fi
+  finish "$tp"
+  s=$(sock)
+  bg "secsrv$n" env HP_LOG_LEVEL=info "$HP" serve --link memif --memif-socket "$s" --memif-role server \
+    --memif-secret hpm-s3cret --ip 198.18.0.2/24 --duration 60
+  srv=$last
+  wait_for "$tmp/secsrv$n.log" "^serve: memif" 20
+  testpmd client macswap "$s" ",socket-abstract=no,secret=hpm-s3cres"
+  if wait_for "$tmp/secsrv$n.log" "refused INIT from DPDK.*: incorrect secret" 20; then
+    ok "secret: hotpath serve --memif-secret S refuses testpmd client secret=another: $(grep -o 'refused INIT from DPDK.*' "$tmp/secsrv$n.log" | head -1)"
+  else
+    ko "secret: hotpath serve --memif-secret S refuses testpmd client secret=another" "$(show "$tmp/secsrv$n.log")"
+  fi
+  finish "$tp"
+  testpmd client macswap "$s" ",socket-abstract=no,secret=hpm-s3cret"
+  if wait_for "$tmp/secsrv$n.log" "up with DPDK" 20; then
+    ok "secret: hotpath serve --memif-secret S takes testpmd client secret=S: $(grep -o 'up with DPDK[^,]*' "$tmp/secsrv$n.log" | head -1)"
+  else
+    ko "secret: hotpath serve --memif-secret S takes testpmd client secret=S" "$(show "$tmp/secsrv$n.log"; grep -i memif "$tmp/testpmd$n.log" | tail -3)"
+  fi
+  finish "$tp"
+  if finish "$srv" && grep -q "every buffer came back" "$tmp/secsrv$n.log"; then ok "secret: serve exits with every buffer back"
+  else ko "secret: serve's exit" "$(show "$tmp/secsrv$n.log")"; fi
 fi
 
 summary

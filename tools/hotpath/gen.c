@@ -280,11 +280,12 @@ static void memif_report(const struct hp_link *link)
         return;
     fprintf(stderr,
             "hotpath gen: memif %s: up %llu times, down %llu; dropped while down %llu, left unread "
-            "%llu; refused %llu descriptors, %llu messages, %llu ring indices\n",
+            "%llu; refused %llu connections, %llu descriptors, %llu messages, %llu ring "
+            "indices\n",
             hp_link_name(link), (unsigned long long)ms.connects, (unsigned long long)ms.disconnects,
             (unsigned long long)ms.tx_down, (unsigned long long)ms.tx_unread,
-            (unsigned long long)ms.bad_descs, (unsigned long long)ms.bad_msgs,
-            (unsigned long long)ms.ring_errors);
+            (unsigned long long)ms.refused, (unsigned long long)ms.bad_descs,
+            (unsigned long long)ms.bad_msgs, (unsigned long long)ms.ring_errors);
 }
 
 /* The measured loop: a short warm-up (caches, rings, the kernel's first

@@ -51,12 +51,12 @@ static void usage(FILE *f)
 {
     fprintf(
         f,
-        "usage: hotpath impair --link afxdp|afpacket --iface-a A --iface-b B [--delay "
-        "MS[,JITTER]]\n"
-        "                      [--loss P] [--reorder P] [--dup P] [--corrupt P] [--rate MBIT]\n"
-        "                      [--queue BYTES] [--ecn-mark-above BYTES] [--mtu N] [--seed N]\n"
-        "                      [--drop-tail MS] [--a2b|--b2a] [--duration S] [--json-stats]\n"
-        "                      [--cpu N] [--wait] [--rt PRIO]\n"
+        "usage: hotpath impair --link afxdp|afpacket|memif --iface-a A --iface-b B\n"
+        "                      [--delay MS[,JITTER]] [--loss P] [--reorder P] [--dup P]\n"
+        "                      [--corrupt P] [--rate MBIT] [--queue BYTES]\n"
+        "                      [--ecn-mark-above BYTES] [--mtu N] [--seed N] [--drop-tail MS]\n"
+        "                      [--a2b|--b2a] [--duration S] [--json-stats] [--cpu N] [--wait]\n"
+        "                      [--rt PRIO] [--memif-role R] [--memif-id N] [--memif-secret S]\n"
         "\n"
         "Bridges frames between interfaces A and B (both directions), like netem on a wire:\n"
         "  --delay MS[,J]     one-way delay in milliseconds (fractions allowed), plus a uniform\n"
@@ -82,7 +82,13 @@ static void usage(FILE *f)
         "  --rt PRIO          run at real-time priority PRIO (SCHED_FIFO, 1-99; root), with\n"
         "                     --wait: frames leave on time on a machine busy with other work\n"
         "The interfaces are taken whole (afpacket: every frame; afxdp: copy mode): give the\n"
-        "bridge its own namespace with no addresses on them (scripts/netns.sh up3).\n");
+        "bridge its own namespace with no addresses on them (scripts/netns.sh up3).\n"
+        "--link memif: A and B are two memif control sockets (@NAME: abstract), one\n"
+        "interface on each, both with these:\n"
+        "  --memif-role R     client (the default: connects to the sockets) or server\n"
+        "  --memif-id N       the interface id on each socket (default 0)\n"
+        "  --memif-secret S   the shared secret, 1 to 24 bytes (a server with one refuses\n"
+        "                     clients without it; other users see it in ps)\n");
 }
 
 static int parse_prob(const char *opt, const char *arg, double *out)
@@ -258,7 +264,8 @@ static int parse(int argc, char **argv, struct impair_opts *o)
                                 "--link memif takes its two sockets as --iface-a and --iface-b, "
                                 "not --memif-socket");
     if (o->memif.given && !memif)
-        return tool_usage_error("impair", "--memif-role and --memif-id are for --link memif");
+        return tool_usage_error("impair",
+                                "--memif-role, --memif-id and --memif-secret are for --link memif");
     if (!o->iface[0] || !o->iface[1] || strcmp(o->iface[0], o->iface[1]) == 0)
         return tool_usage_error("impair", "--iface-a and --iface-b want two different interfaces");
     if (o->only[0] && o->only[1])

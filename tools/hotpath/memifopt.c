@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The memif link's command-line options (--memif-socket, --memif-role, --memif-id), shared by gen, serve, connect and rr. */
+/* The memif link's options (--memif-socket, -role, -id, -secret), shared by every command. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +42,14 @@ int memifopt_parse(const char *cmd, struct memif_opts *m, int c, const char *arg
         m->id = (uint32_t)v;
         break;
     }
+    case MEMIFOPT_SECRET:
+        /* The protocol's INIT message holds 24 bytes; the link refuses more. An
+         * empty one would silently mean none (an unset shell variable). */
+        if (!*arg || strlen(arg) > MEMIFOPT_SECRET_MAX)
+            return tool_usage_error(cmd, "--memif-secret: wants 1 to %d bytes, not %zu",
+                                    MEMIFOPT_SECRET_MAX, strlen(arg));
+        m->secret = arg;
+        break;
     default:
         return 1;
     }
@@ -56,8 +64,9 @@ int memifopt_check(const char *cmd, const char *link, const struct memif_opts *m
         return tool_usage_error(
             cmd, "--link memif needs --memif-socket PATH (the peer's, or ours as server)");
     if (!memif && m->given)
-        return tool_usage_error(cmd,
-                                "--memif-socket, --memif-role and --memif-id are for --link memif");
+        return tool_usage_error(
+            cmd,
+            "--memif-socket, --memif-role, --memif-id and --memif-secret are for --link memif");
     return 0;
 }
 
@@ -66,6 +75,7 @@ void memifopt_apply(const struct memif_opts *m, struct hp_link_config *lc)
     lc->memif.socket = m->socket;
     lc->memif.role = m->role;
     lc->memif.id = m->id;
+    lc->memif.secret = m->secret;
 }
 
 bool memifopt_wait_up(const char *cmd, struct hp_link *l, double timeout_s,
@@ -83,7 +93,16 @@ bool memifopt_wait_up(const char *cmd, struct hp_link *l, double timeout_s,
         else
             nanosleep(&(struct timespec){0, 100000}, NULL);
     }
-    return hp_link_up(l);
+    if (hp_link_up(l))
+        return true;
+    /* A peer that is there but refuses us (a wrong id or secret), or that we
+     * refused, is not a missing peer: say so, and the last reason. */
+    struct hp_memif_stats ms;
+    if (hp_link_memif_stats(l, &ms) == 0 && ms.refused)
+        fprintf(stderr, "hotpath %s: memif %s: %s %llu times, last: %s\n", cmd, hp_link_name(l),
+                ms.server ? "refused a client" : "refused by the peer",
+                (unsigned long long)ms.refused, ms.reason);
+    return false;
 }
 
 int memifopt_pair(const struct memif_opts *m, unsigned k, const struct hp_link_config *base,
@@ -97,6 +116,7 @@ int memifopt_pair(const struct memif_opts *m, unsigned k, const struct hp_link_c
     struct hp_link_config lc = *base;
     lc.memif.socket = path;
     lc.memif.id = m->id;
+    lc.memif.secret = m->secret;
     for (int i = 1; i >= 0; i--) {
         lc.memif.role = i ? HP_MEMIF_SERVER : HP_MEMIF_CLIENT;
         e[i] = hp_link_open("memif", &lc);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The memif link's command-line options (--memif-socket, --memif-role, --memif-id), shared by gen, serve, connect and rr. */
+/* The memif link's options (--memif-socket, -role, -id, -secret), shared by every command. */
 #ifndef HOTPATH_TOOL_MEMIFOPT_H
 #define HOTPATH_TOOL_MEMIFOPT_H
 
@@ -14,26 +14,32 @@ struct memif_opts {
     const char *socket; /* --memif-socket PATH ("@NAME": abstract) */
     int role;           /* HP_MEMIF_CLIENT (the default) or HP_MEMIF_SERVER */
     uint32_t id;        /* --memif-id N (default 0) */
+    const char *secret; /* --memif-secret S (1 to 24 bytes; NULL: none) */
     bool given;         /* some --memif-* option was given */
 };
 
-/* getopt_long codes of the options, out of the way of single letters. */
-enum { MEMIFOPT_SOCKET = 0x300, MEMIFOPT_ROLE, MEMIFOPT_ID };
+/* The longest secret: what the protocol's INIT message holds. */
+#define MEMIFOPT_SECRET_MAX 24
 
-/* One entry of a getopt_long table, then the three of memif. */
+/* getopt_long codes of the options, out of the way of single letters. */
+enum { MEMIFOPT_SOCKET = 0x300, MEMIFOPT_ROLE, MEMIFOPT_ID, MEMIFOPT_SECRET };
+
+/* One entry of a getopt_long table, then the four of memif. */
 #define MEMIFOPT_(name, code)                                                                      \
     {                                                                                              \
         name, required_argument, NULL, code                                                        \
     }
 #define MEMIFOPT_LONGOPTS                                                                          \
     MEMIFOPT_("memif-socket", MEMIFOPT_SOCKET), MEMIFOPT_("memif-role", MEMIFOPT_ROLE),            \
-        MEMIFOPT_("memif-id", MEMIFOPT_ID)
+        MEMIFOPT_("memif-id", MEMIFOPT_ID), MEMIFOPT_("memif-secret", MEMIFOPT_SECRET)
 
 #define MEMIFOPT_HELP                                                                              \
     "  --memif-socket PATH  memif: the control socket (@NAME: abstract; required)\n"               \
     "  --memif-role R       memif: client (the default: connects, makes the shared\n"              \
     "                       memory) or server\n"                                                   \
-    "  --memif-id N         memif: the interface id on the socket (default 0)\n"
+    "  --memif-id N         memif: the interface id on the socket (default 0)\n"                   \
+    "  --memif-secret S     memif: the shared secret, 1 to 24 bytes (a server with one\n"          \
+    "                       refuses clients without it; other users see it in ps)\n"
 
 void memifopt_init(struct memif_opts *m);
 
@@ -49,8 +55,9 @@ int memifopt_check(const char *cmd, const char *link, const struct memif_opts *m
 void memifopt_apply(const struct memif_opts *m, struct hp_link_config *lc);
 
 /* Poll l (dropping what arrives) until it is up, timeout_s passes, or
- * *stop becomes non-zero (stop may be NULL); says on stderr that it waits.
- * true when up; other links are always up. */
+ * *stop becomes non-zero (stop may be NULL); says on stderr that it waits,
+ * and, when it gives up, how often the peer refused us and why (a wrong id
+ * or secret). true when up; other links are always up. */
 bool memifopt_wait_up(const char *cmd, struct hp_link *l, double timeout_s,
                       volatile sig_atomic_t *stop);
 

@@ -770,7 +770,8 @@ static void usage(FILE *f)
             "                    in-memory link pair, each busy-polled by its own thread;\n"
             "                    memif: the same over a memif link (shared memory; both\n"
             "                    ends in this process, on abstract sockets unless\n"
-            "                    --memif-socket PATH gives a base path, --memif-id N the id);\n"
+            "                    --memif-socket PATH gives a base path, --memif-id N the\n"
+            "                    id, --memif-secret S a secret both ends use);\n"
             "                    afxdp, afpacket, tap: the same two stacks and threads over a\n"
             "                    real link through the kernel: a veth pair (afxdp in copy\n"
             "                    mode, afpacket), or two tap devices on a Linux bridge (tap);\n"
@@ -1117,7 +1118,8 @@ static int rr_check(const struct rr_opts *o)
     if (o->memif.role != HP_MEMIF_CLIENT)
         return tool_usage_error(CMD, "--memif-role: rr runs both ends of the memif link itself");
     if (o->memif.given && strcmp(o->link, "memif") != 0)
-        return tool_usage_error(CMD, "--memif-socket and --memif-id are for --link memif");
+        return tool_usage_error(
+            CMD, "--memif-socket, --memif-id and --memif-secret are for --link memif");
     if (o->threads > o->flows)
         return tool_usage_error(CMD, "--threads %u is more than --flows %u", o->threads, o->flows);
     if (rr_check_ifaces(o))

@@ -33,7 +33,8 @@ static void usage(FILE *f)
         "A]\n"
         "                   [--gw6 A] [--queue N] [--stats] [OPTIONS] -- COMMAND [ARGS...]\n"
         "       hotpath run --link memif --memif-socket PATH [--memif-role client|server]\n"
-        "                   [--memif-id N] --ip A/LEN [OPTIONS] -- COMMAND [ARGS...]\n\n"
+        "                   [--memif-id N] [--memif-secret S] --ip A/LEN [OPTIONS]\n"
+        "                   -- COMMAND [ARGS...]\n\n"
         "Run an unmodified program on a hotpath stack: its AF_INET / AF_INET6 TCP and UDP\n"
         "sockets live on hotpath (libhotpath-posix.so, preloaded), everything else stays\n"
         "with the kernel. The interface must be hotpath's: no kernel address of the same\n"
@@ -47,6 +48,10 @@ static void usage(FILE *f)
         "  --memif-role R    memif: client (the default; waits for the\n"
         "                    server HOTPATH_MEMIF_WAIT_MS) or server     HOTPATH_MEMIF_ROLE\n"
         "  --memif-id N      memif: the interface id (default 0)           HOTPATH_MEMIF_ID\n"
+        "  --memif-secret S  memif: the shared secret, 1 to 24 bytes (a\n"
+        "                    server with one refuses clients without it;\n"
+        "                    other users see it in ps: set the variable\n"
+        "                    instead to keep it out)                HOTPATH_MEMIF_SECRET\n"
         "  --ip A/LEN        IPv4 address (repeatable)                     HOTPATH_IP\n"
         "  --ip6 A/LEN       IPv6 address (repeatable)                     HOTPATH_IP6\n"
         "  --gw A, --gw6 A   default gateways                       HOTPATH_GW, HOTPATH_GW6\n"
@@ -226,6 +231,10 @@ static void set_env(const struct run_opts *o, const char *lib, const char *stats
         setenv("HOTPATH_MEMIF_SOCKET", o->n.memif.socket, 1);
         setenv("HOTPATH_MEMIF_ROLE", o->n.memif.role == HP_MEMIF_SERVER ? "server" : "client", 1);
         set_num("HOTPATH_MEMIF_ID", (long)o->n.memif.id);
+        /* Without the option, a HOTPATH_MEMIF_SECRET already in our
+         * environment passes to the program as it is. */
+        if (o->n.memif.secret)
+            setenv("HOTPATH_MEMIF_SECRET", o->n.memif.secret, 1);
     }
     cidrs(&o->n, 4, buf, sizeof buf);
     buf[0] ? setenv("HOTPATH_IP", buf, 1) : unsetenv("HOTPATH_IP");

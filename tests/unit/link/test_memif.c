@@ -506,6 +506,34 @@ HP_TEST(memif_peer_killed_and_back)
     }
 }
 
+/* A client with id and secret (NULL: none) on server s's path is refused,
+ * and says why: reason. */
+static void check_refused(struct hp_link *s, const char *path, uint32_t id, const char *secret,
+                          const char *reason)
+{
+    struct hp_link_config cc = {0};
+    cc.memif.socket = path;
+    cc.memif.id = id;
+    cc.memif.secret = secret;
+    struct hp_link *c = open_cfg(&cc);
+    HP_REQUIRE(c != NULL);
+    struct hp_memif_stats ms = {0};
+    for (int k = 0; k < 3000 && !strstr(ms.reason, reason); k++) {
+        struct hp_buf *x[4];
+        hp_link_rx_burst(s, x, 4);
+        hp_link_rx_burst(c, x, 4);
+        hp_link_memif_stats(c, &ms);
+        nap();
+    }
+    if (!strstr(ms.reason, reason))
+        hp_test_fail(__FILE__, __LINE__, "secret '%s': the client says '%s', not '%s'",
+                     secret ? secret : "(none)", ms.reason, reason);
+    HP_CHECK(!hp_link_up(c) && !hp_link_up(s));
+    HP_CHECK_GE(ms.refused, 1);
+    HP_CHECK_EQ(ms.connects, 0);
+    HP_CHECK_EQ(hp_link_close(c), 0);
+}
+
 HP_TEST(memif_id_and_secret)
 {
     char path[108];
@@ -517,37 +545,16 @@ HP_TEST(memif_id_and_secret)
     sc.memif.secret = "open sesame";
     struct hp_link *s = open_cfg(&sc);
     HP_REQUIRE(s != NULL);
-    static const struct {
-        uint32_t id;
-        const char *secret, *reason;
-    } cases[] = {
-        {8, "open sesame", "ID not found"},
-        {7, NULL, "secret required"},
-        {7, "open sesamf", "incorrect secret"},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct hp_link_config cc = {0};
-        cc.memif.socket = path;
-        cc.memif.id = cases[i].id;
-        cc.memif.secret = cases[i].secret;
-        struct hp_link *c = open_cfg(&cc);
-        HP_REQUIRE(c != NULL);
-        struct hp_memif_stats ms = {0};
-        for (int k = 0; k < 3000 && !strstr(ms.reason, cases[i].reason); k++) {
-            struct hp_buf *x[4];
-            hp_link_rx_burst(s, x, 4);
-            hp_link_rx_burst(c, x, 4);
-            hp_link_memif_stats(c, &ms);
-            nap();
-        }
-        HP_CHECK(strstr(ms.reason, cases[i].reason) != NULL);
-        HP_CHECK(!hp_link_up(c) && !hp_link_up(s));
-        HP_CHECK_GE(ms.refused, 1);
-        HP_CHECK_EQ(hp_link_close(c), 0);
-    }
+    check_refused(s, path, 8, "open sesame", "ID not found");
+    check_refused(s, path, 7, NULL, "secret required");
+    check_refused(s, path, 7, "", "secret required");
+    check_refused(s, path, 7, "open sesamf", "incorrect secret");
+    /* Neither a prefix of the secret nor the secret and more. */
+    check_refused(s, path, 7, "open sesam", "incorrect secret");
+    check_refused(s, path, 7, "open sesame!", "incorrect secret");
     struct hp_memif_stats ms;
     HP_REQUIRE_EQ(hp_link_memif_stats(s, &ms), 0);
-    HP_CHECK_GE(ms.refused, 3);
+    HP_CHECK_GE(ms.refused, 6);
     struct hp_link_config cc = {0};
     cc.memif.socket = path;
     cc.memif.id = 7;
@@ -837,6 +844,94 @@ HP_TEST(memif_server_refuses_malformed_control)
     HP_CHECK(strstr(m.u.disconnect.reason, "Already connected") != NULL);
     close(extra);
     HP_CHECK(hp_link_up(s));
+    HP_CHECK_EQ(hp_link_close(c), 0);
+    HP_CHECK_EQ(hp_link_close(s), 0);
+    hp_set_log_fn(NULL, NULL);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+/* INIT with secret (24 bytes as they go on the wire) from a raw client to
+ * server s: the type of the server's answer (ACK or DISCONNECT, its reason
+ * in why), or -1 when none came. */
+static int raw_init_answer(struct hp_link *s, const char *path, const uint8_t secret[24], char *why,
+                           size_t len)
+{
+    int fd = raw_connect(path);
+    if (fd < 0)
+        return -1;
+    struct hp__memif_msg m;
+    int rc = -1;
+    if (raw_recv(s, fd, &m) == 1 && m.type == HP__MEMIF_MSG_HELLO) {
+        struct hp__memif_msg init = init_msg(0);
+        memcpy(init.u.init.secret, secret, sizeof init.u.init.secret);
+        if (raw_send(fd, &init, 0, NULL) == 0 && raw_recv(s, fd, &m) == 1) {
+            rc = m.type;
+            snprintf(why, len, "%s", rc == HP__MEMIF_MSG_DISCONNECT ? m.u.disconnect.reason : "");
+        }
+    }
+    close(fd);
+    /* After an ACK the server holds the channel: wait until it has seen the
+     * hang-up, so that the next client is not "already connected". */
+    struct hp_memif_stats ms = {0};
+    for (int k = 0; k < 10000 && rc == HP__MEMIF_MSG_ACK && !strstr(ms.reason, "closed"); k++) {
+        struct hp_buf *x[4];
+        hp_link_rx_burst(s, x, 4);
+        hp_link_memif_stats(s, &ms);
+        nap();
+    }
+    HP_CHECK(rc != HP__MEMIF_MSG_ACK || strstr(ms.reason, "closed") != NULL);
+    HP_CHECK(!hp_link_up(s));
+    return rc;
+}
+
+/* The secret is compared as DPDK compares it (strncmp over 24 bytes): up to
+ * the first NUL, so that what a client leaves after it does not count, and
+ * the whole 24 bytes when there is none. */
+HP_TEST(memif_secret_compared_up_to_nul)
+{
+    char path[108], why[128] = "";
+    sock_path(path, sizeof path, "secret-wire");
+    hp_set_log_fn(capture, NULL);
+    struct hp_link_config sc = {0};
+    sc.memif.role = HP_MEMIF_SERVER;
+    sc.memif.socket = path;
+    sc.memif.secret = "open sesame";
+    struct hp_link *s = open_cfg(&sc);
+    HP_REQUIRE(s != NULL);
+    uint8_t w[24];
+    memset(w, 0, sizeof w);
+    memcpy(w, "open sesame\0junk", 16);
+    HP_CHECK_EQ(raw_init_answer(s, path, w, why, sizeof why), HP__MEMIF_MSG_ACK);
+    memcpy(w, "open sesameXXXXXXXXXXXXX", 24); /* no NUL at all */
+    HP_CHECK_EQ(raw_init_answer(s, path, w, why, sizeof why), HP__MEMIF_MSG_DISCONNECT);
+    HP_CHECK(strstr(why, "incorrect secret") != NULL);
+    memset(w, 0, sizeof w);
+    memcpy(w, "\0open sesame", 12); /* empty up to its NUL */
+    HP_CHECK_EQ(raw_init_answer(s, path, w, why, sizeof why), HP__MEMIF_MSG_DISCONNECT);
+    HP_CHECK(strstr(why, "secret") != NULL);
+    HP_CHECK_EQ(hp_link_close(s), 0);
+    /* A secret of the full 24 bytes: its 23-byte prefix is refused, itself
+     * taken. */
+    sc.memif.secret = "abcdefghijklmnopqrstuvwx";
+    s = open_cfg(&sc);
+    HP_REQUIRE(s != NULL);
+    check_refused(s, path, 0, "abcdefghijklmnopqrstuvw", "incorrect secret");
+    struct hp_link_config cc = {0};
+    cc.memif.socket = path;
+    cc.memif.secret = sc.memif.secret;
+    struct hp_link *c = open_cfg(&cc);
+    HP_REQUIRE(c != NULL);
+    HP_CHECK(wait_up(s, c));
+    HP_CHECK_EQ(exchange(c, s, hp_link_pool(c), 50), 50);
+    HP_CHECK_EQ(hp_link_close(c), 0);
+    HP_CHECK_EQ(hp_link_close(s), 0);
+    /* A server without a secret takes a client with one (DPDK's rule: the
+     * server decides). */
+    sc.memif.secret = NULL;
+    s = open_cfg(&sc);
+    c = open_cfg(&cc);
+    HP_REQUIRE(s != NULL && c != NULL);
+    HP_CHECK(wait_up(s, c));
     HP_CHECK_EQ(hp_link_close(c), 0);
     HP_CHECK_EQ(hp_link_close(s), 0);
     hp_set_log_fn(NULL, NULL);
