@@ -74,18 +74,26 @@ PD_TEST(tcp_est_ack_every_second_full_segment)
     HP_CHECK_EQ(pd_read(h, t, 100000), 5 * f);
 }
 
-/* Full-sized segments that arrive in one receive burst get one ACK, at the
- * burst's end, for all of them (as Linux's GRO aggregates do); the data
- * segments the peer sends in one go mostly arrive so. */
-PD_TEST(tcp_est_burst_acked_once)
+/* Six full-sized segments from B, handed over in one receive burst.
+ * @return their size. */
+static uint32_t burst_of_six(struct pd *h)
 {
-    struct hp_tcp_sock *t = prime(h);
     uint32_t f = pd_full(h);
     h->hold = true;
     for (uint32_t i = 0; i < 6; i++)
         pd_in_data(h, ".", B + i * f, 1, 1000, f, NULL);
     h->hold = false;
     pd_pump(h);
+    return f;
+}
+
+/* Full-sized segments that arrive in one receive burst get one ACK, at the
+ * burst's end, for all of them (as Linux's GRO aggregates do); the data
+ * segments the peer sends in one go mostly arrive so. */
+PD_TEST(tcp_est_burst_acked_once)
+{
+    struct hp_tcp_sock *t = prime(h);
+    uint32_t f = burst_of_six(h);
     pd_expect(h, ".", 1, B + 6 * f, PD_ANY, NULL);
     pd_expect_none(h);
     /* One by one, every second one is ACKed again. */
@@ -104,12 +112,7 @@ PD_TEST(tcp_est_burst_small_window_acks_every_second)
     struct hp_tcp_config cfg = {.rcvbuf = 8 * (h->mss - 12u)};
     pd_configure(h, &cfg);
     struct hp_tcp_sock *t = prime(h);
-    uint32_t f = pd_full(h);
-    h->hold = true;
-    for (uint32_t i = 0; i < 6; i++)
-        pd_in_data(h, ".", B + i * f, 1, 1000, f, NULL);
-    h->hold = false;
-    pd_pump(h);
+    uint32_t f = burst_of_six(h);
     for (uint32_t k = 1; k <= 3; k++)
         pd_expect(h, ".", 1, B + 2 * k * f, PD_ANY, NULL);
     pd_expect_none(h);
