@@ -26,9 +26,8 @@
  * SYNs and RSTs, rare, go through hp_tcp_emit.
  */
 
-#define TS_OPT_LEN 12u
-#define ACK_COALESCE_MAX                                                                           \
-    65536u /* bytes one coalesced ACK may cover (hp__tcp_ack_schedule) */ /* NOP NOP kind len TSval TSecr (RFC 7323 3.2, Appendix A) */
+#define TS_OPT_LEN       12u    /* NOP NOP kind len TSval TSecr (RFC 7323 3.2, Appendix A) */
+#define ACK_COALESCE_MAX 65536u /* bytes one coalesced ACK may cover (hp__tcp_ack_schedule) */
 
 static inline uint32_t min32(uint32_t a, uint32_t b)
 {
