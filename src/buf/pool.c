@@ -569,6 +569,11 @@ HP_API int hp_pool_pair_stats(const struct hp_pool *p, struct hp_pool_pair_stats
                 s->policy = fixed != HP_ALIEN_ADAPTIVE
                                 ? fixed
                                 : atomic_load_explicit(&pr->pub_policy, memory_order_relaxed);
+                /* A pair that has freed nothing under ADAPTIVE yet (its frees
+                 * so far went by a fixed policy) has published nothing: its
+                 * route is still the initial one, local. */
+                if (s->policy != HP_ALIEN_LOCAL && s->policy != HP_ALIEN_DEFER)
+                    s->policy = HP_ALIEN_LOCAL;
                 s->measured = atomic_load_explicit(&pr->pub_measured, memory_order_relaxed);
                 s->switches = atomic_load_explicit(&pr->pub_switches, memory_order_relaxed);
                 s->explorations = atomic_load_explicit(&pr->pub_explorations, memory_order_relaxed);

@@ -1483,3 +1483,44 @@ __attribute__((constructor)) static void register_teardown(void)
 {
     hp_test_add_teardown("hp_pools_in_use() == 0", pools_leak_check);
 }
+
+/* ---- pair stats of pairs that never freed under ADAPTIVE ------------------ */
+
+struct one_free {
+    struct hp_buf *b;
+};
+
+static void *free_it(void *arg)
+{
+    hp_buf_free(((struct one_free *)arg)->b);
+    hp_thread_exit();
+    return NULL;
+}
+
+/* Alien frees under a fixed policy, then the pool switched to ADAPTIVE: the
+ * pair's stats say LOCAL or DEFER (a stress run once found an unset 0 here:
+ * the pair had published nothing, having freed nothing under ADAPTIVE). */
+HP_TEST(pool_pair_stats_after_switch_to_adaptive)
+{
+    struct hp_pool_config pc = {.name = "pair-stats",
+                                .n_bufs = 64,
+                                .cache_size = 8,
+                                .alien_policy = HP_ALIEN_LOCAL};
+    struct hp_pool *p = hp_pool_create(&pc);
+    HP_REQUIRE(p != NULL);
+    struct one_free f = {.b = hp_buf_alloc(p)};
+    HP_REQUIRE(f.b != NULL);
+    pthread_t th;
+    HP_REQUIRE_EQ(pthread_create(&th, NULL, free_it, &f), 0);
+    pthread_join(th, NULL);
+    HP_REQUIRE_EQ(hp_pool_set_alien_policy(p, HP_ALIEN_ADAPTIVE), 0);
+    struct hp_pool_pair_stats ps[HP_MAX_THREADS];
+    int n = hp_pool_pair_stats(p, ps, HP_MAX_THREADS);
+    HP_CHECK_GE(n, 1);
+    for (int i = 0; i < n && i < HP_MAX_THREADS; i++) {
+        HP_CHECK(ps[i].policy == HP_ALIEN_LOCAL || ps[i].policy == HP_ALIEN_DEFER);
+        HP_CHECK_EQ(ps[i].alien_frees, 1);
+    }
+    hp_pool_thread_flush(p);
+    HP_CHECK_EQ(hp_pool_destroy(p), 0);
+}
