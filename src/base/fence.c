@@ -10,7 +10,7 @@
 #include "fence.h"
 
 /* 0: not tried yet; 1: registered; -1: not available (old kernel, seccomp,
- * qemu-user, a TSan build). */
+ * an emulator without it, a TSan build). */
 static _Atomic int asym_state;
 
 static long membarrier(int cmd)

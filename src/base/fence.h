@@ -44,8 +44,8 @@ static inline void hp__fence_seq_cst(void)
  * which makes every running thread of the process pass a full barrier, as
  * if the light side had one. Only between threads of one process.
  * hp__fence_asym_init() registers the process once and says whether the
- * kernel offers it (Linux 4.14; not under TSan, qemu-user or a seccomp
- * filter that refuses it). Whoever pairs the two decides once, before
+ * kernel offers it (Linux 4.14; not in TSan builds, nor where the kernel,
+ * an emulator or a seccomp filter refuses it). Whoever pairs the two decides once, before
  * either side runs, and both sides keep to it; without it, both use
  * hp__fence_seq_cst().
  */
