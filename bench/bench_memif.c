@@ -37,8 +37,12 @@
  *   testpmd>hp  testpmd --forward-mode=txonly (client) -> hotpath rxdrop
  *   testpmd>testpmd  DPDK to DPDK, for scale: testpmd's own Rx-pps
  *   tcp         one TCP flow, MTU 1500, hotpath stacks in two processes
- *               over memif, 128 KiB writes; beside the kernel's TCP over
- *               loopback (threads on the same two CPUs)
+ *               over memif, 128 KiB writes, the stack's default buffers
+ *               (256 KiB: twice the bandwidth-delay product of 20 Gbit/s
+ *               at this link's ~50 us round trip); the same with 4 MiB
+ *               buffers, whose in-flight data no longer fits in L2 (the
+ *               price of oversized windows on a local link); beside the
+ *               kernel's TCP over loopback (threads on the same two CPUs)
  * Each side is its own process, pinned: the receiver to CPU a, the sender
  * to CPU b (testpmd's forwarding lcore likewise, its main lcore beside it).
  */
@@ -48,8 +52,22 @@
 #define GBPS_GOAL 20.0
 #define TCP_PORT  5201
 #define TCP_CHUNK (128 * 1024)
+/* The tcp 4MiB row's send and receive buffers (the tcp rows: the defaults). */
+#define BIG_WINDOW (4u << 20)
 
-enum { R_HP, R_HP_ZC, R_MEM, R_HP_TP, R_TP_HP, R_TP_TP, R_TCP, R_TCP_MEM, R_TCPK, NROWS };
+enum {
+    R_HP,
+    R_HP_ZC,
+    R_MEM,
+    R_HP_TP,
+    R_TP_HP,
+    R_TP_TP,
+    R_TCP,
+    R_TCP_BIG,
+    R_TCP_MEM,
+    R_TCPK,
+    NROWS
+};
 
 struct row {
     const char *name, *unit, *what;
@@ -383,7 +401,8 @@ struct tcp_end {
 };
 
 /* A stack on link (NULL: a memif link of its own on sock, with its pool). */
-static int tcp_end_open(struct tcp_end *e, const char *sock, bool server, struct hp_link *link)
+static int tcp_end_open(struct tcp_end *e, const char *sock, bool server, struct hp_link *link,
+                        uint32_t win)
 {
     memset(e, 0, sizeof *e);
     e->link = link;
@@ -401,7 +420,8 @@ static int tcp_end_open(struct tcp_end *e, const char *sock, bool server, struct
     int ifx = e->st ? hp_stack_add_iface(e->st, e->link) : -1;
     if (ifx < 0 || hp_stack_add_addr(e->st, ifx, 4, server ? B4 : A4, 24) < 0)
         return -1;
-    struct hp_tcp_config tc = {.sndbuf = 4u << 20, .rcvbuf = 4u << 20};
+    /* win 0: the stack's defaults (256 KiB each way) */
+    struct hp_tcp_config tc = {.sndbuf = win, .rcvbuf = win};
     hp_tcp_configure(e->st, &tc);
     struct hp_sockaddr any = {.family = 4, .port = TCP_PORT};
     if (server) {
@@ -489,7 +509,8 @@ static void tcp_sender(struct tcp_end *e, double until, struct side_res *r)
     r->ok = 1;
 }
 
-static pid_t tcp_child(bool server, const char *sock, int cpu, double warm, double secs, int *fd)
+static pid_t tcp_child(bool server, const char *sock, int cpu, double warm, double secs,
+                       uint32_t win, int *fd)
 {
     int p[2];
     if (pipe(p) < 0)
@@ -505,7 +526,7 @@ static pid_t tcp_child(bool server, const char *sock, int cpu, double warm, doub
         tool_pin(cpu);
     struct side_res r = {0};
     struct tcp_end e;
-    if (tcp_end_open(&e, sock, server, NULL) < 0)
+    if (tcp_end_open(&e, sock, server, NULL, win) < 0)
         snprintf(r.why, sizeof r.why, "cannot set up a stack on memif: %s", hp_link_error());
     else if (server)
         tcp_receiver(&e, warm, secs, &r);
@@ -516,14 +537,14 @@ static pid_t tcp_child(bool server, const char *sock, int cpu, double warm, doub
     _exit(0);
 }
 
-static int tcp_round(int a, int b, double warm, double secs, double *gbps, double *share, char *why,
-                     size_t len)
+static int tcp_round(int a, int b, double warm, double secs, uint32_t win, double *gbps,
+                     double *share, char *why, size_t len)
 {
     char sock[128];
     sock_name(sock, sizeof sock, "tcp");
     int rfd, sfd;
-    pid_t rx = tcp_child(true, sock, a, warm, secs, &rfd);
-    pid_t tx = tcp_child(false, sock, b, warm, secs, &sfd);
+    pid_t rx = tcp_child(true, sock, a, warm, secs, win, &rfd);
+    pid_t tx = tcp_child(false, sock, b, warm, secs, win, &sfd);
     struct side_res r, s;
     read_res(rfd, rx, &r);
     read_res(sfd, tx, &s);
@@ -578,7 +599,7 @@ static int tcp_mem_round(int a, int b, double warm, double secs, double *gbps, d
     for (int i = 0; i < 2; i++) {
         th[i] =
             (struct tcp_thread){.server = i == 0, .cpu = i == 0 ? a : b, .warm = warm, .secs = secs};
-        if (tcp_end_open(&th[i].e, NULL, i == 0, e[i]) < 0) {
+        if (tcp_end_open(&th[i].e, NULL, i == 0, e[i], 0) < 0) {
             snprintf(why, len, "cannot set up the stacks on the mem pair");
             goto out;
         }
@@ -634,6 +655,23 @@ static void row_add(struct row *w, int rc, double v, double share, const char *w
     }
 }
 
+/* HP_BENCH_MEMIF_ONLY="tcp hp/memif,hp>hp": the rows named, by their table
+ * names (unset: every row). */
+static bool row_wanted(const struct row *w)
+{
+    const char *only = getenv("HP_BENCH_MEMIF_ONLY");
+    if (!only || !*only)
+        return true;
+    size_t len = strlen(w->name);
+    for (const char *p = only; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n == len && memcmp(p, w->name, n) == 0)
+            return true;
+        p += n + (p[n] == ',');
+    }
+    return false;
+}
+
 static void run_rounds(struct row *rows, int reps, int a, int b, double warm, double secs,
                        const char *tp_missing, const struct bench_opts *o)
 {
@@ -642,7 +680,9 @@ static void run_rounds(struct row *rows, int reps, int a, int b, double warm, do
             char why[200] = "";
             double v = 0, share = 0;
             int rc = -1;
-            if ((i == R_HP_TP || i == R_TP_HP || i == R_TP_TP) && tp_missing) {
+            if (!row_wanted(&rows[i])) {
+                snprintf(why, sizeof why, "not in HP_BENCH_MEMIF_ONLY");
+            } else if ((i == R_HP_TP || i == R_TP_HP || i == R_TP_TP) && tp_missing) {
                 snprintf(why, sizeof why, "%s", tp_missing);
             } else if (i == R_HP || i == R_HP_ZC) {
                 rc = hp_round(i == R_HP_ZC, a, b, secs, &v, &share, why, sizeof why);
@@ -652,8 +692,9 @@ static void run_rounds(struct row *rows, int reps, int a, int b, double warm, do
                 rc = tp_round(i == R_HP_TP, a, b, secs, &v, why, sizeof why);
             } else if (i == R_TP_TP) {
                 rc = tp_tp_round(a, b, secs, &v, why, sizeof why);
-            } else if (i == R_TCP) {
-                rc = tcp_round(a, b, warm, secs, &v, &share, why, sizeof why);
+            } else if (i == R_TCP || i == R_TCP_BIG) {
+                rc = tcp_round(a, b, warm, secs, i == R_TCP ? 0 : BIG_WINDOW, &v, &share, why,
+                               sizeof why);
             } else if (i == R_TCP_MEM) {
                 rc = tcp_mem_round(a, b, warm, secs, &v, &share, why, sizeof why);
             } else {
@@ -671,8 +712,8 @@ static void run_rounds(struct row *rows, int reps, int a, int b, double warm, do
 }
 
 struct ratios {
-    double hp_goal, tp_dir, hp_vs_tp, hp_vs_mem, tcp_goal, tcp_vs_kernel, tcp_vs_mem;
-    bool has_tp_dir, has_hp_vs_tp, has_hp_vs_mem, has_tcp_k, has_tcp_mem;
+    double hp_goal, tp_dir, hp_vs_tp, hp_vs_mem, tcp_goal, tcp_vs_kernel, tcp_vs_mem, tcp_big;
+    bool has_tp_dir, has_hp_vs_tp, has_hp_vs_mem, has_tcp_k, has_tcp_mem, has_tcp_big;
 };
 
 static void compute_ratios(const struct row *r, struct ratios *x)
@@ -690,6 +731,8 @@ static void compute_ratios(const struct row *r, struct ratios *x)
     x->tcp_vs_kernel = x->has_tcp_k ? r[R_TCP].med / r[R_TCPK].med : 0;
     x->has_tcp_mem = r[R_TCP].n && r[R_TCP_MEM].n;
     x->tcp_vs_mem = x->has_tcp_mem ? r[R_TCP].med / r[R_TCP_MEM].med : 0;
+    x->has_tcp_big = r[R_TCP].n && r[R_TCP_BIG].n;
+    x->tcp_big = x->has_tcp_big ? r[R_TCP_BIG].med / r[R_TCP].med : 0;
 }
 
 static void print_json(FILE *f, const struct row *rows, const struct ratios *x, int reps,
@@ -727,6 +770,8 @@ static void print_json(FILE *f, const struct row *rows, const struct ratios *x, 
                         x->has_tcp_mem ? json_real(x->tcp_vs_mem) : json_null());
     json_object_set_new(rat, "tcp_over_kernel_loopback",
                         x->has_tcp_k ? json_real(x->tcp_vs_kernel) : json_null());
+    json_object_set_new(rat, "tcp_4mib_buffers_over_defaults",
+                        x->has_tcp_big ? json_real(x->tcp_big) : json_null());
     json_object_set_new(root, "ratios", rat);
     json_dumpf(root, f, JSON_COMPACT);
     fputc('\n', f);
@@ -778,6 +823,8 @@ static void print_table(FILE *f, const struct row *rows, const struct ratios *x,
         fprintf(f, "  tcp over memif / kernel over loopback: %.3fx\n", x->tcp_vs_kernel);
     if (x->has_tcp_mem)
         fprintf(f, "  tcp over memif / tcp over mem:         %.3fx\n", x->tcp_vs_mem);
+    if (x->has_tcp_big)
+        fprintf(f, "  tcp 4 MiB buffers / default buffers:   %.3fx\n", x->tcp_big);
 }
 
 int bench_memif(const struct bench_opts *o, FILE *table)
@@ -808,6 +855,9 @@ int bench_memif(const struct bench_opts *o, FILE *table)
         [R_TCP] = {.name = "tcp hp/memif",
                    .unit = "Gbit/s",
                    .what = "one TCP flow, MTU 1500, hotpath in two processes over memif"},
+        [R_TCP_BIG] = {.name = "tcp 4MiB win",
+                       .unit = "Gbit/s",
+                       .what = "the same with 4 MiB send and receive buffers"},
         [R_TCP_MEM] = {.name = "tcp hp/mem",
                        .unit = "Gbit/s",
                        .what = "the same flow, two threads over an in-process mem pair (no memif)"},
