@@ -555,6 +555,9 @@ expect "serve memif refuses --iface"         2 "memif names its peer"      -- "$
 expect "connect memif needs --memif-socket"  2 "needs --memif-socket"      -- "$HP" connect --link memif --ip 198.18.0.1/24 --to 198.18.0.2:7 --bytes 10
 expect "rr memif runs both roles itself"     2 "rr runs both ends"         -- "$HP" rr --link memif --memif-role server
 expect "rr over memif (both ends in-process)" 0 "transactions"             -- "$HP" rr --link memif --duration 0.3
+expect "gen --memif-wait 0 is refused"       2 "--memif-wait '0': wants seconds" -- "$HP" gen --link memif --memif-socket "$tmp/m.sock" --memif-wait 0
+expect "connect --memif-wait needs memif"    2 "are for --link memif"      -- "$HP" connect --link mem --memif-wait 2 --bytes 10
+expect "gen --memif-wait 0.5: gives up on time" 1 "no memif peer came in 0.5 s" -- timeout 20 "$HP" gen txonly --link memif --memif-socket "$tmp/none.sock" --memif-wait 0.5 --duration 1
 msock="$tmp/gen.sock"
 "$HP" gen rxdrop --link memif --memif-socket "$msock" --memif-role server --duration 1 --json >"$tmp/rxd.json" 2>"$tmp/rxd.err" &
 rxd=$!
@@ -618,6 +621,21 @@ expect "memif secret: run with HOTPATH_MEMIF_SECRET in the environment" 0 "echo:
   -- env HOTPATH_MEMIF_SECRET='open sesame' timeout 60 "$HP" run --link memif --memif-socket "$ssock" --ip 198.18.0.1/24 -- python3 -c "$echo_py"
 expect "memif secret: run with a wrong one: refused, the socket fails saying why" 1 "no server took the connection.*peer: incorrect secret" \
   -- env HOTPATH_MEMIF_WAIT_MS=1000 timeout 60 "$HP" run --link memif --memif-socket "$ssock" --memif-secret 'open sesamf' --ip 198.18.0.1/24 -- python3 -c "$echo_py"
+# The tool's commands take the secret from HOTPATH_MEMIF_SECRET too (out of ps), the option first.
+if HOTPATH_MEMIF_SECRET='open sesame' secret_client && grep -q "verified     yes" "$tmp/sc.out"; then
+  ok "memif secret: connect with HOTPATH_MEMIF_SECRET in the environment: echoed and verified"
+else
+  ko "memif secret: connect with HOTPATH_MEMIF_SECRET in the environment" "$(tail -3 "$tmp/sc.out")"
+fi
+HOTPATH_MEMIF_SECRET='open sesame' secret_client --memif-secret 'open sesamf' --memif-wait 1; rc=$?
+if [ $rc = 1 ] && grep -q "the peer refused the connection: incorrect secret" "$tmp/sc.out" \
+   && grep -q "the memif peer did not come in 1 s" "$tmp/sc.out"; then
+  ok "memif secret: --memif-secret wins over the environment (a wrong one refused; --memif-wait 1 gives up)"
+else
+  ko "memif secret: --memif-secret wins over the environment" "exit $rc: $(tail -3 "$tmp/sc.out")"
+fi
+expect "memif secret: HOTPATH_MEMIF_SECRET of 25 bytes is refused" 2 "HOTPATH_MEMIF_SECRET: wants 1 to 24 bytes, not 25" \
+  -- env HOTPATH_MEMIF_SECRET=1234567890123456789012345 "$HP" connect --link memif --memif-socket "$ssock" --ip 198.18.0.1/24 --to 198.18.0.2:7 --bytes 10
 kill -INT "$ssrv" 2>/dev/null
 if wait "$ssrv" && grep -q "every buffer came back" "$tmp/ss.out"; then
   ok "memif secret: the server took the right clients after refusing the others, exits with every buffer back"

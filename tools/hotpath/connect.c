@@ -60,6 +60,8 @@ static void usage(FILE *f)
             "                    another process), or mem: an echo (discard, source) server\n"
             "                    stack of our own, on its own thread, on the other end of an\n"
             "                    in-process pair\n" NETOPT_HELP
+            "  --memif-wait S       memif: give up when no peer is up after S seconds (default\n"
+            "                       10)\n"
             "                    (mem: default 198.18.0.1/24 and 2001:2::1/64)\n"
             "  --to ADDR:PORT    the server, [v6]:PORT for IPv6 (mem: default 198.18.0.2:7)\n"
             "  --bytes N         bytes per connection: to send (echo, discard) or to read\n"
@@ -321,8 +323,9 @@ static int setup_link(const struct connect_opts *o, struct run *r)
     }
     if (netopt_open_link("connect", &o->n, &lc, &r->link, &r->peer))
         return 1;
-    if (!memifopt_wait_up("connect", r->link, 10, apploop_interrupt_flag())) {
-        fprintf(stderr, "hotpath connect: the memif peer did not come in 10 s\n");
+    double wait = memifopt_wait_s(&o->n.memif, 10);
+    if (!memifopt_wait_up("connect", r->link, wait, apploop_interrupt_flag())) {
+        fprintf(stderr, "hotpath connect: the memif peer did not come in %g s\n", wait);
         return 1;
     }
     if (o->loss > 0) {
@@ -667,6 +670,7 @@ int cmd_connect(int argc, char **argv)
     bool has_bytes = false;
     static const struct option longopts[] = {
         NETOPT_LONGOPTS,
+        MEMIFOPT_WAIT_LONGOPT,
         {"to", required_argument, NULL, 'T'},
         {"bytes", required_argument, NULL, 'b'},
         {"conns", required_argument, NULL, 'n'},

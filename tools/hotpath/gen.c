@@ -330,8 +330,9 @@ static int gen_start(struct gen_state *g)
     int rc = open_link(o, &g->link, &g->peer);
     if (rc)
         return rc;
-    if (!memifopt_wait_up("gen", g->link, 60, &interrupted)) {
-        fprintf(stderr, "hotpath gen: no memif peer came in 60 s\n");
+    double wait = memifopt_wait_s(&o->memif, 60);
+    if (!memifopt_wait_up("gen", g->link, wait, &interrupted)) {
+        fprintf(stderr, "hotpath gen: no memif peer came in %g s\n", wait);
         return 1;
     }
     if (o->size > hp_link_mtu(g->link) + 14) {
@@ -425,6 +426,8 @@ static void usage(FILE *f)
             "  --link KIND           mem (default; an in-process pair), tap, afpacket, afxdp,\n"
             "                        memif (shared memory with another process)\n"
             "  --iface IF            the interface (all links but mem and memif)\n" MEMIFOPT_HELP
+            "  --memif-wait S       memif: give up when no peer is up after S seconds (default\n"
+            "                       60)\n"
             "  --queue N             afxdp: the queue to bind (default 0)\n"
             "  --size BYTES          frame size without FCS (default 64)\n"
             "  --batch N             frames per burst (default 32, at most %d)\n"
@@ -511,7 +514,7 @@ static int gen_option(int c, const char *arg, struct gen_opts *o, bool *json)
 }
 
 /* The checks once every option is in. 0, or 2 after a usage error. */
-static int gen_check_opts(const struct gen_opts *o)
+static int gen_check_opts(struct gen_opts *o)
 {
     if ((o->link_flags & HP_LINK_F_COPY) && (o->link_flags & HP_LINK_F_ZEROCOPY))
         return tool_usage_error("gen", "--copy and --zero-copy exclude each other");
@@ -576,6 +579,7 @@ int cmd_gen(int argc, char **argv)
         {"mode", required_argument, NULL, 'm'},
         {"help", no_argument, NULL, 'h'},
         MEMIFOPT_LONGOPTS,
+        MEMIFOPT_WAIT_LONGOPT,
         {NULL, 0, NULL, 0},
     };
     int c;

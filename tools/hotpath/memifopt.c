@@ -50,6 +50,16 @@ int memifopt_parse(const char *cmd, struct memif_opts *m, int c, const char *arg
                                     MEMIFOPT_SECRET_MAX, strlen(arg));
         m->secret = arg;
         break;
+    case MEMIFOPT_WAIT: {
+        char *end;
+        errno = 0;
+        double v = strtod(arg, &end);
+        if (errno || *end || !*arg || !(v > 0 && v <= 86400))
+            return tool_usage_error(
+                cmd, "--memif-wait '%s': wants seconds, more than 0, at most 86400", arg);
+        m->wait_s = v;
+        break;
+    }
     default:
         return 1;
     }
@@ -57,16 +67,25 @@ int memifopt_parse(const char *cmd, struct memif_opts *m, int c, const char *arg
     return 0;
 }
 
-int memifopt_check(const char *cmd, const char *link, const struct memif_opts *m)
+int memifopt_check(const char *cmd, const char *link, struct memif_opts *m)
 {
     bool memif = link && strcmp(link, "memif") == 0;
+    const char *env = getenv("HOTPATH_MEMIF_SECRET");
+    if (memif && !m->secret && env && *env) {
+        /* Kept out of the command line, where ps shows it to everyone. */
+        if (strlen(env) > MEMIFOPT_SECRET_MAX)
+            return tool_usage_error(cmd, "HOTPATH_MEMIF_SECRET: wants 1 to %d bytes, not %zu",
+                                    MEMIFOPT_SECRET_MAX, strlen(env));
+        m->secret = env;
+    }
     if (memif && !m->socket)
         return tool_usage_error(
             cmd, "--link memif needs --memif-socket PATH (the peer's, or ours as server)");
     if (!memif && m->given)
         return tool_usage_error(
             cmd,
-            "--memif-socket, --memif-role, --memif-id and --memif-secret are for --link memif");
+            "--memif-wait, --memif-socket, --memif-role, --memif-id and --memif-secret are for "
+            "--link memif");
     return 0;
 }
 

@@ -14,7 +14,9 @@ struct memif_opts {
     const char *socket; /* --memif-socket PATH ("@NAME": abstract) */
     int role;           /* HP_MEMIF_CLIENT (the default) or HP_MEMIF_SERVER */
     uint32_t id;        /* --memif-id N (default 0) */
-    const char *secret; /* --memif-secret S (1 to 24 bytes; NULL: none) */
+    const char *secret; /* --memif-secret S (1 to 24 bytes; NULL: none), else
+                         * HOTPATH_MEMIF_SECRET (memifopt_check) */
+    double wait_s;      /* --memif-wait S (gen, connect; 0: the command's own) */
     bool given;         /* some --memif-* option was given */
 };
 
@@ -22,7 +24,7 @@ struct memif_opts {
 #define MEMIFOPT_SECRET_MAX 24
 
 /* getopt_long codes of the options, out of the way of single letters. */
-enum { MEMIFOPT_SOCKET = 0x300, MEMIFOPT_ROLE, MEMIFOPT_ID, MEMIFOPT_SECRET };
+enum { MEMIFOPT_SOCKET = 0x300, MEMIFOPT_ROLE, MEMIFOPT_ID, MEMIFOPT_SECRET, MEMIFOPT_WAIT };
 
 /* One entry of a getopt_long table, then the four of memif. */
 #define MEMIFOPT_(name, code)                                                                      \
@@ -39,8 +41,14 @@ enum { MEMIFOPT_SOCKET = 0x300, MEMIFOPT_ROLE, MEMIFOPT_ID, MEMIFOPT_SECRET };
     "                       memory) or server\n"                                                   \
     "  --memif-id N         memif: the interface id on the socket (default 0)\n"                   \
     "  --memif-secret S     memif: the shared secret, 1 to 24 bytes (a server with one\n"          \
-    "                       refuses clients without it; other users see it in ps)\n"
+    "                       refuses clients without it; other users see it in ps:\n"               \
+    "                       HOTPATH_MEMIF_SECRET in the environment, used without\n"               \
+    "                       the option, does not show)\n"
 
+/* --memif-wait, for the commands that wait for a peer before their work
+ * (gen, connect; their help says it with their default): its getopt_long
+ * entry. */
+#define MEMIFOPT_WAIT_LONGOPT MEMIFOPT_("memif-wait", MEMIFOPT_WAIT)
 void memifopt_init(struct memif_opts *m);
 
 /* Handle getopt's code c with argument arg for command cmd.
@@ -48,8 +56,16 @@ void memifopt_init(struct memif_opts *m);
 int memifopt_parse(const char *cmd, struct memif_opts *m, int c, const char *arg);
 
 /* After parsing: --link memif needs --memif-socket, and the --memif-*
- * options need --link memif. 0, or 2 after printing the error. */
-int memifopt_check(const char *cmd, const char *link, const struct memif_opts *m);
+ * options need --link memif; with memif and no --memif-secret, a non-empty
+ * HOTPATH_MEMIF_SECRET is the secret (1 to 24 bytes). 0, or 2 after
+ * printing the error. */
+int memifopt_check(const char *cmd, const char *link, struct memif_opts *m);
+
+/* How long to wait for the peer: --memif-wait, else dflt seconds. */
+static inline double memifopt_wait_s(const struct memif_opts *m, double dflt)
+{
+    return m->wait_s > 0 ? m->wait_s : dflt;
+}
 
 /* Put the options into a link configuration (lc->memif). */
 void memifopt_apply(const struct memif_opts *m, struct hp_link_config *lc);

@@ -91,7 +91,7 @@ int netopt_parse(const char *cmd, struct net_opts *o, int c, const char *arg)
     }
 }
 
-int netopt_check(const char *cmd, const struct net_opts *o)
+int netopt_check(const char *cmd, struct net_opts *o)
 {
     if (!o->link)
         return tool_usage_error(cmd, "--link is required: afxdp, afpacket, tap, mem or memif");

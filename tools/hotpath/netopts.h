@@ -66,7 +66,7 @@ void netopt_tcp(const struct net_opts *o, struct hp_tcp_config *tc);
 /* The checks after parsing: a known link kind, --iface for real links and
  * not for mem or memif, --memif-socket for memif. 0, or 2 after printing
  * the error. */
-int netopt_check(const char *cmd, const struct net_opts *o);
+int netopt_check(const char *cmd, struct net_opts *o);
 
 /* Parse "198.18.0.2/24" (family 4) or "2001:2::2/64" (family 6) for option
  * opt. 0, or 2 after printing the error. */
