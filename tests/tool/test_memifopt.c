@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The shared memif options (tools/hotpath/memifopt.c): --memif-secret, and rr's pair taking it. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,6 +33,54 @@ HP_TEST(memifopt_secret_parse_and_check)
     memifopt_apply(&m, &lc);
     HP_CHECK(lc.memif.secret == m.secret);
     HP_CHECK(lc.memif.socket == m.socket);
+}
+
+/* Without --memif-secret, HOTPATH_MEMIF_SECRET is the secret (memif only);
+ * the option wins; an empty one is none, a long one a usage error. */
+HP_TEST(memifopt_secret_from_the_environment)
+{
+    struct memif_opts m;
+    memifopt_init(&m);
+    HP_CHECK_EQ(memifopt_parse("t", &m, MEMIFOPT_SOCKET, "/tmp/x.sock"), 0);
+    HP_REQUIRE_EQ(setenv("HOTPATH_MEMIF_SECRET", "from env", 1), 0);
+    HP_CHECK_EQ(memifopt_check("t", "memif", &m), 0);
+    HP_CHECK(m.secret && strcmp(m.secret, "from env") == 0);
+    struct memif_opts o;
+    memifopt_init(&o);
+    HP_CHECK_EQ(memifopt_parse("t", &o, MEMIFOPT_SOCKET, "/tmp/x.sock"), 0);
+    HP_CHECK_EQ(memifopt_parse("t", &o, MEMIFOPT_SECRET, "from option"), 0);
+    HP_CHECK_EQ(memifopt_check("t", "memif", &o), 0);
+    HP_CHECK(strcmp(o.secret, "from option") == 0);
+    /* Another link: the variable is not ours to take. */
+    struct memif_opts k;
+    memifopt_init(&k);
+    HP_CHECK_EQ(memifopt_check("t", "afpacket", &k), 0);
+    HP_CHECK(k.secret == NULL);
+    memifopt_init(&k);
+    k.socket = "/tmp/x.sock";
+    HP_REQUIRE_EQ(setenv("HOTPATH_MEMIF_SECRET", "", 1), 0);
+    HP_CHECK_EQ(memifopt_check("t", "memif", &k), 0);
+    HP_CHECK(k.secret == NULL);
+    HP_REQUIRE_EQ(setenv("HOTPATH_MEMIF_SECRET", "abcdefghijklmnopqrstuvwxy", 1), 0);
+    HP_CHECK_EQ(memifopt_check("t", "memif", &k), 2);
+    HP_CHECK(k.secret == NULL);
+    unsetenv("HOTPATH_MEMIF_SECRET");
+}
+
+/* --memif-wait: seconds, more than 0, at most a day; 0 keeps the command's. */
+HP_TEST(memifopt_wait_parse)
+{
+    struct memif_opts m;
+    memifopt_init(&m);
+    HP_CHECK(memifopt_wait_s(&m, 60) == 60);
+    HP_CHECK_EQ(memifopt_parse("t", &m, MEMIFOPT_WAIT, "2.5"), 0);
+    HP_CHECK(memifopt_wait_s(&m, 60) == 2.5);
+    HP_CHECK(m.given);
+    static const char *const bad[] = {"0", "-1", "abc", "", "1e9", "nan", "2s"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        HP_CHECK_EQ(memifopt_parse("t", &m, MEMIFOPT_WAIT, bad[i]), 2);
+        HP_CHECK(m.wait_s == 2.5); /* a refused one leaves it */
+    }
 }
 
 /* rr's pair: with a secret, both ends up; the server end holds it (a client
