@@ -83,6 +83,24 @@ static void hpp_close(struct ph_pair *p)
     free(p);
 }
 
+/* HP_PEERS_HOTPATH_CC=newreno|cubic and HP_PEERS_HOTPATH_NO_SACK=1: the
+ * TCP variant both hotpath stacks run (unset: the defaults, CUBIC and
+ * SACK), to weigh what loss recovery costs a clean path (docs/experiments.md). */
+static int tcp_variant(struct hp_stack *st)
+{
+    const char *cc = getenv("HP_PEERS_HOTPATH_CC"), *ns = getenv("HP_PEERS_HOTPATH_NO_SACK");
+    if ((!cc || !*cc) && (!ns || !*ns))
+        return 0;
+    struct hp_tcp_config tc = {.no_sack = ns && strcmp(ns, "1") == 0};
+    if (cc && *cc) {
+        int k = hp_tcp_cc_by_name(cc);
+        if (k < 0)
+            return k;
+        tc.cc = (uint8_t)k;
+    }
+    return hp_tcp_configure(st, &tc);
+}
+
 static struct ph_pair *hpp_open(const struct ph_cfg *cfg, struct ph_app *app, char *why, size_t len)
 {
     struct ph_pair *p = calloc(1, sizeof *p);
@@ -108,7 +126,8 @@ static struct ph_pair *hpp_open(const struct ph_cfg *cfg, struct ph_app *app, ch
         struct hp_stack_config sc = {.name = i ? "server" : "client", .flags = HP_STACK_F_NO_DAD};
         p->st[i] = hp_stack_create(&sc);
         int ifx = p->st[i] ? hp_stack_add_iface(p->st[i], p->e[i]) : -ENOMEM;
-        if (ifx < 0 || hp_stack_add_addr(p->st[i], ifx, 4, ph_addr[i], 24) < 0) {
+        if (ifx < 0 || hp_stack_add_addr(p->st[i], ifx, 4, ph_addr[i], 24) < 0 ||
+            tcp_variant(p->st[i]) < 0) {
             snprintf(why, len, "cannot set up the %s stack", sc.name);
             hpp_close(p);
             return NULL;
