@@ -308,10 +308,11 @@ struct hp__tcp_plpmtud {
  *            from the peer, a tail loss probe (tcp_sack.c);
  *   cubic    CUBIC in congestion avoidance, HyStart++ with 8 segments or
  *            more in flight, a congestion event or timeout (tcp_cc.h);
- *   sndcur   with sb: the send queue's cursor for copying segment after
- *            segment from the middle of a long queue (without one the copy
- *            walks from the head: only a queue of one or two buffers has
- *            no extension);
+ *   sndcur   the send queue's cursor for copying segment after segment
+ *            from the middle of a long queue (without one the copy walks
+ *            from the head): the first copy from a queue of more than two
+ *            buffers takes the extension if nothing else did (NewReno
+ *            without SACK; tcp_output.c, sndcur());
  *   sackrx   out-of-order data or a duplicate to report (tcp_ooo.c);
  *   plp      a PLPMTUD search (after a black hole, tcp_pmtu.c);
  *   ecn      a CE mark or an ECE (RFC 3168 6.1);

@@ -233,6 +233,20 @@ static uint64_t put_sack(uint8_t *o, uint32_t (*blk)[2], unsigned n)
     return sum;
 }
 
+/* The send queue's cursor, in the extension: without one the copy walks
+ * from the head, fine for a queue of one or two buffers but O(window) per
+ * segment past that. A connection with SACK has the extension by then (its
+ * transmit log); one without SACK or CUBIC's state (NewReno, no_sack, a
+ * peer that offers no SACK) takes it here. NULL without memory. */
+static inline struct hp__tcp_bufq_cur *sndcur(struct hp_tcp_sock *c)
+{
+    if (c->x)
+        return &c->x->sndcur;
+    if (c->sndq.nbufs <= 2 || !hp__tcp_ext_get(c))
+        return NULL;
+    return &c->x->sndcur;
+}
+
 /*
  * Send one segment of c: seq, len payload bytes from the send queue (seq
  * at or after the queue's first byte), control bits fl (ACK, PSH, FIN;
@@ -267,7 +281,7 @@ static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
     uint32_t psum = 0;
     if (len)
         psum =
-            hp__tcp_sndq_copy(&c->sndq, c->x ? &c->x->sndcur : NULL,
+            hp__tcp_sndq_copy(&c->sndq, sndcur(c),
                               c->sndq.start + (uint32_t)(seq - hp__tcp_sndq_seq(c)), len, h + hlen);
 
     uint32_t wnd_bytes;
