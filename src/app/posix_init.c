@@ -64,9 +64,9 @@ void hp__px_release(void)
     pthread_mutex_unlock(&hp__px.lock);
 }
 
-void hp__px_lock(void)
+/* Under the lock: the thread is in the layer. */
+static inline void enter(void)
 {
-    hp__px_reacquire();
     hp__px_in_layer++;
     if (__builtin_expect(!seen, 0)) {
         seen = true;
@@ -75,6 +75,24 @@ void hp__px_lock(void)
         if (++hp__px.app_threads > 1 && hp__px.sleepers)
             need_wake = true;
     }
+}
+
+void hp__px_lock(void)
+{
+    hp__px_reacquire();
+    enter();
+}
+
+bool hp__px_lock_if_free(void)
+{
+    pthread_mutex_lock(&hp__px.lock);
+    if (hp__px.loop_busy) {
+        pthread_mutex_unlock(&hp__px.lock);
+        return false;
+    }
+    hp__px.calls++;
+    enter();
+    return true;
 }
 
 void hp__px_unlock(void)

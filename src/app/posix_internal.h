@@ -304,6 +304,9 @@ extern struct px_state hp__px;
  * (px_in_layer): leaving it runs the handlers of signals that came inside. */
 void hp__px_lock(void);
 void hp__px_unlock(void);
+/* As hp__px_lock, unless a program thread is inside the loop (loop_busy):
+ * then false, the lock not taken and the loop not woken (the keeper). */
+bool hp__px_lock_if_free(void);
 /* Release the lock and take it back inside a call (to sleep, or to read a
  * file): the thread stays in the layer, signal handlers stay deferred. */
 void hp__px_release(void);

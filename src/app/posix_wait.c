@@ -318,6 +318,35 @@ int hp__px_wait(bool (*ready)(void *), void *arg, struct pollfd *kfds, int nkfds
  * it polls and sleeps on the link and the next timer until the program
  * comes back.
  */
+/* The keeper's way into the lock (as hp__px_lock). While the program's
+ * thread is inside the loop it polls the stack and the keeper has nothing
+ * to do: hp__px_lock would wake it out of its sleep and wait for it, and,
+ * with the program busy, find it back inside the loop by the time the
+ * keeper ran again, waking it over and over: the keeper's first lock, at
+ * its start, did that for as long as the program kept the loop busy
+ * (measured: 3,500 to 19,000 forced wake-ups and 12,000 to 68,000 futex
+ * calls in 2 s of a POSIX echo server, 0.2 per request). So the keeper
+ * takes the lock only when the loop is free, and naps otherwise. */
+static void keeper_acquire(struct pollfd *kfd, uint64_t *nap, uint64_t tick)
+{
+    for (;;) {
+        while (__atomic_load_n(&hp__px.loop_busy, __ATOMIC_ACQUIRE) &&
+               !__atomic_load_n(&hp__px.keeper_stop, __ATOMIC_ACQUIRE)) {
+            struct timespec tn = {(time_t)(*nap / 1000000000u), (long)(*nap % 1000000000u)};
+            PX_REAL(ppoll)(kfd, 1, &tn, NULL);
+            *nap = *nap * 2 > 10 * tick ? 10 * tick : *nap * 2;
+        }
+        /* Asked to stop: hp__px_lock's wait is the way out, as before. */
+        if (__atomic_load_n(&hp__px.keeper_stop, __ATOMIC_ACQUIRE)) {
+            hp__px_lock();
+            return;
+        }
+        /* Else the loop may have been entered again since it looked. */
+        if (hp__px_lock_if_free())
+            return;
+    }
+}
+
 static void *keeper_main(void *arg)
 {
     (void)arg;
@@ -326,10 +355,11 @@ static void *keeper_main(void *arg)
     pthread_sigmask(SIG_SETMASK, &all, NULL);
     uint64_t tick = (uint64_t)hp__px.cfg.keeper_ms * 1000000u;
     hp__px_not_an_app_thread();
-    hp__px_lock();
     /* While a program thread sleeps in a layer wait (which polls), the
      * keeper's naps grow to 10 ticks: an idle program is woken less. */
     uint64_t nap = tick;
+    struct pollfd kfd = {.fd = hp__px.keeper_fd, .events = POLLIN};
+    keeper_acquire(&kfd, &nap, tick);
     while (!hp__px.keeper_stop && hp__px.status == PX_ST_UP) {
         bool idle = !hp__px.sleepers && hp__px_coarse_ns() - hp__px.last_poll_ns >= tick;
         int64_t t = -1;
@@ -348,15 +378,7 @@ static void *keeper_main(void *arg)
         struct timespec ts = {(time_t)(t / 1000000000), (long)(t % 1000000000)};
         hp__px_unlock();
         PX_REAL(ppoll)(p, 2, &ts, NULL);
-        /* The program's thread is inside the loop: it polls; taking the
-         * lock would wake it for nothing. */
-        while (__atomic_load_n(&hp__px.loop_busy, __ATOMIC_ACQUIRE) &&
-               !__atomic_load_n(&hp__px.keeper_stop, __ATOMIC_ACQUIRE)) {
-            struct timespec tn = {(time_t)(nap / 1000000000u), (long)(nap % 1000000000u)};
-            PX_REAL(ppoll)(p, 1, &tn, NULL);
-            nap = nap * 2 > 10 * tick ? 10 * tick : nap * 2;
-        }
-        hp__px_lock();
+        keeper_acquire(p, &nap, tick);
     }
     hp__px_unlock();
     return NULL;
