@@ -103,6 +103,25 @@ static void tx_publish(struct memif_link *m, struct memif_queue *q)
 
 enum { PUT_OK, PUT_FULL, PUT_DROP, PUT_DOWN };
 
+/* Large frames: ask for the next slot's lines for writing now, as many as
+ * this frame had, so that taking them from the receiver's cache (its core
+ * read them last) overlaps the work before the next copy instead of
+ * stalling it (one TCP flow over memif, MTU 1500: +25-30% either way,
+ * docs/memif.md). A prefetch reads nothing architecturally. */
+#define PREFETCH_ABOVE 256u
+static inline void prefetch_slot(unsigned char *p, uint32_t len)
+{
+    for (uint32_t o = 0; o < len; o += 64) {
+#if defined(__x86_64__)
+        /* PREFETCHW (a no-op on the few x86-64 CPUs without it), which
+         * -march=x86-64-v2 does not let the compiler emit. */
+        __asm__ volatile("prefetchw %0" : : "m"(*(const unsigned char *)(p + o)));
+#else
+        __builtin_prefetch(p + o, 1, 3);
+#endif
+    }
+}
+
 /* Client, copy mode: the frame into the slots' own buffers in region 0. */
 static int put_client_copy(struct memif_link *m, struct memif_queue *q, uint32_t *free,
                            struct hp_buf *b)
@@ -118,6 +137,10 @@ static int put_client_copy(struct memif_link *m, struct memif_queue *q, uint32_t
         desc_write(&q->desc[s], 0, 0, len, off);
         q->prod++;
         (*free)--;
+        /* The next slot, when it is ours (free): not one the receiver
+         * has yet to read. */
+        if (len > PREFETCH_ABOVE && *free)
+            prefetch_slot(base + q->buf0 + (q->prod & q->mask) * bs, len);
         return PUT_OK;
     }
     for (uint32_t k = 0; k < need; k++) {
@@ -174,6 +197,13 @@ static int put_server(struct memif_link *m, struct memif_queue *q, uint32_t *fre
     }
     q->prod = (uint16_t)(q->prod + k);
     *free -= k;
+    if (len > PREFETCH_ABOVE && *free) {
+        /* The next offered buffer, if it is inside the regions. */
+        struct hp__memif_desc d = desc_read(&q->desc[q->prod & q->mask]);
+        unsigned char *p = hp__memif_desc_ptr(m->reg, m->n_reg, d.region, d.offset, d.length);
+        if (p)
+            prefetch_slot(p, len < d.length ? len : d.length);
+    }
     return PUT_OK;
 }
 
