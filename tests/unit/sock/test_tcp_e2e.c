@@ -767,6 +767,30 @@ HP_TEST(tcp_e2e_acks_ride_on_the_answer)
  * 448-byte block and nothing else (no extension, no buffer for its small
  * messages, no heap entry once idle); a bulk sender gets the extension
  * (its transmit log, CUBIC's state), which goes with the connection. */
+/* Close the three and check that nothing of them is left: no extension,
+ * no connection; then take the network down. */
+static void close_all_gone(struct net *n, struct hp_tcp_sock *c, struct hp_tcp_sock *srv,
+                           struct hp_tcp_sock *l)
+{
+    hp_tcp_close(c);
+    hp_tcp_close(srv);
+    hp_tcp_close(l);
+    net_settle(n, 200000);
+    HP_CHECK_EQ(hp__tcp(n->s[0])->nexts, 0u);
+    HP_CHECK_EQ(hp__tcp(n->s[0])->nconns, 0u);
+    net_down(n);
+}
+
+/* Queue what of data[*sent, len) c takes now. */
+static void send_more(struct hp_tcp_sock *c, const uint8_t *data, uint32_t len, uint32_t *sent)
+{
+    if (*sent >= len)
+        return;
+    long w = hp_tcp_send(c, data + *sent, len - *sent);
+    if (w > 0)
+        *sent += (uint32_t)w;
+}
+
 /* NewReno without SACK keeps no transmit log, but a bulk sender still
  * takes the extension for the send queue's cursor once the queue holds
  * more than two buffers: without it every segment's copy walked the queue
@@ -787,11 +811,7 @@ HP_TEST(tcp_e2e_newreno_no_sack_bulk_uses_the_cursor)
     uint32_t sent = 0, got = 0;
     bool saw_cursor = false;
     for (int k = 0; k < 100000 && got < sizeof big; k++) {
-        if (sent < sizeof big) {
-            long w = hp_tcp_send(c, big + sent, sizeof big - sent);
-            if (w > 0)
-                sent += (uint32_t)w;
-        }
+        send_more(c, big, sizeof big, &sent);
         net_step(&n);
         /* The queue past two buffers: the extension is there, and the
          * last copy left its cursor inside the queue. */
@@ -809,13 +829,7 @@ HP_TEST(tcp_e2e_newreno_no_sack_bulk_uses_the_cursor)
     HP_REQUIRE_EQ(hp_tcp_get_info(c, &i), 0);
     HP_CHECK_EQ(i.cc, (uint8_t)HP_TCP_CC_NEWRENO);
     HP_CHECK_EQ(i.retrans_segs, 0u);
-    hp_tcp_close(c);
-    hp_tcp_close(srv);
-    hp_tcp_close(l);
-    net_settle(&n, 200000);
-    HP_CHECK_EQ(hp__tcp(n.s[0])->nexts, 0u);
-    HP_CHECK_EQ(hp__tcp(n.s[0])->nconns, 0u);
-    net_down(&n);
+    close_all_gone(&n, c, srv, l);
 }
 
 HP_TEST(tcp_e2e_small_messages_hold_only_the_block)
@@ -858,11 +872,7 @@ HP_TEST(tcp_e2e_small_messages_hold_only_the_block)
     static uint8_t big[200000];
     uint32_t sent = 0, got = 0;
     for (int k = 0; k < 100000 && got < sizeof big; k++) {
-        if (sent < sizeof big) {
-            long w = hp_tcp_send(c, big + sent, sizeof big - sent);
-            if (w > 0)
-                sent += (uint32_t)w;
-        }
+        send_more(c, big, sizeof big, &sent);
         net_step(&n);
         long r;
         while ((r = hp_tcp_recv(srv, b, sizeof b)) > 0)
@@ -871,13 +881,7 @@ HP_TEST(tcp_e2e_small_messages_hold_only_the_block)
     HP_CHECK_EQ(got, (uint32_t)sizeof big);
     HP_CHECK(c->x != NULL);
     HP_CHECK_EQ(hp__tcp(n.s[0])->nexts, 1u);
-    hp_tcp_close(c);
-    hp_tcp_close(srv);
-    hp_tcp_close(l);
-    net_settle(&n, 200000);
-    HP_CHECK_EQ(hp__tcp(n.s[0])->nexts, 0u);
-    HP_CHECK_EQ(hp__tcp(n.s[0])->nconns, 0u);
-    net_down(&n);
+    close_all_gone(&n, c, srv, l);
 }
 
 /* ---- early demultiplexing (net/stack.c's rx_peek, tcp_input.c) ---------------------- */
