@@ -309,15 +309,6 @@ int hp__px_wait(bool (*ready)(void *), void *arg, struct pollfd *kfds, int nkfds
 
 /* ---- the keeper thread -------------------------------------------------------- */
 
-/*
- * A program may stay out of the layer for long (computing, sleeping, or
- * blocked in a call on a kernel fd): nobody would poll the stack, and its
- * TCP would stop acknowledging, retransmitting and answering ARP. The
- * keeper wakes every HOTPATH_KEEPER_MS; when no thread polled the stack in
- * that time and none is asleep in a wait (which polls it), it takes over:
- * it polls and sleeps on the link and the next timer until the program
- * comes back.
- */
 /* The keeper's way into the lock (as hp__px_lock). While the program's
  * thread is inside the loop it polls the stack and the keeper has nothing
  * to do: hp__px_lock would wake it out of its sleep and wait for it, and,
@@ -347,6 +338,15 @@ static void keeper_acquire(struct pollfd *kfd, uint64_t *nap, uint64_t tick)
     }
 }
 
+/*
+ * A program may stay out of the layer for long (computing, sleeping, or
+ * blocked in a call on a kernel fd): nobody would poll the stack, and its
+ * TCP would stop acknowledging, retransmitting and answering ARP. The
+ * keeper wakes every HOTPATH_KEEPER_MS; when no thread polled the stack in
+ * that time and none is asleep in a wait (which polls it), it takes over:
+ * it polls and sleeps on the link and the next timer until the program
+ * comes back.
+ */
 static void *keeper_main(void *arg)
 {
     (void)arg;
