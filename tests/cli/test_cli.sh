@@ -63,7 +63,8 @@ if "$HP" gen --duration 0.3 --json >"$tmp/gen.json" 2>"$tmp/err" \
 else
   ko "gen --json has mode, link, pps, packets, seconds" "$(head -3 "$tmp/gen.json" "$tmp/err")"
 fi
-if "$HP" gen --duration 0.2 --size 200 --pcap "$tmp/gen.pcap" >/dev/null 2>"$tmp/err"; then
+# 5 ms: some 40,000 frames, a second of tshark (0.2 s wrote 2.9 million, 90 s to read twice).
+if "$HP" gen --duration 0.005 --size 200 --pcap "$tmp/gen.pcap" >/dev/null 2>"$tmp/err"; then
   if command -v tshark >/dev/null 2>&1; then
     n=$(tshark -r "$tmp/gen.pcap" -Y "udp && !_ws.malformed && !_ws.expert.severity >= warning" 2>/dev/null | wc -l)
     all=$(tshark -r "$tmp/gen.pcap" 2>/dev/null | wc -l)
@@ -575,7 +576,7 @@ fi
 
 # --memif-secret: the usage errors, then a serve holding a secret and clients with it, with a
 # wrong one and with none (refused: the client's log line and refusal count say why, and it gives
-# up after connect's 10 s wait, exit 1), every process bounded by --duration or timeout.
+# up after --memif-wait 2 s, exit 1), every process bounded by --duration or timeout.
 expect "--memif-secret of 25 bytes is refused"     2 "--memif-secret: wants 1 to 24 bytes, not 25" -- "$HP" gen --link memif --memif-socket "$tmp/m.sock" --memif-secret 1234567890123456789012345
 expect "connect: an empty --memif-secret is refused" 2 "--memif-secret: wants 1 to 24 bytes, not 0" -- "$HP" connect --link memif --memif-socket "$tmp/m.sock" --memif-secret '' --ip 198.18.0.1/24 --to 198.18.0.2:7 --bytes 10
 expect "gen --memif-secret needs --link memif"     2 "--memif-secret are for --link memif" -- "$HP" gen --link mem --memif-secret s3 --duration 0.1
@@ -598,7 +599,7 @@ secret_client() {
 }
 for c in "a wrong secret:--memif-secret:open sesamf:incorrect secret" "no secret:::secret required"; do
   IFS=: read -r name opt val why <<<"$c"
-  secret_client ${opt:+"$opt" "$val"}; rc=$?
+  secret_client --memif-wait 2 ${opt:+"$opt" "$val"}; rc=$?
   if [ $rc = 1 ] && grep -q "the peer refused the connection: $why" "$tmp/sc.out" \
      && grep -qE "refused by the peer [1-9][0-9]* times, last: peer: $why" "$tmp/sc.out" \
      && ! grep -q "verified     yes" "$tmp/sc.out" && grep -q "refused INIT from .*: $why" "$tmp/ss.err"; then
