@@ -13,6 +13,9 @@ add_library(hp_tool_common STATIC ${CMAKE_SOURCE_DIR}/tools/common/util.c ${CMAK
             ${CMAKE_SOURCE_DIR}/tools/common/echo.c)
 target_include_directories(hp_tool_common PUBLIC ${CMAKE_SOURCE_DIR}/tools/common)
 target_link_libraries(hp_tool_common PUBLIC hotpath_static hp_netns m)
+if(HP_LTO_ON)
+  target_compile_definitions(hp_tool_common PRIVATE HP_LIB_LTO=1) # the flags the benchmarks print
+endif()
 # JSON in the tool (reports, --json, the demo reading its runs back): jansson
 # from the distribution (libjansson-dev), never in the library.
 pkg_check_modules(JANSSON REQUIRED jansson)

@@ -111,10 +111,15 @@ const char *tool_build_flags(void)
 #ifdef HP_BUILD_FLAGS
     return HP_BUILD_FLAGS;
 #else
-#if defined(__x86_64__)
-    return "-O3 -march=x86-64-v2 (variants: target(avx2), target(avx512f,avx512bw))";
+#ifdef HP_LIB_LTO
+#define HP_LTO_FLAG " -flto"
 #else
-    return "-O3";
+#define HP_LTO_FLAG ""
+#endif
+#if defined(__x86_64__)
+    return "-O3 -march=x86-64-v2" HP_LTO_FLAG " (variants: target(avx2), target(avx512f,avx512bw))";
+#else
+    return "-O3" HP_LTO_FLAG;
 #endif
 #endif
 }
