@@ -89,6 +89,17 @@ static uint64_t flow_hash(const struct hp__ipid *t, uint32_t tag, const uint8_t 
 }
 
 /* The next ID of the flow (family, proto, atomic) from src to dst. */
+/* The last flow's addresses, compared at constant lengths: in registers, where a length
+ * known only at run time (one next_id for both families, as link-time optimisation made it)
+ * called memcmp twice a packet. */
+static bool same_addrs(const struct hp__ipid *t, size_t alen, const uint8_t *src,
+                       const uint8_t *dst)
+{
+    if (alen == 4)
+        return memcmp(t->last_src, src, 4) == 0 && memcmp(t->last_dst, dst, 4) == 0;
+    return memcmp(t->last_src, src, 16) == 0 && memcmp(t->last_dst, dst, 16) == 0;
+}
+
 static uint32_t next_id(struct hp_stack *s, int family, const uint8_t *src, const uint8_t *dst,
                         uint8_t proto, bool atomic)
 {
@@ -97,8 +108,7 @@ static uint32_t next_id(struct hp_stack *s, int family, const uint8_t *src, cons
     size_t alen = family == 4 ? 4 : 16;
     uint32_t tag = (uint32_t)family | (uint32_t)proto << 8 | (uint32_t)atomic << 16;
     uint64_t h;
-    if (t->last_tag == tag && memcmp(t->last_src, src, alen) == 0 &&
-        memcmp(t->last_dst, dst, alen) == 0) {
+    if (t->last_tag == tag && same_addrs(t, alen, src, dst)) {
         h = t->last_h;
     } else {
         h = flow_hash(t, tag, src, dst, alen);
