@@ -647,9 +647,8 @@ int hp__tcp_conn_attach(struct hp_tcp_sock *c, int family, const uint8_t *laddr,
     struct hp__tcp_tuple tu = {.family = (uint8_t)family, .lport = lport, .rport = rport};
     memcpy(tu.laddr, c->key.laddr, sizeof tu.laddr);
     memcpy(tu.raddr, c->key.raddr, sizeof tu.raddr);
-    c->iss = hp__tcp_isn(&st->secret, &tu, s->now);
+    c->iss = hp__tcp_isn_ts(&st->secret, &tu, s->now, &c->ts_offset);
     c->snd_una = c->snd_nxt = c->snd_max = c->iss;
-    c->ts_offset = (uint32_t)hp__tcp_hash(&st->secret, HP__TCP_HASH_TS, &tu, 0, 0);
 
     rc = hp__tcp_conn_insert(st->table, &c->key);
     if (rc < 0)

@@ -29,9 +29,9 @@ struct hp__tcp_tuple {
 
 /* Domains: the same secret never gives the same value to two purposes. */
 enum hp__tcp_hash_domain {
-    HP__TCP_HASH_ISN = 1,
+    HP__TCP_HASH_ISN = 1, /* the ISN's F (low half) and the timestamp offset (high half) */
     HP__TCP_HASH_COOKIE = 2,
-    HP__TCP_HASH_TS = 3,        /* a connection's timestamp clock offset (RFC 7323 7.1) */
+    /* 3 was the timestamp offset's own domain: now the high half of HP__TCP_HASH_ISN's. */
     HP__TCP_HASH_CHALLENGE = 4, /* each second's challenge ACK budget (RFC 5961 7) */
 };
 

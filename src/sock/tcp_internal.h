@@ -816,8 +816,8 @@ void hp__tcp_wake(struct hp_tcp_sock *c, uint32_t events);
  * rmss (from the route's MTU or cfg.mss / MAXSEG: MTU - 40 for IPv4,
  * - 60 for IPv6), a provisional smss = min(rmss, 536 or 1220), rcv_wscale
  * (the smallest shift that lets rcvbuf fit the 16-bit field, 0 with
- * no_window_scaling), iss (hp__tcp_isn) and ts_offset (hp__tcp_hash with
- * HP__TCP_HASH_TS), and inserts c in the connection map (IN_TABLE).
+ * no_window_scaling), iss and ts_offset (hp__tcp_isn_ts), and inserts c
+ * in the connection map (IN_TABLE).
  * Used by connect (tcp.c) and by a SYN or cookie ACK arriving at a
  * listener (tcp_input.c).
  * @return 0, -EEXIST (the tuple is taken), -ENOSPC (map full),

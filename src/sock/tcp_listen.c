@@ -5,6 +5,7 @@
 
 #include "tcp_cookie.h"
 #include "tcp_in.h"
+#include "tcp_isn.h"
 
 /* RFC 9293 3.7.1 and RFC 8200 8.3: the MSS to assume when the peer sends
  * none. */
@@ -271,7 +272,7 @@ void hp__tcp_cookie_offer(struct hp_tcp_sock *l, const struct hp__tcp_tuple *t,
         return;
     /* The clock the connection will have: hp__tcp_conn_attach's offset
      * for this tuple (RFC 7323 5.4). */
-    uint32_t off = (uint32_t)hp__tcp_hash(&ts->secret, HP__TCP_HASH_TS, t, 0, 0);
+    uint32_t off = hp__tcp_ts_offset(&ts->secret, t);
     uint32_t now = (uint32_t)(l->s->now / 1000000u) + off;
     o->opt.has_ts = true;
     o->opt.ts_val = hp__tcp_cookie_tsval(now, &co);

@@ -121,6 +121,15 @@ HP_TEST(tcp_isn_clock_and_tuples)
         for (int j = 0; j < i; j++)
             HP_CHECK_NE(seen[i], seen[j]);
     }
+    /* The ISN with the timestamp offset: the same ISN, the offset the hash's other half
+     * (the cookie's SYN-ACK computes it alone), unrelated to the ISN's. */
+    uint32_t off = 0;
+    HP_CHECK_EQ(hp__tcp_isn_ts(&KEY, &t, now, &off), i0);
+    HP_CHECK_EQ(off, hp__tcp_ts_offset(&KEY, &t));
+    HP_CHECK_EQ(off, (uint32_t)(hp__tcp_hash(&KEY, HP__TCP_HASH_ISN, &t, 0, 0) >> 32));
+    HP_CHECK_NE(off, (uint32_t)(i0 - (uint32_t)(now / HP__TCP_ISN_TICK_NS)));
+    u.rport = (uint16_t)(t.rport + 1);
+    HP_CHECK_NE(hp__tcp_ts_offset(&KEY, &u), off);
     /* Another secret, another ISN. */
     HP_CHECK_NE(hp__tcp_isn(&KEY2, &t, now), i0);
     HP_CHECK_NE(hp__tcp_isn(&KEY, &(struct hp__tcp_tuple){.family = 6}, now), i0);
