@@ -409,8 +409,9 @@ static uint32_t take_deferred(struct hp_pool *p, struct hp__cache *c, int owner)
 }
 
 /* Make at least `need` buffers available in the cache: deferred buffers
- * first, then the ring, then (the pool looks empty) other owners' deferred
- * lists. Returns false if the pool really has fewer. */
+ * first, then the ring, the region's untouched buffers when the ring runs
+ * dry, then (the pool looks empty) other owners' deferred lists. Returns
+ * false if the pool really has fewer. */
 static bool refill(struct hp_pool *p, struct hp__cache *c, uint32_t need)
 {
     hp__count(&c->c.refills, 1);
@@ -421,7 +422,10 @@ static bool refill(struct hp_pool *p, struct hp__cache *c, uint32_t need)
         uint32_t want = need - c->len + c->size / 2;
         if (want > 2 * c->size - c->len)
             want = 2 * c->size - c->len;
-        c->len += hp__ring_get(p->ring, c->objs + c->len, want);
+        uint32_t got = hp__ring_get(p->ring, c->objs + c->len, want);
+        if (got < want)
+            got += hp__pool_take_fresh(p, c->objs + c->len + got, want - got);
+        c->len += got;
         hp__count(&c->c.ring_ops, 1);
     }
     for (int o = 0; o < HP_MAX_THREADS && c->len < need; o++)
@@ -495,6 +499,8 @@ static inline void init_buf(struct hp_pool *p, const unsigned char *tmpl, struct
 static int alloc_nocache(struct hp_pool *p, struct hp_buf **bufs, unsigned n)
 {
     uint32_t got = hp__ring_get(p->ring, bufs, n);
+    if (got < n)
+        got += hp__pool_take_fresh(p, bufs + got, n - got);
     if (got < n) {
         if (got)
             hp__ring_put(p->ring, bufs, got);

@@ -220,6 +220,9 @@ struct hp_pool {
     /* Threads without a number (more than HP_MAX_THREADS) use the ring
      * directly; their counts are shared. */
     _Atomic uint64_t nocache_allocs, nocache_frees, nocache_errors;
+    /* Buffers taken out of the region so far, in address order, when the ring ran dry
+     * (hp__pool_take_fresh): the rest of the region is untouched, no page of it faulted in. */
+    _Atomic uint32_t fresh;
     uint32_t n;
     size_t region_len;
     bool own_region, huge;
@@ -291,6 +294,10 @@ void hp__cache_forget(struct hp__cache *c);
 uint32_t hp__drain_owner(struct hp_pool *p, struct hp__cache *c, int owner);
 /* Set up a buffer as free at pool creation (poisoned in debug builds). */
 void hp__buf_init_free(struct hp_pool *p, struct hp_buf *b);
+
+/* Up to n buffers never used before, initialised free (hp__buf_init_free), into objs;
+ * returns how many (0: every buffer of the region has been out once). Any thread. */
+uint32_t hp__pool_take_fresh(struct hp_pool *p, struct hp_buf **objs, uint32_t n);
 
 /* ---- buf.c --------------------------------------------------------------- */
 

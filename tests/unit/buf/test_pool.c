@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -395,6 +396,62 @@ HP_TEST(pool_create_limits_ok)
     HP_CHECK_EQ(hp_buf_headroom(b), 255);
     HP_CHECK_EQ(hp_buf_tailroom(b), 1);
     hp_buf_free(b);
+    DONE(p);
+}
+
+/* Pages of [a, end) the kernel has faulted in (mincore(2)). */
+static size_t resident_pages(const unsigned char *a, const unsigned char *end)
+{
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (uintptr_t)a & ~(pg - 1);
+    size_t n = ((uintptr_t)end - lo + pg - 1) / pg;
+    unsigned char *v = calloc(n, 1);
+    if (!v || mincore((void *)lo, n * pg, v) != 0) {
+        free(v);
+        return SIZE_MAX;
+    }
+    size_t r = 0;
+    for (size_t i = 0; i < n; i++)
+        r += v[i] & 1;
+    free(v);
+    return r;
+}
+
+/* A pool's buffers are touched when first taken, not at creation: no page of
+ * the region is faulted in by hp_pool_create, a few allocations touch the
+ * pages of a cache's refill, and every buffer is still there to take, once each. */
+HP_TEST(pool_region_untouched_until_used)
+{
+    struct hp_pool_config c = cfg_of("lazy", 4096, HP_ALIEN_LOCAL);
+    c.data_room = 2048;
+    c.cache_size = 64;
+    struct hp_pool *p = MAKE(&c);
+    HP_REQUIRE(p);
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    size_t all = (size_t)(p->region_end - p->region) / pg;
+#ifdef MADV_NOHUGEPAGE
+    /* Where transparent huge pages are "always", a touch would fault in 2 MiB. */
+    (void)madvise(p->region, p->region_len, MADV_NOHUGEPAGE);
+#endif
+    size_t r0 = resident_pages(p->region, p->region_end);
+    HP_REQUIRE(r0 != SIZE_MAX);
+    HP_CHECK_EQ(r0, 0);
+    HP_CHECK_EQ(atomic_load(&p->fresh), 0);
+    struct hp_buf *b[10];
+    for (int i = 0; i < 10; i++)
+        HP_REQUIRE((b[i] = hp_buf_alloc(p)) != NULL);
+    uint32_t taken = atomic_load(&p->fresh);
+    HP_CHECK(taken >= 10 && taken <= 2 * c.cache_size);
+    size_t r1 = resident_pages(p->region, p->region_end);
+    HP_CHECK(r1 <= (size_t)taken * p->elt_size / pg + 2);
+    HP_CHECK(r1 < all / 8);
+    for (int i = 0; i < 10; i++)
+        hp_buf_free(b[i]);
+    /* Every buffer, each once, then again (from the caches and the ring). */
+    CHECK_WHOLE(p, 4096);
+    HP_CHECK_EQ(atomic_load(&p->fresh), 4096);
+    CHECK_WHOLE(p, 4096);
+    HP_CHECK_EQ(hp_pool_in_use(p), 0);
     DONE(p);
 }
 
