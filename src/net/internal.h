@@ -82,6 +82,22 @@ struct hp__timer_cb {
     void *arg;
 };
 
+/* Whether addresses a and b (IPv4 or IPv6, network order) agree in their
+ * first plen bits (at most the address's length), a 32-bit word at a time:
+ * the route of every unconnected send asks it (a memcmp of plen / 8 bytes
+ * was a call into libc). */
+static inline bool hp__prefix_match(const uint8_t *a, const uint8_t *b, unsigned plen)
+{
+    for (unsigned i = 0; plen > 0; i += 4) {
+        unsigned k = plen < 32 ? plen : 32;
+        uint32_t m = k == 32 ? 0xFFFFFFFFu : ~(0xFFFFFFFFu >> k);
+        if ((hp_get_be32(a + i) ^ hp_get_be32(b + i)) & m)
+            return false;
+        plen -= k;
+    }
+    return true;
+}
+
 /* The structure around an embedded member (container_of). */
 #define HP__CONTAINER(p, type, member) ((type *)(void *)((char *)(p)-offsetof(type, member)))
 

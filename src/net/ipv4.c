@@ -10,17 +10,6 @@
 
 /* ---- prefixes and routes -------------------------------------------------- */
 
-static bool prefix_match(const uint8_t *a, const uint8_t *b, unsigned plen)
-{
-    unsigned full = plen / 8, rest = plen % 8;
-    if (memcmp(a, b, full) != 0)
-        return false;
-    if (rest == 0)
-        return true;
-    uint8_t mask = (uint8_t)(0xFFu << (8 - rest));
-    return ((a[full] ^ b[full]) & mask) == 0;
-}
-
 bool hp__ipv4_is_bcast(const struct hp__iface *ifc, const uint8_t a[4])
 {
     if (hp_ipv4_is_broadcast(a))
@@ -28,7 +17,7 @@ bool hp__ipv4_is_bcast(const struct hp__iface *ifc, const uint8_t a[4])
     for (int i = 0; i < ifc->n4; i++) {
         const struct hp__addr4 *ad = &ifc->v4[i];
         /* /31 and /32 have no broadcast address (RFC 3021). */
-        if (ad->plen >= 31 || !prefix_match(a, ad->addr, ad->plen))
+        if (ad->plen >= 31 || !hp__prefix_match(a, ad->addr, ad->plen))
             continue;
         uint32_t host = hp_get_be32(a) & (ad->plen ? (0xFFFFFFFFu >> ad->plen) : 0xFFFFFFFFu);
         uint32_t ones = ad->plen ? (0xFFFFFFFFu >> ad->plen) : 0xFFFFFFFFu;
@@ -49,7 +38,7 @@ static const struct hp__addr4 *connected4(struct hp_stack *s, const uint8_t a[4]
             continue;
         for (int j = 0; j < ifc->n4; j++) {
             const struct hp__addr4 *ad = &ifc->v4[j];
-            if (prefix_match(a, ad->addr, ad->plen) && (!best || ad->plen > best->plen)) {
+            if (hp__prefix_match(a, ad->addr, ad->plen) && (!best || ad->plen > best->plen)) {
                 best = ad;
                 *out = ifc;
             }

@@ -8,17 +8,6 @@
 
 /* ---- routes and source selection ------------------------------------------------ */
 
-static bool prefix_match6(const uint8_t *a, const uint8_t *b, unsigned plen)
-{
-    unsigned full = plen / 8, rest = plen % 8;
-    if (memcmp(a, b, full) != 0)
-        return false;
-    if (rest == 0)
-        return true;
-    uint8_t mask = (uint8_t)(0xFFu << (8 - rest));
-    return ((a[full] ^ b[full]) & mask) == 0;
-}
-
 /* Link-local unicast and multicast of interface- or link-local scope
  * (RFC 4291 2.7: scope 1 or 2). */
 static bool link_scope6(const uint8_t a[16])
@@ -43,7 +32,7 @@ static const struct hp__addr6 *source6(const struct hp__iface *ifc, const uint8_
                 ll = a;
             continue;
         }
-        if (prefix_match6(dst, a->addr, a->plen))
+        if (hp__prefix_match(dst, a->addr, a->plen))
             return a;
         if (!any)
             any = a;
@@ -61,7 +50,7 @@ static struct hp__iface *connected6(struct hp_stack *s, const uint8_t a[16])
             continue;
         for (int j = 0; j < ifc->n6; j++) {
             const struct hp__addr6 *ad = &ifc->v6[j];
-            if (ad->plen > best_len && prefix_match6(a, ad->addr, ad->plen)) {
+            if (ad->plen > best_len && hp__prefix_match(a, ad->addr, ad->plen)) {
                 best = ifc;
                 best_len = ad->plen;
             }

@@ -167,17 +167,6 @@ HP_API int hp_stack_add_iface(struct hp_stack *s, struct hp_link *link)
     return ifc->index;
 }
 
-static bool prefix_match(const uint8_t *a, const uint8_t *b, unsigned plen)
-{
-    unsigned full = plen / 8, rest = plen % 8;
-    if (memcmp(a, b, full) != 0)
-        return false;
-    if (!rest)
-        return true;
-    uint8_t mask = (uint8_t)(0xFFu << (8 - rest));
-    return ((a[full] ^ b[full]) & mask) == 0;
-}
-
 static bool have4(const struct hp_stack *s, const uint8_t a[4])
 {
     for (int i = 0; i < s->nifaces; i++)
@@ -538,7 +527,7 @@ bool hp__is_mcast_member6(const struct hp__iface *ifc, const uint8_t a[16])
 const uint8_t *hp__src4_for(const struct hp__iface *ifc, const uint8_t peer[4])
 {
     for (int i = 0; i < ifc->n4; i++)
-        if (prefix_match(ifc->v4[i].addr, peer, ifc->v4[i].plen))
+        if (hp__prefix_match(ifc->v4[i].addr, peer, ifc->v4[i].plen))
             return ifc->v4[i].addr;
     return ifc->n4 ? ifc->v4[0].addr : NULL;
 }

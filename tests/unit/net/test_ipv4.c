@@ -255,3 +255,41 @@ HP_TEST(ipv4_output_fragments_large_datagrams)
     ct_close(&e);
     HP_CHECK_EQ(hp_pools_in_use(), 0);
 }
+
+/* hp__prefix_match against bit-by-bit comparison: random pairs of IPv6
+ * addresses that first differ at every bit position, every prefix length
+ * up to 128 (IPv4 uses the first 32), and equal addresses. */
+static bool prefix_match_ref(const uint8_t *a, const uint8_t *b, unsigned plen)
+{
+    for (unsigned i = 0; i < plen; i++)
+        if (((a[i / 8] ^ b[i / 8]) >> (7 - i % 8)) & 1)
+            return false;
+    return true;
+}
+
+HP_TEST(prefix_match_every_length)
+{
+    uint64_t seed = hp_test_seed();
+    uint8_t a[16], b[16];
+    for (unsigned diff = 0; diff <= 128; diff++) { /* 128: equal */
+        for (int r = 0; r < 8; r++) {
+            for (int i = 0; i < 16; i++)
+                a[i] = (uint8_t)hp_test_rand(&seed);
+            memcpy(b, a, 16);
+            if (diff < 128) {
+                b[diff / 8] ^= (uint8_t)(0x80u >> (diff % 8));
+                for (unsigned i = diff + 1; i < 128; i++) /* anything after the first difference */
+                    if (hp_test_rand(&seed) & 1)
+                        b[i / 8] ^= (uint8_t)(0x80u >> (i % 8));
+            }
+            for (unsigned plen = 0; plen <= 128; plen++) {
+                bool want = prefix_match_ref(a, b, plen);
+                HP_CHECK_EQ(want, plen <= diff);
+                if (hp__prefix_match(a, b, plen) != want)
+                    hp_test_fail(__FILE__, __LINE__, "first difference at bit %u, /%u: got %d",
+                                 diff, plen, !want);
+            }
+        }
+    }
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
