@@ -55,8 +55,13 @@ static void update(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *cfg, uin
         int64_t srtt8 = (int64_t)r->srtt8, rttvar8 = (int64_t)r->rttvar8;
         int64_t err = m8 - srtt8;
         int64_t abserr = err < 0 ? -err : err;
-        rttvar8 += (abserr - rttvar8) / (4 * (int64_t)n);
-        srtt8 += err / (8 * (int64_t)n);
+        if (n == 1) { /* the usual case: constant divisors, shifts instead of two idivs */
+            rttvar8 += (abserr - rttvar8) / 4;
+            srtt8 += err / 8;
+        } else {
+            rttvar8 += (abserr - rttvar8) / (4 * (int64_t)n);
+            srtt8 += err / (8 * (int64_t)n);
+        }
         r->rttvar8 = (uint32_t)rttvar8;
         r->srtt8 = (uint32_t)srtt8;
     }
@@ -80,12 +85,9 @@ void hp__tcp_rtt_sample_ts(struct hp__tcp_rtt *r, const struct hp__tcp_rtt_cfg *
                            uint32_t rtt_us, uint32_t flight, uint32_t smss)
 {
     uint32_t n = 1;
-    if (smss) {
-        uint64_t two = 2 * (uint64_t)smss;
-        uint64_t e = ((uint64_t)flight + two - 1) / two; /* ceiling */
-        if (e > 1)
-            n = (uint32_t)e;
-    }
+    uint64_t two = 2 * (uint64_t)smss;
+    if (smss && flight > two) /* more than one: a division (most samples skip it) */
+        n = (uint32_t)(((uint64_t)flight + two - 1) / two); /* ceiling */
     update(r, cfg, rtt_us, n);
 }
 
