@@ -182,18 +182,19 @@ static int ip_send(struct hp_stack *s, const struct hp__route *rt, int family, c
 
 /* RFC 3168 6.1: ECE on every ACK while a CE is unanswered (6.1.3); CWR on
  * the first new data segment after a reduction (6.1.2). */
-static void ecn_flags(struct hp_tcp_sock *c, uint8_t *h, uint32_t len, bool rtx)
+static uint8_t ecn_flags(struct hp_tcp_sock *c, uint8_t fl, uint32_t len, bool rtx)
 {
     struct hp__tcp_ecn *e = &c->x->ecn; /* ECN_PEND is only set with the extension */
-    if (e->ece_owed && (h[13] & HP_TCP_F_ACK))
-        h[13] |= HP_TCP_F_ECE;
+    if (e->ece_owed && (fl & HP_TCP_F_ACK))
+        fl |= HP_TCP_F_ECE;
     if (e->cwr_owed && len && !rtx && !(c->flags & HP__TCPF_PERSIST)) {
-        h[13] |= HP_TCP_F_CWR;
+        fl |= HP_TCP_F_CWR;
         e->cwr_owed = false;
         hp__ctr(c->s, HP_CTR_TCP_ECN_CWR_OUT);
     }
     if (!e->ece_owed && !e->cwr_owed)
         c->flags &= ~HP__TCPF_ECN_PEND;
+    return fl;
 }
 
 /* The SACK blocks an ACK carries (RFC 2018 3: with timestamps three fit
@@ -284,6 +285,13 @@ static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
             hp__tcp_sndq_copy(&c->sndq, sndcur(c),
                               c->sndq.start + (uint32_t)(seq - hp__tcp_sndq_seq(c)), len, h + hlen);
 
+    /* Whether it repeats sequence space already sent; a pure ACK or a
+     * keepalive (seq below snd_max, nothing in it) is not a retransmission,
+     * nor is a zero window probe (counted on its own). */
+    bool rtx = (len || (fl & HP_TCP_F_FIN)) && hp__seq_lt(seq, c->snd_max) &&
+               !(c->flags & HP__TCPF_PERSIST);
+    if (c->flags & HP__TCPF_ECN_PEND)
+        fl = ecn_flags(c, fl, len, rtx);
     uint32_t wnd_bytes;
     uint16_t wnd = window_field(c, &wnd_bytes);
     uint32_t ack = (fl & HP_TCP_F_ACK) ? c->rcv_nxt : 0;
@@ -296,7 +304,7 @@ static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
     hp_put_be16(h + 14, wnd);
     memset(h + 16, 0, 4); /* checksum (computed below), urgent pointer */
     uint64_t hsum = (uint64_t)c->key.lport + c->key.rport + (seq >> 16) + (seq & 0xFFFF) +
-                    (ack >> 16) + (ack & 0xFFFF) + wnd;
+                    (ack >> 16) + (ack & 0xFFFF) + wnd + (hlen << 2 << 8 | fl);
     if (ts) {
         /* RFC 7323 3.2: TSval our clock, TSecr the TS.Recent we hold. */
         uint32_t tsval = hp__tcp_ts_now(c);
@@ -311,14 +319,7 @@ static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
     }
     if (nsack)
         hsum += put_sack(h + HP_TCP_HDR_LEN + (ts ? TS_OPT_LEN : 0), blk, nsack);
-    /* Whether it repeats sequence space already sent; a pure ACK or a
-     * keepalive (seq below snd_max, nothing in it) is not a retransmission,
-     * nor is a zero window probe (counted on its own). */
-    bool rtx = (len || (fl & HP_TCP_F_FIN)) && hp__seq_lt(seq, c->snd_max) &&
-               !(c->flags & HP__TCPF_PERSIST);
     unsigned xf = 0;
-    if (c->flags & HP__TCPF_ECN_PEND)
-        ecn_flags(c, h, len, rtx);
     /* RFC 3168 6.1.4-6.1.6: ECT on new data only: not on pure ACKs, not
      * on retransmissions or window probes. */
     if ((c->flags & HP__TCPF_ECN_OK) && len && !hp__seq_lt(seq, c->snd_max) &&
@@ -327,9 +328,6 @@ static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
     uint32_t sum = c->key.family == 4
                        ? hp_cksum_pseudo_ipv4(c->key.laddr, c->key.raddr, 6, (uint16_t)tot)
                        : hp_cksum_pseudo_ipv6(c->key.laddr, c->key.raddr, 6, tot);
-    /* h[12] and h[13] read back byte by byte (ecn_flags may have set
-     * flags): single-byte loads of single-byte stores forward. */
-    hsum += (uint32_t)h[12] << 8 | h[13];
     sum = hp_cksum_add(hp_cksum_add(sum, psum), hp_cksum_from_host16(hsum));
     uint16_t ck = hp_cksum_fold(sum);
     memcpy(h + 16, &ck, 2);
