@@ -292,7 +292,7 @@ void hp__cache_forget(struct hp__cache *c);
 /* Move every batch queued for owner into the shared ring; returns how many
  * buffers (c, if any, is charged the ring operations). */
 uint32_t hp__drain_owner(struct hp_pool *p, struct hp__cache *c, int owner);
-/* Set up a buffer as free at pool creation (poisoned in debug builds). */
+/* Set up a buffer as free, when first taken from the region (poisoned in debug builds). */
 void hp__buf_init_free(struct hp_pool *p, struct hp_buf *b);
 
 /* Up to n buffers never used before, initialised free (hp__buf_init_free), into objs;
