@@ -33,7 +33,7 @@ struct px_state hp__px = {
 static bool need_wake;
 
 /* This thread called into the layer before (the keeper marks itself). */
-static __thread bool seen;
+static __thread bool seen __attribute__((tls_model("initial-exec")));
 
 void hp__px_reacquire(void)
 {

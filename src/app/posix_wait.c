@@ -11,7 +11,10 @@
 
 /* ---- per-thread wake-up fds ----------------------------------------------- */
 
-static __thread struct px_waiter self_waiter = {.wake_fd = -1};
+/* initial-exec (the layer is preloaded, its thread variables static): each lock took a
+ * __tls_get_addr call with the default model. */
+static __thread struct px_waiter self_waiter
+    __attribute__((tls_model("initial-exec"))) = {.wake_fd = -1};
 static pthread_key_t waiter_key;
 static pthread_once_t waiter_once = PTHREAD_ONCE_INIT;
 

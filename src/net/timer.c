@@ -48,12 +48,14 @@ static int tsc_usable(void)
 #define TSC_LEARN_NS    10000000ull  /* first rate after 10 ms */
 #define TSC_REANCHOR_NS 100000000ull /* then a fresh anchor every 100 ms */
 
+/* initial-exec, as the pools' thread variables: in libhotpath.so and libhotpath-posix.so
+ * the default model called __tls_get_addr on every read of the clock. */
 static _Thread_local struct {
     uint64_t tsc, ns;     /* the anchor */
     uint64_t last;        /* the last value returned */
     uint64_t reanchor_at; /* TSC value at which to re-anchor */
     double ns_per_tick;   /* 0 until learnt */
-} tc;
+} tc __attribute__((tls_model("initial-exec")));
 
 uint64_t hp__clock_ns(void)
 {
