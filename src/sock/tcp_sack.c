@@ -12,6 +12,7 @@
 #define DUPTHRESH      3u         /* RFC 6675 / RFC 8985 6.2 */
 #define WCDELACK_NS    200000000ull    /* RFC 8985 7.2 WCDelAckT: a worst-case delayed ACK */
 #define PTO_MIN_NS     10000000ull     /* a floor under 2 SRTT on fast paths, as Linux */
+#define PROMPT_ACKS    2u              /* ACKs in a row that show a peer not delaying (ack_pace) */
 #define MIN_RTT_WIN_NS 300000000000ull /* RACK.min_RTT's window (RFC 8985 6.1: "recent") */
 #define REO_PERSIST    16u             /* RFC 8985 6.2 step 4 */
 
@@ -105,7 +106,7 @@ void hp__tcp_sb_reset(struct hp_tcp_sock *c)
     sb->n = sb->head = 0;
     sb->sacked = sb->lost = sb->rtx_out = sb->nsacked = 0;
     sb->in_recovery = false;
-    sb->tlp_out = false;
+    sb->tlp_out = sb->tlp_dsack = false;
     sb->reo_due = 0;
     update_flags(c);
 }
@@ -380,7 +381,7 @@ static void recovery_enter(struct hp_tcp_sock *c)
     sb->recover_fs = c->snd_max - c->snd_una;
     sb->undo_retrans = 0;
     sb->undo_ok = true;
-    sb->tlp_out = false; /* a probe's episode becomes this recovery */
+    sb->tlp_out = sb->tlp_dsack = false; /* a probe's episode becomes this recovery */
     c->cc.recover = c->snd_max - 1;
     hp__ctr(c->s, HP_CTR_TCP_SACK_RECOVERIES);
     hp__ctr(c->s, HP_CTR_TCP_FAST_RETRANS);
@@ -504,6 +505,15 @@ static void dsack_in(struct hp_tcp_sock *c, uint32_t l, uint32_t r)
     }
     hp__ctr(c->s, HP_CTR_TCP_DSACK_IN);
     HP__TCP_ST_INC(c, dsacks_in);
+    if (sb->tlp_dsack && hp__seq_le(r, sb->tlp_end) && hp__seq_ge(r, sb->tlp_end - c->mss_eff)) {
+        /* The probe was a duplicate (the original had arrived): a timer's
+         * doing, not reordering's, so the window stays (as Linux); the
+         * reduction its ACK made, if any (tlp_ack), is undone. */
+        sb->tlp_dsack = sb->tlp_out = false;
+        if (sb->undo_retrans && --sb->undo_retrans == 0)
+            undo(c);
+        return;
+    }
     /* RFC 8985 6.2 step 4: a D-SACK widens the reordering window, once
      * per round trip, for the next 16 recoveries. */
     if (!sb->dsack_round_on || hp__seq_ge(c->snd_una, sb->dsack_round)) {
@@ -516,9 +526,6 @@ static void dsack_in(struct hp_tcp_sock *c, uint32_t l, uint32_t r)
     sb->reordering_seen = true;
     if (sb->undo_retrans && --sb->undo_retrans == 0)
         undo(c);
-    if (sb->tlp_out && sb->tlp_is_rtx && hp__seq_le(r, sb->tlp_end) &&
-        hp__seq_ge(r, sb->tlp_end - c->mss_eff))
-        sb->tlp_out = false; /* the probe was a duplicate: the original had arrived */
 }
 
 /* Mark the entries inside [l, r) SACKed. @return bytes newly SACKed. */
@@ -610,6 +617,26 @@ static void rate_round(struct hp_tcp_sock *c, uint64_t now)
     sb->round_end = c->snd_max;
 }
 
+/* Whether the peer ACKs each segment at once (a receiver in quick-ACK
+ * mode, or one that never delays): a clean ACK of at most one segment
+ * whose RTT sample is within RACK's reordering window of the minimum
+ * (the margin the probe allows, pto_at) counts; a stretch ACK (two
+ * segments or more: a receiver that delays, or coalesces) or a late one
+ * starts the count again. Out-of-order data draws immediate ACKs from
+ * any receiver, so ACKs with SACK blocks do not count (only the clean
+ * path calls this). */
+static void ack_pace(struct hp_tcp_sock *c, uint32_t newly, const struct hp__tcp_txseg *last)
+{
+    struct hp__tcp_sb *sb = sbp(c);
+    uint64_t rtt = c->s->now > last->xmit_ns ? c->s->now - last->xmit_ns : 0;
+    bool prompt = newly <= c->mss_eff && !(last->flags & HP__TXS_EVER) && sb->min_rtt_ns &&
+                  rtt <= sb->min_rtt_ns + reo_wnd_ns(c);
+    if (!prompt)
+        sb->prompt_acks = 0;
+    else if (sb->prompt_acks < UINT8_MAX)
+        sb->prompt_acks++;
+}
+
 /* The clean path: nothing SACKed, lost or retransmitted (so no entry
  * carries a counted flag), no SACK blocks: drop what the ACK covers, one
  * RACK update for the latest delivered. */
@@ -638,8 +665,10 @@ void hp__tcp_sb_ack_clean(struct hp_tcp_sock *c)
         }
         break;
     }
-    if (any)
+    if (any) {
         rack_update(c, &last, now);
+        ack_pace(c, newly, &last);
+    }
     if (!sb->n)
         sb->head = 0;
     sb->fack = una;
@@ -717,6 +746,50 @@ static bool tlp_allowed(const struct hp_tcp_sock *c)
             st == HP_TCP_CLOSING || st == HP_TCP_LAST_ACK);
 }
 
+/*
+ * When the tail loss probe is due. RFC 8985 7.2: PTO = 2 SRTT, plus
+ * WCDelAckT when one segment is out (the peer may hold its ACK for it),
+ * restarted by each ACK of new data; here at least 10 ms (as Linux), and
+ * three departures from the RFC's letter, each where it says SHOULD:
+ * - PTO = SRTT + RACK's reordering window (min_RTT / 4, widened by
+ *   D-SACKs, never over SRTT: so at most 2 SRTT): a tail segment is
+ *   deemed overdue when RACK would deem any other segment lost, one
+ *   delivered after it having been sent later (6.2). A probe that was
+ *   needless costs one segment, which the peer's D-SACK reports
+ *   (dsack_in; the window does not widen for it).
+ * - The PTO runs from the latest transmission, as QUIC's does (RFC 9002
+ *   6.2.1), not from the latest ACK: the RFC's restart on every ACK
+ *   puts a lost last segment's probe a PTO after the ACK of the one
+ *   before it, a full round trip after the loss could be known. On a
+ *   flight the ACKs keep clocking out, the latest transmission is the
+ *   latest ACK's, as before. An ACK arms it no sooner than the
+ *   reordering window after itself (arming).
+ * - WCDelAckT (200 ms) only while the peer has not shown that it ACKs
+ *   each segment at once (ack_pace: two such ACKs in a row). A peer
+ *   that delays ACKs (every other segment, or a stretch) keeps it; one
+ *   seen not to delay answers a lone segment within the round trip.
+ * A new connection's tail of ten segments at a 20 ms round trip, its
+ * last lost: repaired 2.4 round trips after the write (RFC 8985's
+ * timers: 13, with the 200 ms; Linux's are the same).
+ */
+static uint64_t pto_at(const struct hp_tcp_sock *c, uint64_t now, bool arming)
+{
+    uint64_t srtt = (uint64_t)hp__tcp_rtt_srtt_us(&c->rtt) * 1000u;
+    uint64_t wnd = c->x ? reo_wnd_ns(c) : srtt / 4;
+    uint64_t pto = srtt ? srtt + wnd : 1000000000ull;
+    if (pto < PTO_MIN_NS)
+        pto = PTO_MIN_NS;
+    if (c->snd_max - c->snd_una <= c->mss_eff && !(c->x && sbp(c)->prompt_acks >= PROMPT_ACKS)) {
+        /* WCDelAckT: 200 ms, or the RTO's configured floor when larger (a
+         * stack told to let its timers rest, as rr under valgrind is). */
+        uint64_t d = (uint64_t)hp__tcp_rtt_cfg_of(c)->min_rto_us * 1000u;
+        pto += d > WCDELACK_NS ? d : WCDELACK_NS;
+    }
+    uint64_t from = c->last_send_ns && c->last_send_ns <= now ? c->last_send_ns : now;
+    uint64_t at = from + pto, soonest = now + wnd;
+    return !arming || at > soonest ? at : soonest;
+}
+
 uint64_t hp__tcp_sb_due(struct hp_tcp_sock *c, uint64_t due)
 {
     if (c->x)
@@ -725,22 +798,11 @@ uint64_t hp__tcp_sb_due(struct hp_tcp_sock *c, uint64_t due)
         uint64_t reo = sbp(c)->reo_due;
         return reo && reo < due ? reo : due;
     }
-    /* RFC 8985 7.2: PTO = 2 SRTT, plus a delayed ACK's worst case when
-     * one segment is out; never later than the RTO. */
-    uint64_t now = c->s->now;
-    uint64_t srtt = (uint64_t)hp__tcp_rtt_srtt_us(&c->rtt) * 1000u;
-    uint64_t pto = srtt ? 2 * srtt : 1000000000ull;
-    if (pto < PTO_MIN_NS)
-        pto = PTO_MIN_NS;
-    if (c->snd_max - c->snd_una <= c->mss_eff) {
-        /* WCDelAckT: 200 ms, or the RTO's configured floor when larger (a
-         * stack told to let its timers rest, as rr under valgrind is). */
-        uint64_t d = (uint64_t)hp__tcp_rtt_cfg_of(c)->min_rto_us * 1000u;
-        pto += d > WCDELACK_NS ? d : WCDELACK_NS;
-    }
-    if (now + pto >= due || !tlp_allowed(c))
+    /* Never later than the RTO. */
+    uint64_t at = pto_at(c, c->s->now, true);
+    if (at >= due || !tlp_allowed(c))
         return due;
-    return now + pto;
+    return at;
 }
 
 /* The timer fired at a deadline that has moved since: the reordering
@@ -788,12 +850,22 @@ bool hp__tcp_sb_timer(struct hp_tcp_sock *c)
     }
     if ((c->flags & HP__TCPF_SB_LOSS) || !tlp_allowed(c))
         return rto_not_due(c);
+    /* Data went out since the deadline was set (a write into an open
+     * flight, which does not restart the timer): the probe waits for its
+     * PTO past that (RFC 8985 7.2), unless the RTO is due first (or its
+     * deadline is not known: the extension is new). */
+    uint64_t at = pto_at(c, now, false), rto = sb->rto_due;
+    if (now < at && now < rto) {
+        c->rtx_due = 0;
+        hp__tcp_rtx_at(c, at < rto ? at : rto);
+        return true;
+    }
     /* RFC 8985 7.3: the probe, then the RTO. */
     bool rtx = false;
     if (hp__tcp_send_tlp(c, &rtx) < 0)
         return false;
     sb->tlp_out = true;
-    sb->tlp_is_rtx = rtx;
+    sb->tlp_is_rtx = sb->tlp_dsack = rtx;
     sb->tlp_end = c->snd_max;
     hp__ctr(c->s, HP_CTR_TCP_TLP_PROBES);
     HP__TCP_ST_INC(c, tlp_probes);
@@ -822,7 +894,7 @@ bool hp__tcp_sb_rto(struct hp_tcp_sock *c)
     }
     if (sb->in_recovery)
         sb->in_recovery = false;
-    sb->tlp_out = false;
+    sb->tlp_out = sb->tlp_dsack = false;
     sb->reo_due = 0;
     sb->undo_retrans = 0;
     sb->undo_ok = true;

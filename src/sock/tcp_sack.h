@@ -71,6 +71,8 @@ struct hp__tcp_sb {
     /* TLP (RFC 8985 7) */
     bool tlp_out;
     bool tlp_is_rtx;
+    bool tlp_dsack;      /* a D-SACK of the probe's range would be the probe's (a retransmission) */
+    uint8_t prompt_acks; /* clean ACKs in a row of at most one segment, not delayed (pto_at) */
     uint32_t tlp_end;
     /* For hp_tcp_info */
     uint32_t reordering;                /* segments; 3 until more is seen */

@@ -148,19 +148,20 @@ PD_TEST(tcp_tlp_lost_last_segment)
     HP_CHECK(i.ssthresh != UINT32_MAX);
 }
 
-/* Two tail segments lost: the probe goes after the PTO (10 ms); its SACK
- * shows the other lost (RACK), which goes in recovery; no timeout. */
+/* Two tail segments lost: the probe goes the PTO (10 ms) after the
+ * flight was sent, not after the ACK that left two out; its SACK shows
+ * the other lost (RACK), which goes in recovery; no timeout. */
 PD_TEST(tcp_tlp_two_tail_segments)
 {
     struct hp_tcp_sock *t = prime(h);
     uint32_t f = pd_full(h);
+    uint64_t sent = pd_now_ms(h);
     flight(h, t, 10);
     pd_advance_ms(h, 5);
     pd_in(h, ".", 1, S + 8 * f, 1000, NULL);
-    uint64_t acked = pd_now_ms(h);
     pd_advance_ms(h, 30);
     pd_expect_data(h, ".", S + 9 * f, 1, PD_ANY, f, NULL);
-    HP_CHECK_EQ(h->last.at_ms, acked + 10);
+    HP_CHECK_EQ(h->last.at_ms, sent + 10);
     pd_expect_none(h);
     char b[32];
     sack(h, S + 8 * f, blk(h, b, sizeof b, 9, 10));
@@ -169,6 +170,99 @@ PD_TEST(tcp_tlp_two_tail_segments)
     pd_expect_none(h);
     HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_TIMEOUTS), 0);
     HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_SACK_RECOVERIES), 1);
+    HP_CHECK_EQ(pd_info(h, t).unacked, 0);
+}
+
+/* A peer seen to ACK each segment at once (as Linux does early in a
+ * connection, in quick-ACK mode) answers a lone segment within a round
+ * trip: the last segment lost, the probe goes the PTO after the flight
+ * was sent, without the 200 ms a delayed ACK could take. */
+PD_TEST(tcp_tlp_prompt_peer_no_delayed_ack_wait)
+{
+    struct hp_tcp_sock *t = prime(h);
+    uint32_t f = pd_full(h);
+    uint64_t sent = pd_now_ms(h);
+    flight(h, t, 10);
+    pd_advance_ms(h, 5);
+    for (uint32_t k = 1; k <= 9; k++)
+        pd_in(h, ".", 1, S + k * f, 1000, NULL);
+    pd_expect_none(h);
+    pd_advance_ms(h, 30);
+    pd_expect_data(h, ".", S + 9 * f, 1, PD_ANY, f, NULL);
+    HP_CHECK_EQ(h->last.at_ms, sent + 10);
+    pd_expect_none(h);
+    pd_advance_ms(h, 5);
+    pd_in(h, ".", 1, S + 10 * f, 1000, NULL);
+    pd_expect_none(h);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_TLP_PROBES), 1);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_TLP_RECOVERIES), 1);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_TIMEOUTS), 0);
+    HP_CHECK_EQ(pd_info(h, t).unacked, 0);
+}
+
+/* The last segment of a flight lost after the ACKs named in acks (each
+ * the segments it covers, at 5 ms; -N: that one N ms later): with one
+ * segment left, the probe allows for a delayed ACK (WCDelAckT, clamped
+ * to the RTO: it goes at the RTO's time, in its place). */
+static void tail_after(struct pd *h, struct hp_tcp_sock *t, const int *acks, int n)
+{
+    uint32_t f = pd_full(h);
+    flight(h, t, 10);
+    pd_advance_ms(h, 5);
+    uint32_t k = 0;
+    for (int a = 0; a < n; a++) {
+        if (acks[a] < 0)
+            pd_advance_ms(h, (uint64_t)-acks[a]);
+        k += acks[a] < 0 ? 1u : (uint32_t)acks[a];
+        pd_in(h, ".", 1, S + k * f, 1000, NULL);
+    }
+    HP_CHECK_EQ(k, 9);
+    uint64_t acked = pd_now_ms(h);
+    pd_advance_ms(h, 150);
+    pd_expect_none(h);
+    pd_advance_ms(h, 100);
+    pd_expect_data(h, ".", S + 9 * f, 1, PD_ANY, f, NULL);
+    HP_CHECK_EQ(h->last.at_ms, acked + 200);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_TLP_PROBES), 1);
+    pd_in(h, ".", 1, S + 10 * f, 1000, NULL);
+    HP_CHECK_EQ(pd_info(h, t).unacked, 0);
+}
+
+/* A peer that ACKs every other segment may hold the ACK of a lone one. */
+PD_TEST(tcp_tlp_delaying_peer_keeps_delayed_ack_wait)
+{
+    static const int acks[] = {2, 2, 2, 2, 1};
+    tail_after(h, prime(h), acks, 5);
+}
+
+/* ACKs of one segment each, but the last of them late (past min_RTT plus
+ * half an SRTT: a delayed ACK): no longer prompt. */
+PD_TEST(tcp_tlp_late_single_ack_is_not_prompt)
+{
+    static const int acks[] = {1, 1, 1, 1, 1, 1, 1, 1, -3};
+    tail_after(h, prime(h), acks, 9);
+}
+
+/* New data written into an open flight does not restart the timer; the
+ * probe still waits its PTO after that data went out (RFC 8985 7.2). */
+PD_TEST(tcp_tlp_waits_for_later_data)
+{
+    struct hp_tcp_sock *t = prime(h);
+    uint32_t f = pd_full(h);
+    flight(h, t, 4);
+    pd_advance_ms(h, 5);
+    pd_in(h, ".", 1, S + 2 * f, 1000, NULL);
+    pd_advance_ms(h, 4);
+    HP_CHECK_EQ(pd_send(h, t, f), f);
+    pd_expect_data(h, ".", S + 4 * f, 1, PD_ANY, f, NULL);
+    uint64_t sent = pd_now_ms(h);
+    pd_advance_ms(h, 9);
+    pd_expect_none(h);
+    pd_advance_ms(h, 5);
+    pd_expect_data(h, ".", S + 4 * f, 1, PD_ANY, f, NULL);
+    HP_CHECK_EQ(h->last.at_ms, sent + 10);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_TLP_PROBES), 1);
+    pd_in(h, ".", 1, S + 5 * f, 1000, NULL);
     HP_CHECK_EQ(pd_info(h, t).unacked, 0);
 }
 
@@ -252,6 +346,21 @@ PD_TEST(tcp_tlp_spurious_probe_dsack)
     HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_DSACK_IN), 1);
     HP_CHECK_EQ(i.ssthresh, UINT32_MAX);
     HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_TIMEOUTS), 0);
+    /* The probe's D-SACK is no reordering: RACK's window stays at
+     * min_RTT / 4, so a hole SACKed over is retransmitted as soon as
+     * before (tcp_rack_spurious_retransmit_dsack_undo's timing). */
+    uint32_t s2 = S + 4 * f;
+    HP_CHECK_EQ(pd_send(h, t, 4 * f), 4 * f);
+    for (uint32_t k = 0; k < 4; k++)
+        pd_expect_data(h, ".", s2 + k * f, 1, PD_ANY, f, NULL);
+    pd_advance_ms(h, 5);
+    pd_in(h, ".", 1, s2 + f, 1000, NULL);
+    snprintf(b, sizeof b, "%u:%u", s2 + 2 * f, s2 + 3 * f);
+    sack(h, s2 + f, b);
+    pd_expect_none(h);
+    pd_advance_ms(h, 2);
+    pd_expect_data(h, ".", s2 + f, 1, PD_ANY, f, NULL);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_RACK_REO_TIMEOUTS), 1);
 }
 
 /* A timeout with SACK state (RFC 6675 5.1, RFC 8985 6.3): the lost
