@@ -212,7 +212,8 @@ int hp__px_config_parse(struct px_config *c)
         env_u32("HOTPATH_BUFS", 32768, 1024, 1u << 22, &c->pool_bufs) < 0 ||
         env_u32("HOTPATH_BUSY_POLL_US", 50, 0, 1000000, &c->busy_poll_us) < 0 ||
         env_u32("HOTPATH_EXIT_LINGER_MS", 2000, 0, 600000, &c->exit_linger_ms) < 0 ||
-        env_u32("HOTPATH_KEEPER_MS", 10, 0, 60000, &c->keeper_ms) < 0)
+        env_u32("HOTPATH_KEEPER_MS", 10, 0, 60000, &c->keeper_ms) < 0 ||
+        env_u32("HOTPATH_TX_BATCH", 1, 0, 1, &c->tx_batch) < 0)
         return -EINVAL;
     return parse_link(c);
 }

@@ -311,23 +311,29 @@ PX_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 PX_EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct timespec *t,
                            const sigset_t *mask)
 {
-    if (!known(epfd))
+    if (!known(epfd)) {
+        hp__px_tx_settle_unlocked();
         return PX_REAL(epoll_pwait2)(epfd, ev, max, t, mask);
+    }
     return (int)ret(hp__px_epoll_pwait2(epfd, ev, max, t, mask));
 }
 
 PX_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int ms, const sigset_t *mask)
 {
-    if (!known(epfd))
+    if (!known(epfd)) {
+        hp__px_tx_settle_unlocked();
         return PX_REAL(epoll_pwait)(epfd, ev, max, ms, mask);
+    }
     struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000};
     return (int)ret(hp__px_epoll_pwait2(epfd, ev, max, ms < 0 ? NULL : &t, mask));
 }
 
 PX_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int ms)
 {
-    if (!known(epfd))
+    if (!known(epfd)) {
+        hp__px_tx_settle_unlocked();
         return PX_REAL(epoll_wait)(epfd, ev, max, ms);
+    }
     struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000};
     return (int)ret(hp__px_epoll_pwait2(epfd, ev, max, ms < 0 ? NULL : &t, NULL));
 }
@@ -340,15 +346,19 @@ PX_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int ms)
 
 PX_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *t, const sigset_t *mask)
 {
-    if (hp__px_in_layer || !hp__px_any_pollfd(fds, n))
+    if (hp__px_in_layer || !hp__px_any_pollfd(fds, n)) {
+        hp__px_tx_settle_unlocked();
         return PX_REAL(ppoll)(fds, n, t, mask);
+    }
     return (int)ret(hp__px_ppoll(fds, n, t, mask));
 }
 
 PX_EXPORT int poll(struct pollfd *fds, nfds_t n, int ms)
 {
-    if (hp__px_in_layer || !hp__px_any_pollfd(fds, n))
+    if (hp__px_in_layer || !hp__px_any_pollfd(fds, n)) {
+        hp__px_tx_settle_unlocked();
         return PX_REAL(poll)(fds, n, ms);
+    }
     struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000};
     return (int)ret(hp__px_ppoll(fds, n, ms < 0 ? NULL : &t, NULL));
 }
@@ -356,15 +366,19 @@ PX_EXPORT int poll(struct pollfd *fds, nfds_t n, int ms)
 PX_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *t,
                       const sigset_t *mask)
 {
-    if (hp__px_in_layer || !hp__px_any_fdset(nfds, r, w, e))
+    if (hp__px_in_layer || !hp__px_any_fdset(nfds, r, w, e)) {
+        hp__px_tx_settle_unlocked();
         return PX_REAL(pselect)(nfds, r, w, e, t, mask);
+    }
     return (int)ret(hp__px_pselect(nfds, r, w, e, t, mask, NULL));
 }
 
 PX_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
 {
-    if (hp__px_in_layer || !hp__px_any_fdset(nfds, r, w, e))
+    if (hp__px_in_layer || !hp__px_any_fdset(nfds, r, w, e)) {
+        hp__px_tx_settle_unlocked();
         return PX_REAL(select)(nfds, r, w, e, tv);
+    }
     if (tv && (tv->tv_sec < 0 || tv->tv_usec < 0))
         return (int)ret(-EINVAL);
     struct timespec t = {0, 0};

@@ -366,6 +366,7 @@ int hp__px_epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct 
     if (!ev)
         return -EFAULT;
     hp__px_lock();
+    hp__px_tx_settle();
     struct px_epoll *ep = epoll_of(epfd);
     if (!ep || !ep->all || hp__px.status != PX_ST_UP) {
         /* No hotpath socket in it: the kernel's call, without the lock. */
@@ -375,6 +376,7 @@ int hp__px_epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct 
     hp__px_ref(&ep->o);
     int n = wait_loop(epfd, ep, ev, max, timeout, mask);
     hp__px_unref(&ep->o);
+    hp__px_tx_batch(n);
     hp__px_unlock();
     return n;
 }

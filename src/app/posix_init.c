@@ -171,16 +171,52 @@ uint64_t hp__px_coarse_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void hp__px_flush(void)
+static void flush_now(void)
 {
-    /* Frames a send queued leave now, as the kernel's would: only the
-     * transmit bursts (a whole poll would look at the receive rings and the
-     * timers too, which the program's next wait does anyway). */
+    /* Only the transmit bursts (a whole poll would look at the receive
+     * rings and the timers too, which the program's next wait does). */
+    __atomic_store_n(&hp__px.tx_held, false, __ATOMIC_RELAXED);
     struct hp_stack *s = hp__px.stack;
     for (int i = 0; s && i < s->nifaces; i++)
         hp__eth_flush(s->ifaces[i]);
     if (hp__px.extra_poll)
         hp__px_drive();
+}
+
+void hp__px_flush(void)
+{
+    if (hp__px.tx_defer) {
+        hp__px.tx_defer--;
+        __atomic_store_n(&hp__px.tx_held, true, __ATOMIC_RELAXED);
+        return;
+    }
+    flush_now();
+}
+
+void hp__px_tx_settle(void)
+{
+    hp__px.tx_defer = 0;
+    if (!__atomic_load_n(&hp__px.tx_held, __ATOMIC_RELAXED))
+        return;
+    if (hp__px.status == PX_ST_UP)
+        flush_now();
+    else
+        __atomic_store_n(&hp__px.tx_held, false, __ATOMIC_RELAXED);
+}
+
+void hp__px_tx_batch(int n)
+{
+    hp__px.tx_defer = n > 1 && hp__px.cfg.tx_batch ? (uint32_t)n - 1 : 0;
+}
+
+void hp__px_tx_settle_unlocked(void)
+{
+    /* The layer's own waits (the loop's epoll set) hold the lock already. */
+    if (hp__px_in_layer || !__atomic_load_n(&hp__px.tx_held, __ATOMIC_RELAXED))
+        return;
+    hp__px_lock();
+    hp__px_tx_settle();
+    hp__px_unlock();
 }
 
 void hp__px_sock_changed(void)
@@ -509,6 +545,7 @@ void hp__px_test_attach(struct hp_stack *s, struct hp_link *link, int (*extra_po
         memset(&hp__px.cfg, 0, sizeof hp__px.cfg);
         hp__px.cfg.busy_poll_us = 20;
         hp__px.cfg.exit_linger_ms = 1000;
+        hp__px.cfg.tx_batch = 1;
         hp__px.stack = s;
         hp__px.link = link;
         hp__px.link_fd = -1;
@@ -522,6 +559,8 @@ void hp__px_test_attach(struct hp_stack *s, struct hp_link *link, int (*extra_po
         hp__px.stack = NULL;
         hp__px.link = NULL;
         hp__px.extra_poll = NULL;
+        hp__px.tx_defer = 0;
+        __atomic_store_n(&hp__px.tx_held, false, __ATOMIC_RELAXED);
         hp__px.status = PX_ST_NONE;
     }
     hp__px_unlock();

@@ -135,9 +135,11 @@ int hp__px_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *timeout, c
         return rc;
     struct px_pollset p = {.fds = fds, .n = n};
     hp__px_lock();
+    hp__px_tx_settle();
     rc = split(&p);
     if (rc == 0)
         rc = poll_loop(&p, deadline, once, mask);
+    hp__px_tx_batch(rc);
     hp__px_unlock();
     free(p.k);
     return rc;

@@ -259,6 +259,7 @@ bool hp__px_rearm_for_sleepers(void)
 int hp__px_wait(bool (*ready)(void *), void *arg, struct pollfd *kfds, int nkfds,
                 uint64_t deadline_ns, const sigset_t *sigmask, bool spin)
 {
+    hp__px_tx_settle();
     uint64_t busy = (uint64_t)hp__px.cfg.busy_poll_us * 1000u;
     uint64_t spin_end = spin && busy ? hp__px_now_ns() + busy : 0;
     /* A handler that runs at any point of the wait ends it, as a signal

@@ -243,3 +243,82 @@ HP_TEST(px_poll_and_select)
     hp_tcp_close(p);
     fx_down();
 }
+
+/* Sends that answer the events of one wait leave together: the frames of
+ * all but the batch's last send wait for it (or for the next wait, or a
+ * wait on kernel fds only), one transmit kick per batch as hotpath's own
+ * loop makes; every byte arrives. HOTPATH_TX_BATCH=0: every send's frames
+ * leave at once. A wait that returns one event holds nothing. */
+HP_TEST(px_epoll_batch_sends_leave_together)
+{
+    HP_REQUIRE(fx_up() == 0);
+    HP_CHECK_EQ(hp__px.cfg.tx_batch, 1u);
+    struct hp_tcp_sock *p[3];
+    int c[3];
+    int ep = hp__px_epoll_create1(0);
+    HP_REQUIRE(ep >= 0);
+    for (int i = 0; i < 3; i++) {
+        c[i] = fx_connected(4, SOCK_NONBLOCK, (uint16_t)(7300 + i), &p[i]);
+        HP_REQUIRE(c[i] >= 0);
+        HP_CHECK_EQ(ep_add(ep, c[i], EPOLLIN, (uint64_t)i), 0);
+    }
+    struct epoll_event ev[8];
+    char b[8];
+    for (int round = 0; round < 3; round++) {
+        hp__px.cfg.tx_batch = round < 2;
+        for (int i = 0; i < 3; i++)
+            HP_CHECK_EQ(hp_tcp_send(p[i], "q", 1), 1);
+        fx_drive(5);
+        int n = ep_wait(ep, ev, 8, 1000);
+        HP_REQUIRE(n == 3);
+        for (int i = 0; i < n; i++) {
+            if (round == 1 && i == 1)
+                break; /* the program waits again before its other answers */
+            int fd = c[ev[i].data.u64];
+            HP_CHECK_EQ(hp__px_recvfrom(fd, b, sizeof b, 0, NULL, NULL), 1);
+            HP_CHECK_EQ(hp__px_sendto(fd, "a", 1, 0, NULL, 0), 1);
+            /* Held until the batch's last send, unless batching is off. */
+            HP_CHECK_EQ(hp__px.tx_held, round < 2 && i < n - 1);
+        }
+        if (round == 1) {
+            HP_CHECK(hp__px.tx_held);
+            n = ep_wait(ep, ev, 8, 0); /* the two unread */
+            HP_CHECK_EQ(n, 2);
+            HP_CHECK(!hp__px.tx_held);
+            for (int i = 0; i < n; i++) {
+                int fd = c[ev[i].data.u64];
+                HP_CHECK_EQ(hp__px_recvfrom(fd, b, sizeof b, 0, NULL, NULL), 1);
+                HP_CHECK_EQ(hp__px_sendto(fd, "a", 1, 0, NULL, 0), 1);
+                HP_CHECK_EQ(hp__px.tx_held, i == 0);
+            }
+        }
+        for (int i = 0; i < 3; i++)
+            HP_CHECK_EQ(fx_peer_read(p[i], b, 1), 1);
+    }
+    /* A wait on kernel fds only lets held frames go first. */
+    hp__px.cfg.tx_batch = 1;
+    for (int i = 0; i < 3; i++)
+        HP_CHECK_EQ(hp_tcp_send(p[i], "q", 1), 1);
+    fx_drive(5);
+    HP_REQUIRE(ep_wait(ep, ev, 8, 1000) == 3);
+    int fd = c[ev[0].data.u64];
+    HP_CHECK_EQ(hp__px_recvfrom(fd, b, sizeof b, 0, NULL, NULL), 1);
+    HP_CHECK_EQ(hp__px_sendto(fd, "a", 1, 0, NULL, 0), 1);
+    HP_CHECK(hp__px.tx_held);
+    hp__px_tx_settle_unlocked();
+    HP_CHECK(!hp__px.tx_held);
+    HP_CHECK_EQ(fx_peer_read(p[ev[0].data.u64], b, 1), 1);
+    /* The other two, one wait each: one event, nothing held. */
+    for (int k = 0; k < 2; k++) {
+        HP_REQUIRE(ep_wait(ep, ev, 1, 1000) == 1);
+        fd = c[ev[0].data.u64];
+        HP_CHECK_EQ(hp__px_recvfrom(fd, b, sizeof b, 0, NULL, NULL), 1);
+        HP_CHECK_EQ(hp__px_sendto(fd, "a", 1, 0, NULL, 0), 1);
+        HP_CHECK(!hp__px.tx_held);
+        HP_CHECK_EQ(fx_peer_read(p[ev[0].data.u64], b, 1), 1);
+    }
+    hp__px_close(ep);
+    for (int i = 0; i < 3; i++)
+        hp_tcp_close(p[i]);
+    fx_down();
+}
