@@ -236,7 +236,7 @@ PD_TEST(tcp_tlp_delaying_peer_keeps_delayed_ack_wait)
 }
 
 /* ACKs of one segment each, but the last of them late (past min_RTT plus
- * half an SRTT: a delayed ACK): no longer prompt. */
+ * RACK's reordering window, 5 + 1.25 ms: a delayed ACK): no longer prompt. */
 PD_TEST(tcp_tlp_late_single_ack_is_not_prompt)
 {
     static const int acks[] = {1, 1, 1, 1, 1, 1, 1, 1, -3};
