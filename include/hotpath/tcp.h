@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include <hotpath/buf.h>
 #include <hotpath/sock.h>
@@ -226,6 +227,19 @@ HP_API int hp_tcp_connect(struct hp_tcp_sock *t, const struct hp_sockaddr *remot
  *         follows when room is back.
  */
 HP_API long hp_tcp_send(struct hp_tcp_sock *t, const void *data, size_t len);
+
+/**
+ * Gather send (writev): queue the pieces of iov in order, as much as the
+ * send buffer takes, then transmit once, so that pieces written together
+ * share segments (a header and a body in one segment, as Linux sends a
+ * writev) instead of a segment each, as one hp_tcp_send() per piece would
+ * give on a NODELAY connection.
+ * @return the bytes taken (> 0; fewer than the total when the buffer
+ *         filled: HP_EV_OUT follows), 0 for an empty iov, -EINVAL (t or
+ *         iov NULL, iovcnt < 0, a piece with a length and no base, a total
+ *         beyond SIZE_MAX), or the errors of hp_tcp_send()
+ */
+HP_API long hp_tcp_sendv(struct hp_tcp_sock *t, const struct iovec *iov, int iovcnt);
 
 /**
  * Zero-copy send: the stack takes b (a chain, data offset at the payload)

@@ -239,21 +239,44 @@ static int take_error(struct px_sock *ps)
     return e;
 }
 
-/* One attempt: bytes taken (>= 0) or -errno. */
+#define SEND_GATHER 16 /* pieces handed to hp_tcp_sendv at once */
+
+/* One attempt: bytes taken (>= 0) or -errno. The pieces go to the stack
+ * together (hp_tcp_sendv), so that a header and a body written by one
+ * writev share a segment, as on Linux. */
 static long tcp_try_send(struct px_sock *ps, struct px_iter *it, size_t left)
 {
     size_t sent = 0;
     while (sent < left) {
-        size_t piece;
-        void *p = iter_piece(it, &piece);
-        if (!p)
+        struct iovec v[SEND_GATHER];
+        struct px_iter at = *it;
+        int n = 0;
+        size_t batch = 0;
+        while (n < SEND_GATHER && sent + batch < left) {
+            size_t piece;
+            void *p = iter_piece(&at, &piece);
+            if (!p)
+                break;
+            if (piece > left - sent - batch)
+                piece = left - sent - batch;
+            v[n++] = (struct iovec){.iov_base = p, .iov_len = piece};
+            iter_advance(&at, piece);
+            batch += piece;
+        }
+        if (n == 0)
             break;
-        long r = hp_tcp_send(ps->t, p, piece);
+        long r = hp_tcp_sendv(ps->t, v, n);
         if (r < 0)
             return sent ? (long)sent : r;
-        iter_advance(it, (size_t)r);
+        for (size_t k = (size_t)r; k > 0;) { /* advance it by what was taken */
+            size_t piece;
+            (void)iter_piece(it, &piece);
+            size_t step = piece < k ? piece : k;
+            iter_advance(it, step);
+            k -= step;
+        }
         sent += (size_t)r;
-        if ((size_t)r < piece)
+        if ((size_t)r < batch)
             break;
     }
     return (long)sent;

@@ -398,6 +398,21 @@ static uint32_t send_room(const struct hp_tcp_sock *c)
     return c->sndbuf > c->sndq.bytes ? c->sndbuf - c->sndq.bytes : 0;
 }
 
+/* Queue what of [data, data + len) the send buffer and the pool take: the
+ * bytes taken; HP__TCPF_SEND_SPACE when fewer than len (HP_EV_OUT then
+ * follows), *no_bufs when the pool refused bytes the room allowed. */
+static uint32_t queue_bytes(struct hp_tcp_sock *t, const void *data, size_t len, bool *no_bufs)
+{
+    uint32_t room = send_room(t);
+    uint32_t want = len < room ? (uint32_t)len : room;
+    uint32_t took = want ? hp__tcp_sndq_append(&t->sndq, hp__tcp_ifc(t)->pool, data, want) : 0;
+    if (took < len)
+        t->flags |= HP__TCPF_SEND_SPACE;
+    if (took < want)
+        *no_bufs = true;
+    return took;
+}
+
 HP_API long hp_tcp_send(struct hp_tcp_sock *t, const void *data, size_t len)
 {
     if (!t || (!data && len))
@@ -407,19 +422,57 @@ HP_API long hp_tcp_send(struct hp_tcp_sock *t, const void *data, size_t len)
         return rc;
     if (len == 0)
         return 0;
-    uint32_t room = send_room(t);
-    uint32_t want = len < room ? (uint32_t)len : room;
-    uint32_t took = want ? hp__tcp_sndq_append(&t->sndq, hp__tcp_ifc(t)->pool, data, want) : 0;
-    if (took < len)
-        t->flags |= HP__TCPF_SEND_SPACE;
+    bool no_bufs = false;
+    uint32_t took = queue_bytes(t, data, len, &no_bufs);
     if (took == 0) {
-        if (want)
+        if (no_bufs)
             hp__ctr(t->s, HP_CTR_TCP_NO_BUFFERS); /* room, but the pool is empty */
         return -EAGAIN;
     }
     if (can_output(t))
         hp__tcp_output(t);
     return (long)took;
+}
+
+/* The pieces are queued first and transmitted after the last, so that a
+ * header and a body written together leave in one segment (as Linux's
+ * tcp_sendmsg copies the whole iovec before it pushes): sent piece by
+ * piece, a NODELAY connection would put each in a segment of its own. */
+HP_API long hp_tcp_sendv(struct hp_tcp_sock *t, const struct iovec *iov, int iovcnt)
+{
+    if (!t || iovcnt < 0 || (!iov && iovcnt))
+        return -EINVAL;
+    size_t total = 0;
+    for (int i = 0; i < iovcnt; i++) {
+        if (!iov[i].iov_base && iov[i].iov_len)
+            return -EINVAL;
+        if (iov[i].iov_len > SIZE_MAX - total)
+            return -EINVAL;
+        total += iov[i].iov_len;
+    }
+    int rc = send_check(t);
+    if (rc < 0)
+        return rc;
+    if (total == 0)
+        return 0;
+    bool no_bufs = false;
+    size_t sent = 0;
+    for (int i = 0; i < iovcnt; i++) {
+        if (iov[i].iov_len == 0)
+            continue;
+        uint32_t took = queue_bytes(t, iov[i].iov_base, iov[i].iov_len, &no_bufs);
+        sent += took;
+        if (took < iov[i].iov_len)
+            break;
+    }
+    if (sent == 0) {
+        if (no_bufs)
+            hp__ctr(t->s, HP_CTR_TCP_NO_BUFFERS);
+        return -EAGAIN;
+    }
+    if (can_output(t))
+        hp__tcp_output(t);
+    return (long)sent;
 }
 
 HP_API long hp_tcp_send_buf(struct hp_tcp_sock *t, struct hp_buf *b)

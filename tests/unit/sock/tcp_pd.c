@@ -1176,6 +1176,30 @@ long pd_send(struct pd *h, struct hp_tcp_sock *t, uint32_t len)
     return r;
 }
 
+long pd_sendv(struct pd *h, struct hp_tcp_sock *t, const uint32_t *lens, int n)
+{
+    struct iovec v[8] = {{0}};
+    uint8_t *buf[8] = {0};
+    uint64_t off = h->c->tx_off;
+    if (n < 0 || n > 8)
+        return -EINVAL;
+    for (int k = 0; k < n; k++) {
+        buf[k] = malloc(lens[k] ? lens[k] : 1);
+        if (!buf[k])
+            abort();
+        for (uint32_t i = 0; i < lens[k]; i++)
+            buf[k][i] = pd_pattern(0, off + i);
+        off += lens[k];
+        v[k] = (struct iovec){.iov_base = buf[k], .iov_len = lens[k]};
+    }
+    long r = hp_tcp_sendv(t, v, n);
+    for (int k = 0; k < n; k++)
+        free(buf[k]);
+    if (r > 0)
+        h->c->tx_off += (uint64_t)r;
+    return r;
+}
+
 long pd_read(struct pd *h, struct hp_tcp_sock *t, uint32_t len)
 {
     uint8_t *buf = malloc(len ? len : 1);

@@ -261,6 +261,9 @@ uint8_t pd_pattern(int dir, uint64_t off);
 /* hp_tcp_send of the next len bytes of the outbound stream; returns what
  * hp_tcp_send returned (the stream advances by what was taken). */
 long pd_send(struct pd *h, struct hp_tcp_sock *t, uint32_t len);
+/* hp_tcp_sendv of n (<= 8) pieces of lens[k] bytes, the pattern continuing
+ * across them. @return hp_tcp_sendv's */
+long pd_sendv(struct pd *h, struct hp_tcp_sock *t, const uint32_t *lens, int n);
 /* hp_tcp_recv of up to len bytes, checked against the peer's stream;
  * returns what hp_tcp_recv returned. */
 long pd_read(struct pd *h, struct hp_tcp_sock *t, uint32_t len);

@@ -154,6 +154,14 @@ HP_TEST(tcp_api_null_and_bad_arguments)
     HP_CHECK_EQ(hp_tcp_connect(t, NULL), -EINVAL);
     HP_CHECK_EQ(hp_tcp_connect(t, &r6), -EINVAL);
     HP_CHECK_EQ(hp_tcp_send(t, NULL, 5), -EINVAL);
+    struct iovec nobase[2] = {{.iov_base = buf, .iov_len = 1}, {.iov_base = NULL, .iov_len = 3}};
+    HP_CHECK_EQ(hp_tcp_sendv(NULL, nobase, 1), -EINVAL);
+    HP_CHECK_EQ(hp_tcp_sendv(t, nobase, -1), -EINVAL);
+    HP_CHECK_EQ(hp_tcp_sendv(t, NULL, 1), -EINVAL);
+    HP_CHECK_EQ(hp_tcp_sendv(t, nobase, 2), -EINVAL); /* a length without a base */
+    struct iovec huge[2] = {{.iov_base = buf, .iov_len = SIZE_MAX},
+                            {.iov_base = buf, .iov_len = 2}};
+    HP_CHECK_EQ(hp_tcp_sendv(t, huge, 2), -EINVAL); /* the total overflows */
     HP_CHECK_EQ(hp_tcp_recv(t, NULL, 5), -EINVAL);
     HP_CHECK_EQ(hp_tcp_recv_buf(t, NULL), -EINVAL);
     HP_CHECK_EQ(hp_tcp_send_buf(t, NULL), -EINVAL);
@@ -166,6 +174,8 @@ HP_TEST(tcp_api_null_and_bad_arguments)
 
     /* Not connected. */
     HP_CHECK_EQ(hp_tcp_send(t, buf, sizeof buf), -ENOTCONN);
+    struct iovec one = {.iov_base = buf, .iov_len = sizeof buf};
+    HP_CHECK_EQ(hp_tcp_sendv(t, &one, 1), -ENOTCONN);
     HP_CHECK_EQ(hp_tcp_recv(t, buf, sizeof buf), -ENOTCONN);
     b = (struct hp_buf *)1;
     HP_CHECK_EQ(hp_tcp_recv_buf(t, &b), -ENOTCONN);
@@ -713,6 +723,9 @@ HP_TEST(tcp_life_active_data_and_close)
     HP_CHECK(t->flags & HP__TCPF_SEND_SPACE);
     HP_CHECK_EQ(hp_tcp_poll(t) & HP_EV_OUT, 0);
     HP_CHECK_EQ(hp_tcp_send(t, big, 1), -EAGAIN);
+    struct iovec full[2] = {{.iov_base = big, .iov_len = 0}, {.iov_base = big, .iov_len = 1}};
+    HP_CHECK_EQ(hp_tcp_sendv(t, full, 2), -EAGAIN);
+    HP_CHECK_EQ(hp_tcp_sendv(t, full, 1), 0); /* nothing to send is not an error */
     /* A zero-copy buffer larger than the room is refused whole, and stays
      * the caller's. */
     struct hp_buf *zb = hp_buf_alloc(pool);

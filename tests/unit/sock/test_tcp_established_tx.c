@@ -75,6 +75,52 @@ PD_TEST(tcp_est_nodelay_sends_at_once)
     }
 }
 
+/* A gather send: the pieces are queued first and transmitted after the
+ * last, so a header and a body written together leave in one segment on a
+ * NODELAY connection (as Linux sends a writev), not a segment each; pieces
+ * beyond a segment are cut by the MSS only; empty pieces are skipped. */
+PD_TEST(tcp_est_sendv_pieces_share_segments)
+{
+    struct hp_tcp_sock *t = prime(h);
+    HP_CHECK_EQ(hp_tcp_setopt(t, HP_TCP_OPT_NODELAY, 1), 0);
+    const uint32_t hdr_body[2] = {240, 1024};
+    HP_CHECK_EQ(pd_sendv(h, t, hdr_body, 2), 1264);
+    pd_expect_data(h, ".", S, 1, PD_ANY, 1264, NULL);
+    pd_expect_none(h);
+    pd_in(h, ".", 1, S + 1264, 1000, NULL);
+    uint32_t f = pd_full(h);
+    const uint32_t cut[4] = {f - 10, 0, 30, 5};
+    HP_CHECK_EQ(pd_sendv(h, t, cut, 4), f + 25);
+    pd_expect_data(h, ".", S + 1264, 1, PD_ANY, f, NULL);
+    pd_expect_data(h, ".", S + 1264 + f, 1, PD_ANY, 25, NULL);
+    pd_expect_none(h);
+}
+
+/* A gather send into a nearly full send buffer takes the pieces in order
+ * up to the room and no byte of a later piece; the rest waits for
+ * HP_EV_OUT as with hp_tcp_send. */
+PD_TEST(tcp_est_sendv_stops_at_the_room)
+{
+    struct hp_tcp_sock *t = prime(h);
+    HP_REQUIRE_EQ(hp_tcp_setopt(t, HP_TCP_OPT_SNDBUF, 4096), 0);
+    HP_CHECK_EQ(hp_tcp_setopt(t, HP_TCP_OPT_NODELAY, 1), 0);
+    const uint32_t lens[3] = {3000, 2000, 500};
+    HP_CHECK_EQ(pd_sendv(h, t, lens, 3), 4096);
+    HP_CHECK_EQ(hp_tcp_poll(t) & HP_EV_OUT, 0);
+    uint32_t f = pd_full(h), sent = 0;
+    while (sent < 4096) {
+        uint32_t n = 4096 - sent < f ? 4096 - sent : f;
+        pd_expect_data(h, ".", S + sent, 1, PD_ANY, n, NULL);
+        sent += n;
+    }
+    pd_expect_none(h);
+    pd_in(h, ".", 1, S + 4096, 1000, NULL);
+    HP_CHECK(hp_tcp_poll(t) & HP_EV_OUT);
+    const uint32_t rest[2] = {1, 2};
+    HP_CHECK_EQ(pd_sendv(h, t, rest, 2), 3);
+    pd_expect_data(h, ".", S + 4096, 1, PD_ANY, 3, NULL);
+}
+
 static uint32_t iw(uint32_t mss)
 {
     uint32_t a = 10 * mss, b = 2 * mss > 14600 ? 2 * mss : 14600;
