@@ -67,6 +67,8 @@ def run_one(stack, args, wd):
           f"--callgrind-out-file={out}", "--dump-instr=no", "--collect-jumps=no"]
     if args.cache_sim:  # rr_cachesim.py's model: a Zen 3 core's L1 and L2 by default
         vg += ["--cache-sim=yes", f"--I1={args.l1},8,64", f"--D1={args.l1},8,64", f"--LL={args.ll},8,64"]
+    if args.branch_sim:
+        vg += ["--branch-sim=yes"]
     p = subprocess.run(vg + cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if p.returncode not in (0, 1):  # the bench exits 1 when a goal row fails to measure
         sys.exit(f"peers_profile: {stack} failed (exit {p.returncode}):\n{p.stderr[-2000:]}")
@@ -74,7 +76,10 @@ def run_one(stack, args, wd):
     events, totals, funcs = parse_dump(out)
     files = parse_files(out)
     misses = {"d1": totals.get("D1mr", 0) + totals.get("D1mw", 0),
-              "ll": totals.get("DLmr", 0) + totals.get("DLmw", 0)} if args.cache_sim else None
+              "ll": totals.get("DLmr", 0) + totals.get("DLmw", 0)} if args.cache_sim else {}
+    if args.branch_sim:  # callgrind's predictor: mispredicted conditional and indirect branches
+        misses["bc"] = totals.get("Bcm", 0)
+        misses["bi"] = totals.get("Bim", 0)
     return count, frames, totals.get("Ir", 0), {f: c.get("Ir", 0) for f, c in funcs.items()}, files, misses
 
 
@@ -177,9 +182,12 @@ def profile(stack, args):
         "top": [(short(f), v / units) for f, v in top],
         "top_files": [(f, v / units) for f, v in top_files],
     }
-    if misses:
+    if "d1" in misses:
         row["d1_miss_per_unit"] = misses["d1"] / units
         row["ll_miss_per_unit"] = misses["ll"] / units
+    if "bc" in misses:
+        row["cond_mispredict_per_unit"] = misses["bc"] / units
+        row["ind_mispredict_per_unit"] = misses["bi"] / units
     return row
 
 
@@ -198,6 +206,9 @@ def main():
     ap.add_argument("--l1", type=int, default=32768, help="L1 bytes with --cache-sim (8-way)")
     ap.add_argument("--ll", type=int, default=524288,
                     help="last level bytes with --cache-sim (8-way; default a Zen 3 core's L2)")
+    ap.add_argument("--branch-sim", action="store_true",
+                    help="also simulated branch mispredictions (callgrind --branch-sim; a simple "
+                         "predictor, a guide rather than a CPU's count)")
     args = ap.parse_args()
     args.smoltcp = args.smoltcp or default_smoltcp(args.hotpath)
     stacks = [s for s in args.stacks.split(",") if s]
@@ -231,6 +242,10 @@ def print_tables(rows, args):
         print(f"  simulated data cache misses per {unit} (L1 {args.l1} B, last level {args.ll} B): "
               + ", ".join(f"{r['stack']} L1 {r['d1_miss_per_unit']:.1f} LL {r['ll_miss_per_unit']:.1f}"
                           for r in rows))
+    if args.branch_sim:
+        print(f"  simulated mispredicted branches per {unit}: "
+              + ", ".join(f"{r['stack']} conditional {r['cond_mispredict_per_unit']:.1f} indirect "
+                          f"{r['ind_mispredict_per_unit']:.1f}" for r in rows))
     for r in rows:
         print(f"\n  {r['stack']}: own instructions per {unit}, by source file (inlined code where it "
               f"came from) | by function")
