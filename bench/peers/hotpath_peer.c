@@ -89,9 +89,17 @@ static void hpp_close(struct ph_pair *p)
 static int tcp_variant(struct hp_stack *st)
 {
     const char *cc = getenv("HP_PEERS_HOTPATH_CC"), *ns = getenv("HP_PEERS_HOTPATH_NO_SACK");
-    if ((!cc || !*cc) && (!ns || !*ns))
+    const char *tw = getenv("HP_PEERS_HOTPATH_TIME_WAIT_MS");
+    if ((!cc || !*cc) && (!ns || !*ns) && (!tw || !*tw))
         return 0;
     struct hp_tcp_config tc = {.no_sack = ns && strcmp(ns, "1") == 0};
+    if (tw && *tw) { /* an experiment's knob: what the TIME_WAITs cost tcp_crr */
+        char *end;
+        unsigned long ms = strtoul(tw, &end, 10);
+        if (*end || ms == 0 || ms > 600000)
+            return -EINVAL;
+        tc.time_wait_ms = (uint32_t)ms;
+    }
     if (cc && *cc) {
         int k = hp_tcp_cc_by_name(cc);
         if (k < 0)

@@ -99,7 +99,7 @@ HP_API int hp_tcp_cc_by_name(const char *name);
  * TCP socket of the stack is opened.
  */
 struct hp_tcp_config {
-    uint32_t max_conns;      /**< connections of all states, TIME_WAIT included; 0: 65536 */
+    uint32_t max_conns;      /**< sockets, any state (an unheld TIME_WAIT: a record); 0: 65536 */
     uint32_t sndbuf;         /**< default send buffer in bytes; 0: 262144 */
     uint32_t rcvbuf;         /**< default receive buffer (the most we advertise); 0: 262144 */
     uint32_t ooo_max_segs;   /**< out-of-order segments held per connection; 0: 256 */

@@ -118,6 +118,7 @@ HP_API int hp_tcp_configure(struct hp_stack *s, const struct hp_tcp_config *cfg)
         struct hp__tcp_table *t = hp__tcp_table_create(c.max_conns);
         if (!t)
             return errno ? -errno : -ENOMEM;
+        hp__tcp_tw_move(s, t); /* TIME_WAIT records go along */
         hp__tcp_table_destroy(st->table);
         st->table = t;
     }
@@ -148,6 +149,7 @@ int hp__tcp_init(struct hp_stack *s)
     fill_defaults(&st->cfg);
     rtt_cfg_set(st);
     hp__tcp_blocks_init(&st->blocks, sizeof(struct hp_tcp_sock));
+    hp__tcp_tw_init(st);
     st->table = hp__tcp_table_create(st->cfg.max_conns);
     if (!st->table) {
         int err = errno ? -errno : -ENOMEM;
@@ -178,6 +180,7 @@ void hp__tcp_fini(struct hp_stack *s)
     for (struct hp_tcp_sock *c = hp__tcp_block_next(&st->blocks, NULL); c;
          c = hp__tcp_block_next(&st->blocks, c))
         hp__tcp_conn_free(c);
+    hp__tcp_tw_fini(s);
     hp__tcp_table_destroy(st->table);
     free(st->dack_pend);
     hp__tcp_blocks_fini(&st->blocks);
@@ -352,7 +355,7 @@ uint64_t hp__tcp_mem_held(struct hp_stack *s, uint64_t *conns)
     struct hp__tcp_table_stats tst;
     hp__tcp_table_stats(st->table, &tst);
     *conns += hp__tcp_conn_count(st->table);
-    return (uint64_t)st->blocks.size * st->blocks.nlive +
+    return (uint64_t)st->blocks.size * st->blocks.nlive + hp__tcp_tw_mem(st) +
            (uint64_t)st->nexts * sizeof(struct hp__tcp_ext) +
            (uint64_t)tst.buckets * HP_CACHELINE_SIZE +
            (uint64_t)s->heap_cap * sizeof(struct hp__heap_ent) +

@@ -251,9 +251,19 @@ static void tw_take(struct hp_tcp_sock *old, uint32_t *iss_floor)
 
 /* The tuple of k for a bound socket: free, or taken over from TIME_WAIT.
  * @return 0 (*tw set when taken over), or -EADDRINUSE. */
-static int tuple_for_bound(struct hp__tcp_state *st, const struct hp__tcp_key *k, bool *tw,
+static int tuple_for_bound(struct hp_stack *s, const struct hp__tcp_key *k, bool *tw,
                            uint32_t *iss_floor)
 {
+    struct hp__tcp_state *st = hp__tcp(s);
+    struct hp__tcp_key *w = hp__tcp_tw_lookup(st->table, k);
+    if (w) {
+        struct hp__tcp_tw *rec = HP__TCP_ENTRY(w, struct hp__tcp_tw, key);
+        if (!hp__tcp_tw_reusable(s, rec))
+            return -EADDRINUSE;
+        hp__tcp_tw_take(s, rec, iss_floor);
+        *tw = true;
+        return 0;
+    }
     struct hp_tcp_sock *old = entry(hp__tcp_conn_lookup(st->table, k));
     if (!old)
         return 0;
@@ -266,13 +276,22 @@ static int tuple_for_bound(struct hp__tcp_state *st, const struct hp__tcp_key *k
 
 /* Every ephemeral port is taken: take over one whose tuple is in TIME_WAIT
  * (and on which nothing listens), if tw_reuse allows. */
-static int tw_port(struct hp__tcp_state *st, struct hp__tcp_key *k, bool *tw, uint32_t *iss_floor)
+static int tw_port(struct hp_stack *s, struct hp__tcp_key *k, bool *tw, uint32_t *iss_floor)
 {
+    struct hp__tcp_state *st = hp__tcp(s);
     if (!st->cfg.tw_reuse)
         return -EADDRNOTAVAIL;
     for (uint32_t i = 0; i < EPH_N; i++) {
         uint16_t p = (uint16_t)(EPH_LO + i);
         k->lport = p;
+        struct hp__tcp_key *w = hp__tcp_tw_lookup(st->table, k);
+        if (w && hp__tcp_tw_reusable(s, HP__TCP_ENTRY(w, struct hp__tcp_tw, key)) &&
+            !hp__tcp_listen_get(st->table, k->family, k->laddr, p) &&
+            !hp__tcp_listen_get(st->table, k->family, NULL, p)) {
+            hp__tcp_tw_take(s, HP__TCP_ENTRY(w, struct hp__tcp_tw, key), iss_floor);
+            *tw = true;
+            return 0;
+        }
         struct hp_tcp_sock *old = entry(hp__tcp_conn_lookup(st->table, k));
         if (!old || !tw_reusable(st, old))
             continue;
@@ -329,12 +348,12 @@ HP_API int hp_tcp_connect(struct hp_tcp_sock *t, const struct hp_sockaddr *remot
     bool tw = false;
     uint32_t iss_floor = 0;
     if (bound) {
-        rc = tuple_for_bound(st, &probe, &tw, &iss_floor);
+        rc = tuple_for_bound(t->s, &probe, &tw, &iss_floor);
     } else {
         /* RFC 6056 3.3.4, algorithm 4. */
         rc = hp__tcp_port_alloc(st->table, &probe);
         if (rc < 0)
-            rc = tw_port(st, &probe, &tw, &iss_floor);
+            rc = tw_port(t->s, &probe, &tw, &iss_floor);
     }
     if (rc < 0)
         return rc;
@@ -693,6 +712,8 @@ HP_API int hp_tcp_close(struct hp_tcp_sock *t)
     hp__tcp_misc_rearm(t);
     if (t->state == HP_TCP_FIN_WAIT_1 || t->state == HP_TCP_LAST_ACK)
         hp__tcp_output(t);
+    else if (t->state == HP_TCP_TIME_WAIT)
+        (void)hp__tcp_tw_compact(t); /* the rest of the wait without the block */
     return 0;
 }
 

@@ -754,6 +754,10 @@ void hp__tcp_conn_input(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
     if (fin)
         fin_in(c);
     (void)hp__tcp_output(c);
+    /* TIME_WAIT reached (or the ACK it owed sent) with nobody holding the
+     * socket: the rest of the wait in a compact record (tcp_tw.c). */
+    if (c->state == HP_TCP_TIME_WAIT)
+        (void)hp__tcp_tw_compact(c);
 }
 
 /* ---- TIME-WAIT and a new SYN ------------------------------------------------------------ */
@@ -936,6 +940,11 @@ void hp__tcp_input(struct hp__iface *ifc, struct hp_buf *b, int family, const ui
             hp__tcp_conn_input(c, &sg);
             return;
         }
+    }
+    e = hp__tcp_tw_lookup(ts->table, &k);
+    if (e) {
+        hp__tcp_tw_input(s, HP__TCP_ENTRY(e, struct hp__tcp_tw, key), &sg);
+        return;
     }
     e = hp__tcp_listen_lookup(ts->table, family, dst, r->dst_port);
     if (e) {

@@ -534,6 +534,25 @@ struct hp__tcp_listenq {
                                                 * (a cookie SYN-ACK or a cookie ISS); 0: never */
 };
 
+/*
+ * A connection in TIME_WAIT that nobody holds (tcp_tw.c): what RFC 9293's
+ * TIME-WAIT, RFC 7323's PAWS and RFC 6191's reuse need of it, two lines
+ * instead of the connection's block (7 lines, and its timer in the heap).
+ * In the table's TIME_WAIT map by key; on the stack's FIFO by due time.
+ */
+struct hp__tcp_tw {
+    struct hp__tcp_key key;
+    struct hp__tcp_tw *next, *prev; /* the FIFO, oldest first */
+    uint64_t due;                   /* s->now at which it ends */
+    uint32_t snd_nxt;               /* past our FIN */
+    uint32_t rcv_nxt;               /* past the peer's FIN */
+    uint32_t rcv_wnd;               /* the window last advertised (bytes) */
+    uint32_t ts_recent, ts_recent_s, ts_offset;
+    uint32_t chack_next_ms; /* the ACK rate limit, as a connection's */
+    uint8_t rcv_wscale;
+    bool ts_ok;
+};
+
 /* The stack's TCP state (s->sock->tcp). */
 /* Connection blocks (tcp_block.c): from 2 MiB chunks advised for
  * transparent huge pages, freed blocks reused LIFO, the chunks unmapped at
@@ -578,6 +597,11 @@ struct hp__tcp_state {
     uint64_t dack_pend_due;       /* the first one's deadline, the earliest */
     bool table_rekey;             /* the table asked for a new hash key (tcp_table.c) */
     struct hp__tcp_blocks blocks; /* every hp_tcp_sock of the stack */
+    /* Compact TIME_WAIT records (tcp_tw.c): their blocks, the FIFO by due
+     * time and the one timer for its head. */
+    struct hp__tcp_blocks tw_blocks;
+    struct hp__tcp_tw *tw_head, *tw_tail;
+    struct hp__timer_cb tw_timer;
     /* Early demultiplexing of the receive burst being processed
      * (tcp_input.c): the peeked tuples and their hashes, in burst order. */
     struct hp__tcp_hint {
@@ -970,5 +994,40 @@ void hp__tcp_ack_soon(struct hp_tcp_sock *c);
 void hp__tcp_time_wait(struct hp_tcp_sock *c);
 /* Keepalive or FIN_WAIT_2 timer per the state and options (t_misc). */
 void hp__tcp_misc_rearm(struct hp_tcp_sock *c);
+
+/* ---- tcp_tw.c: TIME_WAIT without the connection ---- */
+struct hp__tcp_seg;
+void hp__tcp_tw_init(struct hp__tcp_state *st);
+/* Free every record (the stack goes). */
+void hp__tcp_tw_fini(struct hp_stack *s);
+/* c is in TIME_WAIT and nobody holds it: hand its tuple and what TIME_WAIT
+ * needs to a compact record, for the rest of its time_wait_ms, and free c.
+ * @return true (c is gone), false (no memory or no room in the map: c
+ * stays, in TIME_WAIT as before). */
+bool hp__tcp_tw_compact(struct hp_tcp_sock *c);
+/* A segment for the record's tuple (tcp_input.c, after the connection map
+ * had none). Consumes sg. */
+void hp__tcp_tw_input(struct hp_stack *s, struct hp__tcp_tw *tw, struct hp__tcp_seg *sg);
+/* connect's tw_reuse (tcp_api.c): whether the record may give its tuple to
+ * a new connection; then hp__tcp_tw_take frees it, and *iss_floor gets
+ * where the new ISS may start. */
+bool hp__tcp_tw_reusable(const struct hp_stack *s, const struct hp__tcp_tw *tw);
+void hp__tcp_tw_take(struct hp_stack *s, struct hp__tcp_tw *tw, uint32_t *iss_floor);
+/* Insert every record into table `to` (hp_tcp_configure's new table); one
+ * it cannot take ends (counted TW_EXPIRED). */
+void hp__tcp_tw_move(struct hp_stack *s, struct hp__tcp_table *to);
+/* End the record's wait now, uncounted (tests; what its timer does, early). */
+void hp__tcp_tw_end(struct hp_stack *s, struct hp__tcp_tw *tw);
+/* Bytes the records hold (hp__tcp_mem_held). */
+uint64_t hp__tcp_tw_mem(const struct hp__tcp_state *st);
+
+/* tcp_output.c: a segment for (family, src -> dst) outside any connection,
+ * routed as a reply to a segment from src to dst. 0 or -errno. */
+int hp__tcp_send_reply(struct hp_stack *s, int family, const uint8_t *src, const uint8_t *dst,
+                       const struct hp_tcp_repr *o);
+/* RFC 5961 7's challenge ACK limits (tcp_output.c): one per *next_ms gap
+ * (a connection's or a TIME_WAIT record's field) and the stack's budget
+ * per second. @return whether one may go now (then counted against both). */
+bool hp__tcp_challenge_allowed(struct hp_stack *s, uint32_t *next_ms);
 
 #endif

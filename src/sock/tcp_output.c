@@ -797,14 +797,13 @@ int hp__tcp_send_ack(struct hp_tcp_sock *c)
  *    [limit/2, limit + limit/2) (from the stack's secret: unpredictable to
  *    the attacker), so that what is left of it tells nothing exact.
  */
-static bool challenge_allowed(struct hp_tcp_sock *c)
+bool hp__tcp_challenge_allowed(struct hp_stack *s, uint32_t *next_ms)
 {
-    struct hp_stack *s = c->s;
     struct hp__tcp_state *ts = hp__tcp(s);
     const struct hp_tcp_config *cfg = &ts->cfg;
     uint32_t now_ms = (uint32_t)(s->now / 1000000u);
-    uint32_t left = c->chack_next_ms - now_ms; /* wraps: within gap means not yet */
-    if (c->chack_next_ms != 0 && left != 0 && left <= cfg->challenge_ack_conn_ms) {
+    uint32_t left = *next_ms - now_ms; /* wraps: within gap means not yet */
+    if (*next_ms != 0 && left != 0 && left <= cfg->challenge_ack_conn_ms) {
         hp__ctr(s, HP_CTR_TCP_CHALLENGE_ACK_CONN_LIMITED);
         return false;
     }
@@ -825,10 +824,15 @@ static bool challenge_allowed(struct hp_tcp_sock *c)
         }
         ts->chack_left--;
     }
-    c->chack_next_ms = now_ms + cfg->challenge_ack_conn_ms;
-    if (c->chack_next_ms == 0)
-        c->chack_next_ms = 1; /* 0 means "any time" */
+    *next_ms = now_ms + cfg->challenge_ack_conn_ms;
+    if (*next_ms == 0)
+        *next_ms = 1; /* 0 means "any time" */
     return true;
+}
+
+static bool challenge_allowed(struct hp_tcp_sock *c)
+{
+    return hp__tcp_challenge_allowed(c->s, &c->chack_next_ms);
 }
 
 void hp__tcp_challenge_ack(struct hp_tcp_sock *c)
@@ -881,6 +885,14 @@ static int reply_route(struct hp_stack *s, int family, const uint8_t *src, const
     }
     memcpy(rt->src, dst, family == 4 ? 4 : 16);
     return 0;
+}
+
+int hp__tcp_send_reply(struct hp_stack *s, int family, const uint8_t *src, const uint8_t *dst,
+                       const struct hp_tcp_repr *o)
+{
+    struct hp__route rt;
+    int rc = reply_route(s, family, src, dst, &rt);
+    return rc < 0 ? rc : emit_send(s, &rt, family, src, o);
 }
 
 void hp__tcp_send_rst_reply(struct hp_stack *s, int family, const uint8_t *src, const uint8_t *dst,

@@ -127,6 +127,7 @@ struct map {
 
 struct hp__tcp_table {
     struct map conn, listen;
+    struct map tw;          /* compact TIME_WAIT records (tcp_tw.c) */
     uint64_t k[HASH_WORDS]; /* tuple hash key */
     uint64_t hash_mask;     /* all ones but in tests */
     bool rekey_wanted;      /* an insert probed REKEY_DIST buckets (see the hash) */
@@ -461,14 +462,17 @@ int hp__tcp_table_rekey(struct hp__tcp_table *t)
      * long probe asks again. */
     uint64_t fresh[2];
     struct bucket *cb = buckets_new(t->conn.mask + 1), *lb = buckets_new(t->listen.mask + 1);
-    if (!cb || !lb || hp__random_bytes(fresh, sizeof fresh) < 0) {
+    struct bucket *wb = buckets_new(t->tw.mask + 1);
+    if (!cb || !lb || !wb || hp__random_bytes(fresh, sizeof fresh) < 0) {
         free(cb);
         free(lb);
+        free(wb);
         return 0;
     }
     set_hash_key(t, fresh[0], fresh[1]);
     map_rehash(t, &t->conn, cb);
     map_rehash(t, &t->listen, lb);
+    map_rehash(t, &t->tw, wb);
     t->since_rekey = 0;
     t->rekeys++;
     return 1;
@@ -498,7 +502,7 @@ struct hp__tcp_table *hp__tcp_table_create_opts(const struct hp__tcp_table_opts 
     }
     uint32_t initial = o->initial_entries ? o->initial_entries : 48;
     if (map_init(&t->conn, o->max_entries, initial) < 0 ||
-        map_init(&t->listen, o->max_entries, 0) < 0) {
+        map_init(&t->listen, o->max_entries, 0) < 0 || map_init(&t->tw, o->max_entries, 0) < 0) {
         hp__tcp_table_destroy(t);
         errno = ENOMEM;
         return NULL;
@@ -535,6 +539,7 @@ void hp__tcp_table_destroy(struct hp__tcp_table *t)
         return;
     free(t->conn.b);
     free(t->listen.b);
+    free(t->tw.b);
     free(t);
 }
 
@@ -577,6 +582,26 @@ int hp__tcp_conn_remove(struct hp__tcp_table *t, struct hp__tcp_key *k)
 uint32_t hp__tcp_conn_count(const struct hp__tcp_table *t)
 {
     return t->conn.count;
+}
+
+int hp__tcp_tw_insert(struct hp__tcp_table *t, struct hp__tcp_key *k)
+{
+    return map_insert(t, &t->tw, k);
+}
+
+struct hp__tcp_key *hp__tcp_tw_lookup(struct hp__tcp_table *t, const struct hp__tcp_key *k)
+{
+    return t->tw.count ? map_find(t, &t->tw, k, key_hash(t, k)) : NULL;
+}
+
+int hp__tcp_tw_remove(struct hp__tcp_table *t, struct hp__tcp_key *k)
+{
+    return map_remove(t, &t->tw, k);
+}
+
+uint32_t hp__tcp_tw_count(const struct hp__tcp_table *t)
+{
+    return t->tw.count;
 }
 
 static bool all_zero(const uint8_t *a, size_t n)
@@ -660,7 +685,8 @@ int hp__tcp_port_alloc(struct hp__tcp_table *t, struct hp__tcp_key *k)
     for (uint32_t n = 0; n < num; n++) {
         uint16_t port = (uint16_t)(t->eph_lo + (uint32_t)(((uint64_t)offset + base + n) % num));
         p.lport = port;
-        if (map_find(t, &t->conn, &p, key_hash(t, &p)))
+        uint64_t h = key_hash(t, &p);
+        if (map_find(t, &t->conn, &p, h) || (t->tw.count && map_find(t, &t->tw, &p, h)))
             continue;
         if (hp__tcp_listen_lookup(t, k->family, k->laddr, port))
             continue;

@@ -158,6 +158,22 @@ int hp__tcp_conn_remove(struct hp__tcp_table *t, struct hp__tcp_key *k);
 /** Connections in the map. */
 uint32_t hp__tcp_conn_count(const struct hp__tcp_table *t);
 
+/* ---- TIME_WAIT records ---------------------------------------------------- */
+
+/* A third map, of the compact records that stand for connections in
+ * TIME_WAIT once nobody holds their socket (tcp_tw.c): looked up when the
+ * connection map has no entry for a segment's tuple, and by connect's port
+ * choice, for which their tuples are taken. The same hash key and the same
+ * guarantees as the connection map; its own max_entries. */
+/** Add k. @return 0, -EEXIST, -ENOSPC, -ENOMEM as hp__tcp_conn_insert. */
+int hp__tcp_tw_insert(struct hp__tcp_table *t, struct hp__tcp_key *k);
+/** The record with k's tuple, or NULL (at once when the map is empty). */
+struct hp__tcp_key *hp__tcp_tw_lookup(struct hp__tcp_table *t, const struct hp__tcp_key *k);
+/** Remove record k. @return 0, or -ENOENT. */
+int hp__tcp_tw_remove(struct hp__tcp_table *t, struct hp__tcp_key *k);
+/** Records in the map. */
+uint32_t hp__tcp_tw_count(const struct hp__tcp_table *t);
+
 /* ---- listeners ----------------------------------------------------------- */
 
 /**
@@ -193,7 +209,7 @@ int hp__tcp_table_set_ephemeral(struct hp__tcp_table *t, uint16_t lo, uint16_t h
  * remote address and port (k->lport is ignored; k->laddr must be the
  * source address the route chose, not the any address): RFC 6056 3.3.4,
  * algorithm 4 (double-hash port selection). The port is one whose 4-tuple
- * is not in the connection map and on which nothing listens (at k's
+ * is neither in the connection map nor in TIME_WAIT's and on which nothing listens (at k's
  * address or the any address). Tries each port of the range at most once.
  * Does not insert: the caller sets up the connection and inserts k (on the
  * same thread, so nothing can take the port meanwhile).

@@ -818,22 +818,37 @@ HP_TEST(tcp_api_destroy_with_sockets_open)
 }
 
 /* A connection that completed its handshake and is now in TIME_WAIT. */
-static struct hp_tcp_sock *time_wait_conn(struct env *v, const struct hp_sockaddr *local,
-                                          const struct hp_sockaddr *r, bool ts, uint64_t idle_ns)
+/* A connection in TIME_WAIT that the user closed: from then on a compact
+ * record (tcp_tw.c), its block freed. *key gets its tuple, *snd_nxt its
+ * SND.NXT. @return 0, or -1 (the test fails). */
+static int time_wait_conn(struct env *v, const struct hp_sockaddr *local,
+                          const struct hp_sockaddr *r, bool ts, uint64_t idle_ns,
+                          struct hp__tcp_key *key, uint32_t *snd_nxt)
 {
     struct hp_tcp_sock *t = hp_tcp_open(v->s, 4, NULL);
     if (!t || (local && hp_tcp_bind(t, local) < 0) || hp_tcp_connect(t, r) != -EINPROGRESS)
-        return NULL;
+        return -1;
     t->snd_una = t->snd_nxt = t->snd_max = t->iss + 1;
     if (hp__tcp_established(t) < 0)
-        return NULL;
+        return -1;
     if (ts)
         t->flags |= HP__TCPF_TS_OK;
     t->ts_recent_s = (uint32_t)((v->s->now - idle_ns) / 1000000000u);
     t->snd_nxt = t->snd_max = t->snd_una = t->iss + 100000;
     hp__tcp_set_state(t, HP_TCP_TIME_WAIT);
-    hp_tcp_close(t); /* the user is done with it: an orphan in TIME_WAIT */
-    return t;
+    *key = t->key;
+    *snd_nxt = t->snd_nxt;
+    uint32_t before = hp__tcp_tw_count(hp__tcp(v->s)->table);
+    hp_tcp_close(t); /* the user is done with it: the rest of the wait in a record */
+    return hp__tcp_tw_count(hp__tcp(v->s)->table) == before + 1 ? 0 : -1;
+}
+
+/* The record of key ends now, as its timer would end it. */
+static void end_time_wait(struct env *v, const struct hp__tcp_key *key)
+{
+    struct hp__tcp_key *e = hp__tcp_tw_lookup(hp__tcp(v->s)->table, key);
+    HP_REQUIRE(e != NULL);
+    hp__tcp_tw_end(v->s, HP__TCP_ENTRY(e, struct hp__tcp_tw, key));
 }
 
 HP_TEST(tcp_api_time_wait_reuse)
@@ -841,10 +856,11 @@ HP_TEST(tcp_api_time_wait_reuse)
     struct env v;
     HP_REQUIRE_EQ(env_up(&v), 0);
     struct hp_sockaddr local = sa(4, IP4[0], 6000), r = sa(4, IP4[1], 80);
+    struct hp__tcp_key key;
+    uint32_t old_nxt;
 
     /* Without tw_reuse the tuple stays taken. */
-    struct hp_tcp_sock *old = time_wait_conn(&v, &local, &r, true, 3000000000ull);
-    HP_REQUIRE(old != NULL);
+    HP_REQUIRE_EQ(time_wait_conn(&v, &local, &r, true, 3000000000ull, &key, &old_nxt), 0);
     struct hp_tcp_sock *t = hp_tcp_open(v.s, 4, NULL);
     HP_REQUIRE(t != NULL);
     HP_REQUIRE_EQ(hp_tcp_bind(t, &local), 0);
@@ -857,42 +873,39 @@ HP_TEST(tcp_api_time_wait_reuse)
 
     /* Timestamps, and a second of silence: taken over, with the new ISS
      * past the old sequence space. */
-    old = time_wait_conn(&v, &local, &r, true, 3000000000ull);
-    HP_REQUIRE(old != NULL);
-    uint32_t old_nxt = old->snd_nxt;
+    HP_REQUIRE_EQ(time_wait_conn(&v, &local, &r, true, 3000000000ull, &key, &old_nxt), 0);
     t = hp_tcp_open(v.s, 4, NULL);
     HP_REQUIRE(t != NULL);
     HP_REQUIRE_EQ(hp_tcp_bind(t, &local), 0);
     HP_CHECK_EQ(hp_tcp_connect(t, &r), -EINPROGRESS);
     HP_CHECK_EQ(hp_stack_counter(v.s, HP_CTR_TCP_TW_REUSED), 1);
     HP_CHECK_EQ(nconns(&v), 1);
+    HP_CHECK_EQ(hp__tcp_tw_count(hp__tcp(v.s)->table), 0u);
     HP_CHECK(hp__seq_gt(t->iss, old_nxt + 65535u));
     hp_tcp_close(t);
 
     /* Too recent, or no timestamps: not taken over. */
-    old = time_wait_conn(&v, &local, &r, true, 100000000ull);
-    HP_REQUIRE(old != NULL);
+    HP_REQUIRE_EQ(time_wait_conn(&v, &local, &r, true, 100000000ull, &key, &old_nxt), 0);
     t = hp_tcp_open(v.s, 4, NULL);
     HP_REQUIRE(t != NULL);
     HP_REQUIRE_EQ(hp_tcp_bind(t, &local), 0);
     HP_CHECK_EQ(hp_tcp_connect(t, &r), -EADDRINUSE);
     hp_tcp_close(t);
-    hp__tcp_conn_free(old); /* the orphan, as its timer would */
-    old = time_wait_conn(&v, &local, &r, false, 3000000000ull);
-    HP_REQUIRE(old != NULL);
+    end_time_wait(&v, &key);
+    HP_REQUIRE_EQ(time_wait_conn(&v, &local, &r, false, 3000000000ull, &key, &old_nxt), 0);
     t = hp_tcp_open(v.s, 4, NULL);
     HP_REQUIRE(t != NULL);
     HP_REQUIRE_EQ(hp_tcp_bind(t, &local), 0);
     HP_CHECK_EQ(hp_tcp_connect(t, &r), -EADDRINUSE);
     hp_tcp_close(t);
-    hp__tcp_conn_free(old); /* the orphan, as its timer would */
+    end_time_wait(&v, &key);
 
     /* Ephemeral ports all taken: one in TIME_WAIT is taken over. */
     struct hp__tcp_table *tab = hp__tcp(v.s)->table;
     HP_REQUIRE_EQ(hp__tcp_table_set_ephemeral(tab, 50000, 50001), 0);
-    struct hp_tcp_sock *tw1 = time_wait_conn(&v, NULL, &r, true, 3000000000ull);
+    HP_REQUIRE_EQ(time_wait_conn(&v, NULL, &r, true, 3000000000ull, &key, &old_nxt), 0);
     struct hp_tcp_sock *live = hp_tcp_open(v.s, 4, NULL);
-    HP_REQUIRE(tw1 && live);
+    HP_REQUIRE(live != NULL);
     HP_REQUIRE_EQ(hp_tcp_connect(live, &r), -EINPROGRESS);
     struct hp_sockaddr lp;
     hp_tcp_local(live, &lp);

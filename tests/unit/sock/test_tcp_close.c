@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "sock/tcp_internal.h"
 #include "tcp_pd.h"
 
 #define PORT 8080
@@ -66,8 +67,164 @@ PD_TEST(tcp_close_active_orphan_freed)
     pd_discard(h);
     pd_advance_ms(h, 1);
     HP_CHECK_GE(pd_ctr(h, HP_CTR_TCP_TW_EXPIRED), 1);
+    /* The wait ran in a compact record, the block freed at once. */
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_TW_COMPACTED), 1);
+    HP_CHECK_EQ(hp__tcp_tw_count(hp__tcp(h->s)->table), 0u);
     pd_in(h, ".", 2, 102, 1000, NULL);
     pd_expect(h, "R", 102, PD_ANY, PD_ANY, NULL);
+    hp_tcp_close(l);
+}
+
+/* An orphan in TIME_WAIT: the peer's FIN acknowledged, our block freed,
+ * and the rest of the wait in a compact record (tcp_tw.c). @return the
+ * listener. Our sequence space: 1 is our FIN, 2 next; the peer's: its FIN
+ * at 1, 2 next. */
+static struct hp_tcp_sock *tw_record(struct pd *h)
+{
+    struct hp_tcp_sock *l = pd_listen(h, PORT, 4);
+    struct hp_tcp_sock *t = pd_established(h, l);
+    uint32_t blocks = hp__tcp(h->s)->blocks.nlive;
+    HP_CHECK_EQ(hp_tcp_close(t), 0);
+    pd_expect(h, "F.", 1, 1, PD_ANY, NULL);
+    pd_in(h, "F.", 1, 2, 1000, NULL);
+    pd_expect(h, ".", 2, 2, PD_ANY, NULL);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_TW_COMPACTED), 1);
+    HP_CHECK_EQ(hp__tcp_tw_count(hp__tcp(h->s)->table), 1u);
+    HP_CHECK_EQ(hp__tcp(h->s)->blocks.nlive, blocks - 1);
+    return l;
+}
+
+/* The record answers as the connection did in TIME_WAIT (RFC 9293
+ * 3.10.7.4): a retransmitted FIN is acknowledged again and restarts the 2
+ * MSL wait; text past the FIN and an ACK of what we never sent get our ACK;
+ * a bare ACK in the window nothing; the wait then ends on time. */
+PD_TEST(tcp_close_tw_record_answers_as_time_wait)
+{
+    struct hp_tcp_sock *l = tw_record(h);
+    pd_advance_ms(h, 30000);
+    pd_in(h, "F.", 1, 2, 1000, NULL);
+    pd_expect(h, ".", 2, 2, PD_ANY, NULL);
+    pd_in_data(h, "P.", 2, 2, 1000, 10, NULL);
+    pd_expect(h, ".", 2, 2, PD_ANY, NULL);
+    pd_in(h, ".", 2, 50, 1000, NULL);
+    pd_expect(h, ".", 2, 2, PD_ANY, NULL);
+    pd_in(h, ".", 2, 2, 1000, NULL);
+    pd_expect_none(h);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_TW_EXPIRED), 0);
+    pd_advance_ms(h, 59999); /* 60 s from the retransmitted FIN */
+    HP_CHECK_EQ(hp__tcp_tw_count(hp__tcp(h->s)->table), 1u);
+    pd_advance_ms(h, 1);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_TW_EXPIRED), 1);
+    HP_CHECK_EQ(hp__tcp_tw_count(hp__tcp(h->s)->table), 0u);
+    pd_expect_none(h);
+    hp_tcp_close(l);
+}
+
+/* Hostile or stale segments at a record: an older TSval gets an ACK and is
+ * dropped (PAWS, RFC 7323 5.3), one without a timestamp is dropped
+ * silently (3.2), a RST in the window but not at RCV.NXT a challenge ACK
+ * (RFC 5961 3.2), one out of the window nothing, a SYN with its ACK bit a
+ * challenge ACK (4.2); a RST at RCV.NXT ends the wait, and the tuple is
+ * then nobody's (a RST answers). */
+PD_TEST(tcp_close_tw_record_survives_stale_and_forged)
+{
+    struct hp_tcp_sock *l = tw_record(h);
+    uint32_t recent = h->c->last_peer_tsval;
+    pd_in(h, ".", 2, 2, 1000, "ts 1 *");
+    pd_expect(h, ".", 2, 2, PD_ANY, NULL);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_PAWS_DROPS), 1);
+    pd_in_data(h, "P.", 2, 2, 1000, 5, "");
+    pd_expect_none(h);
+    HP_CHECK_GE(pd_ctr(h, HP_CTR_TCP_IN_BAD_OPTIONS), 1);
+    pd_in(h, "R", 20, 0, 0, NULL);
+    char o[32];
+    snprintf(o, sizeof o, "ts * %u", recent); /* TS.Recent unmoved by the stale ones */
+    pd_expect(h, ".", 2, 2, PD_ANY, o);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_CHALLENGE_ACKS), 1);
+    pd_in(h, "R", 2000000, 0, 0, NULL);
+    pd_expect_none(h);
+    pd_advance_ms(h, 1000); /* past the per-tuple challenge ACK gap */
+    pd_in_mut(h, "S.", 2, 2, 1000, 0, NULL, PD_MUT_NO_REBASE);
+    pd_expect(h, ".", 2, 2, PD_ANY, NULL);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_CHALLENGE_ACKS), 2);
+    HP_CHECK_EQ(hp__tcp_tw_count(hp__tcp(h->s)->table), 1u);
+    pd_in(h, "R", 2, 0, 0, NULL);
+    pd_expect_none(h);
+    HP_CHECK_EQ(hp__tcp_tw_count(hp__tcp(h->s)->table), 0u);
+    pd_in(h, ".", 2, 2, 1000, NULL);
+    pd_expect(h, "R", 2, PD_ANY, PD_ANY, NULL);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_TW_EXPIRED), 0);
+    hp_tcp_close(l);
+}
+
+/* A socket the user still holds stays whole in TIME_WAIT (its state and
+ * end of stream answer); closing it moves the rest of its wait, not a new
+ * 60 s, into a record. */
+PD_TEST(tcp_close_held_time_wait_compacted_at_close)
+{
+    struct hp_tcp_sock *l = pd_listen(h, PORT, 4);
+    struct hp_tcp_sock *t = pd_established(h, l);
+    HP_CHECK_EQ(hp_tcp_shutdown(t, HP_TCP_SHUT_WR), 0);
+    pd_expect(h, "F.", 1, 1, PD_ANY, NULL);
+    pd_in(h, "F.", 1, 2, 1000, NULL);
+    pd_expect(h, ".", 2, 2, PD_ANY, NULL);
+    HP_CHECK_EQ(hp_tcp_state(t), HP_TCP_TIME_WAIT);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_TW_COMPACTED), 0);
+    pd_advance_ms(h, 20000);
+    HP_CHECK_EQ(hp_tcp_close(t), 0);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_TW_COMPACTED), 1);
+    pd_expect_none(h);
+    pd_advance_ms(h, 39999);
+    HP_CHECK_EQ(hp__tcp_tw_count(hp__tcp(h->s)->table), 1u);
+    pd_advance_ms(h, 1);
+    HP_CHECK_EQ(hp__tcp_tw_count(hp__tcp(h->s)->table), 0u);
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_TW_EXPIRED), 1);
+    hp_tcp_close(l);
+}
+
+/* Records end in due order whatever their number, and the stack going
+ * with records still waiting frees them (the sanitizers watch). */
+PD_TEST(tcp_close_tw_records_expire_in_order)
+{
+    struct hp_tcp_sock *l = pd_listen(h, PORT, 8);
+    for (uint16_t k = 0; k < 5; k++) {
+        pd_use(h, (uint16_t)(41000 + k), 1000u * k + 7)->lport = PORT;
+        struct hp_tcp_sock *t = pd_established(h, l);
+        HP_CHECK_EQ(hp_tcp_close(t), 0);
+        pd_expect(h, "F.", 1, 1, PD_ANY, NULL);
+        pd_in(h, "F.", 1, 2, 1000, NULL);
+        pd_expect(h, ".", 2, 2, PD_ANY, NULL);
+        pd_advance_ms(h, 1000);
+    }
+    HP_CHECK_EQ(hp__tcp_tw_count(hp__tcp(h->s)->table), 5u);
+    pd_advance_ms(h, 60000 - 5000); /* the first ended, 4 s left for the last */
+    HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_TW_EXPIRED), 1);
+    HP_CHECK_EQ(hp__tcp_tw_count(hp__tcp(h->s)->table), 4u);
+    pd_advance_ms(h, 2000);
+    HP_CHECK_EQ(hp__tcp_tw_count(hp__tcp(h->s)->table), 2u);
+    /* With no socket left, a new configuration (a new table for a new
+     * max_conns, a shorter time_wait_ms): the records move with the
+     * tuples, a new one ends before them, and each on its own time. */
+    hp_tcp_close(l);
+    struct hp_tcp_config cfg = {.time_wait_ms = 500, .max_conns = 1000};
+    pd_configure(h, &cfg);
+    HP_CHECK_EQ(hp__tcp_tw_count(hp__tcp(h->s)->table), 2u);
+    pd_use(h, 41004, 4007);
+    pd_in_data(h, "P.", 2, 2, 1000, 5, NULL); /* finds its record: our ACK */
+    pd_expect(h, ".", 2, 2, PD_ANY, NULL);
+    l = pd_listen(h, PORT, 8);
+    pd_use(h, 41100, 77)->lport = PORT;
+    struct hp_tcp_sock *t = pd_established(h, l);
+    HP_CHECK_EQ(hp_tcp_close(t), 0);
+    pd_expect(h, "F.", 1, 1, PD_ANY, NULL);
+    pd_in(h, "F.", 1, 2, 1000, NULL);
+    pd_expect(h, ".", 2, 2, PD_ANY, NULL);
+    HP_CHECK_EQ(hp__tcp_tw_count(hp__tcp(h->s)->table), 3u);
+    pd_advance_ms(h, 500);
+    HP_CHECK_EQ(hp__tcp_tw_count(hp__tcp(h->s)->table), 2u);
+    pd_advance_ms(h, 500); /* 41003's, at 63 s */
+    HP_CHECK_EQ(hp__tcp_tw_count(hp__tcp(h->s)->table), 1u);
+    /* The last one is left to the stack's destruction. */
     hp_tcp_close(l);
 }
 
