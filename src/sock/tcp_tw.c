@@ -141,6 +141,10 @@ bool hp__tcp_tw_compact(struct hp_tcp_sock *c)
         hp__tcp_block_free(&st->tw_blocks, tw);
         return false;
     }
+    /* A long probe asks for a new hash key, as a connection's insert does
+     * (the peer chooses half of the tuple). */
+    if (hp__tcp_table_rekey_wanted(st->table))
+        st->table_rekey = true;
     tw->snd_nxt = c->snd_nxt;
     tw->rcv_nxt = c->rcv_nxt;
     tw->rcv_wnd = hp__seq_gt(c->rcv_adv, c->rcv_nxt) ? c->rcv_adv - c->rcv_nxt : 0;

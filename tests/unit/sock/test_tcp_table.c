@@ -641,6 +641,55 @@ HP_TEST(tcp_table_listen_wildcard)
     HP_CHECK_EQ(hp_pools_in_use(), 0);
 }
 
+/* The TIME_WAIT map (tcp_tw.c's records): apart from the connection map
+ * (a tuple may be in either, found only where it is), its tuples taken
+ * for port choice, and moved under a new key by a rekey with the others. */
+HP_TEST(tcp_table_time_wait_map)
+{
+    enum { N = 64, NP = 8, LO = 50000 };
+    struct hp__tcp_table *t = table_fixed(1024, 48, 0);
+    struct conn *c = calloc(N, sizeof *c);
+    HP_REQUIRE(t != NULL && c != NULL);
+    uint64_t rng = hp_test_seed();
+    HP_CHECK(hp__tcp_tw_lookup(t, &c[0].key) == NULL); /* empty: no probe at all */
+    for (uint32_t i = 0; i < N; i++) {
+        random_tuple(&c[i], i, i & 1 ? 6 : 4, &rng);
+        HP_CHECK_EQ(hp__tcp_tw_insert(t, &c[i].key), 0);
+    }
+    HP_CHECK_EQ(hp__tcp_tw_insert(t, &c[5].key), -EEXIST);
+    HP_CHECK_EQ(hp__tcp_tw_count(t), N);
+    HP_CHECK_EQ(hp__tcp_conn_count(t), 0);
+    for (uint32_t i = 0; i < N; i++) {
+        HP_CHECK(hp__tcp_tw_lookup(t, &c[i].key) == &c[i].key);
+        HP_CHECK(hp__tcp_conn_lookup(t, &c[i].key) == NULL);
+    }
+    HP_CHECK_EQ(hp__tcp_table_rekey(t), 1);
+    for (uint32_t i = 0; i < N; i++)
+        HP_CHECK(hp__tcp_tw_lookup(t, &c[i].key) == &c[i].key);
+    for (uint32_t i = 0; i < N; i += 2)
+        HP_CHECK_EQ(hp__tcp_tw_remove(t, &c[i].key), 0);
+    HP_CHECK_EQ(hp__tcp_tw_remove(t, &c[0].key), -ENOENT);
+    HP_CHECK_EQ(hp__tcp_tw_count(t), N / 2);
+    for (uint32_t i = 0; i < N; i++)
+        HP_CHECK((hp__tcp_tw_lookup(t, &c[i].key) != NULL) == (i % 2 == 1));
+    /* Ports: a tuple in TIME_WAIT is as taken as a connection's. */
+    HP_REQUIRE_EQ(hp__tcp_table_set_ephemeral(t, LO, LO + NP - 1), 0);
+    struct hp__tcp_key k[NP + 1];
+    for (uint32_t i = 0; i < NP; i++) {
+        hp__tcp_key_init(&k[i], 4, A4, 0, P4, 80);
+        HP_REQUIRE_EQ(hp__tcp_port_alloc(t, &k[i]), 0);
+        HP_CHECK_EQ(i % 2 ? hp__tcp_tw_insert(t, &k[i]) : hp__tcp_conn_insert(t, &k[i]), 0);
+    }
+    hp__tcp_key_init(&k[NP], 4, A4, 0, P4, 80);
+    HP_CHECK_EQ(hp__tcp_port_alloc(t, &k[NP]), -EADDRNOTAVAIL);
+    HP_CHECK_EQ(hp__tcp_tw_remove(t, &k[3]), 0);
+    HP_CHECK_EQ(hp__tcp_port_alloc(t, &k[NP]), 0);
+    HP_CHECK_EQ(k[NP].lport, k[3].lport);
+    hp__tcp_table_destroy(t);
+    free(c);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
 /* ---- ephemeral ports ------------------------------------------------------------ */
 
 /* Connections to one destination get distinct ports from the range until
