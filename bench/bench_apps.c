@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -235,31 +236,138 @@ static struct apps_result *result(struct ctx *c, const char *workload, int cfg)
     x->workload = workload;
     x->cfg = cfg;
     x->rps = x->gbps = x->p50_us = x->p99_us = x->cpu_s_per_req = x->proc_cpu_s_per_req = -1;
+    x->busy[0] = x->busy[1] = -1;
     return x;
+}
+
+/* A scratch result for one round of x. */
+static void round_begin(struct apps_result *t, const struct apps_result *x)
+{
+    memset(t, 0, sizeof *t);
+    t->workload = x->workload;
+    t->cfg = x->cfg;
+    t->rps = t->gbps = t->p50_us = t->p99_us = t->cpu_s_per_req = t->proc_cpu_s_per_req = -1;
+    t->busy[0] = t->busy[1] = -1;
+}
+
+/* Round k's values into x (a failure's note too). */
+static void round_end(struct apps_result *x, const struct apps_result *t, int k)
+{
+    if (k < 0 || k >= APPS_ROUNDS_MAX)
+        return;
+    struct apps_sample *v = &x->samp[k];
+    v->ok = t->ok;
+    v->rps = t->rps;
+    v->p50_us = t->p50_us;
+    v->p99_us = t->p99_us;
+    v->cpu_s_per_req = t->cpu_s_per_req;
+    v->proc_cpu_s_per_req = t->proc_cpu_s_per_req;
+    v->busy[0] = t->busy[0];
+    v->busy[1] = t->busy[1];
+    if (k + 1 > x->nrounds)
+        x->nrounds = k + 1;
+    if (!t->ok && t->note[0] && !x->note[0])
+        snprintf(x->note, sizeof x->note, "round %d: %.180s", k + 1, t->note);
+}
+
+/* The median of the rounds' values of one field (those >= 0). */
+static double round_median(const struct apps_result *x, size_t off)
+{
+    double v[APPS_ROUNDS_MAX];
+    int n = 0;
+    for (int k = 0; k < x->nrounds; k++) {
+        double d;
+        memcpy(&d, (const char *)&x->samp[k] + off, sizeof d);
+        if (x->samp[k].ok && d >= 0)
+            v[n++] = d;
+    }
+    return n ? tool_median(v, n) : -1;
+}
+
+/* x's values: the medians of its rounds. */
+static void rounds_fold(struct apps_result *x)
+{
+    int ok = 0;
+    for (int k = 0; k < x->nrounds; k++)
+        ok += x->samp[k].ok;
+    x->ok = ok > 0;
+    if (!x->ok)
+        return;
+    x->rps = round_median(x, offsetof(struct apps_sample, rps));
+    x->p50_us = round_median(x, offsetof(struct apps_sample, p50_us));
+    x->p99_us = round_median(x, offsetof(struct apps_sample, p99_us));
+    x->cpu_s_per_req = round_median(x, offsetof(struct apps_sample, cpu_s_per_req));
+    x->proc_cpu_s_per_req = round_median(x, offsetof(struct apps_sample, proc_cpu_s_per_req));
+    x->busy[0] = round_median(x, offsetof(struct apps_sample, busy[0]));
+    x->busy[1] = round_median(x, offsetof(struct apps_sample, busy[1]));
+    char why[sizeof x->note];
+    snprintf(why, sizeof why, "%s", x->note);
+    if (x->nrounds > 1)
+        snprintf(x->note, sizeof x->note, "median of %d alternated rounds%s%.150s", ok,
+                 why[0] ? "; " : "", why);
 }
 
 /* ---- measuring one client run ---------------------------------------------------------- */
 
+/* One CPU's busy and total clock ticks so far (/proc/stat's cpuN line);
+ * false when it has none. */
+static bool cpu_ticks(int cpu, unsigned long long *busy, unsigned long long *all)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    char line[512], want[16];
+    snprintf(want, sizeof want, "cpu%d ", cpu);
+    bool found = false;
+    while (f && !found && fgets(line, sizeof line, f)) {
+        unsigned long long v[8];
+        if (strncmp(line, want, strlen(want)) != 0 ||
+            sscanf(line + strlen(want), "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
+                   &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) != 8)
+            continue;
+        /* user nice system idle iowait irq softirq steal: idle and iowait are not busy */
+        *busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+        *all = *busy + v[3] + v[4];
+        found = true;
+    }
+    if (f)
+        fclose(f);
+    return found;
+}
+
 struct meas {
     double t0, m0, s0;
     pid_t srv;
+    int cpu[2];                      /* the client's, the server's */
+    unsigned long long b0[2], a0[2]; /* their ticks at the start */
+    bool ticks;
 };
 
-static void meas_begin(struct meas *m, pid_t srv)
+static void meas_begin(struct meas *m, const struct ctx *c, pid_t srv)
 {
     m->srv = srv;
     m->s0 = srv > 0 ? proc_cpu(srv) : 0;
+    m->cpu[0] = c->r->client_cpu;
+    m->cpu[1] = c->r->server_cpu;
+    m->ticks =
+        cpu_ticks(m->cpu[0], &m->b0[0], &m->a0[0]) && cpu_ticks(m->cpu[1], &m->b0[1], &m->a0[1]);
     m->m0 = machine_cpu();
     m->t0 = tool_now_s();
 }
 
-/* CPU per request (reqs requests, or per GB for a bulk transfer). */
+/* CPU per request (reqs requests, or per GB for a bulk transfer), and how
+ * busy the client's and the server's CPUs were: the one near 100% is what
+ * bounds the rate (the kernel's work for a process, a veth peer's XDP
+ * receive included, runs on the CPU of whoever sent). */
 static void meas_end(const struct meas *m, double client_cpu, double reqs, struct apps_result *x)
 {
     double mach = machine_cpu() - m->m0, srv = m->srv > 0 ? proc_cpu(m->srv) - m->s0 : 0;
     if (reqs > 0) {
         x->cpu_s_per_req = mach / reqs;
         x->proc_cpu_s_per_req = (srv + client_cpu) / reqs;
+    }
+    for (int i = 0; m->ticks && i < 2; i++) {
+        unsigned long long b, a;
+        if (cpu_ticks(m->cpu[i], &b, &a) && a > m->a0[i])
+            x->busy[i] = (double)(b - m->b0[i]) / (double)(a - m->a0[i]);
     }
 }
 
@@ -270,8 +378,10 @@ static pid_t server(struct ctx *c, int cfg, const char *tag, const char *file, c
 {
     char log[128], path[160];
     snprintf(log, sizeof log, "%s/%s-%s.log", c->dir, tag, cfg_names[cfg]);
-    pid_t p = spawn(a, log);
     snprintf(path, sizeof path, "%s", file ? file : log);
+    /* An earlier round's output must not pass for this one's. */
+    unlink(path);
+    pid_t p = spawn(a, log);
     if (p > 0 && !wait_text(path, text, 20)) {
         stop(p);
         return -1;
@@ -303,8 +413,9 @@ static void redis_parse(const char *log, const char *test, struct apps_result *x
 /* The kernel's loopback is the host's: a port of its own, on 127.0.0.1 only. */
 #define REDIS_LO_PORT "16390"
 
-/* redis-benchmark SET and GET (on one host: GET only). */
-static void run_redis(struct ctx *c, int cfg)
+/* redis-benchmark SET and GET (on one host: GET only), round k of xs
+ * (xs[0] SET, xs[1] GET; NULL for one not run). */
+static void run_redis(struct ctx *c, int cfg, struct apps_result *const xs[2], int k)
 {
     struct av a;
     bool lo = cfg == APPS_KERNEL_LO;
@@ -318,27 +429,33 @@ static void run_redis(struct ctx *c, int cfg)
     static const char *const tests[2] = {"SET", "GET"};
     char n[24];
     snprintf(n, sizeof n, "%ld", c->redis_n);
-    for (int t = cfg >= APPS_NVETH ? 1 : 0; t < 2; t++) {
-        struct apps_result *x = result(c, t ? "redis GET" : "redis SET", cfg);
+    for (int t = 0; t < 2; t++) {
+        if (!xs[t])
+            continue;
+        struct apps_result tr, *x = &tr;
+        round_begin(x, xs[t]);
         progress(c, x->workload);
         if (srv < 0) {
             snprintf(x->note, sizeof x->note, "redis-server did not start (%s/redis-server-%s.log)",
                      c->dir, cfg_names[cfg]);
+            round_end(xs[t], x, k);
             continue;
         }
         char log[128];
-        snprintf(log, sizeof log, "%s/redis-benchmark-%s-%s.log", c->dir, tests[t], cfg_names[cfg]);
+        snprintf(log, sizeof log, "%s/redis-benchmark-%s-%s-%d.log", c->dir, tests[t],
+                 cfg_names[cfg], k + 1);
         av_for(c, &a, 0, cfg);
         av_add(&a, "redis-benchmark", "-h", host, "-p", port, "-t", t ? "get" : "set", "-c", "50",
                "-d", "3", "-n", n, "--csv", NULL);
         struct meas m;
-        meas_begin(&m, srv);
+        meas_begin(&m, c, srv);
         double ccpu = 0;
         reap(spawn(&a, log), 600, &ccpu);
         redis_parse(log, tests[t], x);
         meas_end(&m, ccpu, x->ok ? (double)c->redis_n : 0, x);
         if (!x->ok)
             snprintf(x->note, sizeof x->note, "no result: see %s", log);
+        round_end(xs[t], x, k);
     }
     stop(srv);
 }
@@ -400,9 +517,11 @@ static void nginx_conf(struct ctx *c, int cfg, char *path, size_t len)
     fclose(f);
 }
 
-static void run_wrk(struct ctx *c, int cfg)
+/* wrk, round k of xr. */
+static void run_wrk(struct ctx *c, int cfg, struct apps_result *xr, int k)
 {
-    struct apps_result *x = result(c, "wrk 1 KiB", cfg);
+    struct apps_result tr, *x = &tr;
+    round_begin(x, xr);
     progress(c, x->workload);
     char conf[160], err[160], log[160], d[16];
     nginx_conf(c, cfg, conf, sizeof conf);
@@ -413,25 +532,26 @@ static void run_wrk(struct ctx *c, int cfg)
     pid_t srv = server(c, cfg, "nginx", err, "getrlimit", &a);
     if (srv < 0) {
         snprintf(x->note, sizeof x->note, "nginx did not start (%s)", err);
+        round_end(xr, x, k);
         return;
     }
-    snprintf(log, sizeof log, "%s/wrk-%s.log", c->dir, cfg_names[cfg]);
+    snprintf(log, sizeof log, "%s/wrk-%s-%d.log", c->dir, cfg_names[cfg], k + 1);
     snprintf(d, sizeof d, "%.0f", c->r->secs);
     av_start(c, &a, 0, cfg == APPS_BOTH_HP);
     av_add(&a, "wrk", "-t", "1", "-c", "100", "-d", d, "--latency", "http://" IP_SERVER "/1k",
            NULL);
     struct meas m;
-    meas_begin(&m, srv);
+    meas_begin(&m, c, srv);
     double ccpu = 0, reqs;
     reap(spawn(&a, log), 120 + c->r->secs, &ccpu);
     wrk_parse(log, x, &reqs);
     meas_end(&m, ccpu, reqs, x);
+    round_end(xr, x, k);
     stop(srv);
 }
 
-static void run_iperf(struct ctx *c, int cfg)
+static void run_iperf(struct ctx *c, int cfg, struct apps_result *x)
 {
-    struct apps_result *x = result(c, "iperf3", cfg);
     progress(c, x->workload);
     char log[160], t[16];
     struct av a;
@@ -447,7 +567,7 @@ static void run_iperf(struct ctx *c, int cfg)
     av_start(c, &a, 0, cfg == APPS_BOTH_HP);
     av_add(&a, "iperf3", "-c", IP_SERVER, "-t", t, "-J", NULL);
     struct meas m;
-    meas_begin(&m, srv);
+    meas_begin(&m, c, srv);
     double ccpu = 0;
     reap(spawn(&a, log), 120 + c->r->secs, &ccpu);
     json_t *j = json_load_file(log, 0, NULL);
@@ -514,6 +634,7 @@ static bool echo_once(struct ctx *c, bool posix, double *rps, double *srv_cpu, d
 {
     char log[160];
     snprintf(log, sizeof log, "%s/echo-%s.log", c->dir, posix ? "posix" : "native");
+    unlink(log); /* the last round's "ready" is not this one's */
     struct av a;
     pid_t srv;
     if (posix) {
@@ -531,7 +652,7 @@ static bool echo_once(struct ctx *c, bool posix, double *rps, double *srv_cpu, d
         return false;
     }
     struct meas m;
-    meas_begin(&m, srv);
+    meas_begin(&m, c, srv);
     uint64_t tx;
     echo_client(c, &tx);
     double secs = tool_now_s() - m.t0;
@@ -600,6 +721,18 @@ static void goal(struct apps_report *r, const char *text, const struct apps_resu
     double b = !den ? -1 : p99 ? den->p99_us : cpu ? den->proc_cpu_s_per_req : den->rps;
     g->measured = a > 0 && b > 0;
     g->ratio = g->measured ? a / b : 0;
+    /* Alternated results: the median of the rounds' own ratios. */
+    double v[APPS_ROUNDS_MAX];
+    int n = 0;
+    for (int k = 0; g->measured && k < num->nrounds && k < den->nrounds; k++) {
+        const struct apps_sample *x = &num->samp[k], *y = &den->samp[k];
+        double xa = p99 ? x->p99_us : cpu ? x->proc_cpu_s_per_req : x->rps;
+        double yb = p99 ? y->p99_us : cpu ? y->proc_cpu_s_per_req : y->rps;
+        if (x->ok && y->ok && xa > 0 && yb > 0)
+            v[n++] = xa / yb;
+    }
+    if (n)
+        g->ratio = tool_median(v, n);
     g->met = g->measured && (at_most ? g->ratio <= want : g->ratio >= want);
 }
 
@@ -647,8 +780,8 @@ void apps_report_print(const struct apps_report *r, FILE *f)
             "CPU %d, "
             "client on CPU %d, %.0f s per run ==\n",
             r->link, r->server_cpu, r->client_cpu, r->secs);
-    fprintf(f, "%-12s %-15s %11s %7s %9s %9s %13s %13s\n", "workload", "config", "req/s", "Gbit/s",
-            "p50 us", "p99 us", "CPU s/req", "proc CPU/req");
+    fprintf(f, "%-12s %-15s %11s %7s %9s %9s %13s %13s %9s\n", "workload", "config", "req/s",
+            "Gbit/s", "p50 us", "p99 us", "CPU s/req", "proc CPU/req", "busy c/s");
     for (int i = 0; i < r->nres; i++) {
         const struct apps_result *x = &r->res[i];
         fprintf(f, "%-12s %-15s ", x->workload, apps_cfg_name(x->cfg));
@@ -658,13 +791,19 @@ void apps_report_print(const struct apps_report *r, FILE *f)
         num(f, " %*.0f", x->p99_us, 9);
         num(f, " %*.3g", x->cpu_s_per_req, 13);
         num(f, " %*.3g", x->proc_cpu_s_per_req, 13);
+        if (x->busy[0] >= 0 && x->busy[1] >= 0)
+            fprintf(f, "   %3.0f/%3.0f%%", 100 * x->busy[0], 100 * x->busy[1]);
+        else
+            fprintf(f, " %9s", "-");
         fprintf(f, "%s%s\n", x->note[0] ? "  " : "", x->note);
     }
     fprintf(
         f, "(iperf3: CPU seconds per gigabyte moved; CPU s/req: the whole machine's busy time from "
            "/proc/stat, shared with whatever else runs here; proc CPU/req: the server's and the "
            "client's "
-           "processes, for echo the server's alone; kernel-loopback and both-hp-memif: one host, "
+           "processes, for echo the server's alone; busy c/s: how busy the client's and the "
+           "server's CPUs were, the kernel's work included (a veth peer's XDP receive runs on the "
+           "sender's CPU); kernel-loopback and both-hp-memif: one host, "
            "no namespace, both ends on the kernel over 127.0.0.1 / both on hotpath over memif)\n");
     if (r->note[0])
         fprintf(f, "note: %s\n", r->note);
@@ -703,6 +842,21 @@ void apps_report_json(const struct apps_report *r, FILE *f)
         jnum(f, "p99_us", x->p99_us, true);
         jnum(f, "cpu_s_per_req", x->cpu_s_per_req, true);
         jnum(f, "proc_cpu_s_per_req", x->proc_cpu_s_per_req, true);
+        jnum(f, "client_cpu_busy", x->busy[0], true);
+        jnum(f, "server_cpu_busy", x->busy[1], true);
+        if (x->nrounds) { /* each round's requests/s and p99 (null: the round failed) */
+            for (int q = 0; q < 2; q++) {
+                fprintf(f, "\"%s\": [", q ? "rounds_p99_us" : "rounds_rps");
+                for (int k = 0; k < x->nrounds; k++) {
+                    double v = q ? x->samp[k].p99_us : x->samp[k].rps;
+                    if (x->samp[k].ok && v >= 0)
+                        fprintf(f, "%s%.6g", k ? ", " : "", v);
+                    else
+                        fprintf(f, "%snull", k ? ", " : "");
+                }
+                fprintf(f, "], ");
+            }
+        }
         fprintf(f, "\"note\": ");
         tool_json_str(f, x->note);
         fputc('}', f);
@@ -795,7 +949,14 @@ static int setup(struct ctx *c)
 int apps_report_run(struct apps_report *r, const struct bench_opts *o)
 {
     memset(r, 0, sizeof *r);
-    struct ctx c = {.r = r, .o = o, .nsteps = 3 * 4 + 2 + 2 * (o->quick ? 3 : 5)};
+    /* HP_BENCH_APPS_ONLY=redis,wrk,iperf3,memif,echo: a part of the run. */
+    const char *only = getenv("HP_BENCH_APPS_ONLY");
+    bool redis = !only || strstr(only, "redis"), wrk = !only || strstr(only, "wrk"),
+         iperf = !only || strstr(only, "iperf3"), memif = redis || (only && strstr(only, "memif"));
+    int rounds = o->quick ? 2 : 3;
+    struct ctx c = {.r = r, .o = o};
+    c.nsteps = rounds * (APPS_NVETH * (2 * redis + wrk) + 2 * memif) + APPS_NVETH * iperf +
+               2 * (o->quick ? 3 : 5);
     if (!prerequisites(&c))
         return 2;
     r->secs = o->quick ? 2 : 5;
@@ -807,21 +968,48 @@ int apps_report_run(struct apps_report *r, const struct bench_opts *o)
         snprintf(r->note, sizeof r->note, "cannot make the namespaces: %s", strerror(-rc));
         return 2;
     }
-    /* HP_BENCH_APPS_ONLY=redis,wrk,iperf3,echo: a part of the run. */
-    const char *only = getenv("HP_BENCH_APPS_ONLY");
+    /* The results in the table's order: each veth configuration's, then
+     * the one-host ones. */
+    struct apps_result *xr[APPS_NCFG][2] = {{NULL}}, *xw[APPS_NVETH] = {NULL},
+                       *xi[APPS_NVETH] = {NULL};
     for (int cfg = 0; cfg < APPS_NVETH; cfg++) {
-        set_config(&c, cfg);
-        if (!only || strstr(only, "redis"))
-            run_redis(&c, cfg);
-        if (!only || strstr(only, "wrk"))
-            run_wrk(&c, cfg);
-        if (!only || strstr(only, "iperf3"))
-            run_iperf(&c, cfg);
+        if (redis) {
+            xr[cfg][0] = result(&c, "redis SET", cfg);
+            xr[cfg][1] = result(&c, "redis GET", cfg);
+        }
+        if (wrk)
+            xw[cfg] = result(&c, "wrk 1 KiB", cfg);
+        if (iperf)
+            xi[cfg] = result(&c, "iperf3", cfg);
     }
-    /* redis GET on one host: the kernel's loopback, and memif. */
-    if (!only || strstr(only, "redis") || strstr(only, "memif")) {
-        run_redis(&c, APPS_KERNEL_LO);
-        run_redis(&c, APPS_BOTH_MEMIF);
+    if (memif) /* redis GET on one host: the kernel's loopback, and memif */
+        for (int cfg = APPS_KERNEL_LO; cfg <= APPS_BOTH_MEMIF; cfg++)
+            xr[cfg][1] = result(&c, "redis GET", cfg);
+    /* redis and wrk: every configuration once per round, the same order
+     * each round, so that each goal's pair is measured close together. */
+    for (int k = 0; k < rounds; k++) {
+        for (int cfg = 0; cfg < APPS_NVETH; cfg++) {
+            set_config(&c, cfg);
+            if (redis)
+                run_redis(&c, cfg, xr[cfg], k);
+            if (wrk)
+                run_wrk(&c, cfg, xw[cfg], k);
+        }
+        if (memif)
+            for (int cfg = APPS_KERNEL_LO; cfg <= APPS_BOTH_MEMIF; cfg++)
+                run_redis(&c, cfg, xr[cfg], k);
+    }
+    for (int cfg = 0; cfg < APPS_NCFG; cfg++) {
+        for (int t = 0; t < 2; t++)
+            if (xr[cfg][t])
+                rounds_fold(xr[cfg][t]);
+        if (cfg < APPS_NVETH && xw[cfg])
+            rounds_fold(xw[cfg]);
+    }
+    /* iperf3 (reported, no goal): one run per configuration. */
+    for (int cfg = 0; iperf && cfg < APPS_NVETH; cfg++) {
+        set_config(&c, cfg);
+        run_iperf(&c, cfg, xi[cfg]);
     }
     set_config(&c, APPS_SERVER_HP);
     if (!only || strstr(only, "echo"))

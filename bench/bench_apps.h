@@ -21,7 +21,20 @@ enum {
     APPS_NCFG
 };
 
-/* One measurement: a workload in a configuration. Missing values are < 0. */
+/* Rounds of the alternated measurements (redis, wrk): at most. */
+#define APPS_ROUNDS_MAX 5
+
+/* One round's values of a result (missing: < 0). */
+struct apps_sample {
+    bool ok;
+    double rps, p50_us, p99_us, cpu_s_per_req, proc_cpu_s_per_req;
+    double busy[2];
+};
+
+/* One measurement: a workload in a configuration. Missing values are < 0.
+ * redis and wrk run in rounds, every configuration once per round (a shared
+ * machine drifts over minutes: alternating keeps the drift out of the
+ * ratios); their values are the medians of the rounds, samp[] each round's. */
 struct apps_result {
     const char *
         workload; /* "redis GET", "redis SET", "wrk 1 KiB", "iperf3", "echo native", "echo posix" */
@@ -30,13 +43,18 @@ struct apps_result {
     double rps, gbps, p50_us, p99_us;
     double cpu_s_per_req;      /* the whole machine's busy CPU time (/proc/stat) per request */
     double proc_cpu_s_per_req; /* the server's and the client's processes only */
+    double busy[2];            /* how busy the client's and the server's CPUs were, 0-1 */
+    int nrounds;               /* rounds run (0: one plain run) */
+    struct apps_sample samp[APPS_ROUNDS_MAX];
     char note[200];
 };
 
 #define APPS_MAX_RESULTS 24
 #define APPS_MAX_GOALS   12
 
-/* A goal of the issue, measured as a ratio in this run. */
+/* A goal of the issue, measured as a ratio in this run: of two alternated
+ * results, the median of the rounds' ratios (each round's pair measured
+ * minutes apart at most); otherwise the ratio of the two values. */
 struct apps_goal {
     char text[160];
     double ratio, want;
