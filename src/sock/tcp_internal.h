@@ -452,7 +452,11 @@ struct hp__tcp_sndq {
 /* congestion control: the algorithm this socket uses (set at open,
  * HP_TCP_OPT_CC); CUBIC's state is in the extension */
 #define HP__TCPS_CCX_cold uint8_t cc_algo;
-#define HP__TCPS_EXT_cold struct hp__tcp_ext *x; /* NULL until needed (above) */
+/* NULL until needed (above). Both paths read it, whether they use it or
+ * not: hp__tcp_cubic_of on every ACK, the send queue's cursor and the loss
+ * probe's timer on every segment sent (gcc loads it ahead of the flag
+ * tests that guard its uses). */
+#define HP__TCPS_EXT_rxtx struct hp__tcp_ext *x;
 
 /* the user side */
 #define HP__TCPS_EV_rx  struct hp__sock_ev ev;
@@ -485,7 +489,7 @@ struct hp_tcp_sock {
     HP__TCPS_RTXTDUE_tx HP__TCPS_DACKTDUE_rx HP__TCPS_PERSIST_rx HP__TCPS_COOKIEISS_cold
     HP__TCPS_KA_cold HP__TCPS_EV_rx HP__TCPS_ERR_tx HP__TCPS_CHACK_cold HP__TCPS_LISTEN_cold
     HP__TCPS_BYTESRX_rx HP__TCPS_SEGSIN_rx HP__TCPS_BYTESTX_tx HP__TCPS_SEGSOUT_tx
-    HP__TCPS_CCX_cold HP__TCPS_PMTU_cold HP__TCPS_EXT_cold
+    HP__TCPS_CCX_cold HP__TCPS_PMTU_cold HP__TCPS_EXT_rxtx
 #else
     /* 448 bytes, 7 lines (an odd number: tcp_block.c), every byte used
      * but 1; the transmit path's fields in lines 0-3, the receive path's
@@ -505,8 +509,8 @@ struct hp_tcp_sock {
     HP_CACHELINE_GROUP_BEGIN(rxtx)
     HP__TCPS_RTXDUE_rxtx HP__TCPS_SNDQ_rxtx HP__TCPS_SND_rxtx
     HP__TCPS_RCVNXT_rxtx HP__TCPS_RCVADV_rxtx HP__TCPS_TS_rxtx HP__TCPS_OOOBYTES_rxtx
-    HP__TCPS_RCVBUF_rxtx HP__TCPS_RMSS_rxtx HP__TCPS_MSSEFF_rxtx HP__TCPS_CC_rxtx
-    HP__TCPS_RTT_rxtx HP__TCPS_RCVQ_rxtx
+    HP__TCPS_RCVBUF_rxtx HP__TCPS_RMSS_rxtx HP__TCPS_MSSEFF_rxtx HP__TCPS_EXT_rxtx
+    HP__TCPS_CC_rxtx HP__TCPS_RTT_rxtx HP__TCPS_RCVQ_rxtx
     HP_CACHELINE_GROUP_END(rxtx)
 
     HP_CACHELINE_GROUP_BEGIN(rx) /* only the receive path */
@@ -517,7 +521,7 @@ struct hp_tcp_sock {
     /* cold: the handshake, listeners, keepalive, the timers themselves, the extension */
     HP__TCPS_KA_cold HP__TCPS_COOKIEISS_cold HP__TCPS_PMTU_cold HP__TCPS_ISS_cold
     HP__TCPS_IRS_cold HP__TCPS_OOON_cold HP__TCPS_RTTSEQ_cold HP__TCPS_TIMERS_cold
-    HP__TCPS_CHACK_cold HP__TCPS_LISTEN_cold HP__TCPS_EXT_cold
+    HP__TCPS_CHACK_cold HP__TCPS_LISTEN_cold
 #endif
 } __attribute__((aligned(HP_CACHELINE_SIZE))); /* allocated with aligned_alloc(64) by hp__tcp_conn_new */
 // clang-format on

@@ -39,7 +39,7 @@
     X(last_ack_sent) X(snd_una) X(snd_max) X(max_snd_wnd) X(snd_nxt) X(snd_wnd)            \
     X(snd_wl1) X(snd_wl2) X(sndq) X(bytes_received) X(segs_in) X(rtx_count) X(ts_offset)   \
     X(rtt) X(smss) X(cc) X(persist_shift) X(rtx_due) X(ooo) X(rcvq) X(rcvbuf) X(ooo_bytes) \
-    X(rmss) X(segs_unacked) X(dack_tdue) X(dack_due) X(ev) X(mss_eff)
+    X(rmss) X(segs_unacked) X(dack_tdue) X(dack_due) X(ev) X(mss_eff) X(x)
 
 #define HP__TCP_TX_FIELDS(X)                                                               \
     X(err) X(state) X(flags) X(sndbuf) X(sndq) X(ifx) X(s) X(snd_una) X(snd_nxt)          \
@@ -47,7 +47,7 @@
     X(rcv_wscale) X(rcvq.bytes) X(ooo_bytes) X(rcvbuf) X(rcv_adv) X(rcv_nxt) X(rmss)       \
     X(key.lport) X(key.rport) X(key.laddr) X(key.raddr) X(key.family) X(ts_offset)        \
     X(ts_recent) X(via_gw) X(rcv_wnd) X(last_ack_sent) X(segs_unacked)                     \
-    X(bytes_sent) X(segs_out) X(rtx_tdue) X(rtx_due)
+    X(bytes_sent) X(segs_out) X(rtx_tdue) X(rtx_due) X(x)
 // clang-format on
 
 /*
