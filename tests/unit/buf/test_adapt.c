@@ -247,11 +247,20 @@ struct handoff {
     struct hp_pool *p;
     _Atomic(struct hp_buf *) slot[64];
     unsigned n;
+    bool warm; /* the freer takes and frees a buffer of its own first */
 };
 
 static void *freer_main(void *arg)
 {
     struct handoff *h = arg;
+    if (h->warm) {
+        /* As a stack's thread does: its cache exists and the pool is the
+         * one it last used, so single frees take hp_buf_free's fast path,
+         * alien ones included. */
+        struct hp_buf *own = hp_buf_alloc(h->p);
+        if (own)
+            hp_buf_free(own);
+    }
     for (unsigned freed = 0; freed < h->n;) {
         struct hp_buf *b = atomic_exchange(&h->slot[freed % 64], NULL);
         if (!b) {
@@ -266,13 +275,15 @@ static void *freer_main(void *arg)
     return NULL;
 }
 
-/* Main allocates n buffers and hands each to the freer. */
-static void pipeline(struct hp_pool *p, unsigned n)
+/* Main allocates n buffers and hands each to the freer (warm: see
+ * struct handoff). */
+static void pipeline_x(struct hp_pool *p, unsigned n, bool warm)
 {
     static struct handoff h;
     memset(&h, 0, sizeof h);
     h.p = p;
     h.n = n;
+    h.warm = warm;
     pthread_t th;
     if (pthread_create(&th, NULL, freer_main, &h) != 0) {
         hp_test_fail(__FILE__, __LINE__, "pthread_create failed");
@@ -288,6 +299,34 @@ static void pipeline(struct hp_pool *p, unsigned n)
     }
     pthread_join(th, NULL);
     hp_pool_thread_flush(p);
+}
+
+static void pipeline(struct hp_pool *p, unsigned n)
+{
+    pipeline_x(p, n, false);
+}
+
+/* Single alien frees by a thread that uses the pool itself (hp_buf_free's
+ * fast path keeps them when the policy says local, the bulk path defers
+ * them otherwise): every one counted for its pair, every buffer back. */
+HP_TEST(pool_single_alien_frees_on_the_fast_path)
+{
+    static const int pols[] = {HP_ALIEN_LOCAL, HP_ALIEN_DEFER, HP_ALIEN_ADAPTIVE};
+    for (int k = 0; k < 3; k++) {
+        struct hp_pool *p = make_pool("alien-fast", 256, pols[k]);
+        HP_REQUIRE(p);
+        if (pols[k] == HP_ALIEN_ADAPTIVE)
+            hp__pool_set_epoch(p, 16);
+        pipeline_x(p, 4096, true);
+        struct hp_pool_pair_stats ps[2];
+        HP_REQUIRE_EQ(hp_pool_pair_stats(p, ps, 2), 1);
+        HP_CHECK_EQ(ps[0].alien_frees, 4096);
+        struct hp_pool_stats st;
+        HP_REQUIRE_EQ(hp_pool_stats(p, &st), 0);
+        HP_CHECK_EQ(st.alien_frees, 4096);
+        HP_CHECK_EQ(st.errors, 0);
+        destroy_pool(p);
+    }
 }
 
 /* Short epochs, so that many end: the pair is measured, explores both
