@@ -905,11 +905,9 @@ void hp__tcp_input(struct hp__iface *ifc, struct hp_buf *b, int family, const ui
     sg.len = (uint32_t)r->payload_len;
     sg.flags = r->flags;
 
-    /* Unicast only, both ways (RFC 9293 3.9.1, RFC 1122 4.2.3.10); port
-     * 0 is nobody's; a segment from our own address and port to itself
-     * (a "land" packet) can only be forged: we have no loopback. */
-    if (not_unicast(ifc, family, dst) || not_unicast(ifc, family, src) ||
-        unspecified(family, src) || r->src_port == 0 || r->dst_port == 0 ||
+    /* Port 0 is nobody's; a segment from our own address and port to
+     * itself (a "land" packet) can only be forged: we have no loopback. */
+    if (r->src_port == 0 || r->dst_port == 0 ||
         (r->src_port == r->dst_port && memcmp(src, dst, addr_len(family)) == 0)) {
         hp__ctr(s, HP_CTR_TCP_IN_ERRS);
         hp_buf_free(b);
@@ -940,6 +938,17 @@ void hp__tcp_input(struct hp__iface *ifc, struct hp_buf *b, int family, const ui
             hp__tcp_conn_input(c, &sg);
             return;
         }
+    }
+    /* Unicast only, both ways (RFC 9293 3.9.1, RFC 1122 4.2.3.10). A
+     * connection's own segments skip the test (about 75 instructions, the
+     * interface's prefixes walked twice): its tuple passed it when it was
+     * made (its SYN, here; hp_tcp_connect refuses the others), and a
+     * multicast, broadcast or unspecified address cannot be in it. */
+    if (not_unicast(ifc, family, dst) || not_unicast(ifc, family, src) ||
+        unspecified(family, src)) {
+        hp__ctr(s, HP_CTR_TCP_IN_ERRS);
+        hp_buf_free(b);
+        return;
     }
     e = hp__tcp_tw_lookup(ts->table, &k);
     if (e) {

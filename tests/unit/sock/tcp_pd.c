@@ -579,16 +579,17 @@ void pd__in(struct pd *h, const char *file, int line, const char *flags, int64_t
                                   .df = true,
                                   .payload_len = (uint16_t)tl,
                                   .dscp_ecn = (mut & PD_MUT_CE) ? 3 : 0};
-        memcpy(ip.src, PEER4, 4);
-        memcpy(ip.dst, OUR4, 4);
+        /* h's addresses, which a script may change (a forged source) */
+        memcpy(ip.src, h->peer_ip, 4);
+        memcpy(ip.dst, h->our_ip, 4);
         hp_ipv4_emit(&ip, pkt, HP_IPV4_HDR_LEN);
     } else {
         struct hp_ipv6_repr ip = {.next_header = HP_IPPROTO_TCP,
                                   .hop_limit = 64,
                                   .payload_len = (uint16_t)tl,
                                   .traffic_class = (mut & PD_MUT_CE) ? 3 : 0};
-        memcpy(ip.src, PEER6, 16);
-        memcpy(ip.dst, OUR6, 16);
+        memcpy(ip.src, h->peer_ip, 16);
+        memcpy(ip.dst, h->our_ip, 16);
         hp_ipv6_emit(&ip, pkt, HP_IPV6_HDR_LEN);
     }
     char fs[12], os[160];

@@ -741,3 +741,31 @@ PD_TEST(tcp_listen_window_scale_clamped)
     HP_CHECK_EQ(i.snd_wnd, 1u << 14);
     hp_tcp_close(l);
 }
+
+/* RFC 1122 4.2.3.10: a SYN from or to the subnet's broadcast address
+ * (198.18.0.255 on our /24) gets no answer and is counted; the test runs
+ * after the connection lookup (a connection's tuple is unicast), so this
+ * is the path it guards. An established connection is not disturbed. */
+PD_TEST_F(tcp_listen_directed_broadcast_dropped, PD_V4)
+{
+    static const uint8_t BCAST[4] = {198, 18, 0, 255};
+    struct hp_tcp_sock *l = pd_listen(h, PORT, 4);
+    struct hp_tcp_sock *t = pd_passive_open(h, l, "mss 1460,ts * 0,nop,ws 7");
+    const uint8_t *peer = h->peer_ip, *ours = h->our_ip;
+    for (int k = 0; k < 2; k++) {
+        if (k == 0)
+            h->peer_ip = BCAST; /* from the broadcast address */
+        else
+            h->our_ip = BCAST; /* to it */
+        pd_use(h, (uint16_t)(41000 + k), 7)->lport = PORT;
+        uint64_t errs = pd_ctr(h, HP_CTR_TCP_IN_ERRS);
+        pd_in(h, "S", 0, 0, 65535, "mss 1460,ts 100 0,nop,ws 7");
+        pd_expect_none(h);
+        HP_CHECK_EQ(pd_ctr(h, HP_CTR_TCP_IN_ERRS), errs + 1);
+        h->peer_ip = peer;
+        h->our_ip = ours;
+    }
+    HP_CHECK_EQ(hp_tcp_state(t), HP_TCP_ESTABLISHED);
+    hp_tcp_close(t);
+    hp_tcp_close(l);
+}
