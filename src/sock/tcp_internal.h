@@ -518,7 +518,8 @@ struct hp_tcp_sock {
     HP__TCPS_BYTESRX_rx HP__TCPS_SNDWL_rx HP__TCPS_TSS_rx HP__TCPS_SEGSIN_rx HP__TCPS_SMSS_rx
     HP_CACHELINE_GROUP_END(rx)
 
-    /* cold: the handshake, listeners, keepalive, the timers themselves, the extension */
+    /* cold: the handshake, listeners, keepalive, the timers themselves (the extension's
+     * pointer is in rxtx: both paths read it) */
     HP__TCPS_KA_cold HP__TCPS_COOKIEISS_cold HP__TCPS_PMTU_cold HP__TCPS_ISS_cold
     HP__TCPS_IRS_cold HP__TCPS_OOON_cold HP__TCPS_RTTSEQ_cold HP__TCPS_TIMERS_cold
     HP__TCPS_CHACK_cold HP__TCPS_LISTEN_cold
