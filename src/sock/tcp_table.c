@@ -231,22 +231,6 @@ static inline uint32_t tag_of(uint64_t h)
     return g ? g : 1;
 }
 
-/* ---- keys ---------------------------------------------------------------------- */
-
-void hp__tcp_key_init(struct hp__tcp_key *k, int family, const uint8_t *laddr, uint16_t lport,
-                      const uint8_t *raddr, uint16_t rport)
-{
-    size_t n = family == 4 ? 4 : 16;
-    memset(k, 0, sizeof *k);
-    if (laddr)
-        memcpy(k->laddr, laddr, n);
-    if (raddr)
-        memcpy(k->raddr, raddr, n);
-    k->lport = lport;
-    k->rport = rport;
-    k->family = (uint8_t)family;
-}
-
 /* ---- one map ------------------------------------------------------------------- */
 
 static struct bucket *buckets_new(uint32_t n)

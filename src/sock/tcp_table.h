@@ -65,9 +65,30 @@ struct hp__tcp_key {
 };
 
 /** Fill k: every byte is written (unused address bytes zero). raddr may be
- * NULL (a listen key: any remote). laddr may be NULL (the any address). */
-void hp__tcp_key_init(struct hp__tcp_key *k, int family, const uint8_t *laddr, uint16_t lport,
-                      const uint8_t *raddr, uint16_t rport);
+ * NULL (a listen key: any remote). laddr may be NULL (the any address).
+ * Inline, the copies at constant lengths: every received segment fills two
+ * keys (early demultiplexing's and the lookup's), and a length known only at
+ * run time made each a memset and two short memcpy sequences (about 45
+ * instructions; with IPv4's 4 bytes as constants, about 12). */
+static inline void hp__tcp_key_init(struct hp__tcp_key *k, int family, const uint8_t *laddr,
+                                    uint16_t lport, const uint8_t *raddr, uint16_t rport)
+{
+    memset(k, 0, sizeof *k);
+    if (family == 4) {
+        if (laddr)
+            memcpy(k->laddr, laddr, 4);
+        if (raddr)
+            memcpy(k->raddr, raddr, 4);
+    } else {
+        if (laddr)
+            memcpy(k->laddr, laddr, 16);
+        if (raddr)
+            memcpy(k->raddr, raddr, 16);
+    }
+    k->lport = lport;
+    k->rport = rport;
+    k->family = (uint8_t)family;
+}
 
 /** Whether a and b are the same tuple (their first 40 bytes: five word
  * compares folded into one test, no early exit, no memcmp call). */
