@@ -45,22 +45,28 @@ static inline uint8_t wscale(const struct hp_tcp_sock *c)
  * What we may offer now, and (in *curp) what is left of the window we last
  * advertised, rcv_adv - rcv_nxt. Both are bytes, at most 65535 << shift.
  */
-static uint32_t rcv_window(const struct hp_tcp_sock *c, uint32_t *curp)
+__attribute__((always_inline)) static inline uint32_t rcv_window(const struct hp_tcp_sock *c,
+                                                                 uint32_t *curp)
 {
     uint8_t ws = wscale(c);
-    uint32_t maxwin = 65535u << ws;
     uint32_t used = c->rcvq.bytes + c->ooo_bytes;
     uint32_t space = c->rcvbuf > used ? c->rcvbuf - used : 0;
-    if (space > maxwin)
-        space = maxwin;
     /* The right edge we advertised, never moved left (RFC 9293 3.8.6.2.2:
      * no shrinking). Bounded by what we could ever have offered, so that a
      * stale rcv_adv (before the handshake set rcv_nxt) cannot open the
      * window past the buffer. */
     uint32_t cur = hp__seq_gt(c->rcv_adv, c->rcv_nxt) ? c->rcv_adv - c->rcv_nxt : 0;
-    uint32_t bound = (c->rcvbuf + (1u << ws) - 1) & ~((1u << ws) - 1);
-    if (cur > min32(bound, maxwin))
-        cur = min32(bound, maxwin);
+    /* Both bounds below hold already unless the buffer is larger than the
+     * field can say or cur is past the buffer: test that first (this runs
+     * about three times per segment received). */
+    if (__builtin_expect(cur > c->rcvbuf || c->rcvbuf > (65535u << ws), 0)) {
+        uint32_t maxwin = 65535u << ws;
+        if (space > maxwin)
+            space = maxwin;
+        uint32_t bound = (c->rcvbuf + (1u << ws) - 1) & ~((1u << ws) - 1);
+        if (cur > min32(bound, maxwin))
+            cur = min32(bound, maxwin);
+    }
     *curp = cur;
     if (space <= cur)
         return cur;
@@ -510,6 +516,15 @@ static int output(struct hp_tcp_sock *c, bool force)
     /* Something not yet sent: bytes past snd_nxt, or a FIN that snd_nxt
      * has not passed. */
     bool pending = hp__seq_le(c->snd_nxt, end) && (c->snd_nxt != end || fin_q);
+
+    /* Nothing new to send and nothing to repair (an arriving ACK's call,
+     * once per segment received): what the end below would do, without
+     * the window and the idle check. */
+    if (!pending && !(c->flags & HP__TCPF_SB_LOSS)) {
+        if (c->snd_max != una && !((c->flags & HP__TCPF_PERSIST) && c->snd_wnd == 0))
+            hp__tcp_rtx_ensure(c);
+        return (c->flags & HP__TCPF_ACK_NOW) ? hp__tcp_send_ack(c) == 0 : 0;
+    }
 
     /* RFC 5681 4.1: after an idle period longer than the RTO, start again
      * from the restart window rather than send an old cwnd as one burst. */

@@ -230,6 +230,33 @@ PD_TEST(tcp_est_window_scaling)
     HP_CHECK_EQ(i.rcvq, 1000);
 }
 
+/* Without window scaling (the SYN offered none) a 256 KiB buffer is
+ * announced as 65535 at most (RFC 7323 2.2), and the edge moves only by
+ * an MSS or more (receiver SWS avoidance, RFC 9293 3.8.6.2.2): the clamp
+ * that tcp_output.c's rcv_window takes out of line. */
+PD_TEST(tcp_est_window_unscaled_clamped)
+{
+    struct hp_tcp_sock *l = pd_listen(h, PORT, 4);
+    pd_in(h, "S", 0, 0, 65535, "mss 1460");
+    const struct pd_seg *g = pd_expect(h, "S.", 0, 1, PD_ANY, NULL);
+    HP_CHECK_EQ(g->win, 65535);
+    pd_in(h, ".", 1, 1, 65535, "");
+    struct hp_tcp_sock *t = hp_tcp_accept(l, h->c, NULL);
+    HP_REQUIRE(t != NULL);
+    pd_in_data(h, "P.", 1, 1, 65535, 1000, "");
+    pd_advance_ms(h, 40);
+    g = pd_expect(h, ".", 1, 1001, PD_ANY, "");
+    HP_CHECK_EQ(g->win, 65535 - 1000); /* 1000 bytes less than an MSS: the edge stays */
+    HP_CHECK_EQ(pd_read(h, t, 5000), 1000);
+    pd_expect_none(h);
+    pd_in_data(h, "P.", 1001, 1, 65535, 1000, "");
+    pd_advance_ms(h, 40);
+    g = pd_expect(h, ".", 1, 2001, PD_ANY, "");
+    HP_CHECK_EQ(g->win, 65535); /* 2000 bytes of room back: moved, and clamped */
+    HP_CHECK_EQ(pd_info(h, t).rcv_wnd, 65535);
+    HP_CHECK_EQ(pd_read(h, t, 5000), 1000);
+}
+
 /* RFC 7323 5.3: a segment whose TSval is older than TS.Recent is dropped
  * with an ACK (PAWS); a RST is exempt. */
 PD_TEST(tcp_est_paws)
