@@ -51,7 +51,9 @@ struct freelist {
 
 static inline void fl_flush(struct freelist *f)
 {
-    if (f->n)
+    if (f->n == 1) /* a segment read or acknowledged: most flushes */
+        hp_buf_free(f->b[0]);
+    else if (f->n)
         hp_buf_free_bulk(f->b, f->n);
     f->n = 0;
 }
