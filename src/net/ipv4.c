@@ -228,6 +228,18 @@ static bool out_fast(const struct hp__route *r, const struct hp_ipv4_repr *ip, s
     return true;
 }
 
+/*
+ * A next hop hp__neigh_output4 would resolve through the neighbour table
+ * (not a broadcast, multicast, 0/8, 127/8 or 240/4 address): the same
+ * frame goes out of out_fast when its entry is usable. TCP knows this of
+ * its peer already (HP__IP_UNICAST); UDP, ICMP and the rest ask here, the
+ * broadcast test a word compare per address of the interface.
+ */
+static inline bool unicast_hop4(const struct hp__iface *ifc, const uint8_t a[4])
+{
+    return a[0] != 0 && a[0] != 127 && a[0] < 224 && !hp__is_bcast4(ifc, a);
+}
+
 int hp__ipv4_output(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[4],
                     uint8_t proto, struct hp_buf *b)
 {
@@ -266,7 +278,7 @@ int hp__ipv4_output_x(struct hp_stack *s, const struct hp__route *r, const uint8
     ip.ident = hp__ip4_ident(s, ip.src, ip.dst, proto, ip.df && !frag);
     if (frag)
         return fragment4(s, r, &ip, b);
-    if ((xf & HP__IP_UNICAST) && out_fast(r, &ip, b))
+    if (((xf & HP__IP_UNICAST) || unicast_hop4(r->ifc, r->nexthop)) && out_fast(r, &ip, b))
         return 0;
     uint8_t *h = hp__push_header(r->ifc, &b, HP_IPV4_HDR_LEN);
     if (!h) {

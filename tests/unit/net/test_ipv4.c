@@ -256,6 +256,67 @@ HP_TEST(ipv4_output_fragments_large_datagrams)
     HP_CHECK_EQ(hp_pools_in_use(), 0);
 }
 
+/* One datagram through hp__ipv4_output to dst (its route), the frame
+ * the stack sent: its destination MAC and IPv4 header. */
+static bool out_one(struct ct_env *e, const uint8_t dst[4], uint8_t mac[6], struct hp_ipv4_repr *ip)
+{
+    struct hp__route r;
+    if (hp__route4(e->s, dst, &r) != 0)
+        return false;
+    struct hp_buf *b = hp_buf_alloc(e->pool);
+    if (!b)
+        return false;
+    memset(hp_buf_append(b, 8), 0x5A, 8);
+    if (hp__ipv4_output(e->s, &r, dst, HP_IPPROTO_UDP, b) != 0)
+        return false;
+    ct_step(e);
+    struct hp_buf *f;
+    if (ct_recv(e, &f, 1) != 1)
+        return false;
+    struct hp_eth_repr eth;
+    const uint8_t *p = ct_eth(f, &eth);
+    bool ok = p && eth.ethertype == HP_ETHERTYPE_IPV4 &&
+              hp_ipv4_parse(p, f->data_len - HP_ETH_HDR_LEN, ip, HP_WIRE_VERIFY_CKSUM) == 0;
+    memcpy(mac, eth.dst, 6);
+    hp_buf_free(f);
+    return ok;
+}
+
+/* Output to a unicast neighbour with a usable entry takes the direct path
+ * (both headers at once); broadcast and multicast next hops never do,
+ * even when the neighbour table holds an entry for that address (a forged
+ * ARP reply could have put one there): the frame goes to the broadcast or
+ * the group's MAC, as hp__neigh_output4 decides. */
+HP_TEST(ipv4_output_unicast_direct_broadcast_never)
+{
+    struct ct_env e;
+    HP_REQUIRE(it_open(&e, NULL) == 0);
+    uint8_t mac[6];
+    struct hp_ipv4_repr ip;
+    HP_REQUIRE(out_one(&e, CT_PEER4, mac, &ip));
+    HP_CHECK_MEMEQ(mac, CT_PEER_MAC, 6);
+    HP_CHECK_MEMEQ(ip.src, CT_OUR4, 4);
+    HP_CHECK_MEMEQ(ip.dst, CT_PEER4, 4);
+    HP_CHECK_EQ(ip.proto, HP_IPPROTO_UDP);
+    HP_CHECK_EQ(ip.payload_len, 8);
+
+    static const uint8_t dbc[4] = {198, 18, 0, 255}, lbc[4] = {255, 255, 255, 255},
+                         grp[4] = {224, 0, 0, 251};
+    static const uint8_t grp_mac[6] = {0x01, 0x00, 0x5E, 0x00, 0x00, 0xFB};
+    hp__neigh_learn(e.ifc, 4, dbc, CT_PEER_MAC, HP__LEARN_CREATE);
+    hp__neigh_learn(e.ifc, 4, dbc, CT_PEER_MAC, HP__LEARN_CONFIRM);
+    HP_REQUIRE(out_one(&e, dbc, mac, &ip));
+    HP_CHECK_MEMEQ(mac, CT_BCAST, 6);
+    HP_CHECK_MEMEQ(ip.dst, dbc, 4);
+    HP_REQUIRE(out_one(&e, lbc, mac, &ip));
+    HP_CHECK_MEMEQ(mac, CT_BCAST, 6);
+    HP_REQUIRE(out_one(&e, grp, mac, &ip));
+    HP_CHECK_MEMEQ(mac, grp_mac, 6);
+    HP_CHECK_EQ(ct_drain(&e), 0);
+    ct_close(&e);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
 /* hp__prefix_match against bit-by-bit comparison: random pairs of IPv6
  * addresses that first differ at every bit position, every prefix length
  * up to 128 (IPv4 uses the first 32), and equal addresses. */
