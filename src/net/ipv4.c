@@ -27,18 +27,29 @@ bool hp__ipv4_is_bcast(const struct hp__iface *ifc, const uint8_t a[4])
     return false;
 }
 
+/* d (host order) in ad's prefix: one word compare (hp__prefix_match's
+ * loop is for IPv6's four words; every datagram a UDP socket sends is
+ * routed, this once per address of each interface). */
+static inline bool match4(uint32_t d, const struct hp__addr4 *ad)
+{
+    unsigned plen = ad->plen; /* 0 to 32 (hp_stack_add_addr) */
+    uint32_t m = plen ? 0xFFFFFFFFu << (32 - plen) : 0;
+    return ((d ^ hp_get_be32(ad->addr)) & m) == 0;
+}
+
 /* The longest connected prefix holding a; NULL when none. */
 static const struct hp__addr4 *connected4(struct hp_stack *s, const uint8_t a[4],
                                           struct hp__iface **out)
 {
     const struct hp__addr4 *best = NULL;
+    uint32_t d = hp_get_be32(a);
     for (int i = 0; i < s->nifaces; i++) {
         struct hp__iface *ifc = s->ifaces[i];
         if (!ifc)
             continue;
         for (int j = 0; j < ifc->n4; j++) {
             const struct hp__addr4 *ad = &ifc->v4[j];
-            if (hp__prefix_match(a, ad->addr, ad->plen) && (!best || ad->plen > best->plen)) {
+            if (match4(d, ad) && (!best || ad->plen > best->plen)) {
                 best = ad;
                 *out = ifc;
             }

@@ -202,6 +202,19 @@ HP_TEST(ipv4_route_lookup)
     HP_CHECK_MEMEQ(r.src, a2, 4);
     HP_REQUIRE_EQ(hp__route4(e.s, CT_PEER4, &r), 0);
     HP_CHECK_MEMEQ(r.src, CT_OUR4, 4);
+    /* A /32 covers itself alone, a /2 a quarter of the space (connected4
+     * tests one word under each mask length). */
+    static const uint8_t h32[4] = {198, 19, 7, 7}, n32[4] = {198, 19, 7, 6},
+                         a2b[4] = {100, 64, 0, 1}, in2b[4] = {99, 9, 9, 9};
+    HP_REQUIRE_EQ(hp_stack_add_addr(e.s, 0, 4, h32, 32), 0);
+    HP_REQUIRE_EQ(hp__route4(e.s, h32, &r), 0);
+    HP_CHECK_MEMEQ(r.src, h32, 4);
+    HP_CHECK_EQ(hp__route4(e.s, n32, &r), -ENETUNREACH);
+    HP_REQUIRE_EQ(hp_stack_add_addr(e.s, 0, 4, a2b, 2), 0); /* 64.0.0.0/2 */
+    HP_REQUIRE_EQ(hp__route4(e.s, in2b, &r), 0);
+    HP_CHECK_MEMEQ(r.src, a2b, 4);
+    HP_CHECK_MEMEQ(r.nexthop, in2b, 4);
+    HP_CHECK_EQ(hp__route4(e.s, n32, &r), -ENETUNREACH);
     /* Off link through the gateway, which must be on link. */
     HP_REQUIRE_EQ(hp_stack_set_gateway(e.s, 4, gw), 0);
     HP_REQUIRE_EQ(hp__route4(e.s, far, &r), 0);
