@@ -497,6 +497,30 @@ int hp__tcp_send_tlp(struct hp_tcp_sock *c, bool *rtx)
  * RFC 9293 3.8.6.2.1 (4): send the first segment the windows allow even
  * if Nagle or sender SWS avoidance would wait.
  */
+/* In a state that sends data, nothing new to send and nothing to repair:
+ * the call after an ACK received (once per segment). hp__tcp_output tests
+ * this before the call to output(), whose register saves and window
+ * arithmetic it then skips. */
+static inline bool output_idle(const struct hp_tcp_sock *c)
+{
+    uint8_t st = c->state;
+    if (st < HP_TCP_ESTABLISHED || st == HP_TCP_TIME_WAIT || st == HP_TCP_FIN_WAIT_2 ||
+        (c->flags & (HP__TCPF_FIN_QUEUED | HP__TCPF_SB_LOSS)))
+        return false;
+    uint32_t end = hp__tcp_sndq_seq(c) + c->sndq.bytes;
+    return c->snd_nxt == end || !hp__seq_le(c->snd_nxt, end);
+}
+
+/* What output() does when nothing is pending and nothing lost: the
+ * retransmission timer runs while data is outstanding (but for a zero
+ * window probed), and an owed ACK goes. */
+static int output_quiet(struct hp_tcp_sock *c)
+{
+    if (c->snd_max != c->snd_una && !((c->flags & HP__TCPF_PERSIST) && c->snd_wnd == 0))
+        hp__tcp_rtx_ensure(c);
+    return (c->flags & HP__TCPF_ACK_NOW) ? hp__tcp_send_ack(c) == 0 : 0;
+}
+
 static int output(struct hp_tcp_sock *c, bool force)
 {
     uint8_t st = c->state;
@@ -517,14 +541,8 @@ static int output(struct hp_tcp_sock *c, bool force)
      * has not passed. */
     bool pending = hp__seq_le(c->snd_nxt, end) && (c->snd_nxt != end || fin_q);
 
-    /* Nothing new to send and nothing to repair (an arriving ACK's call,
-     * once per segment received): what the end below would do, without
-     * the window and the idle check. */
-    if (!pending && !(c->flags & HP__TCPF_SB_LOSS)) {
-        if (c->snd_max != una && !((c->flags & HP__TCPF_PERSIST) && c->snd_wnd == 0))
-            hp__tcp_rtx_ensure(c);
-        return (c->flags & HP__TCPF_ACK_NOW) ? hp__tcp_send_ack(c) == 0 : 0;
-    }
+    if (!pending && !(c->flags & HP__TCPF_SB_LOSS))
+        return output_quiet(c);
 
     /* RFC 5681 4.1: after an idle period longer than the RTO, start again
      * from the restart window rather than send an old cwnd as one burst. */
@@ -638,7 +656,7 @@ static int output(struct hp_tcp_sock *c, bool force)
 
 int hp__tcp_output(struct hp_tcp_sock *c)
 {
-    int n = output(c, false);
+    int n = output_idle(c) ? output_quiet(c) : output(c, false);
     hp__tcp_check(c);
     return n;
 }
