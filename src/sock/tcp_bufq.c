@@ -458,6 +458,20 @@ uint32_t hp__tcp_rcvq_append(struct hp__tcp_rcvq *rq, struct hp_pool *pool, cons
 
 void hp__tcp_rcvq_read(struct hp__tcp_rcvq *rq, void *dst, uint32_t len)
 {
+    struct hp_buf *h = rq->head;
+    /* A read that takes the first buffer whole (a request read at once):
+     * copied, unlinked and freed, without the general walk. */
+    if (h && len == h->data_len && len <= rq->bytes) {
+        memcpy(dst, hp_buf_data(h), len);
+        rq->head = h->next;
+        if (!rq->head)
+            rq->tail = NULL;
+        rq->bytes -= len;
+        rq->nbufs--;
+        h->next = NULL;
+        hp_buf_free(h);
+        return;
+    }
     struct hp__tcp_bufq q = rq_q(rq);
     hp__tcp_bufq_read(&q, dst, len);
     rq_set(rq, &q);

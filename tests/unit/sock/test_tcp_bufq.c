@@ -165,6 +165,47 @@ HP_TEST(tcp_bufq_push_read_pop_purge)
     pool_done(p);
 }
 
+/* The receive queue's read: a read of exactly the first buffer takes it
+ * whole (tcp_bufq.c's short path); reads across and within buffers, and
+ * the last one, leave the queue as the general walk does. */
+HP_TEST(tcp_rcvq_read_whole_and_partial)
+{
+    struct hp_pool *p = pool_new(16);
+    HP_REQUIRE(p != NULL);
+    uint8_t src[900], dst[900];
+    pattern(src, sizeof src, 7);
+    struct hp__tcp_rcvq rq = {0};
+    hp__tcp_rcvq_push_small(&rq, mkbuf(p, src, 100), 0);
+    hp__tcp_rcvq_push_small(&rq, mkbuf(p, src + 100, 300), 0);
+    hp__tcp_rcvq_push_small(&rq, mkbuf(p, src + 400, 200), 0);
+    HP_REQUIRE_EQ(rq.bytes, 600);
+    HP_REQUIRE_EQ(rq.nbufs, 3);
+    hp__tcp_rcvq_read(&rq, dst, 100); /* the first buffer, exactly */
+    HP_CHECK_MEMEQ(dst, src, 100);
+    HP_CHECK_EQ(rq.bytes, 500);
+    HP_CHECK_EQ(rq.nbufs, 2);
+    HP_CHECK_EQ(hp_pool_in_use(p), 2);
+    hp__tcp_rcvq_read(&rq, dst, 50); /* within the next */
+    HP_CHECK_MEMEQ(dst, src + 100, 50);
+    HP_CHECK_EQ(rq.nbufs, 2);
+    hp__tcp_rcvq_read(&rq, dst, 250); /* the rest of it: whole again */
+    HP_CHECK_MEMEQ(dst, src + 150, 250);
+    HP_CHECK_EQ(rq.bytes, 200);
+    HP_CHECK_EQ(rq.nbufs, 1);
+    HP_CHECK_EQ(hp_pool_in_use(p), 1);
+    hp__tcp_rcvq_read(&rq, dst, 200); /* the last buffer: the queue empties */
+    HP_CHECK_MEMEQ(dst, src + 400, 200);
+    HP_CHECK_EQ(rq.bytes, 0);
+    HP_CHECK_EQ(rq.nbufs, 0);
+    HP_CHECK(rq.head == NULL && rq.tail == NULL);
+    HP_CHECK_EQ(hp_pool_in_use(p), 0);
+    /* Pushed again after emptying: head and tail are both set again. */
+    hp__tcp_rcvq_push_small(&rq, mkbuf(p, src, 10), 0);
+    HP_CHECK(rq.head != NULL && rq.head == rq.tail);
+    hp__tcp_rcvq_purge(&rq);
+    pool_done(p);
+}
+
 HP_TEST(tcp_bufq_push_small_coalesces)
 {
     struct hp_pool *p = pool_new(64);
