@@ -100,33 +100,47 @@ static bool same_addrs(const struct hp__ipid *t, size_t alen, const uint8_t *src
     return memcmp(t->last_src, src, 16) == 0 && memcmp(t->last_dst, dst, 16) == 0;
 }
 
-static uint32_t next_id(struct hp_stack *s, int family, const uint8_t *src, const uint8_t *dst,
-                        uint8_t proto, bool atomic)
+/* The flow's hash: the last one's, or computed and kept (out of line). */
+static __attribute__((noinline)) uint64_t new_flow(struct hp__ipid *t, uint32_t tag,
+                                                   const uint8_t *src, const uint8_t *dst,
+                                                   size_t alen)
+{
+    uint64_t h = flow_hash(t, tag, src, dst, alen);
+    memcpy(t->last_src, src, alen);
+    memcpy(t->last_dst, dst, alen);
+    t->last_tag = tag;
+    t->last_h = h;
+    return h;
+}
+
+/* A bucket idle for more than 1 ms first moves on by a random step below
+ * the idle time (out of line: a busy bucket just counts). Keyed by the
+ * bucket's state, so it is as unpredictable as the offsets. */
+static __attribute__((noinline)) void idle_step(struct hp__ipid *t, uint32_t i, uint32_t now_ms,
+                                                uint32_t idle)
+{
+    uint64_t w[2] = {(uint64_t)i << 32 | t->b[i].ctr, now_ms};
+    t->b[i].ctr += (uint32_t)(hp__siphash(t->key, w, sizeof w, 2, 4) % idle);
+}
+
+/* The next ID of the flow (family, proto, atomic) from src to dst: inline
+ * at its two callers, the hash and the idle step out of line (a packet to
+ * the last peer, from a busy bucket, is a compare and an increment). */
+static inline uint32_t next_id(struct hp_stack *s, int family, const uint8_t *src,
+                               const uint8_t *dst, uint8_t proto, bool atomic)
 {
     struct hp__ipid *t = s->ipid;
     HP_ASSERT(t != NULL);
     size_t alen = family == 4 ? 4 : 16;
     uint32_t tag = (uint32_t)family | (uint32_t)proto << 8 | (uint32_t)atomic << 16;
-    uint64_t h;
-    if (t->last_tag == tag && same_addrs(t, alen, src, dst)) {
-        h = t->last_h;
-    } else {
-        h = flow_hash(t, tag, src, dst, alen);
-        memcpy(t->last_src, src, alen);
-        memcpy(t->last_dst, dst, alen);
-        t->last_tag = tag;
-        t->last_h = h;
-    }
+    uint64_t h = t->last_tag == tag && same_addrs(t, alen, src, dst)
+                     ? t->last_h
+                     : new_flow(t, tag, src, dst, alen);
     uint32_t i = (uint32_t)h % NBUCKETS;
     uint32_t now_ms = (uint32_t)(s->now / NS_PER_MS);
     uint32_t idle = now_ms - t->b[i].used_ms;
-    if (idle > 1) {
-        /* A random step below the idle time (at least 1 ms idle: a busy
-         * bucket just counts). Keyed by the bucket's state, so it is as
-         * unpredictable as the offsets. */
-        uint64_t w[2] = {(uint64_t)i << 32 | t->b[i].ctr, now_ms};
-        t->b[i].ctr += (uint32_t)(hp__siphash(t->key, w, sizeof w, 2, 4) % idle);
-    }
+    if (idle > 1)
+        idle_step(t, i, now_ms, idle);
     t->b[i].used_ms = now_ms;
     return (uint32_t)(h >> 32) + t->b[i].ctr++;
 }
