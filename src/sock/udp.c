@@ -46,6 +46,22 @@ static size_t alen(int family)
     return family == HP_AF_INET4 ? 4 : 16;
 }
 
+/* An address copied or compared at its family's constant length: a length
+ * known only at run time is a call or a byte loop, on the path of every
+ * datagram received (the lookup, the sender's address) and sent. */
+static inline void addr_cpy(uint8_t *d, const uint8_t *a, int family)
+{
+    if (family == HP_AF_INET4)
+        memcpy(d, a, 4);
+    else
+        memcpy(d, a, 16);
+}
+
+static inline bool addr_eq(const uint8_t *a, const uint8_t *b, int family)
+{
+    return family == HP_AF_INET4 ? memcmp(a, b, 4) == 0 : memcmp(a, b, 16) == 0;
+}
+
 static bool all_zero(const uint8_t *a, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -185,18 +201,17 @@ static struct hp_udp_sock *lookup(struct hp__sock_state *st, int family, const u
 {
     struct hp_udp_sock *best = NULL;
     int best_score = -1;
-    size_t n = alen(family);
     for (struct hp_udp_sock *u = *bucket(st, dport); u; u = u->hnext) {
         if (u->local.port != dport || u->family != family)
             continue;
         int score = 0;
         if (!u->wildcard) {
-            if (memcmp(u->local.addr, dst, n) != 0)
+            if (!addr_eq(u->local.addr, dst, family))
                 continue;
             score += 2;
         }
         if (u->connected) {
-            if (u->remote.port != sport || memcmp(u->remote.addr, src, n) != 0)
+            if (u->remote.port != sport || !addr_eq(u->remote.addr, src, family))
                 continue;
             score += 1;
         }
@@ -415,7 +430,7 @@ void hp__udp_input(struct hp__iface *ifc, struct hp_buf *b, int family, const ui
     e->from.family = (uint8_t)family;
     e->from.port = sport;
     memset(e->from.addr, 0, sizeof e->from.addr);
-    memcpy(e->from.addr, src, alen(family));
+    addr_cpy(e->from.addr, src, family);
     hp__ctr(s, HP_CTR_UDP_IN_DATAGRAMS);
     if (u->qlen++ == 0)
         hp__sock_ev_raise(st, &u->ev, HP_EV_IN);
@@ -630,7 +645,7 @@ static int resolve(struct hp_udp_sock *u, const struct hp_sockaddr *to, struct d
     int rc = autobind(u);
     if (rc < 0)
         return rc;
-    memcpy(d->dst, to->addr, n);
+    addr_cpy(d->dst, to->addr, u->family);
     d->dport = to->port;
     rc = u->family == HP_AF_INET4 ? hp__route4(u->s, d->dst, &d->r)
                                   : hp__route6(u->s, d->dst, &d->r);
@@ -640,7 +655,7 @@ static int resolve(struct hp_udp_sock *u, const struct hp_sockaddr *to, struct d
         return -EHOSTUNREACH;
     }
     if (!u->wildcard)
-        memcpy(d->r.src, u->local.addr, n);
+        addr_cpy(d->r.src, u->local.addr, u->family);
     return 0;
 }
 
