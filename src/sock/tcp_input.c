@@ -814,6 +814,7 @@ void hp__tcp_early(struct hp_stack *s, const struct hp_buf *b, int family, const
     struct hp__tcp_hint *h = &ts->hint[ts->nhint++];
     hp__tcp_key_init(&h->k, family, laddr, lport, raddr, rport);
     h->b = b;
+    h->e = NULL;
     h->h = hp__tcp_table_hash(ts->table, &h->k);
     hp__tcp_conn_prefetch(ts->table, h->h);
 }
@@ -827,7 +828,10 @@ void hp__tcp_early_step(struct hp_stack *s)
     if (end > ts->nhint)
         end = ts->nhint;
     for (; ts->lines_at < end; ts->lines_at++) {
-        struct hp__tcp_key *e = hp__tcp_conn_peek(ts->table, ts->hint[ts->lines_at].h);
+        struct hp__tcp_hint *h = &ts->hint[ts->lines_at];
+        struct hp__tcp_key *e = hp__tcp_conn_peek(ts->table, h->h);
+        h->e = e;
+        h->epoch = hp__tcp_conn_epoch(ts->table);
         if (e)
             hp__tcp_prefetch_hot(HP__TCP_ENTRY(e, struct hp_tcp_sock, key));
     }
@@ -854,7 +858,7 @@ static struct hp__tcp_key *conn_lookup(struct hp__tcp_state *ts, const struct hp
         ts->hint_at = i + 1;
         if (hp__tcp_key_eq(&h->k, k)) {
             ts->early_hits++;
-            return hp__tcp_conn_lookup_hashed(ts->table, k, h->h);
+            return hp__tcp_conn_lookup_peeked(ts->table, k, h->h, h->e, h->epoch);
         }
         break;
     }

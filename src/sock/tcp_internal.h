@@ -613,6 +613,8 @@ struct hp__tcp_state {
         struct hp__tcp_key k;
         const struct hp_buf *b;
         uint64_t h;
+        struct hp__tcp_key *e; /* what the step peeked (NULL: not yet, or none) */
+        uint32_t epoch;        /* the table's epoch then (hp__tcp_conn_lookup_peeked) */
     } hint[HP__RX_BURST];
     uint32_t nhint, hint_at, lines_at;
     uint64_t early_hits; /* lookups that used a peeked hash (tests) */

@@ -135,6 +135,7 @@ struct hp__tcp_table {
     uint64_t rekeys;
     uint64_t pk0, pk1; /* port selection key (RFC 6056's secret_key) */
     uint64_t lookups, key_cmps, extra_buckets, grows;
+    uint32_t conn_removed; /* hp__tcp_conn_epoch */
     uint16_t eph_lo, eph_hi;
     uint16_t perturb[PERTURB_N]; /* RFC 6056 algorithm 4's table */
 };
@@ -543,6 +544,22 @@ struct hp__tcp_key *hp__tcp_conn_lookup_hashed(struct hp__tcp_table *t, const st
     return map_find(t, &t->conn, k, h);
 }
 
+struct hp__tcp_key *hp__tcp_conn_lookup_peeked(struct hp__tcp_table *t, const struct hp__tcp_key *k,
+                                               uint64_t h, struct hp__tcp_key *e, uint32_t epoch)
+{
+    if (e && epoch == t->conn_removed && hp__tcp_key_eq(e, k)) {
+        t->lookups++;
+        t->key_cmps++;
+        return e;
+    }
+    return map_find(t, &t->conn, k, h);
+}
+
+uint32_t hp__tcp_conn_epoch(const struct hp__tcp_table *t)
+{
+    return t->conn_removed;
+}
+
 void hp__tcp_conn_prefetch(const struct hp__tcp_table *t, uint64_t h)
 {
     __builtin_prefetch(&t->conn.b[(uint32_t)h & t->conn.mask], 0, 3);
@@ -560,6 +577,7 @@ struct hp__tcp_key *hp__tcp_conn_peek(const struct hp__tcp_table *t, uint64_t h)
 
 int hp__tcp_conn_remove(struct hp__tcp_table *t, struct hp__tcp_key *k)
 {
+    t->conn_removed++;
     return map_remove(t, &t->conn, k);
 }
 

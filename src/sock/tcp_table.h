@@ -153,6 +153,16 @@ struct hp__tcp_key *hp__tcp_conn_lookup(struct hp__tcp_table *t, const struct hp
  * (early demultiplexing hashes a burst's tuples before their lookups). */
 struct hp__tcp_key *hp__tcp_conn_lookup_hashed(struct hp__tcp_table *t, const struct hp__tcp_key *k,
                                                uint64_t h);
+/** The same, with e the entry hp__tcp_conn_peek() returned for h when the
+ * table's epoch (hp__tcp_conn_epoch) was `epoch`: e is the answer, without
+ * the bucket read again, when no connection has been removed since and its
+ * key is k's; anything else (NULL, a removal, a tag that matched another
+ * tuple) takes the full lookup. */
+struct hp__tcp_key *hp__tcp_conn_lookup_peeked(struct hp__tcp_table *t, const struct hp__tcp_key *k,
+                                               uint64_t h, struct hp__tcp_key *e, uint32_t epoch);
+/** Counts the connections removed: an entry peeked at epoch n is still in
+ * the map (at the same address) while the epoch is n. */
+uint32_t hp__tcp_conn_epoch(const struct hp__tcp_table *t);
 /** Start loading the home bucket of hash h (a prefetch: nothing is read). */
 void hp__tcp_conn_prefetch(const struct hp__tcp_table *t, uint64_t h);
 /** A guess, for prefetching only: the first entry of h's home bucket whose

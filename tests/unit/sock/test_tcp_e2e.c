@@ -1075,3 +1075,44 @@ HP_TEST(tcp_e2e_early_demux_odd_frames)
         HP_STOP_IF_FAILED();
     }
 }
+
+/* A connection freed inside a burst: the server's last ACK ends its
+ * LAST_ACK (the socket was closed: the block is freed at once), and a copy
+ * of that ACK follows in the same burst. Early demultiplexing peeked the
+ * block for both frames; the second must not use it (the table's epoch
+ * moved: hp__tcp_conn_lookup_peeked looks the tuple up again, under ASan a
+ * read of the freed block would stop here) and is answered as a segment of
+ * no connection, to the listener's port: a reset. */
+HP_TEST(tcp_e2e_early_demux_conn_freed_mid_burst)
+{
+    for (int family = 4; family <= 6; family += 2) {
+        struct net n;
+        struct hp_tcp_config tc = {.early_demux_conns = 1};
+        HP_REQUIRE_EQ(net_up(&n, NULL, &tc), 0);
+        struct hp_tcp_sock *c, *s, *l;
+        HP_REQUIRE(connect_pair(&n, family, 100, &c, &s, &l));
+        net_settle(&n, 100);
+        hp_tcp_close(c); /* FIN from the client; the server ACKs it */
+        net_settle(&n, 100);
+        HP_REQUIRE_EQ(hp_tcp_state(s), HP_TCP_CLOSE_WAIT);
+        hp_tcp_close(s); /* the server's FIN: LAST_ACK, the socket gone */
+        hp_stack_poll(n.s[1]);
+        hp_stack_poll(n.s[0]); /* the client answers with the last ACK */
+        struct hp_buf *ack[4];
+        HP_REQUIRE_EQ(hp_link_rx_burst(n.e[1], ack, 4), 1);
+        struct hp_buf *burst[2] = {ack[0], frame_copy(n.pool, ack[0], 4096, NULL)};
+        HP_REQUIRE(burst[1] != NULL);
+        HP_REQUIRE_EQ(hp_link_tx_burst(n.e[0], burst, 2), 2);
+        uint64_t hits0 = hp__tcp(n.s[1])->early_hits;
+        uint64_t rst0 = hp_stack_counter(n.s[1], HP_CTR_TCP_OUT_RSTS);
+        HP_CHECK_GE(hp_stack_poll(n.s[1]), 2);
+        HP_CHECK_EQ(hp__tcp(n.s[1])->early_hits - hits0, 2u);
+        HP_CHECK_EQ(hp__tcp_conn_count(hp__tcp(n.s[1])->table), 0u);
+        HP_CHECK_EQ(hp_stack_counter(n.s[1], HP_CTR_TCP_OUT_RSTS) - rst0, 1u);
+        hp_tcp_close(l);
+        for (int round = 0; round < 100000 && hp_stack_next_timer_ns(n.s[0]) >= 0; round++)
+            net_step(&n);
+        net_down(&n);
+        HP_STOP_IF_FAILED();
+    }
+}
