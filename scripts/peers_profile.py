@@ -134,6 +134,7 @@ def parse_files(path):
 
 def file_label(path):
     """A short name and a category (stack, harness, libc, rust) for a source file."""
+    path = os.path.normpath(path)  # a header included as "../wire/x.h" is still ours
     m = re.search(r"/smoltcp-[\d.]+/src/(.*)$", path)
     if m:
         return "smoltcp " + m.group(1), "stack"

@@ -5,6 +5,7 @@
 
 #include <hotpath/cksum.h>
 
+#include "../wire/ipv4_emit.h"
 #include "internal.h"
 #include "ip_local.h"
 
@@ -232,7 +233,7 @@ static bool out_fast(const struct hp__route *r, const struct hp_ipv4_repr *ip, s
     memcpy(h, mac, 6);
     memcpy(h + 6, ifc->mac, 6);
     hp_put_be16(h + 12, HP_ETHERTYPE_IPV4);
-    (void)hp_ipv4_emit(ip, h + HP_ETH_HDR_LEN, HP_IPV4_HDR_LEN);
+    (void)hp__ipv4_emit20(ip, h + HP_ETH_HDR_LEN);
     b->l2_len = HP_ETH_HDR_LEN;
     b->l3_len = HP_IPV4_HDR_LEN;
     hp__eth_xmit(ifc, b);
