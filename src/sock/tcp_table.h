@@ -90,18 +90,25 @@ static inline void hp__tcp_key_init(struct hp__tcp_key *k, int family, const uin
     k->family = (uint8_t)family;
 }
 
-/** Whether a and b are the same tuple (their first 40 bytes: five word
- * compares folded into one test, no early exit, no memcmp call). */
+/** Whether a and b are the same tuple (their first 40 bytes as five
+ * words, folded into one test, no early exit, no memcmp call). An IPv4 key
+ * (its family is in word 4, compared always) has zeros in words 1 and 3,
+ * both keys' (hp__tcp_key_init): three words decide it. */
+static inline uint64_t hp__tcp_key_word(const struct hp__tcp_key *k, int i)
+{
+    uint64_t u;
+    memcpy(&u, (const unsigned char *)k + 8 * i, 8);
+    return u;
+}
+
 static inline bool hp__tcp_key_eq(const struct hp__tcp_key *a, const struct hp__tcp_key *b)
 {
-    const unsigned char *pa = (const unsigned char *)a, *pb = (const unsigned char *)b;
-    uint64_t x = 0;
-    for (int i = 0; i < 5; i++) {
-        uint64_t u, v;
-        memcpy(&u, pa + 8 * i, 8);
-        memcpy(&v, pb + 8 * i, 8);
-        x |= u ^ v;
-    }
+    uint64_t x = (hp__tcp_key_word(a, 0) ^ hp__tcp_key_word(b, 0)) |
+                 (hp__tcp_key_word(a, 2) ^ hp__tcp_key_word(b, 2)) |
+                 (hp__tcp_key_word(a, 4) ^ hp__tcp_key_word(b, 4));
+    if (a->family != 4)
+        x |= (hp__tcp_key_word(a, 1) ^ hp__tcp_key_word(b, 1)) |
+             (hp__tcp_key_word(a, 3) ^ hp__tcp_key_word(b, 3));
     return x == 0;
 }
 

@@ -223,6 +223,44 @@ HP_TEST(tcp_table_random_100k_v6)
 }
 
 /* v4 and v6 tuples with the same bytes are different connections. */
+/* hp__tcp_key_eq decides an IPv4 pair on three of the five words (the
+ * other two are zero in every key hp__tcp_key_init fills): any byte of
+ * either address, either port or the family that differs still makes the
+ * keys differ, in both families, and equal tuples are equal. */
+HP_TEST(tcp_key_eq_every_field)
+{
+    for (int family = 4; family <= 6; family += 2) {
+        uint8_t la[16], ra[16];
+        for (int i = 0; i < 16; i++)
+            la[i] = (uint8_t)(0x20 + i), ra[i] = (uint8_t)(0x90 + i);
+        size_t n = family == 4 ? 4 : 16;
+        struct hp__tcp_key a, b;
+        hp__tcp_key_init(&a, family, la, 80, ra, 40000);
+        hp__tcp_key_init(&b, family, la, 80, ra, 40000);
+        HP_CHECK(hp__tcp_key_eq(&a, &b));
+        for (size_t i = 0; i < n; i++) {
+            uint8_t x[16];
+            memcpy(x, la, 16);
+            x[i] ^= 1;
+            hp__tcp_key_init(&b, family, x, 80, ra, 40000);
+            HP_CHECK(!hp__tcp_key_eq(&a, &b));
+            HP_CHECK(!hp__tcp_key_eq(&b, &a));
+            memcpy(x, ra, 16);
+            x[i] ^= 0x80;
+            hp__tcp_key_init(&b, family, la, 80, x, 40000);
+            HP_CHECK(!hp__tcp_key_eq(&a, &b));
+        }
+        hp__tcp_key_init(&b, family, la, 81, ra, 40000);
+        HP_CHECK(!hp__tcp_key_eq(&a, &b));
+        hp__tcp_key_init(&b, family, la, 80, ra, 40001);
+        HP_CHECK(!hp__tcp_key_eq(&a, &b));
+        /* The other family, the same leading bytes. */
+        hp__tcp_key_init(&b, family == 4 ? 6 : 4, la, 80, ra, 40000);
+        HP_CHECK(!hp__tcp_key_eq(&a, &b));
+        HP_CHECK(!hp__tcp_key_eq(&b, &a));
+    }
+}
+
 HP_TEST(tcp_table_families_apart)
 {
     struct hp__tcp_table *t = hp__tcp_table_create(16);
