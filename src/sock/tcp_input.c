@@ -446,6 +446,12 @@ static void ts_recent_update(struct hp_tcp_sock *c, const struct hp_tcp_repr *r)
         return;
     if (!hp__seq_le(r->seq, c->last_ack_sent))
         return;
+    /* The same TSval again (the peer's clock ticks at most every ms, many
+     * segments share a tick): nothing changes, not even when it was set,
+     * which the same value was less than a tick ago (RFC 7323 5.4: at
+     * least one tick per second) -- and no division for the time. */
+    if (r->opt.ts_val == c->ts_recent)
+        return;
     if (hp__ts_ge(r->opt.ts_val, c->ts_recent) ||
         hp__tcp_ts_recent_age_ns(c) > HP__TCP_PAWS_IDLE_NS) {
         c->ts_recent = r->opt.ts_val;
@@ -672,7 +678,9 @@ void hp__tcp_conn_input(struct hp_tcp_sock *c, struct hp__tcp_seg *sg)
             hp__tcp_seg_free(sg);
             return;
         }
-        if (!hp__tcp_paws_ok(r->opt.ts_val, c->ts_recent, hp__tcp_ts_recent_age_ns(c))) {
+        /* TS.Recent's age (a division) only for an older TSval. */
+        if (hp__ts_lt(r->opt.ts_val, c->ts_recent) &&
+            !hp__tcp_paws_ok(r->opt.ts_val, c->ts_recent, hp__tcp_ts_recent_age_ns(c))) {
             hp__ctr(s, HP_CTR_TCP_PAWS_DROPS);
             ack_and_drop(c, sg);
             return;

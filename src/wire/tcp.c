@@ -109,17 +109,18 @@ HP_API int hp_tcp_parse(const void *pkt, size_t len, const struct hp_l4_addrs *a
         return -HP_WIRE_BAD_LENGTH;
     if (hlen > len)
         return -HP_WIRE_TRUNCATED;
-    struct hp_tcp_opts o;
-    memset(&o, 0, sizeof o);
+    /* The options straight into r (unspecified on failure): no copy. */
+    struct hp_tcp_opts *o = &r->opt;
+    memset(o, 0, sizeof *o);
     if (hlen == HP_TCP_HDR_LEN + 12 && hp_get_be32(p + HP_TCP_HDR_LEN) == 0x0101080Au) {
         /* NOP, NOP, timestamps: what every segment of a connection with
          * timestamps carries (RFC 7323 appendix A's layout), read without
          * the walk. */
-        o.has_ts = true;
-        o.ts_val = hp_get_be32(p + HP_TCP_HDR_LEN + 4);
-        o.ts_ecr = hp_get_be32(p + HP_TCP_HDR_LEN + 8);
+        o->has_ts = true;
+        o->ts_val = hp_get_be32(p + HP_TCP_HDR_LEN + 4);
+        o->ts_ecr = hp_get_be32(p + HP_TCP_HDR_LEN + 8);
     } else {
-        int rc = walk_options(p + HP_TCP_HDR_LEN, hlen - HP_TCP_HDR_LEN, &o);
+        int rc = walk_options(p + HP_TCP_HDR_LEN, hlen - HP_TCP_HDR_LEN, o);
         if (rc)
             return rc;
     }
@@ -140,7 +141,6 @@ HP_API int hp_tcp_parse(const void *pkt, size_t len, const struct hp_l4_addrs *a
     r->window = hp_tcp_window(p);
     r->urgent = hp_tcp_urgent(p);
     r->data_off = (uint8_t)hlen;
-    r->opt = o;
     r->payload = p + hlen;
     r->payload_len = len - hlen;
     return 0;
