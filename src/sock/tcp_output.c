@@ -492,11 +492,6 @@ int hp__tcp_send_tlp(struct hp_tcp_sock *c, bool *rtx)
     return 0;
 }
 
-/*
- * The body of hp__tcp_output. force: the persist timer's override of
- * RFC 9293 3.8.6.2.1 (4): send the first segment the windows allow even
- * if Nagle or sender SWS avoidance would wait.
- */
 /* In a state that sends data, nothing new to send and nothing to repair:
  * the call after an ACK received (once per segment). hp__tcp_output tests
  * this before the call to output(), whose register saves and window
@@ -521,6 +516,11 @@ static int output_quiet(struct hp_tcp_sock *c)
     return (c->flags & HP__TCPF_ACK_NOW) ? hp__tcp_send_ack(c) == 0 : 0;
 }
 
+/*
+ * The body of hp__tcp_output. force: the persist timer's override of
+ * RFC 9293 3.8.6.2.1 (4): send the first segment the windows allow even
+ * if Nagle or sender SWS avoidance would wait.
+ */
 static int output(struct hp_tcp_sock *c, bool force)
 {
     uint8_t st = c->state;

@@ -90,10 +90,7 @@ static inline void hp__tcp_key_init(struct hp__tcp_key *k, int family, const uin
     k->family = (uint8_t)family;
 }
 
-/** Whether a and b are the same tuple (their first 40 bytes as five
- * words, folded into one test, no early exit, no memcmp call). An IPv4 key
- * (its family is in word 4, compared always) has zeros in words 1 and 3,
- * both keys' (hp__tcp_key_init): three words decide it. */
+/* Word i (0 to 4) of a key's first 40 bytes. */
 static inline uint64_t hp__tcp_key_word(const struct hp__tcp_key *k, int i)
 {
     uint64_t u;
@@ -101,6 +98,10 @@ static inline uint64_t hp__tcp_key_word(const struct hp__tcp_key *k, int i)
     return u;
 }
 
+/** Whether a and b are the same tuple (their first 40 bytes as five
+ * words, folded into one test, no early exit, no memcmp call). An IPv4 key
+ * (its family is in word 4, compared always) has zeros in words 1 and 3,
+ * both keys' (hp__tcp_key_init): three words decide it. */
 static inline bool hp__tcp_key_eq(const struct hp__tcp_key *a, const struct hp__tcp_key *b)
 {
     uint64_t x = (hp__tcp_key_word(a, 0) ^ hp__tcp_key_word(b, 0)) |
