@@ -79,6 +79,8 @@ static void open_window(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, uint32_t
                         const struct hp__tcp_cc_ev *ev)
 {
     uint32_t smss = ev->smss;
+    if (!hp__tcp_cc_used(cc, ev->flight))
+        return; /* application-limited: nothing grows (tcp_cc.h) */
     if (cc->cwnd < cc->ssthresh) {
         uint32_t inc = ss_inc(cc, acked, smss);
         /* HyStart++ needs N_RTT_SAMPLE (8) segments in a round; smaller
@@ -138,7 +140,8 @@ unsigned hp__tcp_cc_ack(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, uint32_t
 unsigned hp__tcp_cc_on_ack(struct hp__tcp_cc *cc, uint32_t acked, uint32_t snd_una,
                            uint32_t snd_max, uint32_t smss)
 {
-    struct hp__tcp_cc_ev ev = {.snd_una = snd_una, .snd_max = snd_max, .smss = smss};
+    struct hp__tcp_cc_ev ev = {
+        .snd_una = snd_una, .snd_max = snd_max, .smss = smss, .flight = snd_max - snd_una + acked};
     return hp__tcp_cc_ack(cc, NULL, acked, &ev);
 }
 

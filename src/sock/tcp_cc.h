@@ -34,9 +34,12 @@
  * congestion avoidance, a congestion event and slow start with a large
  * flight touch it, so that a request/response connection reads none of it.
  *
- * Not implemented here: limited transmit (RFC 3042, the caller's choice on
- * the first two duplicates), the cwnd-validation rules for application-
- * limited senders (RFC 7661).
+ * An application-limited sender's cwnd does not grow (RFC 9438 5.8, RFC
+ * 7661's validated phase): an ACK grows it only when the flight it found
+ * was at least half of cwnd (hp__tcp_cc_used). Of RFC 7661 only that:
+ * cwnd is not reduced after a non-validated period (RFC 5681 4.1's
+ * restart after idle is, hp__tcp_cc_idle). Not implemented here: limited
+ * transmit (RFC 3042, the caller's choice on the first two duplicates).
  */
 
 /* What the caller must do after an event (a bit set). */
@@ -176,7 +179,41 @@ void hp__tcp_cubic_init_ext(struct hp__tcp_cubic *x);
  */
 unsigned hp__tcp_cc_ack(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, uint32_t acked,
                         const struct hp__tcp_cc_ev *ev);
-/* hp__tcp_cc_ack for NewReno, without the context (tests). */
+
+/*
+ * Whether the sender used its cwnd: the flight an ACK found (bytes
+ * outstanding before it) was at least half of cwnd. Only then does the ACK
+ * grow cwnd, in slow start and in congestion avoidance, and feed HyStart++
+ * and CUBIC; a request/response flow's one-segment flights leave cwnd
+ * where it is instead of raising it by every ACK to a window it never used
+ * (and would one day send as a burst).
+ *
+ * That is RFC 7661's test for its validated phase (pipeACK >= cwnd / 2)
+ * made per ACK, with the flight the ACK found for pipeACK. Linux's
+ * tcp_is_cwnd_limited asks in slow start whether cwnd < 2x the window's
+ * largest flight, which takes per-window state; this takes none, and a
+ * burst that drains without more data behind it grows cwnd while its
+ * flight is above half, to about 1.5x what it used rather than 2x. A
+ * sender limited by cwnd refills the flight as ACKs come and is not
+ * affected.
+ */
+static inline bool hp__tcp_cc_used(const struct hp__tcp_cc *cc, uint32_t flight)
+{
+    return 2 * (uint64_t)flight >= cc->cwnd;
+}
+
+/*
+ * Whether hp__tcp_cc_ack for an ACK of new data that found `flight` bytes
+ * outstanding changes anything: not outside recovery with no duplicates
+ * counted and cwnd not used (the caller may skip the call then).
+ */
+static inline bool hp__tcp_cc_ack_acts(const struct hp__tcp_cc *cc, uint32_t flight)
+{
+    return cc->in_recovery || cc->dupacks != 0 || hp__tcp_cc_used(cc, flight);
+}
+
+/* hp__tcp_cc_ack for NewReno, without the context (tests): the flight
+ * before the ACK is snd_max - snd_una + acked. */
 unsigned hp__tcp_cc_on_ack(struct hp__tcp_cc *cc, uint32_t acked, uint32_t snd_una,
                            uint32_t snd_max, uint32_t smss);
 

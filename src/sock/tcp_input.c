@@ -490,8 +490,10 @@ static unsigned ack_new(struct hp_tcp_sock *c, const struct hp_tcp_repr *r, bool
 
     unsigned cc = HP__TCP_CC_NONE;
     /* hp__tcp_established just started congestion control; in SACK
-     * recovery PRR sets cwnd (tcp_sack.c). */
-    if (!syn_pending && !((c->flags & HP__TCPF_SB_LOSS) && c->x->sb.in_recovery)) {
+     * recovery PRR sets cwnd (tcp_sack.c); an application-limited ACK
+     * changes nothing (a request/response flow's every ACK). */
+    if (!syn_pending && !((c->flags & HP__TCPF_SB_LOSS) && c->x->sb.in_recovery) &&
+        hp__tcp_cc_ack_acts(&c->cc, flight)) {
         struct hp__tcp_cc_ev ev = hp__tcp_cc_ev(c, rtt_us, flight);
         /* CUBIC's state only where it may be touched (tcp_cc.c
          * open_window): congestion avoidance, HyStart++'s flights. */

@@ -36,6 +36,16 @@ static unsigned ack(struct snd *s, uint32_t n)
     return hp__tcp_cc_on_ack(&s->cc, n, s->una, s->max, SMSS);
 }
 
+/* An ACK of n new bytes to a sender that cwnd limits: it sends at once
+ * what the larger window allows (the flight stays at cwnd). */
+static unsigned ack_refill(struct snd *s, uint32_t n)
+{
+    unsigned r = ack(s, n);
+    if (s->max - s->una < s->cc.cwnd)
+        send_bytes(s, s->cc.cwnd - (s->max - s->una));
+    return r;
+}
+
 static unsigned dupack(struct snd *s)
 {
     return hp__tcp_cc_on_dupack(&s->cc, s->una, s->max, SMSS);
@@ -69,16 +79,16 @@ HP_TEST(tcp_cc_slow_start_abc)
     send_bytes(&s, 10000);
     HP_CHECK_EQ(s.cc.cwnd, 10000);
     /* One ACK per segment: +1 SMSS each. */
-    HP_CHECK_EQ(ack(&s, 1000), HP__TCP_CC_NONE);
+    HP_CHECK_EQ(ack_refill(&s, 1000), HP__TCP_CC_NONE);
     HP_CHECK_EQ(s.cc.cwnd, 11000);
     /* A delayed ACK of two segments: +2 SMSS (RFC 3465, L = 2). */
-    ack(&s, 2000);
+    ack_refill(&s, 2000);
     HP_CHECK_EQ(s.cc.cwnd, 13000);
     /* A stretch ACK of three: still +2 SMSS at most. */
-    ack(&s, 3000);
+    ack_refill(&s, 3000);
     HP_CHECK_EQ(s.cc.cwnd, 15000);
     /* A small ACK: +its size. */
-    ack(&s, 500);
+    ack_refill(&s, 500);
     HP_CHECK_EQ(s.cc.cwnd, 15500);
     /* Nothing new acknowledged: nothing. */
     HP_CHECK_EQ(hp__tcp_cc_on_ack(&s.cc, 0, s.una, s.max, SMSS), HP__TCP_CC_NONE);
@@ -87,11 +97,11 @@ HP_TEST(tcp_cc_slow_start_abc)
     /* A whole window acknowledged segment by segment doubles cwnd per RTT. */
     struct snd d;
     snd_init(&d, 5);
+    send_bytes(&d, d.cc.cwnd);
     for (int rtt = 0; rtt < 3; rtt++) {
         uint32_t w = d.cc.cwnd;
-        send_bytes(&d, w);
         for (uint32_t i = 0; i < w / SMSS; i++)
-            ack(&d, SMSS);
+            ack_refill(&d, SMSS);
         HP_CHECK_EQ(d.cc.cwnd, 2 * w);
     }
     HP_CHECK_EQ(d.cc.cwnd, 80000);
@@ -114,26 +124,24 @@ HP_TEST(tcp_cc_congestion_avoidance)
     /* RTT 1: ten ACKs of one SMSS fill bytes_acked to cwnd: +1 SMSS. */
     send_bytes(&s, 10000);
     for (int i = 0; i < 9; i++) {
-        ack(&s, SMSS);
+        ack_refill(&s, SMSS);
         HP_CHECK_EQ(s.cc.cwnd, 10000);
     }
-    ack(&s, SMSS);
+    ack_refill(&s, SMSS);
     HP_CHECK_EQ(s.cc.cwnd, 11000);
     HP_CHECK_EQ(s.cc.bytes_acked, 0);
     /* RTT 2: eleven segments, acknowledged two at a time by a delaying
      * receiver (five ACKs of 2000, one of 1000): +1 SMSS, not less. */
-    send_bytes(&s, 11000);
     for (int i = 0; i < 5; i++)
-        ack(&s, 2000);
+        ack_refill(&s, 2000);
     HP_CHECK_EQ(s.cc.cwnd, 11000);
-    ack(&s, 1000);
+    ack_refill(&s, 1000);
     HP_CHECK_EQ(s.cc.cwnd, 12000);
     /* Ten RTTs later: ten more segments. */
     for (int rtt = 0; rtt < 10; rtt++) {
         uint32_t w = s.cc.cwnd;
-        send_bytes(&s, w);
         for (uint32_t i = 0; i < w / SMSS; i++)
-            ack(&s, SMSS);
+            ack_refill(&s, SMSS);
     }
     HP_CHECK_EQ(s.cc.cwnd, 22000);
     /* The leftover counts towards the next increase. */
@@ -144,6 +152,70 @@ HP_TEST(tcp_cc_congestion_avoidance)
     ack(&s, 1000);
     HP_CHECK_EQ(s.cc.cwnd, 23000);
     HP_CHECK_EQ(s.cc.bytes_acked, 500);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+/* RFC 9438 5.8, RFC 7661: an application-limited sender's cwnd does not
+ * grow; one that cwnd limits is not affected (the traces above). */
+HP_TEST(tcp_cc_application_limited)
+{
+    /* Request/response: one byte out, its ACK, ten thousand times. cwnd
+     * stays the initial window (it grew by a byte per ACK before). */
+    struct snd s;
+    snd_init(&s, 0xfffffff0u);
+    for (int i = 0; i < 10000; i++) {
+        send_bytes(&s, 1);
+        HP_CHECK_EQ(ack(&s, 1), HP__TCP_CC_NONE);
+    }
+    HP_CHECK_EQ(s.cc.cwnd, 10000);
+    HP_CHECK(!hp__tcp_cc_ack_acts(&s.cc, 1));
+
+    /* A burst of a whole window and nothing behind it, acknowledged
+     * segment by segment: cwnd grows while the flight the ACK found is at
+     * least half of it, 10, 9, 8, 7 segments (to 14000), and not at 6. */
+    struct snd b;
+    snd_init(&b, 7);
+    send_bytes(&b, 10000);
+    uint32_t want[10] = {11000, 12000, 13000, 14000, 14000, 14000, 14000, 14000, 14000, 14000};
+    for (int i = 0; i < 10; i++) {
+        ack(&b, SMSS);
+        HP_CHECK_EQ(b.cc.cwnd, want[i]);
+    }
+    /* The bound exactly: a flight of half of cwnd grows it. */
+    b.cc.cwnd = 10000;
+    send_bytes(&b, 5000);
+    ack(&b, SMSS);
+    HP_CHECK_EQ(b.cc.cwnd, 11000);
+    HP_CHECK(hp__tcp_cc_used(&b.cc, 5500));
+    HP_CHECK(!hp__tcp_cc_used(&b.cc, 5499));
+
+    /* Congestion avoidance: application-limited ACKs count no bytes
+     * towards the next increase. */
+    struct snd c;
+    snd_init(&c, 0xffffff00u);
+    c.cc.ssthresh = 10000;
+    for (int i = 0; i < 100; i++) {
+        send_bytes(&c, 4000);
+        ack(&c, 4000);
+    }
+    HP_CHECK_EQ(c.cc.cwnd, 10000);
+    HP_CHECK_EQ(c.cc.bytes_acked, 0);
+    /* A full window again: it counts. */
+    send_bytes(&c, 10000);
+    for (int i = 0; i < 10; i++)
+        ack_refill(&c, SMSS);
+    HP_CHECK_EQ(c.cc.cwnd, 11000);
+
+    /* The duplicate count still starts over on an application-limited
+     * ACK (the caller must not skip it), and recovery still runs. */
+    struct snd d;
+    snd_init(&d, 0);
+    send_bytes(&d, 3000);
+    HP_CHECK_EQ(dupack(&d), HP__TCP_CC_NONE);
+    HP_CHECK(hp__tcp_cc_ack_acts(&d.cc, 3000));
+    ack(&d, 1000);
+    HP_CHECK_EQ(d.cc.dupacks, 0);
+    HP_CHECK_EQ(d.cc.cwnd, 10000);
     HP_CHECK_EQ(hp_pools_in_use(), 0);
 }
 
@@ -418,6 +490,38 @@ HP_TEST(tcp_cubic_concave_then_convex)
     /* At 2K, W_max + 30 segments (convex, symmetric to the concave part). */
     HP_CHECK_GE(at_2k, 125 * SMSS);
     HP_CHECK_LE(at_2k, 136 * SMSS);
+}
+
+/* RFC 9438 5.8: CUBIC does not increase cwnd while application-limited;
+ * its epoch does not start on such ACKs. */
+HP_TEST(tcp_cubic_application_limited)
+{
+    struct snd s;
+    struct hp__tcp_cubic x;
+    cubic_init(&s, &x, 5);
+    s.cc.cwnd = 100 * SMSS;
+    struct hp__tcp_cc_ev ev = ev_of(&s, 0, 0, 100 * SMSS);
+    hp__tcp_cc_reduce(&s.cc, &x, &ev);
+    s.cc.cwnd = s.cc.ssthresh; /* 70 segments */
+    uint32_t w_est = x.w_est;
+    uint64_t now = 1000 * MS;
+    for (uint32_t ms = 0; ms < 2000; ms++) {
+        send_bytes(&s, SMSS);
+        s.una += SMSS;
+        struct hp__tcp_cc_ev e = ev_of(&s, now + ms * MS, 20000, 34 * SMSS);
+        hp__tcp_cc_ack(&s.cc, &x, SMSS, &e);
+    }
+    HP_CHECK_EQ(s.cc.cwnd, 70 * SMSS);
+    HP_CHECK_EQ(x.epoch_ns, 0);
+    HP_CHECK_EQ(x.w_est, w_est);
+    /* Half of cwnd in flight: the epoch starts and cwnd grows. */
+    send_bytes(&s, SMSS);
+    s.una += SMSS;
+    struct hp__tcp_cc_ev e = ev_of(&s, now + 2000 * MS, 20000, 35 * SMSS);
+    hp__tcp_cc_ack(&s.cc, &x, SMSS, &e);
+    HP_CHECK(x.epoch_ns != 0);
+    HP_CHECK_GE(s.cc.cwnd, 70 * SMSS);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
 }
 
 /* RFC 9406: a round with a higher minimum RTT than the last (by the

@@ -160,6 +160,37 @@ PD_TEST(tcp_est_initial_window_then_slow_start)
     HP_CHECK_LE(i.unacked, i.cwnd);
 }
 
+/* RFC 9438 5.8, RFC 7661: request/response traffic (one byte out, its
+ * ACK) never uses half of cwnd, and cwnd stays the initial window; a bulk
+ * send after it starts from there and slow start grows it as above. */
+PD_TEST(tcp_est_application_limited_cwnd_holds)
+{
+    struct hp_tcp_sock *t = prime(h);
+    uint32_t f = pd_full(h);
+    uint32_t cwnd0 = pd_info(h, t).cwnd;
+    uint32_t seq = S;
+    for (int k = 0; k < 200; k++, seq++) {
+        HP_CHECK_EQ(pd_send(h, t, 1), 1);
+        pd_expect_data(h, ".", seq, 1, PD_ANY, 1, NULL);
+        pd_advance_ms(h, 1);
+        pd_in(h, ".", 1, seq + 1, 1000, NULL);
+        pd_expect_none(h);
+    }
+    struct hp_tcp_info i = pd_info(h, t);
+    HP_CHECK_EQ(i.cwnd, cwnd0);
+    HP_CHECK_EQ(i.unacked, 0);
+    /* Now a window's worth: ten segments, and each ACK grows cwnd. */
+    HP_CHECK_EQ(pd_send(h, t, 10 * f), 10 * f);
+    for (uint32_t k = 0; k < 10; k++)
+        pd_expect_data(h, ".", seq + k * f, 1, PD_ANY, f, NULL);
+    pd_expect_none(h);
+    pd_in(h, ".", 1, seq + f, 1000, NULL);
+    HP_CHECK_EQ(pd_info(h, t).cwnd, cwnd0 + f);
+    pd_in(h, ".", 1, seq + 10 * f, 1000, NULL);
+    HP_CHECK_GE(pd_info(h, t).cwnd, cwnd0 + 2 * f);
+    HP_CHECK_EQ(pd_info(h, t).unacked, 0);
+}
+
 /* RFC 9293 3.8.6.1: with a zero window and data waiting, probes go after
  * the RTO and then with exponential back-off; the connection is not given
  * up while the peer answers; data flows once the window opens. */
