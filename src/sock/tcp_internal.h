@@ -642,12 +642,20 @@ static inline struct hp__iface *hp__tcp_ifc(const struct hp_tcp_sock *c)
     return c->ifx ? c->s->ifaces[c->ifx - 1] : NULL;
 }
 
+/* The route of c's segments by its interface ifc (hp__tcp_ifc(c)): the
+ * next hop, the source from key.laddr. */
+static inline void hp__tcp_route_via(const struct hp_tcp_sock *c, struct hp__iface *ifc,
+                                     struct hp__route *rt)
+{
+    rt->ifc = ifc;
+    memcpy(rt->src, c->key.laddr, sizeof rt->src);
+    memcpy(rt->nexthop, hp__tcp_nexthop(c), c->key.family == 4 ? 4 : 16);
+}
+
 /* The route of c's segments: its interface and next hop, from key.laddr. */
 static inline void hp__tcp_route(const struct hp_tcp_sock *c, struct hp__route *rt)
 {
-    rt->ifc = hp__tcp_ifc(c);
-    memcpy(rt->src, c->key.laddr, sizeof rt->src);
-    memcpy(rt->nexthop, hp__tcp_nexthop(c), c->key.family == 4 ? 4 : 16);
+    hp__tcp_route_via(c, hp__tcp_ifc(c), rt);
 }
 
 /* c's extension (tcp_internal.h, struct hp__tcp_ext), allocated now if it

@@ -124,6 +124,14 @@ static uint16_t syn_window(const struct hp_tcp_sock *c)
  * (nearly) closed and the sender is waiting for it. */
 static bool window_grew(const struct hp_tcp_sock *c)
 {
+    /* The window offered is at most the buffer when the advertised one is
+     * within it (rcv_window): with cur >= a segment and the buffer less
+     * than two segments and less than half itself past cur, it cannot
+     * have grown enough (every segment of a request/response flow). */
+    uint32_t adv = hp__seq_gt(c->rcv_adv, c->rcv_nxt) ? c->rcv_adv - c->rcv_nxt : 0;
+    if (adv >= c->rmss && adv <= c->rcvbuf && c->rcvbuf - adv < 2u * c->rmss &&
+        c->rcvbuf - adv < (c->rcvbuf >> 1))
+        return false;
     uint32_t cur;
     uint32_t win = rcv_window(c, &cur);
     if (win <= cur)
@@ -139,6 +147,12 @@ static bool window_grew(const struct hp_tcp_sock *c)
  * segment (it may be waiting for it). */
 static bool window_update_due(const struct hp_tcp_sock *c)
 {
+    /* As in window_grew: the window offered is at most the buffer, so
+     * with cur >= a segment and more than half the buffer it cannot be
+     * twice cur (every read of a request/response flow). */
+    uint32_t adv = hp__seq_gt(c->rcv_adv, c->rcv_nxt) ? c->rcv_adv - c->rcv_nxt : 0;
+    if (adv >= c->rmss && adv <= c->rcvbuf && 2u * (uint64_t)adv > c->rcvbuf)
+        return false;
     uint32_t cur;
     uint32_t win = rcv_window(c, &cur);
     return win > cur && (cur < c->rmss || win >= 2u * (uint64_t)cur);
@@ -264,7 +278,9 @@ static inline struct hp__tcp_bufq_cur *sndcur(struct hp_tcp_sock *c)
 static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
 {
     struct hp_stack *s = c->s;
-    struct hp_buf *b = hp__alloc(hp__tcp_ifc(c));
+    /* Once: the header's byte stores below may alias c for the compiler. */
+    struct hp__iface *ifc = hp__tcp_ifc(c);
+    struct hp_buf *b = hp__alloc(ifc);
     if (!b) {
         hp__ctr(s, HP_CTR_TCP_NO_BUFFERS);
         return -ENOBUFS;
@@ -339,7 +355,7 @@ static int xmit(struct hp_tcp_sock *c, uint32_t seq, uint32_t len, uint8_t fl)
     memcpy(h + 16, &ck, 2);
 
     struct hp__route rt;
-    hp__tcp_route(c, &rt);
+    hp__tcp_route_via(c, ifc, &rt);
     int rc = ip_send(s, &rt, c->key.family, c->key.raddr, xf, b);
     if (rc < 0)
         return rc;
