@@ -142,8 +142,7 @@ PX_EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
     if (!ours(fd))
         return PX_REAL(read)(fd, buf, n);
-    struct iovec v = {buf, n};
-    return ret(hp__px_readv(fd, &v, 1));
+    return ret(hp__px_recv(fd, buf, n, 0));
 }
 
 PX_EXPORT ssize_t write(int fd, const void *buf, size_t n)

@@ -494,6 +494,8 @@ int hp__px_close(int fd);
 int hp__px_getsockname(int fd, struct sockaddr *sa, socklen_t *len);
 int hp__px_getpeername(int fd, struct sockaddr *sa, socklen_t *len);
 ssize_t hp__px_recvmsg(int fd, struct msghdr *msg, int flags);
+/* read, recv, recvfrom without an address */
+ssize_t hp__px_recv(int fd, void *buf, size_t len, int flags);
 ssize_t hp__px_sendmsg(int fd, const struct msghdr *msg, int flags);
 ssize_t hp__px_recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *sa,
                         socklen_t *salen);

@@ -174,6 +174,15 @@ static long tcp_try_recv(struct px_sock *ps, struct px_iter *it, size_t want, in
             return r;
         return (long)tcp_from_peek(ps, it, want, true);
     }
+    if (!ps->peek && it->n - it->i == 1) {
+        /* One piece (read, recv, a one-element readv) and nothing peeked:
+         * straight into it, without the walk below (a 64-byte read's
+         * layer cost was as much again as the stack's). */
+        long r = hp_tcp_recv(ps->t, (char *)it->iov[it->i].iov_base + it->off, want);
+        if (r > 0)
+            iter_advance(it, (size_t)r);
+        return r;
+    }
     size_t got = tcp_from_peek(ps, it, want, false);
     while (got < want) {
         size_t piece;
@@ -246,6 +255,13 @@ static int take_error(struct px_sock *ps)
  * writev share a segment, as on Linux. */
 static long tcp_try_send(struct px_sock *ps, struct px_iter *it, size_t left)
 {
+    if (it->n - it->i == 1) {
+        /* One piece left (write, send, a one-element writev): no gather. */
+        long r = hp_tcp_send(ps->t, (const char *)it->iov[it->i].iov_base + it->off, left);
+        if (r > 0)
+            iter_advance(it, (size_t)r);
+        return r;
+    }
     size_t sent = 0;
     while (sent < left) {
         struct iovec v[SEND_GATHER];
@@ -562,6 +578,40 @@ ssize_t hp__px_recvmsg(int fd, struct msghdr *msg, int flags)
     return rc;
 }
 
+/* read(2), and recv(2) / recvfrom(2) without an address: a connected TCP
+ * socket's bytes (or its end, or its error) go straight from the stack to
+ * buf, and so does EAGAIN when tcp_recvmsg would say it at once (a
+ * non-blocking socket whose state is fresh); anything else takes
+ * hp__px_recvmsg's way (drive the stack, or block). The echo of `hotpath bench apps`
+ * spends two reads per request: the general path's walk cost about as
+ * much again as the stack's part of a 64-byte read. */
+ssize_t hp__px_recv(int fd, void *buf, size_t len, int flags)
+{
+    struct iovec v = {buf, len};
+    struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1};
+    if (flags & ~MSG_DONTWAIT)
+        return hp__px_recvmsg(fd, &m, flags);
+    hp__px_lock();
+    struct px_sock *ps;
+    ssize_t rc = hp__px_enter(fd, &ps);
+    if (rc == 0) {
+        bool direct = ps->proto == PX_TCP && ps->t && !ps->listening && ps->tried && !ps->peek &&
+                      len && hp_tcp_state(ps->t) != HP_TCP_SYN_SENT;
+        long r = direct ? hp_tcp_recv(ps->t, buf, len) : -EAGAIN; /* tcp_try_recv's one piece */
+        if (direct && r != -EAGAIN) {
+            rc = r;
+        } else if (direct && (ps->nonblock || (flags & MSG_DONTWAIT)) && fresh_enough(ps)) {
+            rc = -EAGAIN; /* tcp_recvmsg's first try, non-blocking, the stack fresh */
+        } else {
+            hp__px_ref(&ps->o);
+            rc = ps->proto == PX_TCP ? tcp_recvmsg(ps, &m, flags) : udp_recvmsg(ps, &m, flags);
+            hp__px_unref(&ps->o);
+        }
+    }
+    hp__px_unlock();
+    return rc;
+}
+
 ssize_t hp__px_sendmsg(int fd, const struct msghdr *msg, int flags)
 {
     hp__px_lock();
@@ -586,6 +636,8 @@ ssize_t hp__px_sendmsg(int fd, const struct msghdr *msg, int flags)
 ssize_t hp__px_recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *sa,
                         socklen_t *salen)
 {
+    if (!sa)
+        return hp__px_recv(fd, buf, len, flags);
     struct iovec v = {buf, len};
     struct msghdr m = {.msg_name = sa,
                        .msg_namelen = sa && salen ? *salen : 0,

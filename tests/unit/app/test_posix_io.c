@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -265,6 +266,57 @@ HP_TEST(px_eintr_and_restart)
     HP_CHECK_EQ(b[0], 'L');
     fx.peer_hook = NULL;
     hp_tcp_close(p);
+    fx_down();
+}
+
+/* read, recv and recvfrom without an address (hp__px_recv): a connected
+ * TCP socket's bytes straight from the stack, everything else as recvmsg
+ * answers it. */
+HP_TEST(px_recv_direct_and_general)
+{
+    HP_REQUIRE(fx_up() == 0);
+    char b[16];
+    /* A listener, a socket never connected: ENOTCONN, blocking or not. */
+    int l = hp__px_socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    struct sockaddr_in a = fx_sin(0, 7010);
+    HP_REQUIRE(hp__px_bind(l, (struct sockaddr *)&a, sizeof a) == 0);
+    HP_REQUIRE(hp__px_listen(l, 4) == 0);
+    HP_CHECK_EQ(hp__px_recv(l, b, sizeof b, 0), -ENOTCONN);
+    HP_CHECK_EQ(hp__px_recv(l, b, sizeof b, MSG_DONTWAIT), -ENOTCONN);
+    int h = hp__px_socket(AF_INET, SOCK_STREAM, 0);
+    HP_CHECK_EQ(hp__px_recv(h, b, sizeof b, 0), -ENOTCONN);
+    HP_CHECK_EQ(hp__px_recv(12345, b, sizeof b, 0), -EBADF);
+    /* Connected, non-blocking, in an epoll set: nothing is EAGAIN; a
+     * zero-length read is 0. */
+    struct hp_tcp_sock *p;
+    int c = fx_connected(4, SOCK_NONBLOCK, 7011, &p);
+    HP_REQUIRE(c >= 0);
+    int ep = hp__px_epoll_create1(0);
+    struct epoll_event e = {.events = EPOLLIN, .data.fd = c};
+    HP_REQUIRE(hp__px_epoll_ctl(ep, EPOLL_CTL_ADD, c, &e) == 0);
+    HP_CHECK_EQ(hp__px_recv(c, b, sizeof b, 0), -EAGAIN);
+    HP_CHECK_EQ(hp__px_recv(c, b, 0, 0), 0);
+    /* Data: as much as asked, in order. */
+    HP_CHECK_EQ(hp_tcp_send(p, "abcdef", 6), 6);
+    fx_drive(5);
+    HP_CHECK_EQ(hp__px_recv(c, b, 2, 0), 2);
+    HP_CHECK_EQ(memcmp(b, "ab", 2), 0);
+    /* A peek takes the rest into the layer: the next read gives it from
+     * there, not from the stack. */
+    HP_CHECK_EQ(hp__px_recv(c, b, 2, MSG_PEEK), 2);
+    HP_CHECK_EQ(memcmp(b, "cd", 2), 0);
+    HP_CHECK_EQ(hp__px_recvfrom(c, b, sizeof b, 0, NULL, NULL), 4);
+    HP_CHECK_EQ(memcmp(b, "cdef", 4), 0);
+    HP_CHECK_EQ(hp__px_recv(c, b, sizeof b, MSG_DONTWAIT), -EAGAIN);
+    /* The peer closes: the end, each time asked. */
+    hp_tcp_close(p);
+    fx_drive(5);
+    HP_CHECK_EQ(hp__px_recv(c, b, sizeof b, 0), 0);
+    HP_CHECK_EQ(hp__px_recv(c, b, sizeof b, 0), 0);
+    HP_CHECK_EQ(hp__px_close(ep), 0);
+    HP_CHECK_EQ(hp__px_close(c), 0);
+    HP_CHECK_EQ(hp__px_close(h), 0);
+    HP_CHECK_EQ(hp__px_close(l), 0);
     fx_down();
 }
 
