@@ -663,38 +663,43 @@ static bool echo_once(struct ctx *c, bool posix, double *rps, double *srv_cpu, d
     return tx > 0;
 }
 
-#define ECHO_ROUNDS_MAX 5
+#define ECHO_ROUNDS 7 /* --quick: 3 */
 
-/* The two echoes in alternation, ECHO_ROUNDS times each (a shared machine
- * drifts: alternating keeps the drift out of the ratio), medians kept. */
+/* The two echoes in alternation, ECHO_ROUNDS times each, in the time of
+ * one run of each (a shared machine drifts: alternating keeps the drift
+ * out of the ratio). The rows are the rounds' medians, the goal the
+ * median of the rounds' own ratios (goal(), as for redis and wrk). */
 static void run_echo(struct ctx *c)
 {
     struct apps_result *x[2] = {result(c, "echo native", APPS_SERVER_HP),
                                 result(c, "echo posix", APPS_SERVER_HP)};
-    double rps[2][ECHO_ROUNDS_MAX], cpu[2][ECHO_ROUNDS_MAX], mach[2][ECHO_ROUNDS_MAX];
-    int n[2] = {0, 0}, rounds = c->o->quick ? 3 : 5;
+    _Static_assert(ECHO_ROUNDS <= APPS_ROUNDS_MAX, "a round's samples");
+    int rounds = c->o->quick ? 3 : ECHO_ROUNDS;
     double secs = c->r->secs;
-    c->r->secs = secs * 2 / rounds; /* the same time in all as one run of each */
+    c->r->secs = secs * 2 / rounds;
     for (int r = 0; r < rounds; r++)
         for (int k = 0; k < 2; k++) {
             progress(c, x[k]->workload);
-            int i = n[k];
-            if (echo_once(c, k == 1, &rps[k][i], &cpu[k][i], &mach[k][i]))
-                n[k]++;
+            struct apps_result t;
+            round_begin(&t, x[k]);
+            double rps, cpu, mach;
+            t.ok = echo_once(c, k == 1, &rps, &cpu, &mach);
+            if (t.ok) {
+                t.rps = rps;
+                t.proc_cpu_s_per_req = cpu;
+                t.cpu_s_per_req = mach;
+            } else {
+                snprintf(t.note, sizeof t.note, "the echo did not run (%s/echo-%s.log)", c->dir,
+                         k ? "posix" : "native");
+            }
+            round_end(x[k], &t, r);
         }
     c->r->secs = secs;
     for (int k = 0; k < 2; k++) {
-        x[k]->ok = n[k] > 0;
-        if (!x[k]->ok) {
-            snprintf(x[k]->note, sizeof x[k]->note, "the echo did not run (%s/echo-%s.log)", c->dir,
-                     k ? "posix" : "native");
-            continue;
-        }
-        x[k]->rps = tool_median(rps[k], n[k]);
-        x[k]->proc_cpu_s_per_req = tool_median(cpu[k], n[k]);
-        x[k]->cpu_s_per_req = tool_median(mach[k], n[k]);
-        snprintf(x[k]->note, sizeof x[k]->note, "median of %d alternated runs; server CPU only",
-                 n[k]);
+        rounds_fold(x[k]);
+        if (x[k]->ok)
+            snprintf(x[k]->note + strlen(x[k]->note), sizeof x[k]->note - strlen(x[k]->note),
+                     "; server CPU only");
     }
 }
 

@@ -21,8 +21,8 @@ enum {
     APPS_NCFG
 };
 
-/* Rounds of the alternated measurements (redis, wrk): at most. */
-#define APPS_ROUNDS_MAX 5
+/* Rounds of the alternated measurements (redis, wrk, the echo): at most. */
+#define APPS_ROUNDS_MAX 7
 
 /* One round's values of a result (missing: < 0). */
 struct apps_sample {
