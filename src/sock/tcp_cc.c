@@ -140,8 +140,10 @@ unsigned hp__tcp_cc_ack(struct hp__tcp_cc *cc, struct hp__tcp_cubic *x, uint32_t
 unsigned hp__tcp_cc_on_ack(struct hp__tcp_cc *cc, uint32_t acked, uint32_t snd_una,
                            uint32_t snd_max, uint32_t smss)
 {
-    struct hp__tcp_cc_ev ev = {
-        .snd_una = snd_una, .snd_max = snd_max, .smss = smss, .flight = snd_max - snd_una + acked};
+    struct hp__tcp_cc_ev ev = {.snd_una = snd_una,
+                               .snd_max = snd_max,
+                               .smss = smss,
+                               .flight = snd_max - snd_una + acked};
     return hp__tcp_cc_ack(cc, NULL, acked, &ev);
 }
 

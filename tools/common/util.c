@@ -117,7 +117,8 @@ const char *tool_build_flags(void)
 #define HP_LTO_FLAG ""
 #endif
 #if defined(__x86_64__)
-    return "-O3 -march=x86-64-v2 -falign-functions=64" HP_LTO_FLAG " (variants: target(avx2), target(avx512f,avx512bw))";
+    return "-O3 -march=x86-64-v2 -falign-functions=64" HP_LTO_FLAG
+           " (variants: target(avx2), target(avx512f,avx512bw))";
 #else
     return "-O3 -falign-functions=64" HP_LTO_FLAG;
 #endif
