@@ -149,8 +149,7 @@ PX_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
     if (!ours(fd))
         return PX_REAL(write)(fd, buf, n);
-    struct iovec v = {(void *)buf, n};
-    return ret(hp__px_writev(fd, &v, 1));
+    return ret(hp__px_send(fd, buf, n, 0));
 }
 
 PX_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)

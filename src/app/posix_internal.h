@@ -497,6 +497,8 @@ ssize_t hp__px_recvmsg(int fd, struct msghdr *msg, int flags);
 /* read, recv, recvfrom without an address */
 ssize_t hp__px_recv(int fd, void *buf, size_t len, int flags);
 ssize_t hp__px_sendmsg(int fd, const struct msghdr *msg, int flags);
+/* write, send, sendto without an address */
+ssize_t hp__px_send(int fd, const void *buf, size_t len, int flags);
 ssize_t hp__px_recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *sa,
                         socklen_t *salen);
 ssize_t hp__px_sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *sa,

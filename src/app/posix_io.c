@@ -578,19 +578,33 @@ ssize_t hp__px_recvmsg(int fd, struct msghdr *msg, int flags)
     return rc;
 }
 
+/* hp__px_recv's and hp__px_send's other ways, out of line: the message
+ * header is built only here. ps: entered, or NULL for hp__px_recvmsg /
+ * hp__px_sendmsg (flags the direct way does not take). */
+static __attribute__((noinline)) ssize_t recv_general(int fd, struct px_sock *ps, void *buf,
+                                                      size_t len, int flags)
+{
+    struct iovec v = {buf, len};
+    struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1};
+    if (!ps)
+        return hp__px_recvmsg(fd, &m, flags);
+    hp__px_ref(&ps->o);
+    ssize_t rc = ps->proto == PX_TCP ? tcp_recvmsg(ps, &m, flags) : udp_recvmsg(ps, &m, flags);
+    hp__px_unref(&ps->o);
+    return rc;
+}
+
 /* read(2), and recv(2) / recvfrom(2) without an address: a connected TCP
  * socket's bytes (or its end, or its error) go straight from the stack to
  * buf, and so does EAGAIN when tcp_recvmsg would say it at once (a
  * non-blocking socket whose state is fresh); anything else takes
- * hp__px_recvmsg's way (drive the stack, or block). The echo of `hotpath bench apps`
- * spends two reads per request: the general path's walk cost about as
- * much again as the stack's part of a 64-byte read. */
+ * hp__px_recvmsg's way (drive the stack, or block). The echo of `hotpath
+ * bench apps` spends two reads per request: the general path's walk cost
+ * about as much again as the stack's part of a 64-byte read. */
 ssize_t hp__px_recv(int fd, void *buf, size_t len, int flags)
 {
-    struct iovec v = {buf, len};
-    struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1};
     if (flags & ~MSG_DONTWAIT)
-        return hp__px_recvmsg(fd, &m, flags);
+        return recv_general(fd, NULL, buf, len, flags);
     hp__px_lock();
     struct px_sock *ps;
     ssize_t rc = hp__px_enter(fd, &ps);
@@ -598,15 +612,12 @@ ssize_t hp__px_recv(int fd, void *buf, size_t len, int flags)
         bool direct = ps->proto == PX_TCP && ps->t && !ps->listening && ps->tried && !ps->peek &&
                       len && hp_tcp_state(ps->t) != HP_TCP_SYN_SENT;
         long r = direct ? hp_tcp_recv(ps->t, buf, len) : -EAGAIN; /* tcp_try_recv's one piece */
-        if (direct && r != -EAGAIN) {
+        if (direct && r != -EAGAIN)
             rc = r;
-        } else if (direct && (ps->nonblock || (flags & MSG_DONTWAIT)) && fresh_enough(ps)) {
+        else if (direct && (ps->nonblock || (flags & MSG_DONTWAIT)) && fresh_enough(ps))
             rc = -EAGAIN; /* tcp_recvmsg's first try, non-blocking, the stack fresh */
-        } else {
-            hp__px_ref(&ps->o);
-            rc = ps->proto == PX_TCP ? tcp_recvmsg(ps, &m, flags) : udp_recvmsg(ps, &m, flags);
-            hp__px_unref(&ps->o);
-        }
+        else
+            rc = recv_general(fd, ps, buf, len, flags);
     }
     hp__px_unlock();
     return rc;
@@ -633,6 +644,58 @@ ssize_t hp__px_sendmsg(int fd, const struct msghdr *msg, int flags)
     return rc;
 }
 
+static __attribute__((noinline)) ssize_t send_general(int fd, struct px_sock *ps, const void *buf,
+                                                      size_t len, int flags, bool *sigpipe)
+{
+    struct iovec v = {(void *)buf, len};
+    struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1};
+    if (!ps)
+        return hp__px_sendmsg(fd, &m, flags);
+    hp__px_ref(&ps->o);
+    ssize_t rc = ps->proto == PX_TCP ? tcp_sendmsg(ps, &m, flags, sigpipe)
+                                     : udp_sendmsg(ps, &m, flags, sigpipe);
+    hp__px_unref(&ps->o);
+    return rc;
+}
+
+/* write(2), and send(2) / sendto(2) without an address: on an established
+ * TCP socket with no error to report, the bytes go straight to the stack;
+ * what it does not take, and anything else, goes tcp_sendmsg's way (drive
+ * the stack, block, EPIPE and SIGPIPE), and the bytes taken first count
+ * (no SIGPIPE then, as for any call that sent something). */
+ssize_t hp__px_send(int fd, const void *buf, size_t len, int flags)
+{
+    bool sigpipe = false;
+    if (flags & ~(MSG_DONTWAIT | MSG_NOSIGNAL))
+        return send_general(fd, NULL, buf, len, flags, &sigpipe);
+    hp__px_lock();
+    struct px_sock *ps;
+    ssize_t rc = hp__px_enter(fd, &ps);
+    if (rc == 0) {
+        bool direct = false;
+        if (ps->proto == PX_TCP && ps->t && !ps->listening && !ps->shut_wr && !ps->err && len) {
+            enum hp_tcp_state st = hp_tcp_state(ps->t);
+            direct = st == HP_TCP_ESTABLISHED || st == HP_TCP_CLOSE_WAIT;
+        }
+        long r = direct ? hp_tcp_send(ps->t, buf, len) : 0; /* tcp_try_send's one piece */
+        if (direct && r == (long)len) {
+            hp__px_flush();
+            rc = r;
+        } else {
+            size_t head = r > 0 ? (size_t)r : 0;
+            rc = send_general(fd, ps, (const char *)buf + head, len - head, flags, &sigpipe);
+            if (head) {
+                rc = rc > 0 ? rc + (ssize_t)head : (ssize_t)head;
+                sigpipe = false;
+            }
+        }
+    }
+    hp__px_unlock();
+    if (sigpipe) /* after the lock, as hp__px_sendmsg */
+        pthread_kill(pthread_self(), SIGPIPE);
+    return rc;
+}
+
 ssize_t hp__px_recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *sa,
                         socklen_t *salen)
 {
@@ -652,6 +715,8 @@ ssize_t hp__px_recvfrom(int fd, void *buf, size_t len, int flags, struct sockadd
 ssize_t hp__px_sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *sa,
                       socklen_t salen)
 {
+    if (!sa)
+        return hp__px_send(fd, buf, len, flags);
     struct iovec v = {(void *)buf, len};
     struct msghdr m = {.msg_name = (void *)sa,
                        .msg_namelen = sa ? salen : 0,
