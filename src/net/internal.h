@@ -251,7 +251,12 @@ struct hp__sock_state;  /* src/sock */
 #define HP__STK_NAME_cold char name[32];
 /* IP identifications (ipid.c): read by IP output for every packet, but
  * line 0 has no room for it (docs/cachelines/hp_stack.md). */
-#define HP__STK_IPID_cold     struct hp__ipid *ipid;
+#define HP__STK_IPID_cold struct hp__ipid *ipid;
+/* Bumped by every change hp__route4's answers depend on (an interface
+ * added, an IPv4 address added, the IPv4 gateway set), never 0: a UDP
+ * socket keeps its last route while it holds (udp.c). In ipid's line:
+ * IPv4 output reads that one for every datagram. */
+#define HP__STK_ROUTEGEN_cold uint32_t route_gen4;
 #define HP__STK_REASM_cold    struct hp__reasm *reasm;
 #define HP__STK_ICMP_cold     struct hp__bucket icmp4_bucket, icmp6_bucket;
 #define HP__STK_CLOCKARG_cold void *clock_arg;
@@ -259,10 +264,10 @@ struct hp__sock_state;  /* src/sock */
 struct hp_stack {
 #if defined(HP_LAYOUT_CHRONO) && HP_LAYOUT_CHRONO
     HP__STK_CFG_ctr HP__STK_NAME_cold HP__STK_NOW_rw HP__STK_IFACES_rxtx HP__STK_NIFACES_rxtx
-        HP__STK_GW_tx_more HP__STK_HASGW_tx_more HP__STK_INPOLL_rw HP__STK_IPID_cold HP__STK_HEAP_rw
-            HP__STK_NHEAP_rw HP__STK_NEIGH4_tx HP__STK_NEIGH6_tx_more HP__STK_REASM_cold
-                HP__STK_ICMP_cold HP__STK_SOCK_rx HP__STK_CLOCKFN_rx HP__STK_CLOCKARG_cold
-                    HP__STK_CTR_ctr
+        HP__STK_GW_tx_more HP__STK_HASGW_tx_more HP__STK_INPOLL_rw HP__STK_IPID_cold
+            HP__STK_ROUTEGEN_cold HP__STK_HEAP_rw HP__STK_NHEAP_rw HP__STK_NEIGH4_tx
+                HP__STK_NEIGH6_tx_more HP__STK_REASM_cold HP__STK_ICMP_cold HP__STK_SOCK_rx
+                    HP__STK_CLOCKFN_rx HP__STK_CLOCKARG_cold HP__STK_CTR_ctr
 #else
     /* Line 0: all that either IPv4 path reads or writes but the counters
      * and cfg.default_ttl; ifaces last: only ifaces[0] is in line 0, the
@@ -280,8 +285,8 @@ struct hp_stack {
         /* cfg from 24 bytes into line 2, so that ctr starts 16 bytes into
      * line 3: the hot counters then fall in 3 lines (stack_layout.c). */
         HP_CACHELINE_GROUP_BEGIN(ctr) HP__STK_CFG_ctr HP__STK_CTR_ctr HP_CACHELINE_GROUP_END(ctr)
-            HP_CACHELINE_GROUP_BEGIN(cold) HP__STK_IPID_cold HP__STK_NAME_cold HP__STK_CLOCKARG_cold
-        HP__STK_REASM_cold HP__STK_ICMP_cold HP_CACHELINE_GROUP_END(cold)
+            HP_CACHELINE_GROUP_BEGIN(cold) HP__STK_IPID_cold HP__STK_ROUTEGEN_cold HP__STK_NAME_cold
+        HP__STK_CLOCKARG_cold HP__STK_REASM_cold HP__STK_ICMP_cold HP_CACHELINE_GROUP_END(cold)
 #endif
 };
 
@@ -398,6 +403,12 @@ struct hp__route {
 /* 0, or -ENETUNREACH / -EHOSTUNREACH (no route; counted by the caller's
  * output call, not here). */
 int hp__route4(struct hp_stack *s, const uint8_t dst[4], struct hp__route *r);
+/* What hp__route4 answers changed (s->route_gen4). */
+static inline void hp__route4_changed(struct hp_stack *s)
+{
+    if (++s->route_gen4 == 0)
+        s->route_gen4 = 1;
+}
 int hp__route6(struct hp_stack *s, const uint8_t dst[16], struct hp__route *r);
 
 void hp__ipv4_input(struct hp__iface *ifc, struct hp_buf *b);

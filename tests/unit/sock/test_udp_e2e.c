@@ -214,6 +214,70 @@ HP_TEST(udp_e2e_routes_and_source)
     HP_CHECK_EQ(hp_pools_in_use(), 0);
 }
 
+/* A socket keeps its last IPv4 route (udp.c resolve) only while nothing it
+ * depends on changed: no route, then the gateway, then a connected prefix
+ * for the same destination, each datagram going where the stack's routes
+ * say at the time it is sent. */
+HP_TEST(udp_e2e_route_kept_until_routes_change)
+{
+    struct pair p;
+    HP_REQUIRE_EQ(pair_up(&p), 0);
+    struct hp_udp_sock *c = hp_udp_open(p.s[0], 4, NULL);
+    HP_REQUIRE(c != NULL);
+    struct hp_sockaddr far = {.family = 4, .port = 7, .addr = {198, 19, 0, 1}};
+    HP_CHECK_EQ(hp_udp_sendto(c, "x", 1, &far), -EHOSTUNREACH);
+    HP_CHECK_EQ(hp_udp_sendto(c, "x", 1, &far), -EHOSTUNREACH);
+    HP_CHECK_EQ(hp_stack_counter(p.s[0], HP_CTR_IP_OUT_NO_ROUTES), 2);
+    /* Through the gateway (the other stack, which is no router: it drops
+     * them as not for it), every datagram, the route kept or not. */
+    HP_REQUIRE_EQ(hp_stack_set_gateway(p.s[0], 4, IP4[1]), 0);
+    for (int i = 0; i < 3; i++)
+        HP_CHECK_EQ(hp_udp_sendto(c, "x", 1, &far), 1);
+    pump(&p);
+    HP_CHECK_EQ(hp_stack_counter(p.s[1], HP_CTR_IP_IN_ADDR_ERRORS), 3);
+    /* Another gateway, nobody there: asked for by ARP, the datagram
+     * waiting; and back to the first. */
+    static const uint8_t gone[4] = {198, 18, 0, 77};
+    uint64_t q = hp_stack_counter(p.s[0], HP_CTR_NEIGH_QUEUED);
+    HP_REQUIRE_EQ(hp_stack_set_gateway(p.s[0], 4, gone), 0);
+    HP_CHECK_EQ(hp_udp_sendto(c, "x", 1, &far), 1);
+    pump(&p);
+    HP_CHECK_EQ(hp_stack_counter(p.s[1], HP_CTR_IP_IN_ADDR_ERRORS), 3);
+    HP_CHECK_EQ(hp_stack_counter(p.s[0], HP_CTR_NEIGH_QUEUED), q + 1);
+    HP_REQUIRE_EQ(hp_stack_set_gateway(p.s[0], 4, IP4[1]), 0);
+    HP_CHECK_EQ(hp_udp_sendto(c, "x", 1, &far), 1);
+    pump(&p);
+    HP_CHECK_EQ(hp_stack_counter(p.s[1], HP_CTR_IP_IN_ADDR_ERRORS), 4);
+    /* Another destination on the connected prefix in between: its own
+     * route, and back to far's. */
+    struct hp_udp_sock *srv = hp_udp_open(p.s[1], 4, NULL);
+    struct hp_sockaddr at = sa(4, 1, 7);
+    HP_REQUIRE_EQ(hp_udp_bind(srv, &at), 0);
+    HP_CHECK_EQ(hp_udp_sendto(c, "near", 4, &at), 4);
+    HP_CHECK_EQ(hp_udp_sendto(c, "x", 1, &far), 1);
+    pump(&p);
+    char got[8];
+    struct hp_sockaddr from;
+    HP_CHECK_EQ(hp_udp_recvfrom(srv, got, sizeof got, &from), 4);
+    HP_CHECK_EQ(hp_stack_counter(p.s[1], HP_CTR_IP_IN_ADDR_ERRORS), 5);
+    /* An address whose prefix holds far: far is on the link now, asked for
+     * by ARP (nobody answers), the datagram waiting for the answer, not
+     * sent to the gateway. */
+    uint64_t arp0 = hp_stack_counter(p.s[0], HP_CTR_ARP_OUT_REQUESTS);
+    uint64_t q0 = hp_stack_counter(p.s[0], HP_CTR_NEIGH_QUEUED);
+    static const uint8_t mine[4] = {198, 19, 0, 9};
+    HP_REQUIRE_EQ(hp_stack_add_addr(p.s[0], 0, 4, mine, 24), 0);
+    HP_CHECK_EQ(hp_udp_sendto(c, "x", 1, &far), 1);
+    pump(&p);
+    HP_CHECK_EQ(hp_stack_counter(p.s[1], HP_CTR_IP_IN_ADDR_ERRORS), 5);
+    HP_CHECK_GT(hp_stack_counter(p.s[0], HP_CTR_ARP_OUT_REQUESTS), arp0);
+    HP_CHECK_EQ(hp_stack_counter(p.s[0], HP_CTR_NEIGH_QUEUED), q0 + 1);
+    hp_udp_close(c);
+    hp_udp_close(srv);
+    pair_down(&p);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
 /* Early demultiplexing of UDP bursts (from early_demux_conns bound sockets):
  * 64 sockets each side, bursts of datagrams to all of them in both
  * families, every one delivered to its socket with its bytes; the sockets
