@@ -456,6 +456,16 @@ HP_TEST(tcp_cubic_reduce_fast_convergence_undo)
     HP_CHECK_EQ(hp__tcp_cc_reduce(&s.cc, &x, &ev), 2 * SMSS);
 }
 
+/* CUBIC just after a reduction from 100 segments: cwnd 70, W_max 100. */
+static void cubic_after_loss(struct snd *s, struct hp__tcp_cubic *x)
+{
+    cubic_init(s, x, 5);
+    s->cc.cwnd = 100 * SMSS;
+    struct hp__tcp_cc_ev ev = ev_of(s, 0, 0, 100 * SMSS);
+    hp__tcp_cc_reduce(&s->cc, x, &ev);
+    s->cc.cwnd = s->cc.ssthresh; /* 70 segments */
+}
+
 /* RFC 9438 4.2-4.5: after a reduction the window climbs back towards
  * W_max (concave), plateaus near it around t = K, then grows faster
  * (convex); it never moves faster than 1.5x per ACK train. */
@@ -463,11 +473,7 @@ HP_TEST(tcp_cubic_concave_then_convex)
 {
     struct snd s;
     struct hp__tcp_cubic x;
-    cubic_init(&s, &x, 5);
-    s.cc.cwnd = 100 * SMSS;
-    struct hp__tcp_cc_ev ev = ev_of(&s, 0, 0, 100 * SMSS);
-    hp__tcp_cc_reduce(&s.cc, &x, &ev);
-    s.cc.cwnd = s.cc.ssthresh; /* 70 segments */
+    cubic_after_loss(&s, &x);
     /* K = cbrt(30 / 0.4) = 4.217 s. One ACK of a segment every ms. */
     uint64_t now = 1000 * MS;
     uint32_t at_k = 0, at_2k = 0, prev = s.cc.cwnd;
@@ -498,11 +504,7 @@ HP_TEST(tcp_cubic_application_limited)
 {
     struct snd s;
     struct hp__tcp_cubic x;
-    cubic_init(&s, &x, 5);
-    s.cc.cwnd = 100 * SMSS;
-    struct hp__tcp_cc_ev ev = ev_of(&s, 0, 0, 100 * SMSS);
-    hp__tcp_cc_reduce(&s.cc, &x, &ev);
-    s.cc.cwnd = s.cc.ssthresh; /* 70 segments */
+    cubic_after_loss(&s, &x);
     uint32_t w_est = x.w_est;
     uint64_t now = 1000 * MS;
     for (uint32_t ms = 0; ms < 2000; ms++) {
