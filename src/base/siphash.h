@@ -87,8 +87,9 @@ uint64_t hp__siphash(const uint64_t key[2], const void *msg, size_t len, int c, 
 /* hp__siphash inline, for a caller whose len, c and d are constants: the
  * compiler then unrolls the rounds and reads each word with one load (an
  * ISN's 22 bytes: about half the instructions of the general call). */
-__attribute__((always_inline)) static inline uint64_t
-hp__siphash_inline(const uint64_t key[2], const void *msg, size_t len, int c, int d)
+__attribute__((always_inline)) static inline uint64_t hp__siphash_inline(const uint64_t key[2],
+                                                                         const void *msg,
+                                                                         size_t len, int c, int d)
 {
     const uint8_t *p = msg;
     struct hp__sip s;
