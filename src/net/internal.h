@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <hotpath/buf.h>
 #include <hotpath/cacheline.h>
@@ -436,6 +437,43 @@ int hp__ipv4_output_x(struct hp_stack *s, const struct hp__route *r, const uint8
                       uint8_t proto, unsigned xf, struct hp_buf *b);
 int hp__ipv6_output_x(struct hp_stack *s, const struct hp__route *r, const uint8_t dst[16],
                       uint8_t next, unsigned xf, struct hp_buf *b);
+
+/*
+ * A prepared IPv4 path: what a socket that sends to one destination again
+ * and again (a UDP socket's peer) would otherwise work out per packet, made
+ * once from its route. The addresses' sum serves both the IP header's
+ * checksum and the upper layer's pseudo-header (hp__ip4_path_sum).
+ * Good while s->route_gen4 is gen (hp__ip4_path_good); 0: none.
+ */
+struct hp__ip4_path {
+    struct hp__iface *ifc;
+    uint32_t gen;
+    uint32_t addr_sum; /* partial sum of src and dst, as they sit in the header */
+    uint16_t ttl_proto;
+    bool unicast; /* the next hop resolves through the neighbour table */
+    uint8_t src[4], dst[4], nexthop[4];
+};
+void hp__ip4_path_make(struct hp_stack *s, struct hp__ip4_path *p, const struct hp__route *r,
+                       const uint8_t dst[4], uint8_t proto);
+static inline bool hp__ip4_path_good(const struct hp_stack *s, const struct hp__ip4_path *p,
+                                     const uint8_t src[4], const uint8_t dst[4])
+{
+    return p->gen == s->route_gen4 && memcmp(p->dst, dst, 4) == 0 && memcmp(p->src, src, 4) == 0;
+}
+/* The partial sum of the pseudo-header's addresses (RFC 768, RFC 9293 3.1),
+ * to which the caller adds its protocol, length and header. */
+static inline uint32_t hp__ip4_path_sum(const struct hp__ip4_path *p)
+{
+    return p->addr_sum;
+}
+/*
+ * Send b (the upper layer's datagram, its checksum done) on a good path as
+ * hp__ipv4_output would, when that is a whole datagram (within the MTU)
+ * to a unicast next hop whose MAC is usable and b one buffer with headroom:
+ * both headers written at once, from the path's sums. true: sent (b is the
+ * stack's). false: nothing done, b still the caller's, for hp__ipv4_output.
+ */
+bool hp__ip4_path_send(struct hp_stack *s, const struct hp__ip4_path *p, struct hp_buf *b);
 
 int hp__reasm_init(struct hp_stack *s);
 void hp__reasm_fini(struct hp_stack *s);

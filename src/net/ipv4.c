@@ -303,6 +303,63 @@ int hp__ipv4_output_x(struct hp_stack *s, const struct hp__route *r, const uint8
     return 0;
 }
 
+/* ---- prepared paths (struct hp__ip4_path) ----------------------------------------- */
+
+void hp__ip4_path_make(struct hp_stack *s, struct hp__ip4_path *p, const struct hp__route *r,
+                       const uint8_t dst[4], uint8_t proto)
+{
+    p->ifc = r->ifc;
+    memcpy(p->src, r->src, 4);
+    memcpy(p->dst, dst, 4);
+    memcpy(p->nexthop, r->nexthop, 4);
+    uint32_t a, d;
+    memcpy(&a, p->src, 4);
+    memcpy(&d, p->dst, 4);
+    p->addr_sum = hp_cksum_add(a, d);
+    p->ttl_proto = (uint16_t)((s->cfg.default_ttl ? s->cfg.default_ttl : 64) << 8 | proto);
+    /* Broadcast and the special prefixes depend on the interface's
+     * addresses, which move route_gen4 when they change. */
+    p->unicast = unicast_hop4(r->ifc, r->nexthop);
+    p->gen = s->route_gen4;
+}
+
+bool hp__ip4_path_send(struct hp_stack *s, const struct hp__ip4_path *p, struct hp_buf *b)
+{
+    struct hp__iface *ifc = p->ifc;
+    uint32_t len = b->pkt_len;
+    if (!p->unicast || len + HP_IPV4_HDR_LEN > ifc->mtu || b->next ||
+        hp_buf_headroom(b) < HP_ETH_HDR_LEN + HP_IPV4_HDR_LEN)
+        return false;
+    const uint8_t *mac = hp__neigh_mac4(ifc, p->nexthop);
+    /* NULL for shared data as well (hp_buf_prepend). */
+    uint8_t *h = mac ? hp_buf_prepend(b, HP_ETH_HDR_LEN + HP_IPV4_HDR_LEN) : NULL;
+    if (!h)
+        return false;
+    hp__ctr(s, HP_CTR_IP_OUT_REQUESTS);
+    /* DF clear, as hp__ipv4_output sends it: the ID counts per destination. */
+    uint16_t id = hp__ip4_ident(s, p->src, p->dst, (uint8_t)(p->ttl_proto & 0xFFu), false);
+    memcpy(h, mac, 6);
+    memcpy(h + 6, ifc->mac, 6);
+    hp_put_be16(h + 12, HP_ETHERTYPE_IPV4);
+    uint8_t *ip = h + HP_ETH_HDR_LEN;
+    uint32_t tot = len + HP_IPV4_HDR_LEN;
+    hp_put_be16(ip, 0x4500u);
+    hp_put_be16(ip + 2, (uint16_t)tot);
+    hp_put_be16(ip + 4, id);
+    hp_put_be16(ip + 6, 0);
+    hp_put_be16(ip + 8, p->ttl_proto);
+    memcpy(ip + 12, p->src, 4);
+    memcpy(ip + 16, p->dst, 4);
+    /* From the values and the path's sum, not read back (hp_cksum_from_host16). */
+    uint16_t c = hp_cksum_fold(hp_cksum_add(
+        p->addr_sum, hp_cksum_from_host16((uint64_t)0x4500u + tot + id + p->ttl_proto)));
+    memcpy(ip + 10, &c, 2);
+    b->l2_len = HP_ETH_HDR_LEN;
+    b->l3_len = HP_IPV4_HDR_LEN;
+    hp__eth_xmit(ifc, b);
+    return true;
+}
+
 /* ---- chains, shared by the IP modules ------------------------------------------- */
 
 uint8_t *hp__push_header(struct hp__iface *ifc, struct hp_buf **b, uint32_t len)

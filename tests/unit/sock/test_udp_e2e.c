@@ -11,6 +11,9 @@
 
 #include <hotpath/tcp.h>
 
+#include <hotpath/cksum.h>
+#include <hotpath/wire/ipv4.h>
+
 #include "hp_test.h"
 #include "sock/internal.h"
 
@@ -22,14 +25,16 @@ struct pair {
 static const uint8_t IP4[2][4] = {{198, 18, 0, 1}, {198, 18, 0, 2}};
 static const uint8_t IP6[2][16] = {{0x20, 0x01, 0, 2, [15] = 1}, {0x20, 0x01, 0, 2, [15] = 2}};
 
-static int pair_up(struct pair *p)
+static int pair_up_ttl(struct pair *p, uint8_t ttl)
 {
     memset(p, 0, sizeof *p);
     struct hp_link_config lc = {.ring_size = 1024};
     if (hp_link_mem_pair(&lc, p->e) < 0)
         return -1;
     for (int i = 0; i < 2; i++) {
-        struct hp_stack_config c = {.name = i ? "server" : "client", .flags = HP_STACK_F_NO_DAD};
+        struct hp_stack_config c = {.name = i ? "server" : "client",
+                                    .flags = HP_STACK_F_NO_DAD,
+                                    .default_ttl = ttl};
         p->s[i] = hp_stack_create(&c);
         if (!p->s[i])
             return -1;
@@ -39,6 +44,11 @@ static int pair_up(struct pair *p)
             return -1;
     }
     return 0;
+}
+
+static int pair_up(struct pair *p)
+{
+    return pair_up_ttl(p, 0);
 }
 
 /* Poll both stacks until nothing moves for a few rounds. */
@@ -274,6 +284,90 @@ HP_TEST(udp_e2e_route_kept_until_routes_change)
     HP_CHECK_EQ(hp_stack_counter(p.s[0], HP_CTR_NEIGH_QUEUED), q0 + 1);
     hp_udp_close(c);
     hp_udp_close(srv);
+    pair_down(&p);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+/* The frames of IPv4 datagrams sent on a socket's prepared path (the
+ * neighbour known: both lower headers written at once from the path's
+ * sums), read off the wire before the peer sees them and checked field by
+ * field: Ethernet addresses, version and length, DF clear, the configured
+ * TTL, IDs one apart, both checksums, the payload. A datagram past the MTU
+ * takes the general path (fragments); a change of destination remakes the
+ * path. Counters as through the general path. */
+HP_TEST(udp_e2e_prepared_path_frames)
+{
+    struct pair p;
+    HP_REQUIRE_EQ(pair_up_ttl(&p, 7), 0);
+    struct hp_udp_sock *c = hp_udp_open(p.s[0], 4, NULL);
+    struct hp_udp_sock *srv = hp_udp_open(p.s[1], 4, NULL);
+    struct hp_udp_sock *srv2 = hp_udp_open(p.s[1], 4, NULL);
+    HP_REQUIRE(c && srv && srv2);
+    struct hp_sockaddr at = sa(4, 1, 7), at2 = sa(4, 1, 9), mine = sa(4, 0, 5000);
+    HP_REQUIRE_EQ(hp_udp_bind(srv, &at), 0);
+    HP_REQUIRE_EQ(hp_udp_bind(srv2, &at2), 0);
+    HP_REQUIRE_EQ(hp_udp_bind(c, &mine), 0);
+    /* The first datagram waits for ARP (the general path). */
+    HP_CHECK_EQ(hp_udp_sendto(c, "warm", 4, &at), 4);
+    pump(&p);
+    char got[8];
+    HP_CHECK_EQ(hp_udp_recvfrom(srv, got, sizeof got, NULL), 4);
+    uint8_t mac[2][6];
+    hp_link_mac(p.e[0], mac[0]);
+    hp_link_mac(p.e[1], mac[1]);
+    static const uint32_t sizes[] = {0, 1, 63, 64, 1000, 1472, 1, 1473};
+    enum { N = sizeof sizes / sizeof sizes[0] };
+    uint8_t *data = malloc(2000);
+    HP_REQUIRE(data != NULL);
+    for (int i = 0; i < 2000; i++)
+        data[i] = (uint8_t)(i * 7 + 3);
+    uint64_t out0 = hp_stack_counter(p.s[0], HP_CTR_UDP_OUT_DATAGRAMS);
+    uint64_t req0 = hp_stack_counter(p.s[0], HP_CTR_IP_OUT_REQUESTS);
+    for (int i = 0; i < N; i++)
+        HP_CHECK_EQ(hp_udp_sendto(c, data, sizes[i], i == 6 ? &at2 : &at), (int)sizes[i]);
+    HP_CHECK_EQ(hp_stack_counter(p.s[0], HP_CTR_UDP_OUT_DATAGRAMS), out0 + N);
+    HP_CHECK_EQ(hp_stack_counter(p.s[0], HP_CTR_IP_OUT_REQUESTS), req0 + N);
+    struct hp_buf *f[16];
+    int n = hp_link_rx_burst(p.e[1], f, 16);
+    HP_REQUIRE_EQ(n, N + 1); /* the last one in two fragments */
+    int prev_id = -1;
+    for (int i = 0; i < n; i++) {
+        const uint8_t *e = hp_buf_data(f[i]);
+        HP_CHECK(memcmp(e, mac[1], 6) == 0);
+        HP_CHECK(memcmp(e + 6, mac[0], 6) == 0);
+        HP_CHECK(e[12] == 0x08 && e[13] == 0x00);
+        struct hp_ipv4_repr ip;
+        HP_REQUIRE_EQ(hp_ipv4_parse(e + 14, f[i]->data_len - 14, &ip, HP_WIRE_VERIFY_CKSUM), 0);
+        HP_CHECK_EQ(ip.ttl, 7);
+        HP_CHECK_EQ(ip.proto, 17);
+        HP_CHECK_EQ(ip.hdr_len, 20);
+        HP_CHECK_EQ(ip.dscp_ecn, 0);
+        HP_CHECK(!ip.df);
+        HP_CHECK(memcmp(ip.src, IP4[0], 4) == 0 && memcmp(ip.dst, IP4[1], 4) == 0);
+        if (i >= N - 1) { /* the fragments of 1473 bytes */
+            HP_CHECK_EQ(ip.mf, i == N - 1);
+            continue;
+        }
+        HP_CHECK(!ip.mf && ip.frag_off == 0);
+        /* One flow's IDs one apart, whichever path wrote them. */
+        if (prev_id >= 0)
+            HP_CHECK_EQ(ip.ident, (uint16_t)(prev_id + 1));
+        prev_id = ip.ident;
+        const uint8_t *u = e + 14 + 20;
+        uint32_t ulen = sizes[i] + 8;
+        HP_CHECK_EQ(ip.payload_len, ulen);
+        HP_CHECK_EQ(hp_cksum_udp4_verify(ip.src, ip.dst, u, ulen), HP_CKSUM_GOOD);
+        HP_CHECK_EQ(hp_get_be16(u), 5000);
+        HP_CHECK_EQ(hp_get_be16(u + 2), i == 6 ? 9 : 7);
+        HP_CHECK_EQ(hp_get_be16(u + 4), ulen);
+        HP_CHECK(hp_get_be16(u + 6) != 0);
+        HP_CHECK(memcmp(u + 8, data, sizes[i]) == 0);
+    }
+    hp_buf_free_bulk(f, (unsigned)n);
+    free(data);
+    hp_udp_close(c);
+    hp_udp_close(srv);
+    hp_udp_close(srv2);
     pair_down(&p);
     HP_CHECK_EQ(hp_pools_in_use(), 0);
 }
