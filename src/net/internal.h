@@ -323,7 +323,6 @@ struct hp_buf *hp__alloc(struct hp__iface *ifc);
 /* Queue a complete Ethernet frame for transmission on ifc (flushed when
  * the burst is full and at the end of each poll; outside a poll, on a
  * link that needs no system call to send, at once: eth.c). */
-void hp__eth_xmit(struct hp__iface *ifc, struct hp_buf *frame);
 /* Put an Ethernet header (dst, ifc's MAC, ethertype) in front of b and
  * queue it; b's data offset is at the L3 header. */
 void hp__eth_output(struct hp__iface *ifc, const uint8_t dst[6], uint16_t ethertype,
@@ -331,6 +330,18 @@ void hp__eth_output(struct hp__iface *ifc, const uint8_t dst[6], uint16_t ethert
 /* Hand the queued frames to the link; what it does not take is freed and
  * counted (ETH_OUT_DROPS). */
 void hp__eth_flush(struct hp__iface *ifc);
+/* Inline: its two callers that write both headers at once (IPv4 output's
+ * direct path and a prepared path) are the transmit path of every segment
+ * and datagram, and the call cost more than the body. */
+static inline void hp__eth_xmit(struct hp__iface *ifc, struct hp_buf *frame)
+{
+    if (ifc->ntx == HP__TX_BURST)
+        hp__eth_flush(ifc);
+    ifc->tx[ifc->ntx++] = frame;
+    /* Inside hp_stack_poll frames wait for the poll's flush (eth.c). */
+    if (!ifc->s->in_poll && !(hp_link_caps(ifc->link) & HP_LINK_CAP_KERNEL))
+        hp__eth_flush(ifc);
+}
 /* One received frame, data offset at the Ethernet header. */
 void hp__eth_input(struct hp__iface *ifc, struct hp_buf *b);
 
