@@ -194,6 +194,47 @@ static int parse_link(struct px_config *c)
     return 0;
 }
 
+/* HOTPATH_AFXDP_MODE: comma-separated copy | zerocopy (the bind: unset, the
+ * kernel's choice, zero-copy where the driver can) and skb (XDP attached in
+ * generic mode; unset: native where the driver has it, else generic). */
+static int env_afxdp_mode(struct px_config *c)
+{
+    const char *v = getenv("HOTPATH_AFXDP_MODE");
+    c->afxdp_flags = 0;
+    if (!v || !*v)
+        return 0;
+    char buf[sizeof c->afxdp_mode];
+    if (strlen(v) >= sizeof buf) {
+        hp__px_say("HOTPATH_AFXDP_MODE='%s': too long", v);
+        return -EINVAL;
+    }
+    memcpy(buf, v, strlen(v) + 1);
+    memcpy(c->afxdp_mode, v, strlen(v) + 1);
+    char *save = NULL;
+    for (char *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+        if (strcmp(w, "copy") == 0) {
+            c->afxdp_flags |= HP_LINK_F_COPY;
+        } else if (strcmp(w, "zerocopy") == 0) {
+            c->afxdp_flags |= HP_LINK_F_ZEROCOPY;
+        } else if (strcmp(w, "skb") == 0) {
+            c->afxdp_flags |= HP_LINK_F_XDP_SKB;
+        } else {
+            hp__px_say("HOTPATH_AFXDP_MODE='%s': '%s' is not copy, zerocopy or skb", v, w);
+            return -EINVAL;
+        }
+    }
+    unsigned both = HP_LINK_F_COPY | HP_LINK_F_ZEROCOPY;
+    if ((c->afxdp_flags & both) == both) {
+        hp__px_say("HOTPATH_AFXDP_MODE='%s': copy and zerocopy exclude each other", v);
+        return -EINVAL;
+    }
+    if ((c->afxdp_flags & HP_LINK_F_ZEROCOPY) && (c->afxdp_flags & HP_LINK_F_XDP_SKB)) {
+        hp__px_say("HOTPATH_AFXDP_MODE='%s': zero-copy needs the driver's own XDP, not skb", v);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 int hp__px_config_parse(struct px_config *c)
 {
     memset(c, 0, sizeof *c);
@@ -213,7 +254,7 @@ int hp__px_config_parse(struct px_config *c)
         env_u32("HOTPATH_BUSY_POLL_US", 50, 0, 1000000, &c->busy_poll_us) < 0 ||
         env_u32("HOTPATH_EXIT_LINGER_MS", 2000, 0, 600000, &c->exit_linger_ms) < 0 ||
         env_u32("HOTPATH_KEEPER_MS", 10, 0, 60000, &c->keeper_ms) < 0 ||
-        env_u32("HOTPATH_TX_BATCH", 1, 0, 1, &c->tx_batch) < 0)
+        env_u32("HOTPATH_TX_BATCH", 1, 0, 1, &c->tx_batch) < 0 || env_afxdp_mode(c) < 0)
         return -EINVAL;
     return parse_link(c);
 }

@@ -329,6 +329,7 @@ static int open_link(const struct px_config *c)
     if (strcmp(c->link, "afxdp") == 0) {
         lc.n_frames = c->pool_bufs;
         lc.frame_size = 2048;
+        lc.flags |= c->afxdp_flags;
     } else {
         struct hp_pool_config pc = {.name = "posix", .n_bufs = c->pool_bufs};
         hp__px.pool = hp_pool_create(&pc);
@@ -349,6 +350,9 @@ static int open_link(const struct px_config *c)
             hp__px_say("%s (HOTPATH_LINK=memif HOTPATH_MEMIF_SOCKET=%s HOTPATH_MEMIF_ROLE=%s)",
                        hp_link_error(), c->memif_socket,
                        c->memif_role == HP_MEMIF_SERVER ? "server" : "client");
+        else if (c->afxdp_flags && strcmp(c->link, "afxdp") == 0)
+            hp__px_say("%s (HOTPATH_LINK=%s HOTPATH_IFACE=%s HOTPATH_AFXDP_MODE=%s)",
+                       hp_link_error(), c->link, c->iface, c->afxdp_mode);
         else
             hp__px_say("%s (HOTPATH_LINK=%s HOTPATH_IFACE=%s)", hp_link_error(), c->link, c->iface);
         return -e;

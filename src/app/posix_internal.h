@@ -248,6 +248,8 @@ struct px_config {
     uint8_t gw4[4], gw6[16];
     bool has_gw4, has_gw6;   /* HOTPATH_GW, HOTPATH_GW6 */
     uint32_t queue;          /* HOTPATH_QUEUE */
+    unsigned afxdp_flags;    /* HOTPATH_AFXDP_MODE: HP_LINK_F_COPY / _ZEROCOPY / _XDP_SKB */
+    char afxdp_mode[64];     /* the variable as given, for messages */
     uint32_t pool_bufs;      /* HOTPATH_BUFS */
     uint32_t busy_poll_us;   /* HOTPATH_BUSY_POLL_US */
     uint32_t exit_linger_ms; /* HOTPATH_EXIT_LINGER_MS */

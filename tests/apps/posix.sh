@@ -78,6 +78,43 @@ misconfig() {
   fi
 }
 
+# hotpath run --skb --copy: the program's sockets over AF_XDP attached in
+# generic (SKB) mode and bound in copy mode (seen on the interface while the
+# echo runs); --zero-copy where the driver has none (veth): socket() fails
+# with EOPNOTSUPP and a line that says why.
+afxdp_modes() {
+  local what="afxdp, HOTPATH_AFXDP_MODE"
+  k_bg em python3 $PEER server --port 7 --mode echo
+  local srv=$BG_PID
+  if ! wait_port "$KNS" $KERN4 7; then ko "$what: the kernel's echo server"; stop_bg $srv; return; fi
+  # shellcheck disable=SC2046
+  timeout "${HP_APPS_TIMEOUT:-300}" ip netns exec "$HNS" "$HP" run $(hp_net a) --no-dad --stats --skb --copy \
+    -- "$PROBE" echo $KERN4 7 20000000 >"$tmp/sk.out" 2>"$tmp/sk.err" &
+  local run=$! i seen=""
+  for i in $(seq 1 100); do
+    seen=$(ip -n "$HNS" -d link show "$IFA" 2>/dev/null | grep -o "xdpgeneric" | head -1)
+    [ -n "$seen" ] && break
+    kill -0 $run 2>/dev/null || break
+    sleep 0.05
+  done
+  wait $run
+  probe_ok sk "$what: --skb --copy: blocking echo"
+  if [ "$seen" = xdpgeneric ]; then
+    ok "$what: --skb: XDP attached in generic mode while it ran"
+  else
+    ko "$what: --skb" "$(ip -n "$HNS" -d link show "$IFA" | head -3)"
+  fi
+  stop_bg $srv
+  # shellcheck disable=SC2046
+  timeout 30 ip netns exec "$HNS" "$HP" run $(hp_net a) --no-dad --zero-copy -- "$PROBE" socket \
+    >"$tmp/zc.out" 2>"$tmp/zc.err"
+  if grep -qE "^errno $(errno_of EOPNOTSUPP) " "$tmp/zc.out" && grep -q "zero-copy" "$tmp/zc.err"; then
+    ok "$what: --zero-copy on veth: EOPNOTSUPP, said on stderr: $(grep zero-copy "$tmp/zc.err" | head -1 | cut -c1-90)"
+  else
+    ko "$what: --zero-copy on veth" "$(cat "$tmp/zc.out" "$tmp/zc.err" | head -4)"
+  fi
+}
+
 errno_of() { python3 -c "import errno, sys; print(getattr(errno, sys.argv[1]))" "$1"; }
 
 KINDS=$(apps_kinds "$@")
@@ -87,7 +124,13 @@ for kind in $KINDS; do
   if ! apps_ns_up "$kind"; then ko "$kind: namespaces"; apps_ns_down; continue; fi
   calls
   misconfig
+  [ "$kind" = afxdp ] && afxdp_modes
   apps_ns_down
 done
+# The AF_XDP modes once in the reduced run too (afpacket alone by default).
+if [ $# -eq 0 ] && ! interop_kind_skipped afxdp; then
+  if apps_ns_up afxdp; then afxdp_modes; else ko "afxdp: namespaces"; fi
+  apps_ns_down
+fi
 summary
 [ "$fail" -eq 0 ]

@@ -104,6 +104,9 @@ expect "run without a command"               2 "no command"                -- "$
 expect "run --link mem is refused"           2 "needs a real link"         -- "$HP" run --link mem --ip 198.18.0.2/24 -- true
 expect "run without an address"              2 "--ip or --ip6 is required" -- "$HP" run --link afpacket --iface lo -- true
 expect "run --busy-poll -1 is refused"       2 "--busy-poll '-1'"          -- "$HP" run --link afpacket --iface lo --ip 198.18.0.2/24 --busy-poll -1 -- true
+expect "run --copy --zero-copy is refused"    2 "exclude each other"        -- "$HP" run --link afxdp --iface lo --ip 198.18.0.2/24 --copy --zero-copy -- true
+expect "run --zero-copy --skb is refused"     2 "not --skb"                 -- "$HP" run --link afxdp --iface lo --ip 198.18.0.2/24 --zero-copy --skb -- true
+expect "run --skb without afxdp is refused"   2 "are for --link afxdp"      -- "$HP" run --link afpacket --iface lo --ip 198.18.0.2/24 --skb -- true
 expect "run --fallback maybe is refused"     2 "--fallback 'maybe'"        -- "$HP" run --link afpacket --iface lo --ip 198.18.0.2/24 --fallback maybe -- true
 expect "run --lib that does not exist"       2 "--lib /nonexistent"        -- "$HP" run --link afpacket --iface lo --ip 198.18.0.2/24 --lib /nonexistent/x.so -- true
 expect "run passes the exit status"          3 ""                          -- "$HP" run --link afpacket --iface lo --ip 198.18.0.2/24 -- sh -c 'exit 3'

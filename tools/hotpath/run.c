@@ -22,7 +22,8 @@ struct run_opts {
     const char *fallback; /* --fallback kernel|none */
     long queue, bufs, busy_us;
     bool stats, no_dad;
-    char **argv; /* the command */
+    bool copy, zerocopy, skb; /* --copy, --zero-copy, --skb (afxdp) */
+    char **argv;              /* the command */
 };
 
 static void usage(FILE *f)
@@ -56,6 +57,11 @@ static void usage(FILE *f)
         "  --ip6 A/LEN       IPv6 address (repeatable)                     HOTPATH_IP6\n"
         "  --gw A, --gw6 A   default gateways                       HOTPATH_GW, HOTPATH_GW6\n"
         "  --queue N         afxdp: the interface queue (default 0)        HOTPATH_QUEUE\n"
+        "  --copy | --zero-copy\n"
+        "                    afxdp: force the copy or the zero-copy bind (default: the\n"
+        "                    kernel's choice, zero-copy where the driver can)\n"
+        "  --skb             afxdp: attach XDP in generic (SKB) mode (default: native\n"
+        "                    where the driver has it, else generic)   HOTPATH_AFXDP_MODE\n"
         "  --pcap FILE       write every frame to FILE                     HOTPATH_PCAP\n"
         "  --bufs N          packet buffers (afxdp: UMEM frames; 32768)    HOTPATH_BUFS\n"
         "  --busy-poll US    spin this long before sleeping (50; 0 never)  HOTPATH_BUSY_POLL_US\n"
@@ -80,6 +86,8 @@ static int parse_num(const char *opt, const char *arg, long lo, long hi, long *o
     return 0;
 }
 
+enum { OPT_COPY = 1000, OPT_ZEROCOPY, OPT_SKB };
+
 static int parse(int argc, char **argv, struct run_opts *o)
 {
     static const struct option longopts[] = {
@@ -91,6 +99,10 @@ static int parse(int argc, char **argv, struct run_opts *o)
         {"bufs", required_argument, NULL, 'b'},
         {"busy-poll", required_argument, NULL, 'B'},
         {"no-dad", no_argument, NULL, 'D'},
+        /* Long only: the one-letter codes are netopts' (--cpu is 'c'). */
+        {"copy", no_argument, NULL, OPT_COPY},
+        {"zero-copy", no_argument, NULL, OPT_ZEROCOPY},
+        {"skb", no_argument, NULL, OPT_SKB},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -122,6 +134,15 @@ static int parse(int argc, char **argv, struct run_opts *o)
         case 'D':
             o->no_dad = true;
             break;
+        case OPT_COPY:
+            o->copy = true;
+            break;
+        case OPT_ZEROCOPY:
+            o->zerocopy = true;
+            break;
+        case OPT_SKB:
+            o->skb = true;
+            break;
         case 'L':
             o->lib = optarg;
             break;
@@ -141,6 +162,12 @@ static int parse(int argc, char **argv, struct run_opts *o)
     }
     if (netopt_check("run", &o->n))
         return 2;
+    if (o->copy && o->zerocopy)
+        return tool_usage_error("run", "--copy and --zero-copy exclude each other");
+    if (o->zerocopy && o->skb)
+        return tool_usage_error("run", "--zero-copy needs the driver's own XDP, not --skb");
+    if ((o->copy || o->zerocopy || o->skb) && strcmp(o->n.link, "afxdp") != 0)
+        return tool_usage_error("run", "--copy, --zero-copy and --skb are for --link afxdp");
     if (strcmp(o->n.link, "mem") == 0)
         return tool_usage_error("run", "--link mem: a program needs a real link (afxdp, "
                                        "afpacket, tap, memif)");
@@ -251,6 +278,14 @@ static void set_env(const struct run_opts *o, const char *lib, const char *stats
     if (o->no_dad)
         setenv("HOTPATH_NO_DAD", "1", 1);
     set_num("HOTPATH_QUEUE", o->queue);
+    if (o->copy || o->zerocopy || o->skb) {
+        snprintf(buf, sizeof buf, "%s%s%s",
+                 o->copy       ? "copy"
+                 : o->zerocopy ? "zerocopy"
+                               : "",
+                 (o->copy || o->zerocopy) && o->skb ? "," : "", o->skb ? "skb" : "");
+        setenv("HOTPATH_AFXDP_MODE", buf, 1);
+    }
     set_num("HOTPATH_BUFS", o->bufs);
     set_num("HOTPATH_BUSY_POLL_US", o->busy_us);
     if (stats_path)

@@ -160,6 +160,27 @@ HP_TEST(px_misconfiguration)
     HP_CHECK_EQ(hp__px_config_parse(&c), 0);
     HP_CHECK_EQ(c.nip, 2);
     HP_CHECK_EQ(c.ip[1].plen, 24);
+    HP_CHECK_EQ(c.afxdp_flags, 0u); /* unset: the kernel's and the driver's choices */
+    /* HOTPATH_AFXDP_MODE: copy | zerocopy, skb; contradictions refused. */
+    static const struct {
+        const char *v;
+        int rc;
+        unsigned flags;
+    } modes[] = {
+        {"copy", 0, HP_LINK_F_COPY},   {"zerocopy", 0, HP_LINK_F_ZEROCOPY},
+        {"skb", 0, HP_LINK_F_XDP_SKB}, {"skb,copy", 0, HP_LINK_F_XDP_SKB | HP_LINK_F_COPY},
+        {"copy,zerocopy", -EINVAL, 0}, {"zerocopy,skb", -EINVAL, 0},
+        {"turbo", -EINVAL, 0},         {"copy,", 0, HP_LINK_F_COPY},
+        {"native", -EINVAL, 0},
+    };
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        setenv("HOTPATH_AFXDP_MODE", modes[i].v, 1);
+        HP_CHECK_EQ(hp__px_config_parse(&c), modes[i].rc);
+        if (modes[i].rc == 0)
+            HP_CHECK_EQ(c.afxdp_flags, modes[i].flags);
+    }
+    unsetenv("HOTPATH_AFXDP_MODE");
+    HP_CHECK_EQ(hp__px_config_parse(&c), 0);
     /* No such interface (or, not root, no permission): socket() says so. */
     int rc = hp__px_socket(AF_INET, SOCK_STREAM, 0);
     HP_CHECK(rc == -ENODEV || rc == -EPERM);
