@@ -253,11 +253,12 @@ struct hp__sock_state;  /* src/sock */
 /* IP identifications (ipid.c): read by IP output for every packet, but
  * line 0 has no room for it (docs/cachelines/hp_stack.md). */
 #define HP__STK_IPID_cold struct hp__ipid *ipid;
-/* Bumped by every change hp__route4's answers depend on (an interface
- * added, an IPv4 address added, the IPv4 gateway set), never 0: a UDP
- * socket keeps its last route while it holds (udp.c). In ipid's line:
- * IPv4 output reads that one for every datagram. */
-#define HP__STK_ROUTEGEN_cold uint32_t route_gen4;
+/* Bumped by every change hp__route4's or hp__route6's answers depend on
+ * (an interface added, an address added, a gateway set, an IPv6 address's
+ * duplicate address detection starting or ending), never 0: a UDP socket
+ * keeps its last route while it holds (udp.c). In ipid's line: IPv4 output
+ * reads that one for every datagram. */
+#define HP__STK_ROUTEGEN_cold uint32_t route_gen;
 #define HP__STK_REASM_cold    struct hp__reasm *reasm;
 #define HP__STK_ICMP_cold     struct hp__bucket icmp4_bucket, icmp6_bucket;
 #define HP__STK_CLOCKARG_cold void *clock_arg;
@@ -415,11 +416,11 @@ struct hp__route {
 /* 0, or -ENETUNREACH / -EHOSTUNREACH (no route; counted by the caller's
  * output call, not here). */
 int hp__route4(struct hp_stack *s, const uint8_t dst[4], struct hp__route *r);
-/* What hp__route4 answers changed (s->route_gen4). */
-static inline void hp__route4_changed(struct hp_stack *s)
+/* What hp__route4 or hp__route6 answers changed (s->route_gen). */
+static inline void hp__routes_changed(struct hp_stack *s)
 {
-    if (++s->route_gen4 == 0)
-        s->route_gen4 = 1;
+    if (++s->route_gen == 0)
+        s->route_gen = 1;
 }
 int hp__route6(struct hp_stack *s, const uint8_t dst[16], struct hp__route *r);
 
@@ -454,7 +455,7 @@ int hp__ipv6_output_x(struct hp_stack *s, const struct hp__route *r, const uint8
  * and again (a UDP socket's peer) would otherwise work out per packet, made
  * once from its route. The addresses' sum serves both the IP header's
  * checksum and the upper layer's pseudo-header (hp__ip4_path_sum).
- * Good while s->route_gen4 is gen (hp__ip4_path_good); 0: none.
+ * Good while s->route_gen is gen (hp__ip4_path_good); 0: none.
  */
 struct hp__ip4_path {
     struct hp__iface *ifc;
@@ -469,7 +470,7 @@ void hp__ip4_path_make(struct hp_stack *s, struct hp__ip4_path *p, const struct 
 static inline bool hp__ip4_path_good(const struct hp_stack *s, const struct hp__ip4_path *p,
                                      const uint8_t src[4], const uint8_t dst[4])
 {
-    return p->gen == s->route_gen4 && memcmp(p->dst, dst, 4) == 0 && memcmp(p->src, src, 4) == 0;
+    return p->gen == s->route_gen && memcmp(p->dst, dst, 4) == 0 && memcmp(p->src, src, 4) == 0;
 }
 /* The partial sum of the pseudo-header's addresses (RFC 768, RFC 9293 3.1),
  * to which the caller adds its protocol, length and header. */

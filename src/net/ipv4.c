@@ -318,9 +318,9 @@ void hp__ip4_path_make(struct hp_stack *s, struct hp__ip4_path *p, const struct 
     p->addr_sum = hp_cksum_add(a, d);
     p->ttl_proto = (uint16_t)((s->cfg.default_ttl ? s->cfg.default_ttl : 64) << 8 | proto);
     /* Broadcast and the special prefixes depend on the interface's
-     * addresses, which move route_gen4 when they change. */
+     * addresses, which move route_gen when they change. */
     p->unicast = unicast_hop4(r->ifc, r->nexthop);
-    p->gen = s->route_gen4;
+    p->gen = s->route_gen;
 }
 
 bool hp__ip4_path_send(struct hp_stack *s, const struct hp__ip4_path *p, struct hp_buf *b)

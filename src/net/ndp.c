@@ -126,6 +126,7 @@ static void dad_solicit(struct hp__iface *ifc, const struct hp__addr6 *a)
 static void dad_done(struct hp__iface *ifc, struct hp__addr6 *a)
 {
     a->state = HP_ADDR_PREFERRED;
+    hp__routes_changed(ifc->s); /* a source hp__route6 may pick now */
     announce(ifc, a);
 }
 
@@ -150,6 +151,7 @@ static void dad_duplicate(struct hp__iface *ifc, struct hp__addr6 *a)
 {
     hp__timer_cancel(ifc->s, &a->dad);
     a->state = HP_ADDR_DUPLICATE;
+    hp__routes_changed(ifc->s);
     hp__ctr(ifc->s, HP_CTR_NDP_DAD_DUPLICATES);
 }
 
@@ -168,6 +170,7 @@ void hp__ndp_start_dad(struct hp__iface *ifc, struct hp__addr6 *a)
      * skipped: it only spreads the load of many hosts booting at once. */
     a->state = HP_ADDR_TENTATIVE;
     a->dad_left = 0;
+    hp__routes_changed(s); /* its prefix is connected from now on (connected6) */
     dad_solicit(ifc, a);
     if (hp__timer_arm(s, &a->dad, s->now + (uint64_t)s->cfg.neigh_retrans_ms * MS) < 0)
         dad_done(ifc, a); /* no memory for a timer: optimistic (RFC 4429) rather than stuck */

@@ -74,7 +74,7 @@ HP_API struct hp_stack *hp_stack_create(const struct hp_stack_config *cfg)
         errno = ENOMEM;
         return NULL;
     }
-    s->route_gen4 = 1; /* a UDP socket's 0 is no route kept */
+    s->route_gen = 1; /* a UDP socket's 0 is no route kept */
     int err = fill_config(s, cfg);
     if (err) {
         free(s);
@@ -154,7 +154,7 @@ HP_API int hp_stack_add_iface(struct hp_stack *s, struct hp_link *link)
     for (int j = 0; j < HP__MAX_ADDRS; j++)
         hp__timer_init(&ifc->v6[j].dad, HP__TK_DAD);
     s->ifaces[s->nifaces++] = ifc;
-    hp__route4_changed(s);
+    hp__routes_changed(s);
 
     /* RFC 4862 5.3: the link-local address, formed from the interface
      * identifier (modified EUI-64, RFC 4291 2.5.1), goes through DAD like
@@ -198,7 +198,7 @@ static int add_addr4(struct hp__iface *ifc, const uint8_t a[4], uint8_t plen)
     struct hp__addr4 *e = &ifc->v4[ifc->n4++];
     memcpy(e->addr, a, 4);
     e->plen = plen;
-    hp__route4_changed(ifc->s);
+    hp__routes_changed(ifc->s);
     hp__arp_announce(ifc, a);
     return 0;
 }
@@ -258,7 +258,7 @@ HP_API int hp_stack_set_gateway(struct hp_stack *s, int family, const uint8_t *g
             return -EINVAL;
         memcpy(s->gw4, gw, 4);
         s->has_gw4 = true;
-        hp__route4_changed(s);
+        hp__routes_changed(s);
         return 0;
     }
     if (family == HP_AF_INET6) {
@@ -266,6 +266,7 @@ HP_API int hp_stack_set_gateway(struct hp_stack *s, int family, const uint8_t *g
             return -EINVAL;
         memcpy(s->gw6, gw, 16);
         s->has_gw6 = true;
+        hp__routes_changed(s);
         return 0;
     }
     return -EINVAL;

@@ -166,9 +166,9 @@ _Static_assert(LINE(T, ctr[HP_CTR_TCP_IN_SEGS]) == LINE(T, ctr[HP_CTR_TCP_OUT_SE
                "hp_stack: the TCP segment counters must share a line");
 
 GROUP_MEMBER(T, cold, ipid);
-GROUP_MEMBER(T, cold, route_gen4);
-_Static_assert(LINE(T, route_gen4) == LINE(T, ipid),
-               "hp_stack: route_gen4 in ipid's line (a UDP datagram reads both)");
+GROUP_MEMBER(T, cold, route_gen);
+_Static_assert(LINE(T, route_gen) == LINE(T, ipid),
+               "hp_stack: route_gen in ipid's line (a UDP datagram reads both)");
 GROUP_MEMBER(T, cold, name);
 GROUP_MEMBER(T, cold, clock_arg);
 GROUP_MEMBER(T, cold, reasm);

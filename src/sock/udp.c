@@ -39,11 +39,11 @@ struct hp_udp_sock {
     struct rq_entry *q; /* ring of qcap entries: inl, or from the heap once it grew */
     uint32_t qcap, qhead, qlen, qmax;
     struct rq_entry inl[RCVQ_INLINE];
-    /* The last IPv4 route resolve() found, to rt_dst: good while the
-     * stack's route_gen4 is rt_gen (0: none). A socket that sends to one
-     * peer (or answers the last one) routes once, not per datagram. */
+    /* The last route resolve() found, to rt_dst: good while the stack's
+     * route_gen is rt_gen (0: none). A socket that sends to one peer (or
+     * answers the last one) routes once, not per datagram. */
     uint32_t rt_gen;
-    uint8_t rt_dst[4];
+    uint8_t rt_dst[16];
     struct hp__route rt;
     /* The IPv4 path to the last destination (net/internal.h): its
      * datagrams' headers are written from it at once. */
@@ -656,16 +656,13 @@ static int resolve(struct hp_udp_sock *u, const struct hp_sockaddr *to, struct d
         return rc;
     addr_cpy(d->dst, to->addr, u->family);
     d->dport = to->port;
-    if (u->family == HP_AF_INET4) {
-        if (u->rt_gen == u->s->route_gen4 && memcmp(u->rt_dst, d->dst, 4) == 0) {
-            d->r = u->rt;
-        } else if ((rc = hp__route4(u->s, d->dst, &d->r)) == 0) {
-            u->rt = d->r;
-            memcpy(u->rt_dst, d->dst, 4);
-            u->rt_gen = u->s->route_gen4;
-        }
-    } else {
-        rc = hp__route6(u->s, d->dst, &d->r);
+    if (u->rt_gen == u->s->route_gen && addr_eq(u->rt_dst, d->dst, u->family)) {
+        d->r = u->rt;
+    } else if ((rc = u->family == HP_AF_INET4 ? hp__route4(u->s, d->dst, &d->r)
+                                              : hp__route6(u->s, d->dst, &d->r)) == 0) {
+        u->rt = d->r;
+        addr_cpy(u->rt_dst, d->dst, u->family);
+        u->rt_gen = u->s->route_gen;
     }
     if (rc < 0) {
         hp__ctr(u->s,

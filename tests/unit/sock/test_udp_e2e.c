@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <hotpath/link.h>
 #include <hotpath/pool.h>
@@ -285,6 +286,125 @@ HP_TEST(udp_e2e_route_kept_until_routes_change)
     hp_udp_close(c);
     hp_udp_close(srv);
     pair_down(&p);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+/* The same for IPv6, whose routes also move with duplicate address
+ * detection: no route, a gateway, another gateway (asked for by NDP), back,
+ * an address whose prefix holds the destination (on the link now: asked for
+ * by NDP, not sent to the gateway); and a source whose address turns out to
+ * be a duplicate is not used again. */
+HP_TEST(udp_e2e_route6_kept_until_routes_change)
+{
+    struct pair p;
+    HP_REQUIRE_EQ(pair_up(&p), 0);
+    struct hp_udp_sock *c = hp_udp_open(p.s[0], 6, NULL);
+    HP_REQUIRE(c != NULL);
+    struct hp_sockaddr far = {.family = 6, .port = 7, .addr = {0x20, 0x01, 0, 2, 0, 1, [15] = 1}};
+    HP_CHECK_EQ(hp_udp_sendto(c, "x", 1, &far), -EHOSTUNREACH);
+    HP_CHECK_EQ(hp_udp_sendto(c, "x", 1, &far), -EHOSTUNREACH);
+    HP_CHECK_EQ(hp_stack_counter(p.s[0], HP_CTR_IP6_OUT_NO_ROUTES), 2);
+    HP_REQUIRE_EQ(hp_stack_set_gateway(p.s[0], 6, IP6[1]), 0);
+    for (int i = 0; i < 3; i++)
+        HP_CHECK_EQ(hp_udp_sendto(c, "x", 1, &far), 1);
+    pump(&p);
+    HP_CHECK_EQ(hp_stack_counter(p.s[1], HP_CTR_IP6_IN_ADDR_ERRORS), 3);
+    static const uint8_t gone[16] = {0x20, 0x01, 0, 2, [15] = 0x77};
+    uint64_t q = hp_stack_counter(p.s[0], HP_CTR_NEIGH_QUEUED);
+    HP_REQUIRE_EQ(hp_stack_set_gateway(p.s[0], 6, gone), 0);
+    HP_CHECK_EQ(hp_udp_sendto(c, "x", 1, &far), 1);
+    pump(&p);
+    HP_CHECK_EQ(hp_stack_counter(p.s[1], HP_CTR_IP6_IN_ADDR_ERRORS), 3);
+    HP_CHECK_EQ(hp_stack_counter(p.s[0], HP_CTR_NEIGH_QUEUED), q + 1);
+    HP_REQUIRE_EQ(hp_stack_set_gateway(p.s[0], 6, IP6[1]), 0);
+    HP_CHECK_EQ(hp_udp_sendto(c, "x", 1, &far), 1);
+    pump(&p);
+    HP_CHECK_EQ(hp_stack_counter(p.s[1], HP_CTR_IP6_IN_ADDR_ERRORS), 4);
+    uint64_t ns0 = hp_stack_counter(p.s[0], HP_CTR_NDP_OUT_NS);
+    uint64_t q0 = hp_stack_counter(p.s[0], HP_CTR_NEIGH_QUEUED);
+    static const uint8_t mine[16] = {0x20, 0x01, 0, 2, 0, 1, [15] = 9};
+    HP_REQUIRE_EQ(hp_stack_add_addr(p.s[0], 0, 6, mine, 64), 0);
+    HP_CHECK_EQ(hp_udp_sendto(c, "x", 1, &far), 1);
+    pump(&p);
+    HP_CHECK_EQ(hp_stack_counter(p.s[1], HP_CTR_IP6_IN_ADDR_ERRORS), 4);
+    HP_CHECK_GT(hp_stack_counter(p.s[0], HP_CTR_NDP_OUT_NS), ns0);
+    HP_CHECK_EQ(hp_stack_counter(p.s[0], HP_CTR_NEIGH_QUEUED), q0 + 1);
+    hp_udp_close(c);
+    pair_down(&p);
+    HP_CHECK_EQ(hp_pools_in_use(), 0);
+}
+
+/* Poll both stacks until d's address a is in state want (a real clock:
+ * DAD's RetransTimer of silence); false after 2 s. */
+static bool dad_wait(struct hp_stack *d, struct hp_stack *peer, int ifx, const uint8_t *a,
+                     enum hp_addr_state want)
+{
+    for (int i = 0; i < 400; i++) {
+        hp_stack_poll(d);
+        hp_stack_poll(peer);
+        if (hp_stack_addr_state(d, ifx, 6, a) == want)
+            return true;
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
+/* A kept IPv6 route follows duplicate address detection: while a global
+ * address is tentative its prefix is on the link but the link-local
+ * address is the source; once it is done the same socket, to the same
+ * destination, sends from it (without the bump at DAD's end the kept
+ * route would keep the link-local source). */
+HP_TEST(udp_e2e_route6_follows_dad)
+{
+    struct hp_link *e[2];
+    struct hp_link_config lc = {.ring_size = 256};
+    HP_REQUIRE_EQ(hp_link_mem_pair(&lc, e), 0);
+    struct hp_stack_config dc = {.name = "dad", .neigh_retrans_ms = 20};
+    struct hp_stack_config pc = {.name = "peer", .flags = HP_STACK_F_NO_DAD};
+    struct hp_stack *d = hp_stack_create(&dc), *peer = hp_stack_create(&pc);
+    HP_REQUIRE(d && peer);
+    int ifx = hp_stack_add_iface(d, e[0]);
+    HP_REQUIRE(ifx >= 0 && hp_stack_add_iface(peer, e[1]) >= 0);
+    static const uint8_t a1[16] = {0x20, 0x01, 0, 2, 0, 3, [15] = 1};
+    static const uint8_t a2[16] = {0x20, 0x01, 0, 2, 0, 3, [15] = 2};
+    HP_REQUIRE_EQ(hp_stack_add_addr(peer, 0, 6, a2, 64), 0);
+    struct hp_udp_sock *srv = hp_udp_open(peer, 6, NULL), *u = hp_udp_open(d, 6, NULL);
+    HP_REQUIRE(srv && u);
+    struct hp_sockaddr at = {.family = 6, .port = 7};
+    memcpy(at.addr, a2, 16);
+    HP_REQUIRE_EQ(hp_udp_bind(srv, &at), 0);
+    uint8_t mac[6], ll[16];
+    hp_link_mac(e[0], mac);
+    hp_ipv6_eui64_link_local(mac, ll);
+    HP_REQUIRE(dad_wait(d, peer, ifx, ll, HP_ADDR_PREFERRED));
+    HP_REQUIRE_EQ(hp_stack_add_addr(d, ifx, 6, a1, 64), 0);
+    HP_CHECK_EQ(hp_stack_addr_state(d, ifx, 6, a1), HP_ADDR_TENTATIVE);
+    char got[4];
+    struct hp_sockaddr from;
+    HP_CHECK_EQ(hp_udp_sendto(u, "x", 1, &at), 1);
+    /* NDP, the datagram (its header made before: the link-local source),
+     * and DAD's end meanwhile. */
+    HP_REQUIRE(dad_wait(d, peer, ifx, a1, HP_ADDR_PREFERRED));
+    for (int i = 0; i < 10; i++) {
+        hp_stack_poll(d);
+        hp_stack_poll(peer);
+    }
+    HP_REQUIRE_EQ(hp_udp_recvfrom(srv, got, sizeof got, &from), 1);
+    HP_CHECK(memcmp(from.addr, ll, 16) == 0);
+    HP_CHECK_EQ(hp_udp_sendto(u, "y", 1, &at), 1);
+    for (int i = 0; i < 10; i++) {
+        hp_stack_poll(d);
+        hp_stack_poll(peer);
+    }
+    HP_REQUIRE_EQ(hp_udp_recvfrom(srv, got, sizeof got, &from), 1);
+    HP_CHECK(memcmp(from.addr, a1, 16) == 0);
+    hp_udp_close(u);
+    hp_udp_close(srv);
+    hp_stack_destroy(d);
+    hp_stack_destroy(peer);
+    hp_link_close(e[0]);
+    hp_link_close(e[1]);
     HP_CHECK_EQ(hp_pools_in_use(), 0);
 }
 
