@@ -108,13 +108,13 @@ void hp__eth_output(struct hp__iface *ifc, const uint8_t dst[6], uint16_t ethert
 
 /*
  * hp__eth_xmit (inline, internal.h): inside hp_stack_poll frames wait for
- * the poll's flush, one burst to the link. Outside it (the application sending after hp_stack_events, a
- * timer's callback of the event loop), nothing would flush them before
- * the next poll: on a link that sends without a system call (mem, memif:
- * no HP_LINK_CAP_KERNEL) each goes to the link at once, as lwIP's and
- * smoltcp's egress after the application do, so that a reply is not a
- * poll late. Links into the kernel keep batching until the poll, where
- * one system call carries the burst.
+ * the poll's flush, one burst to the link. Outside it (the application
+ * sending after hp_stack_events, a timer's callback of the event loop),
+ * nothing would flush them before the next poll: on a link that sends
+ * without a system call (mem, memif: no HP_LINK_CAP_KERNEL) each goes to
+ * the link at once, as lwIP's and smoltcp's egress after the application
+ * do, so that a reply is not a poll late. Links into the kernel keep
+ * batching until the poll, where one system call carries the burst.
  */
 void hp__eth_flush(struct hp__iface *ifc)
 {

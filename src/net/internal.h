@@ -255,7 +255,7 @@ struct hp__sock_state;  /* src/sock */
 #define HP__STK_IPID_cold struct hp__ipid *ipid;
 /* Bumped by every change hp__route4's or hp__route6's answers depend on
  * (an interface added, an address added, a gateway set, an IPv6 address's
- * duplicate address detection starting or ending), never 0: a UDP socket
+ * duplicate address detection starting, ending or failing), never 0: a UDP socket
  * keeps its last route while it holds (udp.c). In ipid's line: IPv4 output
  * reads that one for every datagram. */
 #define HP__STK_ROUTEGEN_cold uint32_t route_gen;
@@ -321,9 +321,6 @@ bool hp__addr_is_ours(struct hp_stack *s, int family, const uint8_t *a);
  * (counted in NO_BUFFERS). */
 struct hp_buf *hp__alloc(struct hp__iface *ifc);
 
-/* Queue a complete Ethernet frame for transmission on ifc (flushed when
- * the burst is full and at the end of each poll; outside a poll, on a
- * link that needs no system call to send, at once: eth.c). */
 /* Put an Ethernet header (dst, ifc's MAC, ethertype) in front of b and
  * queue it; b's data offset is at the L3 header. */
 void hp__eth_output(struct hp__iface *ifc, const uint8_t dst[6], uint16_t ethertype,
@@ -331,9 +328,12 @@ void hp__eth_output(struct hp__iface *ifc, const uint8_t dst[6], uint16_t ethert
 /* Hand the queued frames to the link; what it does not take is freed and
  * counted (ETH_OUT_DROPS). */
 void hp__eth_flush(struct hp__iface *ifc);
-/* Inline: its two callers that write both headers at once (IPv4 output's
- * direct path and a prepared path) are the transmit path of every segment
- * and datagram, and the call cost more than the body. */
+/* Queue a complete Ethernet frame for transmission on ifc (flushed when
+ * the burst is full and at the end of each poll; outside a poll, on a
+ * link that needs no system call to send, at once: eth.c). Inline: its two
+ * callers that write both headers at once (IPv4 output's direct path and a
+ * prepared path) are the transmit path of every segment and datagram, and
+ * the call cost more than the body. */
 static inline void hp__eth_xmit(struct hp__iface *ifc, struct hp_buf *frame)
 {
     if (ifc->ntx == HP__TX_BURST)
