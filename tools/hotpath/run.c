@@ -88,6 +88,30 @@ static int parse_num(const char *opt, const char *arg, long lo, long hi, long *o
 
 enum { OPT_COPY = 1000, OPT_ZEROCOPY, OPT_SKB };
 
+/* The options together, once all are read; the command from argv[optind]. */
+static int check(struct run_opts *o, int argc, char **argv)
+{
+    if (netopt_check("run", &o->n))
+        return 2;
+    if (o->copy && o->zerocopy)
+        return tool_usage_error("run", "--copy and --zero-copy exclude each other");
+    if (o->zerocopy && o->skb)
+        return tool_usage_error("run", "--zero-copy needs the driver's own XDP, not --skb");
+    if ((o->copy || o->zerocopy || o->skb) && strcmp(o->n.link, "afxdp") != 0)
+        return tool_usage_error("run", "--copy, --zero-copy and --skb are for --link afxdp");
+    if (strcmp(o->n.link, "mem") == 0)
+        return tool_usage_error("run", "--link mem: a program needs a real link (afxdp, "
+                                       "afpacket, tap, memif)");
+    if (o->n.cpu >= 0)
+        return tool_usage_error("run", "--cpu: pin the program with taskset instead");
+    if (o->n.nip == 0)
+        return tool_usage_error("run", "--ip or --ip6 is required");
+    if (optind >= argc)
+        return tool_usage_error("run", "no command: hotpath run [OPTIONS] -- COMMAND [ARGS...]");
+    o->argv = argv + optind;
+    return 0;
+}
+
 static int parse(int argc, char **argv, struct run_opts *o)
 {
     static const struct option longopts[] = {
@@ -160,25 +184,7 @@ static int parse(int argc, char **argv, struct run_opts *o)
         if (rc)
             return 2;
     }
-    if (netopt_check("run", &o->n))
-        return 2;
-    if (o->copy && o->zerocopy)
-        return tool_usage_error("run", "--copy and --zero-copy exclude each other");
-    if (o->zerocopy && o->skb)
-        return tool_usage_error("run", "--zero-copy needs the driver's own XDP, not --skb");
-    if ((o->copy || o->zerocopy || o->skb) && strcmp(o->n.link, "afxdp") != 0)
-        return tool_usage_error("run", "--copy, --zero-copy and --skb are for --link afxdp");
-    if (strcmp(o->n.link, "mem") == 0)
-        return tool_usage_error("run", "--link mem: a program needs a real link (afxdp, "
-                                       "afpacket, tap, memif)");
-    if (o->n.cpu >= 0)
-        return tool_usage_error("run", "--cpu: pin the program with taskset instead");
-    if (o->n.nip == 0)
-        return tool_usage_error("run", "--ip or --ip6 is required");
-    if (optind >= argc)
-        return tool_usage_error("run", "no command: hotpath run [OPTIONS] -- COMMAND [ARGS...]");
-    o->argv = argv + optind;
-    return 0;
+    return check(o, argc, argv);
 }
 
 /* ---- the environment ------------------------------------------------------------- */
