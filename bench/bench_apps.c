@@ -500,6 +500,10 @@ static void wrk_parse(const char *log, struct apps_result *x, double *reqs)
         snprintf(x->note, sizeof x->note, "socket errors or non-2xx responses: see %s", log);
 }
 
+/* nginx serves the page as its tuning guides have it: with its cache of
+ * open files, which spares it an open, fstat and close per request (a
+ * third of its CPU with hotpath under it, docs/apps.md) and leaves its
+ * network I/O to be measured. HP_BENCH_NGINX_FILE_CACHE=0: nginx's defaults. */
 static void nginx_conf(struct ctx *c, int cfg, char *path, size_t len)
 {
     snprintf(path, len, "%s/nginx-%s.conf", c->dir, cfg_names[cfg]);
@@ -510,10 +514,12 @@ static void nginx_conf(struct ctx *c, int cfg, char *path, size_t len)
         f,
         "daemon off;\nmaster_process off;\nworker_processes 1;\nerror_log %s/nginx-%s.err notice;\n"
         "pid %s/nginx.pid;\nevents { worker_connections 4096; }\nhttp {\n  access_log off;\n"
-        "  keepalive_requests 1000000;\n  client_body_temp_path %s; proxy_temp_path %s;\n"
+        "  keepalive_requests 1000000;\n%s  client_body_temp_path %s; proxy_temp_path %s;\n"
         "  fastcgi_temp_path %s; uwsgi_temp_path %s; scgi_temp_path %s;\n"
         "  server { listen 80; root %s; }\n}\n",
-        c->dir, cfg_names[cfg], c->dir, c->dir, c->dir, c->dir, c->dir, c->dir, c->dir);
+        c->dir, cfg_names[cfg], c->dir,
+        c->r->nginx_file_cache ? "  open_file_cache max=64 inactive=60s;\n" : "", c->dir, c->dir,
+        c->dir, c->dir, c->dir, c->dir);
     fclose(f);
 }
 
@@ -803,13 +809,18 @@ void apps_report_print(const struct apps_report *r, FILE *f)
         fprintf(f, "%s%s\n", x->note[0] ? "  " : "", x->note);
     }
     fprintf(
-        f, "(iperf3: CPU seconds per gigabyte moved; CPU s/req: the whole machine's busy time from "
-           "/proc/stat, shared with whatever else runs here; proc CPU/req: the server's and the "
-           "client's "
-           "processes, for echo the server's alone; busy c/s: how busy the client's and the "
-           "server's CPUs were, the kernel's work included (a veth peer's XDP receive runs on the "
-           "sender's CPU); kernel-loopback and both-hp-memif: one host, "
-           "no namespace, both ends on the kernel over 127.0.0.1 / both on hotpath over memif)\n");
+        f,
+        "(iperf3: CPU seconds per gigabyte moved; CPU s/req: the whole machine's busy time from "
+        "/proc/stat, shared with whatever else runs here; proc CPU/req: the server's and the "
+        "client's "
+        "processes, for echo the server's alone; busy c/s: how busy the client's and the "
+        "server's CPUs were, the kernel's work included (a veth peer's XDP receive runs on the "
+        "sender's CPU); kernel-loopback and both-hp-memif: one host, "
+        "no namespace, both ends on the kernel over 127.0.0.1 / both on hotpath over memif; "
+        "nginx %s)\n",
+        r->nginx_file_cache
+            ? "with its open_file_cache"
+            : "with its defaults (HP_BENCH_NGINX_FILE_CACHE=0: no open_file_cache)");
     if (r->note[0])
         fprintf(f, "note: %s\n", r->note);
     fprintf(f, "goals (ratios in this run)\n");
@@ -834,9 +845,9 @@ void apps_report_json(const struct apps_report *r, FILE *f)
 {
     fprintf(f,
             "{\"benchmark\": \"apps\", \"link\": \"%s\", \"seconds\": %.1f, \"server_cpu\": %d, "
-            "\"client_cpu\": %d,\n"
+            "\"client_cpu\": %d, \"nginx_open_file_cache\": %s,\n"
             " \"results\": [",
-            r->link, r->secs, r->server_cpu, r->client_cpu);
+            r->link, r->secs, r->server_cpu, r->client_cpu, r->nginx_file_cache ? "true" : "false");
     for (int i = 0; i < r->nres; i++) {
         const struct apps_result *x = &r->res[i];
         fprintf(f, "%s\n  {\"workload\": \"%s\", \"config\": \"%s\", \"ok\": %s, ", i ? "," : "",
@@ -965,6 +976,8 @@ int apps_report_run(struct apps_report *r, const struct bench_opts *o)
     if (!prerequisites(&c))
         return 2;
     r->secs = o->quick ? 2 : 5;
+    const char *fc = getenv("HP_BENCH_NGINX_FILE_CACHE");
+    r->nginx_file_cache = !fc || strcmp(fc, "0") != 0;
     c.redis_n = o->quick ? 20000 : 100000;
     r->client_cpu = 0;
     r->server_cpu = tool_ncpus() > 1 ? 1 : 0;

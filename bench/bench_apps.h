@@ -66,6 +66,7 @@ struct apps_report {
     char note[256]; /* why something was skipped or changed */
     double secs;    /* per measurement */
     int server_cpu, client_cpu;
+    bool nginx_file_cache; /* nginx's open_file_cache on (HP_BENCH_NGINX_FILE_CACHE=0: off) */
     struct apps_result res[APPS_MAX_RESULTS];
     int nres;
     struct apps_goal goals[APPS_MAX_GOALS];
