@@ -147,6 +147,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fail(&c, hp_cksum_impl(), "hp_cksum (sum 0)", want0, got);
     }
 
+    /* 2b. The copies: each variant's fused copy and the public
+     * hp_cksum_copy into a tight block at another offset (hdr[0] >> 6):
+     * the sum, and the bytes. */
+    {
+        size_t doff = (size_t)(hdr[0] >> 6) * 13 + 1;
+        for (int i = -1; i < nv; i++) {
+            if (i >= 0 && (!v[i].copy || !hp_cksum_impl_supported(v[i].name)))
+                continue;
+            if (i >= 0 && c.len < 128)
+                continue; /* the fused copies' contract: hp_cksum_copy sums shorter ones */
+            /* Ending where the copy ends: ASan sees a store past it. */
+            uint8_t *dalloc = calloc(1, doff + c.len), *dst = dalloc + doff;
+            if (!dalloc)
+                abort();
+            uint32_t s = i >= 0 ? v[i].copy(dst, buf, c.len, c.sum)
+                                : hp_cksum_copy(dst, buf, c.len, c.sum);
+            const char *who = i >= 0 ? v[i].name : hp_cksum_impl();
+            uint16_t got = hp_cksum_fold(s);
+            if (got != want)
+                fail(&c, who, i >= 0 ? "fused copy's sum" : "hp_cksum_copy's sum", want, got);
+            if (c.len && memcmp(dst, buf, c.len) != 0)
+                fail(&c, who, i >= 0 ? "fused copy's bytes" : "hp_cksum_copy's bytes", 0, 1);
+            free(dalloc);
+        }
+    }
+
     /* 3. hp_cksum_add over an even split point of the same data. */
     {
         size_t k = (size_t)rd16(hdr + 6) % (c.len + 1) & ~(size_t)1;

@@ -43,6 +43,20 @@ extern "C" {
 HP_API uint32_t hp_cksum_partial(const void *buf, size_t len, uint32_t sum);
 
 /**
+ * Copy src[0..len) to dst and add the bytes' sum to a partial sum, in one
+ * pass where the CPU allows (the checksum variant in use has a fused copy:
+ * each vector loaded once, stored and summed), else a sum then memcpy. The
+ * sum is hp_cksum_partial(src, len, sum): it is src's, pairing bytes from
+ * src's first, whatever dst's alignment.
+ *
+ * @param dst  len bytes, not overlapping src; any alignment.
+ * @param src  any alignment; either may be NULL when len is 0.
+ * @return the new partial sum.
+ */
+HP_API uint32_t hp_cksum_copy(void *restrict dst, const void *restrict src, size_t len,
+                              uint32_t sum);
+
+/**
  * Add partial sums. Both are partial sums of even-length data (or the first
  * may cover odd-length data if it is the last block).
  */

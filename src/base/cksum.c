@@ -13,13 +13,14 @@
 #include "internal.h"
 
 static const struct hp__cksum_variant variants[] = {
-    {"scalar", "hp__cksum_scalar", hp__cksum_scalar, 0},
+    {"scalar", "hp__cksum_scalar", hp__cksum_scalar, 0, NULL},
 #ifdef HP_ARCH_X86
-    {"avx2", "hp__cksum_avx2", hp__cksum_avx2, HP_CPU_AVX2},
-    {"avx512", "hp__cksum_avx512", hp__cksum_avx512, HP_CPU_AVX512F | HP_CPU_AVX512BW},
+    {"avx2", "hp__cksum_avx2", hp__cksum_avx2, HP_CPU_AVX2, hp__cksum_copy_avx2},
+    {"avx512", "hp__cksum_avx512", hp__cksum_avx512, HP_CPU_AVX512F | HP_CPU_AVX512BW,
+     hp__cksum_copy_avx512},
 #endif
 #ifdef HP_ARCH_ARM64
-    {"neon", "hp__cksum_neon", hp__cksum_neon, HP_CPU_NEON},
+    {"neon", "hp__cksum_neon", hp__cksum_neon, HP_CPU_NEON, NULL},
 #endif
 };
 #define NVARIANTS ((int)(sizeof variants / sizeof variants[0]))
@@ -28,6 +29,18 @@ static const struct hp__cksum_variant variants[] = {
  * constructor below runs (from other constructors) are still right. */
 static _Atomic(hp__cksum_fn) current_fn = hp__cksum_scalar;
 static _Atomic int current_idx;
+
+/* A variant without a fused copy: the sum from src, then the copy (the
+ * sum's loads leave src in the cache for memcpy's). */
+static uint32_t sum_then_copy(void *restrict dst, const void *restrict src, size_t len,
+                              uint32_t sum)
+{
+    sum = atomic_load_explicit(&current_fn, memory_order_relaxed)(src, len, sum);
+    memcpy(dst, src, len);
+    return sum;
+}
+
+static _Atomic(hp__cksum_copy_fn) current_copy = sum_then_copy;
 
 const struct hp__cksum_variant *hp__cksum_variants(int *n)
 {
@@ -52,6 +65,8 @@ static void use(int i)
 {
     atomic_store_explicit(&current_idx, i, memory_order_relaxed);
     atomic_store_explicit(&current_fn, variants[i].fn, memory_order_relaxed);
+    atomic_store_explicit(&current_copy, variants[i].copy ? variants[i].copy : sum_then_copy,
+                          memory_order_relaxed);
 }
 
 static int best(void)
@@ -179,6 +194,19 @@ __attribute__((aligned(64))) HP_API uint32_t hp_cksum_partial(const void *buf, s
 #else
     return hp__fold64c(hp__cksum_words(buf, len, sum));
 #endif
+}
+
+HP_API uint32_t hp_cksum_copy(void *restrict dst, const void *restrict src, size_t len,
+                              uint32_t sum)
+{
+    if (__builtin_expect(len >= HP__CKSUM_VEC_MIN, 1))
+        return atomic_load_explicit(&current_copy, memory_order_relaxed)(dst, src, len, sum);
+    /* Short: summed inline as hp_cksum_partial does, from src before the
+     * copy (its stores then drain while nothing waits for them). */
+    sum = hp_cksum_partial(src, len, sum);
+    if (len)
+        memcpy(dst, src, len);
+    return sum;
 }
 
 HP_API uint16_t hp_cksum(const void *buf, size_t len)

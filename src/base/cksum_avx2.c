@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* AVX2 checksum variant: three vector operations per 32 bytes (xor, vpmaddwd, add) on aligned loads. */
+/* AVX2 checksum variant: three vector operations per 32 bytes (xor, vpmaddwd, add) on aligned loads; its fused copy. */
 #include <hotpath/cksum.h>
 
 #include "internal.h"
@@ -135,6 +135,80 @@ __attribute__((aligned(64))) AVX2 uint32_t hp__cksum_avx2(const void *buf, size_
     }
     unsigned rot = 8 * odd;
     body = (body << rot) | (body >> ((64 - rot) & 63));
+    return hp__fold64c(hp__adc64(sum, body));
+}
+
+__attribute__((always_inline)) AVX2 static inline void storeu(unsigned char *p, __m256i x)
+{
+    _mm256_storeu_si256((__m256i_u *)p, x);
+}
+
+/*
+ * The copy and the sum in one pass: each vector of src loaded once, stored
+ * to dst and summed (the sum's scheme above). Loads and stores are
+ * unaligned: src and dst rarely share an alignment, and the vectors start
+ * an even distance from src, so words pair as in src's frame with no
+ * rotation. The tail (under one vector) is copied as the last 32 bytes of
+ * the whole, overlapping what is already copied, and summed as the masked
+ * load of its even part (as above) plus an odd last byte. len >= 64.
+ */
+__attribute__((aligned(64))) AVX2 uint32_t hp__cksum_copy_avx2(void *restrict dst,
+                                                                const void *restrict src,
+                                                                size_t len, uint32_t sum)
+{
+    const unsigned char *p = src;
+    unsigned char *d = dst;
+    if (len < 2 * VBYTES) { /* not from hp_cksum_copy, which sends only >= 128 */
+        sum = hp_cksum_partial(src, len, sum);
+        if (len)
+            memcpy(dst, src, len);
+        return sum;
+    }
+    uint64_t body = 0;
+    size_t left = len / VBYTES; /* whole vectors */
+    while (left) {
+        size_t nv = left < MAXV ? left : MAXV;
+        __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+        size_t i = nv;
+        for (; i >= 4; i -= 4, p += 4 * VBYTES, d += 4 * VBYTES) {
+            __m256i x0 = loadu(p), x1 = loadu(p + VBYTES), x2 = loadu(p + 2 * VBYTES),
+                    x3 = loadu(p + 3 * VBYTES);
+            /* In registers: else gcc loads each vector twice, once for the
+             * store and once folded into the xor. */
+            __asm__("" : "+x"(x0), "+x"(x1), "+x"(x2), "+x"(x3));
+            storeu(d, x0);
+            storeu(d + VBYTES, x1);
+            storeu(d + 2 * VBYTES, x2);
+            storeu(d + 3 * VBYTES, x3);
+            a0 = step(a0, x0);
+            a1 = step(a1, x1);
+            a2 = step(a2, x2);
+            a3 = step(a3, x3);
+        }
+        for (; i; i--, p += VBYTES, d += VBYTES) {
+            __m256i x = loadu(p);
+            storeu(d, x);
+            a0 = step(a0, x);
+        }
+        __m256i s = _mm256_add_epi32(_mm256_add_epi32(a0, a1), _mm256_add_epi32(a2, a3));
+        body = hp__adc64(body, total(s, nv));
+        left -= nv;
+    }
+    size_t r = len % VBYTES;
+    if (r) {
+        const unsigned char *end = (const unsigned char *)src + len;
+        storeu((unsigned char *)dst + len - VBYTES, loadu(end - VBYTES));
+        size_t k = r & ~(size_t)1;
+        if (k) {
+            __m256i x = _mm256_and_si256(loadu(p + k - VBYTES), loadu(masks + k));
+            body = hp__adc64(body, total(step(_mm256_setzero_si256(), x), 1));
+        }
+        if (r & 1) {
+            uint16_t b = 0;
+            memcpy(&b, p + k, 1);
+            body = hp__adc64(body, b);
+        }
+    }
     return hp__fold64c(hp__adc64(sum, body));
 }
 #endif

@@ -32,11 +32,23 @@ uint32_t hp__cksum_avx512(const void *buf, size_t len, uint32_t sum);
 uint32_t hp__cksum_neon(const void *buf, size_t len, uint32_t sum);
 #endif
 
+/* The fused copies: the contract of hp_cksum_copy, for len >= 128
+ * (HP__CKSUM_VEC_MIN; shorter ones are summed and copied by it). */
+typedef uint32_t (*hp__cksum_copy_fn)(void *restrict dst, const void *restrict src, size_t len,
+                                      uint32_t sum);
+#ifdef HP_ARCH_X86
+uint32_t hp__cksum_copy_avx2(void *restrict dst, const void *restrict src, size_t len,
+                             uint32_t sum);
+uint32_t hp__cksum_copy_avx512(void *restrict dst, const void *restrict src, size_t len,
+                               uint32_t sum);
+#endif
+
 struct hp__cksum_variant {
     const char *name;
     const char *symbol; /* function symbol, for code size reports */
     hp__cksum_fn fn;
-    uint32_t needs; /* HP_CPU_* bits the variant needs */
+    uint32_t needs;         /* HP_CPU_* bits the variant needs */
+    hp__cksum_copy_fn copy; /* its fused copy; NULL: fn, then memcpy */
 };
 
 /* All variants this build has, best last; *n receives the count. */

@@ -416,6 +416,132 @@ DISPATCHED_TEST(dispatched_large, large)
 DISPATCHED_TEST(dispatched_fill, fill)
 DISPATCHED_TEST(dispatched_guard, guard)
 
+/* ---- the fused copies: the tests above, through a copy ------------------------ */
+
+/* The copy under test. via_copy is a sum function for the tests above: it
+ * copies the bytes into a block of its own, at another alignment each
+ * call, between guard bytes, checks the copy and the guards, and returns
+ * the copy's sum, which the tests then check as any variant's. */
+static hp__cksum_copy_fn copy_fn;
+static size_t copy_calls;
+static bool copy_failed;
+
+#define COPY_GUARD 64
+#define COPY_FILL  0xA5
+
+static uint32_t via_copy(const void *buf, size_t len, uint32_t sum)
+{
+    size_t off = (copy_calls++ * 13) % 64, n = COPY_GUARD + off + len + COPY_GUARD;
+    unsigned char *blk = malloc(n);
+    if (!blk) {
+        hp_test_fail(__FILE__, __LINE__, "out of memory for a copy of %zu bytes", len);
+        return 0;
+    }
+    memset(blk, COPY_FILL, n);
+    unsigned char *d = blk + COPY_GUARD + off;
+    uint32_t r = copy_fn(d, buf, len, sum);
+    bool good = len == 0 || memcmp(d, buf, len) == 0;
+    for (size_t i = 0; i < COPY_GUARD + off; i++)
+        good &= blk[i] == COPY_FILL;
+    for (size_t i = 0; i < COPY_GUARD; i++)
+        good &= d[len + i] == COPY_FILL;
+    if (!good && !copy_failed) {
+        copy_failed = true; /* once: the sweeps call this a million times */
+        hp_test_fail(__FILE__, __LINE__,
+                     "copy of %zu bytes to offset %zu (mod 64) of its block: the copy differs "
+                     "from the source or a byte around it changed",
+                     len, (size_t)((uintptr_t)d % 64));
+    }
+    free(blk);
+    return r;
+}
+
+/* The fused copy of the variant called name, or NULL with the reason. */
+static hp__cksum_copy_fn find_copy(const char *name, char *why, size_t whylen)
+{
+    if (!find_variant(name, why, whylen))
+        return NULL;
+    int n = 0;
+    const struct hp__cksum_variant *v = hp__cksum_variants(&n);
+    for (int i = 0; i < n; i++)
+        if (strcmp(v[i].name, name) == 0 && v[i].copy)
+            return v[i].copy;
+    snprintf(why, whylen,
+             "variant %s has no fused copy: hp_cksum_copy sums with it, then copies "
+             "(the dispatched_copy tests)",
+             name);
+    return NULL;
+}
+
+#define COPY_TEST(test, vname, body)                                                               \
+    HP_TEST(test)                                                                                  \
+    {                                                                                              \
+        char why_[200];                                                                            \
+        copy_fn = find_copy(vname, why_, sizeof why_);                                             \
+        if (!copy_fn)                                                                              \
+            HP_SKIP("%s", why_);                                                                   \
+        copy_failed = false;                                                                       \
+        body("fused copy of " vname, via_copy);                                                    \
+    }
+
+#define COPY_TESTS(v)                                                                              \
+    COPY_TEST(copy_##v, #v, sweep)                                                                 \
+    COPY_TEST(copy_##v##_large, #v, large)                                                         \
+    COPY_TEST(copy_##v##_fill, #v, fill)                                                           \
+    COPY_TEST(copy_##v##_guard, #v, guard)
+
+#ifdef HP_ARCH_X86
+COPY_TESTS(avx2)
+COPY_TESTS(avx512)
+#endif
+
+/* The public hp_cksum_copy: short inputs summed and copied inline, longer
+ * ones by the variant in use's fused copy, or its sum and memcpy. */
+#define DISPATCHED_COPY_TEST(test, body)                                                           \
+    HP_TEST(test)                                                                                  \
+    {                                                                                              \
+        char what_[64];                                                                            \
+        snprintf(what_, sizeof what_, "hp_cksum_copy (using %s)", hp_cksum_impl());                \
+        copy_fn = hp_cksum_copy;                                                                   \
+        copy_failed = false;                                                                       \
+        body(what_, via_copy);                                                                     \
+    }
+
+DISPATCHED_COPY_TEST(dispatched_copy, sweep)
+DISPATCHED_COPY_TEST(dispatched_copy_large, large)
+DISPATCHED_COPY_TEST(dispatched_copy_guard, guard)
+
+/* Each variant in use by hp_cksum_copy, at the lengths around its
+ * threshold and a segment's: the copy and the sum. */
+HP_TEST(copy_each_variant_dispatched)
+{
+    int n = 0;
+    const struct hp__cksum_variant *v = hp__cksum_variants(&n);
+    const char *orig = hp_cksum_impl();
+    uint64_t rs = hp_test_seed() ^ 0x434F5059ull;
+    enum { LEN = 3000 };
+    unsigned char *src = malloc(LEN + 8);
+    HP_REQUIRE(src != NULL);
+    fill_random(src, LEN + 8, &rs);
+    copy_fn = hp_cksum_copy;
+    copy_failed = false;
+    for (int i = 0; i < n; i++) {
+        if (hp_cksum_set_impl(v[i].name) != 0)
+            continue; /* not on this CPU (impl_unsupported says so) */
+        static const size_t lens[] = {0, 1, 127, 128, 129, 1448, 1449, 2999};
+        for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++)
+            for (size_t off = 0; off < 4; off++) {
+                uint32_t in = pick_sum(&rs);
+                if (!check_sum(__LINE__, v[i].name, lens[k], off, in,
+                               via_copy(src + off, lens[k], in),
+                               ref_sum(src + off, lens[k], in, 0)))
+                    break;
+            }
+    }
+    free(src);
+    HP_CHECK_EQ(hp_cksum_set_impl(orig), 0);
+}
+
 /* Every variant of the table has tests above (a new one must get its own). */
 HP_TEST(variant_table)
 {
