@@ -130,6 +130,87 @@ static int measure_cell(struct cksum_report *r, struct cksum_cell *cell, const u
     return 0;
 }
 
+/* ---- the copy and the sum ------------------------------------------------------ */
+
+static const size_t copy_sizes[] = {64, 256, 1448, 9000};
+#define COPY_POOL  ((size_t)64 << 20) /* cold: each call on the next slot of 64 MiB */
+#define COPY_SRC   2                  /* a frame's payload is rarely aligned */
+#define COPY_DST   (2048 + 54)        /* its page offset: no 4 KiB aliasing with the source */
+#define COPY_CALLS 4096
+
+/* The way before hp_cksum_copy: the sum from the source, then memcpy. */
+/* A slot: the source at COPY_SRC, the destination from the next page on. */
+static size_t dst_at(size_t len)
+{
+    return ((COPY_SRC + len + 4095) & ~(size_t)4095) + COPY_DST;
+}
+
+static uint32_t sum_then_memcpy(void *dst, const void *src, size_t len, uint32_t sum)
+{
+    sum = hp_cksum_partial(src, len, sum);
+    memcpy(dst, src, len);
+    return sum;
+}
+
+__attribute__((noinline, aligned(64))) static uint64_t timed_copy(int way, unsigned char *pool,
+                                                                  size_t stride, size_t nslots,
+                                                                  size_t len, uint32_t *sink)
+{
+    uint32_t acc = 0;
+    uint64_t t0 = tool_ticks();
+    for (size_t i = 0; i < COPY_CALLS; i++) {
+        unsigned char *slot = pool + (i % nslots) * stride;
+        acc += way ? hp_cksum_copy(slot + dst_at(len), slot + COPY_SRC, len, 0)
+                   : sum_then_memcpy(slot + dst_at(len), slot + COPY_SRC, len, 0);
+    }
+    uint64_t t1 = tool_ticks();
+    *sink += acc;
+    return t1 - t0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Each size hot (one slot, in L1) and cold (a slot per call, over 64 MiB);
+ * the two ways alternate within each repetition; medians. */
+static int measure_copy(struct cksum_report *r)
+{
+    unsigned char *pool = aligned_alloc(4096, COPY_POOL);
+    if (!pool)
+        return -ENOMEM;
+    for (size_t i = 0; i < COPY_POOL; i++)
+        pool[i] = (unsigned char)(i * 2654435761u >> 13);
+    r->ncopy = 0;
+    for (int cold = 0; cold < 2; cold++)
+        for (size_t si = 0; si < sizeof copy_sizes / sizeof copy_sizes[0]; si++) {
+            size_t len = copy_sizes[si], stride = (dst_at(len) + len + 4095) & ~(size_t)4095;
+            struct cksum_copy_cell *c = &r->copy[r->ncopy++];
+            *c = (struct cksum_copy_cell){.size = len, .cold = cold};
+            unsigned char *s0 = pool + COPY_SRC, *d0 = pool + dst_at(len);
+            uint16_t want = hp_cksum_fold(hp__cksum_scalar(s0, len, 0));
+            memset(d0, 0, len);
+            c->wrong =
+                hp_cksum_fold(hp_cksum_copy(d0, s0, len, 0)) != want || memcmp(d0, s0, len) != 0;
+            size_t nslots = cold ? COPY_POOL / stride : 1;
+            double v[2][CKSUM_MAX_REPS];
+            for (int k = 0; k <= r->reps; k++) /* the first a warm-up */
+                for (int way = 0; way < 2; way++) {
+                    uint64_t t = timed_copy(way, pool, stride, nslots, len, &r->sink);
+                    if (k)
+                        v[way][k - 1] = (double)t / ((double)COPY_CALLS * (double)len);
+                }
+            for (int way = 0; way < 2; way++) {
+                qsort(v[way], (size_t)r->reps, sizeof v[way][0], cmp_double);
+                c->cpb[way] = v[way][r->reps / 2];
+            }
+        }
+    free(pool);
+    return 0;
+}
+
 int cksum_report_run(struct cksum_report *r, const struct bench_opts *o)
 {
     memset(r, 0, sizeof *r);
@@ -169,6 +250,8 @@ int cksum_report_run(struct cksum_report *r, const struct bench_opts *o)
         }
     free(rows);
     free(buf);
+    if (rc == 0)
+        rc = measure_copy(r);
     return rc;
 }
 
@@ -294,6 +377,17 @@ void cksum_report_print_table(const struct cksum_report *r, FILE *f)
             fprintf(f, "  %s n/a", r->impls[k].name);
     }
     fputc('\n', f);
+    fprintf(f,
+            "\ncopy and sum, %s/byte (the sum then memcpy; hp_cksum_copy, %s's; source at "
+            "page offset %d, destination at %d)\n%6s %5s %13s %13s %9s\n",
+            tool_ticks_unit(), r->dispatched, COPY_SRC, COPY_DST, "size", "cache", "sum+memcpy",
+            "hp_cksum_copy", "ratio");
+    for (int i = 0; i < r->ncopy; i++) {
+        const struct cksum_copy_cell *c = &r->copy[i];
+        fprintf(f, "%6zu %5s %13.4f %13.4f %8.2fx%s\n", c->size, c->cold ? "cold" : "hot",
+                c->cpb[0], c->cpb[1], c->cpb[0] / c->cpb[1],
+                c->wrong ? "  WRONG: the copy or its sum differed" : "");
+    }
     hb_goals_table(&r->goals, f);
 }
 
@@ -317,7 +411,17 @@ json_t *cksum_report_json(const struct cksum_report *r)
         json_object_set_new(code, r->impls[k].name, json_integer(r->impls[k].code_bytes));
     for (int i = 0; i < r->nskipped; i++)
         json_array_append_new(skipped, json_string(r->skipped[i]));
+    json_t *copy = json_array();
+    for (int i = 0; i < r->ncopy; i++) {
+        const struct cksum_copy_cell *c = &r->copy[i];
+        json_array_append_new(copy,
+                              json_pack("{s:I, s:s, s:o, s:o, s:b}", "size", (json_int_t)c->size,
+                                        "cache", c->cold ? "cold" : "hot", "sum_then_memcpy",
+                                        tool_json_num(c->cpb[0], 5), "hp_cksum_copy",
+                                        tool_json_num(c->cpb[1], 5), "ok", !c->wrong));
+    }
     json_object_set_new(j, "results", res);
+    json_object_set_new(j, "copy", copy);
     json_object_set_new(j, "code_bytes", code);
     json_object_set_new(j, "skipped", skipped);
     json_object_set_new(j, "goals", hb_goals_json(&r->goals));

@@ -26,6 +26,15 @@ struct cksum_cell {
     double cpb[CKSUM_MAX_IMPLS]; /* ticks per byte, per impl */
 };
 
+/* The copy and the sum (hp_cksum_copy) against the sum, then memcpy. */
+#define CKSUM_COPY_CELLS 8
+struct cksum_copy_cell {
+    size_t size;
+    bool cold;     /* source and destination out of the caches */
+    double cpb[2]; /* ticks per byte: the sum then memcpy, hp_cksum_copy */
+    bool wrong;    /* a sum or a copy differed */
+};
+
 struct cksum_report {
     const char *dispatched;
     struct cksum_impl impls[CKSUM_MAX_IMPLS];
@@ -36,6 +45,8 @@ struct cksum_report {
     long entry_bytes; /* size of hp_cksum_partial */
     int reps, cpu_pinned;
     struct cksum_cell cells[8][2]; /* [size][offset] */
+    struct cksum_copy_cell copy[CKSUM_COPY_CELLS];
+    int ncopy;
     struct hb_goals goals;
     uint32_t sink;
 };

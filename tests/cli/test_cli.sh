@@ -237,6 +237,9 @@ assert {r["offset"] for r in d["results"]} == {0, 1}
 assert all(r["cycles_per_byte"] > 0 for r in d["results"])
 assert "hotpath" in d["code_bytes"]
 assert isinstance(d["goals"], list) and d["goals"]
+cells = {(c["size"], c["cache"]) for c in d["copy"]}
+assert cells == {(n, k) for n in (64, 256, 1448, 9000) for k in ("hot", "cold")}, cells
+assert all(c["ok"] and c["sum_then_memcpy"] > 0 and c["hp_cksum_copy"] > 0 for c in d["copy"])
 PY
   then ok "bench cksum --json is complete"; else ko "bench cksum --json is complete"; fi
 else
