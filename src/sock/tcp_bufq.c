@@ -241,16 +241,15 @@ uint32_t hp__tcp_bufq_copy(const struct hp__tcp_bufq *q, struct hp__tcp_bufq_cur
         uint32_t n = b->data_len - skip;
         if (n > len)
             n = len;
-        /* Summed from the source, before the copy: the copy's stores
-         * (into a fresh, often cold buffer) drain meanwhile, where a sum
-         * read back from dst would wait for them. A piece starting at an
-         * odd offset of dst pairs its bytes the other way round: swap its
-         * sum (RFC 1071 2(B)). */
-        uint32_t ps = hp_cksum_partial(hp_buf_data(b) + skip, n, 0);
+        /* Copied and summed in one pass over the source (hp_cksum_copy),
+         * never read back from dst, whose stores (into a fresh, often cold
+         * buffer) drain meanwhile. A piece starting at an odd offset of
+         * dst pairs its bytes the other way round: swap its sum (RFC 1071
+         * 2(B)). */
+        uint32_t ps = hp_cksum_copy(d, hp_buf_data(b) + skip, n, 0);
         if ((d - (uint8_t *)dst) & 1)
             ps = swap_sum(ps);
         sum = hp_cksum_add(sum, ps);
-        memcpy(d, hp_buf_data(b) + skip, n);
         d += n;
         len -= n;
         if (!len) {
@@ -413,10 +412,7 @@ uint32_t hp__tcp_sndq_copy(const struct hp__tcp_sndq *sq, struct hp__tcp_bufq_cu
                            uint64_t off, uint32_t len, void *dst)
 {
     if (sq->nbufs == 0) {
-        const uint8_t *src = sq->u.inl + (off - sq->start);
-        uint32_t sum = hp_cksum_partial(src, len, 0);
-        memcpy(dst, src, len);
-        return sum;
+        return hp_cksum_copy(dst, sq->u.inl + (off - sq->start), len, 0);
     }
     struct hp__tcp_bufq q = sq_q(sq);
     return hp__tcp_bufq_copy(&q, cur, off, len, dst);

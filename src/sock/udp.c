@@ -794,9 +794,7 @@ HP_API int hp_udp_sendto(struct hp_udp_sock *u, const void *data, size_t len,
     if (b && len <= hp_buf_tailroom(b)) {
         /* One buffer (nearly every datagram): the payload summed from the
          * caller's bytes as it is copied behind the headroom. */
-        uint32_t psum = hp_cksum_partial(data, len, 0);
-        if (len)
-            memcpy(hp_buf_data(b), data, len);
+        uint32_t psum = hp_cksum_copy(hp_buf_data(b), data, len, 0);
         b->data_len = b->pkt_len = (uint32_t)len;
         rc = out4(u, &d, b, psum);
         if (rc == -ENOBUFS)
