@@ -504,6 +504,12 @@ static void wrk_parse(const char *log, struct apps_result *x, double *reqs)
  * open files, which spares it an open, fstat and close per request (a
  * third of its CPU with hotpath under it, docs/apps.md) and leaves its
  * network I/O to be measured. HP_BENCH_NGINX_FILE_CACHE=0: nginx's defaults. */
+static bool nginx_file_cache_wanted(void)
+{
+    const char *v = getenv("HP_BENCH_NGINX_FILE_CACHE");
+    return !v || strcmp(v, "0") != 0;
+}
+
 static void nginx_conf(struct ctx *c, int cfg, char *path, size_t len)
 {
     snprintf(path, len, "%s/nginx-%s.conf", c->dir, cfg_names[cfg]);
@@ -976,8 +982,7 @@ int apps_report_run(struct apps_report *r, const struct bench_opts *o)
     if (!prerequisites(&c))
         return 2;
     r->secs = o->quick ? 2 : 5;
-    const char *fc = getenv("HP_BENCH_NGINX_FILE_CACHE");
-    r->nginx_file_cache = !fc || strcmp(fc, "0") != 0;
+    r->nginx_file_cache = nginx_file_cache_wanted();
     c.redis_n = o->quick ? 20000 : 100000;
     r->client_cpu = 0;
     r->server_cpu = tool_ncpus() > 1 ? 1 : 0;

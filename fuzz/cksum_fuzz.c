@@ -161,8 +161,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             uint8_t *dalloc = calloc(1, doff + c.len), *dst = dalloc + doff;
             if (!dalloc)
                 abort();
-            uint32_t s = i >= 0 ? v[i].copy(dst, buf, c.len, c.sum)
-                                : hp_cksum_copy(dst, buf, c.len, c.sum);
+            uint32_t s =
+                i >= 0 ? v[i].copy(dst, buf, c.len, c.sum) : hp_cksum_copy(dst, buf, c.len, c.sum);
             const char *who = i >= 0 ? v[i].name : hp_cksum_impl();
             uint16_t got = hp_cksum_fold(s);
             if (got != want)

@@ -153,8 +153,8 @@ __attribute__((always_inline)) AVX2 static inline void storeu(unsigned char *p, 
  * load of its even part (as above) plus an odd last byte. len >= 64.
  */
 __attribute__((aligned(64))) AVX2 uint32_t hp__cksum_copy_avx2(void *restrict dst,
-                                                                const void *restrict src,
-                                                                size_t len, uint32_t sum)
+                                                               const void *restrict src, size_t len,
+                                                               uint32_t sum)
 {
     const unsigned char *p = src;
     unsigned char *d = dst;
