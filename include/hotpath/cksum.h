@@ -53,8 +53,7 @@ HP_API uint32_t hp_cksum_partial(const void *buf, size_t len, uint32_t sum);
  * @param src  any alignment; either may be NULL when len is 0.
  * @return the new partial sum.
  */
-HP_API uint32_t hp_cksum_copy(void *restrict dst, const void *restrict src, size_t len,
-                              uint32_t sum);
+HP_API uint32_t hp_cksum_copy(void *dst, const void *src, size_t len, uint32_t sum);
 
 /**
  * Add partial sums. Both are partial sums of even-length data (or the first

@@ -196,8 +196,7 @@ __attribute__((aligned(64))) HP_API uint32_t hp_cksum_partial(const void *buf, s
 #endif
 }
 
-HP_API uint32_t hp_cksum_copy(void *restrict dst, const void *restrict src, size_t len,
-                              uint32_t sum)
+HP_API uint32_t hp_cksum_copy(void *dst, const void *src, size_t len, uint32_t sum)
 {
     if (__builtin_expect(len >= HP__CKSUM_VEC_MIN, 1))
         return atomic_load_explicit(&current_copy, memory_order_relaxed)(dst, src, len, sum);

@@ -456,6 +456,7 @@ static uint32_t via_copy(const void *buf, size_t len, uint32_t sum)
     return r;
 }
 
+#ifdef HP_ARCH_X86 /* the variants with a fused copy */
 /* The fused copy of the variant called name, or NULL with the reason. */
 static hp__cksum_copy_fn find_copy(const char *name, char *why, size_t whylen)
 {
@@ -490,7 +491,6 @@ static hp__cksum_copy_fn find_copy(const char *name, char *why, size_t whylen)
     COPY_TEST(copy_##v##_fill, #v, fill)                                                           \
     COPY_TEST(copy_##v##_guard, #v, guard)
 
-#ifdef HP_ARCH_X86
 COPY_TESTS(avx2)
 COPY_TESTS(avx512)
 #endif
