@@ -87,6 +87,16 @@ struct hp_pool_config {
 };
 
 #define HP_POOL_F_NO_HUGEPAGES 0x1 /**< never try huge pages */
+/**
+ * Fault the pool's own memory in at creation (every page written once), so
+ * that no buffer's first use takes a page fault. By default the pages come
+ * when buffers are first taken: a small RSS for a large pool that is mostly
+ * idle, but with transparent huge pages each first touch clears 2 MiB in the
+ * data path (hundreds of microseconds), which a server that meets a burst on
+ * many flows at once cannot afford (docs/experiments.md, 200,000 flows).
+ * Ignored with caller-provided memory.
+ */
+#define HP_POOL_F_POPULATE 0x2
 
 /**
  * Create a pool.

@@ -455,6 +455,44 @@ HP_TEST(pool_region_untouched_until_used)
     DONE(p);
 }
 
+/* HP_POOL_F_POPULATE: every page of the region is faulted in by
+ * hp_pool_create, before any buffer is taken, and the pool works as any. */
+HP_TEST(pool_populate_faults_region_in)
+{
+    struct hp_pool_config c = cfg_of("populate", 4096, HP_ALIEN_LOCAL);
+    c.data_room = 2048;
+    c.flags |= HP_POOL_F_POPULATE;
+    struct hp_pool *p = MAKE(&c);
+    HP_REQUIRE(p);
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    size_t all = ((size_t)(p->region_end - p->region) + pg - 1) / pg;
+    size_t r0 = resident_pages(p->region, p->region_end);
+    HP_REQUIRE(r0 != SIZE_MAX);
+    HP_CHECK_EQ(r0, all);
+    HP_CHECK_EQ(atomic_load(&p->fresh), 0);
+    CHECK_WHOLE(p, 4096);
+    HP_CHECK_EQ(hp_pool_in_use(p), 0);
+    DONE(p);
+    /* Caller-provided memory is the caller's: not written. */
+    size_t len = 64 * 2048;
+    unsigned char *mem =
+        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    HP_REQUIRE(mem != MAP_FAILED);
+#ifdef MADV_NOHUGEPAGE
+    (void)madvise(mem, len, MADV_NOHUGEPAGE);
+#endif
+    c = cfg_of("populate-mem", 0, HP_ALIEN_LOCAL);
+    c.mem = mem;
+    c.mem_len = len;
+    c.chunk = 2048;
+    c.flags |= HP_POOL_F_POPULATE;
+    p = MAKE(&c);
+    HP_REQUIRE(p);
+    HP_CHECK_EQ(resident_pages(mem, mem + len), 0);
+    DONE(p);
+    munmap(mem, len);
+}
+
 HP_TEST(pool_defaults)
 {
     if (getenv("HP_ALIEN_POLICY"))
