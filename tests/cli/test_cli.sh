@@ -305,6 +305,9 @@ PY
   then ok "$name"; else ko "$name" "$(head -3 "$tmp/err")"; fi
 }
 rr_json "rr mem tcp: JSON, tps > 0"          --link mem
+# The stacks' recovery counters (the whole run): present; no buffer short at 100 flows.
+if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert all(isinstance(d[k], int) and d[k] >= 0 for k in ("retrans_segs", "rto_timeouts", "tlp_probes")) and d["no_buffers"] == 0, d' "$tmp/rr.json" 2>"$tmp/err"
+then ok "rr mem tcp: recovery counters in the JSON"; else ko "rr mem tcp: recovery counters in the JSON" "$(tail -1 "$tmp/err")"; fi
 rr_json "rr mem udp: JSON, tps > 0"          --link mem --proto udp
 rr_json "rr mem tcp IPv6: JSON, tps > 0"     --link mem --ipv6
 # Early demultiplexing from the first connection: 100 flows make bursts.

@@ -113,6 +113,11 @@ struct rr_result {
      * the run ("" with --iface), and what the links and stacks dropped */
     char iface[16], peer_iface[16], netns[48];
     uint64_t link_rx_dropped, link_tx_dropped, eth_out_drops;
+    /* hotpath TCP, both stacks over the whole run (set-up and warm-up too):
+     * retransmitted segments, retransmission timeouts, tail loss probes,
+     * and buffers the stacks could not allocate. A clean run has none; a
+     * queue deeper than the RTO shows here first. */
+    uint64_t retrans_segs, rto_timeouts, tlp_probes, no_buffers;
     /* kernel: processes (client and server) and threads in all */
     unsigned processes, threads_used;
 };
