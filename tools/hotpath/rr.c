@@ -44,6 +44,7 @@
 #define TCP_PORT0   5001 /* listeners: 5001, 5002, ... */
 #define UDP_PORT0   1024 /* UDP flow i: port 1024 + i on both sides */
 #define SETUP_BATCH 512  /* handshakes in flight per stack pair */
+#define RAMP_STEP   256  /* first requests per turn of the client's loop */
 #define EV_BATCH    256
 #define SCRATCH     (64 * 1024)
 
@@ -138,6 +139,7 @@ struct mworker {
     _Atomic int *phase;
     uint64_t txns, timeouts, errors;
     uint64_t timeout_ticks;
+    unsigned ramped; /* client: flows whose first request has gone */
     uint8_t *buf;
     struct hb_window win; /* the measured window: n[RR_TXNS], n[RR_TIMEOUTS] */
     struct rr_hist hist;
@@ -551,7 +553,7 @@ static void m_udp_in(struct mworker *w, struct mflow *f, bool measuring)
 static void m_udp_timeouts(struct mworker *w)
 {
     uint64_t now = tool_ticks();
-    for (unsigned i = 0; i < w->p->n; i++) {
+    for (unsigned i = 0; i < w->ramped; i++) {
         struct mflow *f = &w->p->cli[i];
         if (now - f->t0 > w->timeout_ticks) {
             w->timeouts++;
@@ -568,9 +570,6 @@ static void *m_worker(void *arg)
     struct hp_stack *st = w->p->st[w->client ? 0 : 1];
     hb_window_init(&w->win);
     struct hp_event ev[EV_BATCH];
-    if (w->client)
-        for (unsigned i = 0; i < w->p->n; i++)
-            m_request(w, &w->p->cli[i]);
     uint64_t next_scan = tool_ticks() + w->timeout_ticks / 10;
     unsigned idle = 0;
     for (unsigned iter = 0;; iter++) {
@@ -585,6 +584,13 @@ static void *m_worker(void *arg)
             }
         }
         bool measuring = w->win.seen == HB_MEASURE;
+        /* The first requests RAMP_STEP at a time between polls: all at once,
+         * 200,000 sends kept this thread from its answers for longer than
+         * the server's tail loss probe waits (200 ms), and every flow's
+         * answer went twice. */
+        if (w->client)
+            for (unsigned k = 0; k < RAMP_STEP && w->ramped < w->p->n; k++)
+                m_request(w, &w->p->cli[w->ramped++]);
         /* Idle for a while: let a partner sharing this CPU (or anything else
          * there) run, rather than spin out a whole time slice. */
         if (hp_stack_poll(st) == 0 && ++idle >= 256) {
