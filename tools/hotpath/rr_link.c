@@ -239,7 +239,8 @@ int rr_net_open(const struct rr_opts *o, struct rr_net *net, unsigned k, unsigne
     r->ring_size = strcmp(o->link, "tap") == 0 ? 0 : ring;
     r->pool_bufs = afxdp ? 2 * frames : nbufs;
     if (!afxdp) {
-        struct hp_pool_config pc = {.name = "rr", .n_bufs = nbufs};
+        /* Faulted in now, as rr's in-process pools (rr.c). */
+        struct hp_pool_config pc = {.name = "rr", .n_bufs = nbufs, .flags = HP_POOL_F_POPULATE};
         *pool = hp_pool_create(&pc);
         if (!*pool) {
             snprintf(r->note, sizeof r->note, "cannot allocate %u buffers", nbufs);
